@@ -1,0 +1,86 @@
+// Package policy owns the acceptance pipeline every incoming event passes
+// through, whether it comes from a client, a sync peer or purgatory:
+// limits -> GRASP rules -> operator plugin chain -> verdict (reject, store,
+// or hold in purgatory). It defines the Acceptor interface that plugins/
+// implements; it never imports plugins/.
+package policy
+
+import (
+	"context"
+	"time"
+
+	"github.com/nbd-wtf/go-nostr"
+)
+
+// Source says where an event entered the server.
+type Source string
+
+const (
+	SourceClient    Source = "client"    // published by a websocket client
+	SourceSync      Source = "sync"      // fetched from another relay (GRASP-02)
+	SourcePurgatory Source = "purgatory" // re-evaluated on release from purgatory
+)
+
+// Meta describes the circumstances of one acceptance decision.
+type Meta struct {
+	Source     Source
+	Remote     string // client IP, or the relay URL for synced events
+	Authed     string // NIP-42 authenticated pubkey (hex), "" if none
+	ReceivedAt time.Time
+}
+
+// Action is what an Acceptor wants done with an event.
+type Action int
+
+const (
+	// Accept means "no objection": later rules still run.
+	Accept Action = iota
+	// Reject refuses the event with Msg (a NIP-01 prefixed reason).
+	Reject
+	// ShadowReject answers OK true to the sender but neither stores nor
+	// broadcasts the event.
+	ShadowReject
+)
+
+func (a Action) String() string {
+	switch a {
+	case Accept:
+		return "accept"
+	case Reject:
+		return "reject"
+	case ShadowReject:
+		return "shadowReject"
+	}
+	return "unknown"
+}
+
+// Verdict is an Acceptor's answer.
+type Verdict struct {
+	Action Action
+	Msg    string
+}
+
+// Acceptor is one link of the acceptance chain. Implementations must be safe
+// for concurrent use and must honour ctx's deadline.
+type Acceptor interface {
+	Accept(ctx context.Context, evt *nostr.Event, meta Meta) Verdict
+}
+
+// AcceptorFunc adapts a function to Acceptor.
+type AcceptorFunc func(ctx context.Context, evt *nostr.Event, meta Meta) Verdict
+
+func (f AcceptorFunc) Accept(ctx context.Context, evt *nostr.Event, meta Meta) Verdict {
+	return f(ctx, evt, meta)
+}
+
+// Chain runs acceptors in order; the first Reject or ShadowReject wins.
+type Chain []Acceptor
+
+func (c Chain) Accept(ctx context.Context, evt *nostr.Event, meta Meta) Verdict {
+	for _, a := range c {
+		if v := a.Accept(ctx, evt, meta); v.Action != Accept {
+			return v
+		}
+	}
+	return Verdict{Action: Accept}
+}
