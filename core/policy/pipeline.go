@@ -1,0 +1,59 @@
+package policy
+
+import (
+	"context"
+
+	"github.com/nbd-wtf/go-nostr"
+)
+
+// Outcome is the pipeline's final decision about an event.
+type Outcome int
+
+const (
+	// Store: save the event in the main store and broadcast it.
+	Store Outcome = iota
+	// Reject: answer OK false with Decision.Msg.
+	Rejected
+	// Shadow: answer OK true, but neither store nor broadcast.
+	Shadow
+	// Hold: accept (OK true, Decision.Msg starting "purgatory:") and keep the
+	// event in purgatory, unserved, until its git data exists.
+	Hold
+)
+
+func (o Outcome) String() string {
+	switch o {
+	case Store:
+		return "store"
+	case Rejected:
+		return "reject"
+	case Shadow:
+		return "shadow"
+	case Hold:
+		return "hold"
+	}
+	return "unknown"
+}
+
+// Decision is the pipeline's answer for one event.
+type Decision struct {
+	Outcome Outcome
+	// Msg is the NIP-01 prefixed OK message ("invalid: ...", "purgatory: ...").
+	Msg string
+}
+
+// Pipeline turns an incoming event into a Decision: limits, then the GRASP
+// rules, then the operator's Acceptor chain. The relay calls it for client
+// events, the syncer for synced events; both get the same answer for the
+// same event and state.
+type Pipeline interface {
+	Decide(ctx context.Context, evt *nostr.Event, meta Meta) Decision
+}
+
+// AcceptAll is a Pipeline that stores everything; it is what a bare relay
+// without GRASP rules does, and what benchmarks compare against.
+type AcceptAll struct{}
+
+func (AcceptAll) Decide(context.Context, *nostr.Event, Meta) Decision {
+	return Decision{Outcome: Store}
+}
