@@ -1,0 +1,548 @@
+package purgatory
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/grasp-dev/grasp/core/clock"
+	"github.com/hashicorp/go-hclog"
+	"github.com/nbd-wtf/go-nostr"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// KV is the durable side table purgatory writes through. Every Put must be
+// durable (fsynced) before it returns: an OK true for a held event means the
+// entry survives kill -9. store.Side satisfies it.
+type KV interface {
+	Put(bucket, key string, val []byte, ttl time.Duration) error
+	Delete(bucket, key string) error
+	Scan(bucket string, fn func(key string, val []byte, expires time.Time) error) error
+}
+
+const (
+	bucketHeld        = "purgatory"
+	bucketPlaceholder = "placeholders"
+	bucketExpired     = "purgatory-expired"
+)
+
+// Entry is one held event.
+type Entry struct {
+	Event *nostr.Event `json:"event"`
+	// Repo is the repository the event waits for: the announcement's own
+	// coordinate for announcements, the state's "30617:<author>:<d>" for
+	// states, and the referenced repo for PRs and events held with a repo.
+	Repo Repo `json:"repo"`
+	// Needs are the git objects whose presence releases the event (a state's
+	// ref tips, a PR's `c`). Empty for announcements and for events held
+	// with a repo: those are released with the repo's first git data.
+	Needs []string `json:"needs,omitempty"`
+	// WithRepo marks an event (issue, comment, ...) held only because its
+	// repo's announcement is itself still in purgatory.
+	WithRepo bool      `json:"with_repo,omitempty"`
+	Expires  time.Time `json:"expires"`
+	HeldAt   time.Time `json:"held_at"`
+}
+
+// Repo names a repository by its announcement coordinate parts.
+type Repo struct {
+	Owner      string `json:"owner"` // hex pubkey
+	Identifier string `json:"d"`
+}
+
+// Address is the NIP-34 coordinate "30617:<owner>:<d>".
+func (r Repo) Address() string { return fmt.Sprintf("30617:%s:%s", r.Owner, r.Identifier) }
+
+// Placeholder is a refs/nostr/<id> ref pushed before its PR event arrived
+// (git-first PR flow, grasp.md §7.3). It is deleted after the nostr_ref_ttl
+// unless a PR event binds it.
+type Placeholder struct {
+	Repo    Repo      `json:"repo"`
+	EventID string    `json:"event_id"`
+	Commit  string    `json:"commit"`
+	Expires time.Time `json:"expires"`
+}
+
+// Options configure a Purgatory.
+type Options struct {
+	TTL            time.Duration // how long an event waits for git data (30 min)
+	PlaceholderTTL time.Duration // nostr_ref_ttl (20 min)
+	ExpiredMemory  time.Duration // how long expired ids are remembered (7 days)
+}
+
+// Purgatory holds events whose git data has not arrived. It is an in-memory
+// index over a durable KV: every change is written through before it is
+// visible, and New rebuilds the index from the KV, so a restart after
+// kill -9 holds, expires and releases exactly what it did before.
+type Purgatory struct {
+	kv   KV
+	clk  clock.Clock
+	log  hclog.Logger
+	opts Options
+
+	mu           sync.Mutex
+	held         map[string]*Entry       // by event id
+	placeholders map[string]*Placeholder // by event id
+	expired      map[string]time.Time    // id -> forget-at
+
+	sizeGauge *prometheus.GaugeVec
+	events    *prometheus.CounterVec
+}
+
+// New loads the held entries from kv and returns the purgatory.
+func New(kv KV, clk clock.Clock, log hclog.Logger, reg prometheus.Registerer, opts Options) (*Purgatory, error) {
+	if log == nil {
+		log = hclog.NewNullLogger()
+	}
+	if clk == nil {
+		clk = clock.New()
+	}
+	if opts.TTL <= 0 {
+		opts.TTL = 30 * time.Minute
+	}
+	if opts.PlaceholderTTL <= 0 {
+		opts.PlaceholderTTL = 20 * time.Minute
+	}
+	if opts.ExpiredMemory <= 0 {
+		opts.ExpiredMemory = 7 * 24 * time.Hour
+	}
+	p := &Purgatory{
+		kv: kv, clk: clk, log: log, opts: opts,
+		held:         map[string]*Entry{},
+		placeholders: map[string]*Placeholder{},
+		expired:      map[string]time.Time{},
+		sizeGauge: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "grasp_purgatory_entries", Help: "Events held in purgatory, by kind.",
+		}, []string{"kind"}),
+		events: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "grasp_purgatory_events_total", Help: "Purgatory transitions: held, replaced, released, expired, deleted, evicted.",
+		}, []string{"what", "kind"}),
+	}
+	if reg != nil {
+		if err := reg.Register(p.sizeGauge); err != nil {
+			return nil, fmt.Errorf("register purgatory metrics: %w", err)
+		}
+		if err := reg.Register(p.events); err != nil {
+			return nil, fmt.Errorf("register purgatory metrics: %w", err)
+		}
+	}
+	if err := p.load(); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+func (p *Purgatory) load() error {
+	err := p.kv.Scan(bucketHeld, func(key string, val []byte, _ time.Time) error {
+		var e Entry
+		if err := json.Unmarshal(val, &e); err != nil || e.Event == nil {
+			p.log.Warn("dropping unreadable purgatory entry", "id", key, "error", err)
+			return nil
+		}
+		p.held[key] = &e
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("load purgatory: %w", err)
+	}
+	err = p.kv.Scan(bucketPlaceholder, func(key string, val []byte, _ time.Time) error {
+		var ph Placeholder
+		if err := json.Unmarshal(val, &ph); err != nil {
+			p.log.Warn("dropping unreadable placeholder", "id", key, "error", err)
+			return nil
+		}
+		p.placeholders[key] = &ph
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("load placeholders: %w", err)
+	}
+	err = p.kv.Scan(bucketExpired, func(key string, val []byte, _ time.Time) error {
+		var at time.Time
+		if err := at.UnmarshalText(val); err == nil {
+			p.expired[key] = at
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("load expired ids: %w", err)
+	}
+	p.log.Info("purgatory loaded", "held", len(p.held), "placeholders", len(p.placeholders))
+	p.refreshGauge()
+	return nil
+}
+
+// ErrDuplicate is returned by Hold for an event already held.
+var ErrDuplicate = errors.New("duplicate: in purgatory")
+
+// Hold stores e durably. A held event with the same id answers ErrDuplicate.
+// A held announcement (or state) with the same address and author is
+// replaced when e is newer, and the replacement gets a fresh TTL; an older
+// replaceable event than the one held is refused as a duplicate.
+func (p *Purgatory) Hold(e Entry) error {
+	if e.Event == nil {
+		return errors.New("purgatory: nil event")
+	}
+	now := p.clk.Now()
+	e.HeldAt = now
+	e.Expires = now.Add(p.opts.TTL)
+
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if _, ok := p.held[e.Event.ID]; ok {
+		return ErrDuplicate
+	}
+	var replaced []*Entry
+	if isAddressable(e.Event.Kind) {
+		addr := address(e.Event)
+		for _, old := range p.held {
+			if old.Event.Kind == e.Event.Kind && old.Event.PubKey == e.Event.PubKey && address(old.Event) == addr {
+				if newer(old.Event, e.Event) {
+					return ErrDuplicate
+				}
+				replaced = append(replaced, old)
+			}
+		}
+	}
+	if err := p.put(&e); err != nil {
+		return err
+	}
+	for _, old := range replaced {
+		if err := p.kv.Delete(bucketHeld, old.Event.ID); err != nil {
+			return fmt.Errorf("purgatory: drop replaced %s: %w", old.Event.ID, err)
+		}
+		delete(p.held, old.Event.ID)
+		p.events.WithLabelValues("replaced", kindLabel(old.Event.Kind)).Inc()
+	}
+	p.events.WithLabelValues("held", kindLabel(e.Event.Kind)).Inc()
+	p.refreshGaugeLocked()
+	return nil
+}
+
+func (p *Purgatory) put(e *Entry) error {
+	b, err := json.Marshal(e)
+	if err != nil {
+		return fmt.Errorf("purgatory: encode %s: %w", e.Event.ID, err)
+	}
+	// The KV TTL is only a safety net for entries a crashed sweep left
+	// behind; expiry itself follows e.Expires on the injected clock.
+	if err := p.kv.Put(bucketHeld, e.Event.ID, b, 0); err != nil {
+		return fmt.Errorf("purgatory: persist %s: %w", e.Event.ID, err)
+	}
+	p.held[e.Event.ID] = e
+	return nil
+}
+
+// Get returns the held event with id.
+func (p *Purgatory) Get(id string) (Entry, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	e, ok := p.held[id]
+	if !ok {
+		return Entry{}, false
+	}
+	return *e, true
+}
+
+// Find returns the held entries that match keep, oldest first.
+func (p *Purgatory) Find(keep func(e *Entry) bool) []Entry {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var out []Entry
+	for _, e := range p.held {
+		if keep(e) {
+			out = append(out, *e)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Event.CreatedAt != out[j].Event.CreatedAt {
+			return out[i].Event.CreatedAt < out[j].Event.CreatedAt
+		}
+		return out[i].Event.ID < out[j].Event.ID
+	})
+	return out
+}
+
+// Announcements returns the held announcements with identifier d.
+func (p *Purgatory) Announcements(d string) []*nostr.Event {
+	return events(p.Find(func(e *Entry) bool { return e.Event.Kind == 30617 && e.Repo.Identifier == d }))
+}
+
+// States returns the held repo states with identifier d.
+func (p *Purgatory) States(d string) []*nostr.Event {
+	return events(p.Find(func(e *Entry) bool { return e.Event.Kind == 30618 && e.Repo.Identifier == d }))
+}
+
+// HasAnnouncement reports whether the announcement of repo is held.
+func (p *Purgatory) HasAnnouncement(r Repo) bool {
+	return len(p.Find(func(e *Entry) bool {
+		return e.Event.Kind == 30617 && e.Repo == r
+	})) > 0
+}
+
+// Remove drops a held event (it was released through another path, or
+// superseded). It reports whether anything was held.
+func (p *Purgatory) Remove(id, why string) (bool, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.removeLocked(id, why)
+}
+
+func (p *Purgatory) removeLocked(id, why string) (bool, error) {
+	e, ok := p.held[id]
+	if !ok {
+		return false, nil
+	}
+	if err := p.kv.Delete(bucketHeld, id); err != nil {
+		return false, fmt.Errorf("purgatory: remove %s: %w", id, err)
+	}
+	delete(p.held, id)
+	p.events.WithLabelValues(why, kindLabel(e.Event.Kind)).Inc()
+	p.refreshGaugeLocked()
+	return true, nil
+}
+
+// Release removes and returns, in publishing order, the events that the
+// arrival of git data in repo makes servable:
+//   - the repo's own held announcement and every event held with it,
+//   - held states for the repo's identifier, and PRs referencing the repo,
+//     whose needed objects all satisfy has.
+//
+// The caller publishes what it gets back. has reports whether every oid is
+// present in the repo.
+func (p *Purgatory) Release(r Repo, has func(oids []string) bool) ([]*nostr.Event, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var out []*Entry
+	annHeld := false
+	for _, e := range p.held {
+		if e.Event.Kind == 30617 && e.Repo == r {
+			annHeld = true
+		}
+	}
+	for _, e := range p.held {
+		switch {
+		case e.Event.Kind == 30617:
+			if e.Repo == r {
+				out = append(out, e)
+			}
+		case e.WithRepo:
+			if e.Repo == r && annHeld {
+				out = append(out, e)
+			}
+		case e.Event.Kind == 30618:
+			if e.Repo.Identifier == r.Identifier && len(e.Needs) > 0 && has(e.Needs) {
+				out = append(out, e)
+			} else if e.Repo.Identifier == r.Identifier && len(e.Needs) == 0 {
+				out = append(out, e)
+			}
+		default:
+			if e.Repo == r && len(e.Needs) > 0 && has(e.Needs) {
+				out = append(out, e)
+			}
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return releaseOrder(out[i]) < releaseOrder(out[j]) })
+	evs := make([]*nostr.Event, 0, len(out))
+	for _, e := range out {
+		if _, err := p.removeLocked(e.Event.ID, "released"); err != nil {
+			return evs, err
+		}
+		evs = append(evs, e.Event)
+	}
+	return evs, nil
+}
+
+// releaseOrder publishes announcements before states before everything else,
+// oldest first within a group, so subscribers see a repo before its content.
+func releaseOrder(e *Entry) int64 {
+	group := int64(2)
+	switch e.Event.Kind {
+	case 30617:
+		group = 0
+	case 30618:
+		group = 1
+	}
+	return group<<40 | int64(e.Event.CreatedAt)&(1<<40-1)
+}
+
+// DeleteRequested applies a NIP-09 deletion by author: held events with one
+// of ids, or at one of addrs ("<kind>:<pubkey>:<d>") with created_at not
+// after the deletion, are dropped. Entries of other authors are untouched.
+// It returns the removed entries.
+func (p *Purgatory) DeleteRequested(author string, ids, addrs []string, at time.Time) ([]Entry, error) {
+	idset := map[string]bool{}
+	for _, id := range ids {
+		idset[id] = true
+	}
+	addrset := map[string]bool{}
+	for _, a := range addrs {
+		addrset[a] = true
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var out []Entry
+	for id, e := range p.held {
+		if e.Event.PubKey != author {
+			continue
+		}
+		hit := idset[id]
+		if !hit && isAddressable(e.Event.Kind) && addrset[address(e.Event)] && !e.Event.CreatedAt.Time().After(at) {
+			hit = true
+		}
+		if hit {
+			if _, err := p.removeLocked(id, "deleted"); err != nil {
+				return out, err
+			}
+			out = append(out, *e)
+		}
+	}
+	return out, nil
+}
+
+// Sweep drops entries whose TTL has passed and placeholders whose TTL has
+// passed, and forgets old expired ids. Expired event ids are remembered for
+// ExpiredMemory so a sync peer cannot feed the same dataless event back.
+func (p *Purgatory) Sweep() (expired []Entry, placeholders []Placeholder, err error) {
+	now := p.clk.Now()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for id, e := range p.held {
+		if now.Before(e.Expires) {
+			continue
+		}
+		if _, err := p.removeLocked(id, "expired"); err != nil {
+			return expired, placeholders, err
+		}
+		forget := now.Add(p.opts.ExpiredMemory)
+		b, _ := forget.MarshalText()
+		if err := p.kv.Put(bucketExpired, id, b, 0); err != nil {
+			return expired, placeholders, fmt.Errorf("purgatory: remember expired %s: %w", id, err)
+		}
+		p.expired[id] = forget
+		expired = append(expired, *e)
+	}
+	for id, ph := range p.placeholders {
+		if now.Before(ph.Expires) {
+			continue
+		}
+		if err := p.kv.Delete(bucketPlaceholder, id); err != nil {
+			return expired, placeholders, fmt.Errorf("purgatory: drop placeholder %s: %w", id, err)
+		}
+		delete(p.placeholders, id)
+		placeholders = append(placeholders, *ph)
+	}
+	for id, at := range p.expired {
+		if !now.Before(at) {
+			if err := p.kv.Delete(bucketExpired, id); err != nil {
+				return expired, placeholders, fmt.Errorf("purgatory: forget expired %s: %w", id, err)
+			}
+			delete(p.expired, id)
+		}
+	}
+	return expired, placeholders, nil
+}
+
+// Expired reports whether id expired from purgatory without its git data
+// within the remembered window.
+func (p *Purgatory) Expired(id string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	_, ok := p.expired[id]
+	return ok
+}
+
+// AddPlaceholder records a refs/nostr/<id> ref pushed with no PR event yet.
+func (p *Purgatory) AddPlaceholder(r Repo, eventID, commit string) error {
+	ph := &Placeholder{Repo: r, EventID: eventID, Commit: commit, Expires: p.clk.Now().Add(p.opts.PlaceholderTTL)}
+	b, err := json.Marshal(ph)
+	if err != nil {
+		return err
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	key := placeholderKey(r, eventID)
+	if err := p.kv.Put(bucketPlaceholder, key, b, 0); err != nil {
+		return fmt.Errorf("purgatory: persist placeholder %s: %w", eventID, err)
+	}
+	p.placeholders[key] = ph
+	return nil
+}
+
+// TakePlaceholders removes and returns the placeholders for eventID (one per
+// repo it was pushed to): a PR event has arrived and binds or deletes them.
+func (p *Purgatory) TakePlaceholders(eventID string) ([]Placeholder, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var out []Placeholder
+	for key, ph := range p.placeholders {
+		if ph.EventID != eventID {
+			continue
+		}
+		if err := p.kv.Delete(bucketPlaceholder, key); err != nil {
+			return out, fmt.Errorf("purgatory: take placeholder %s: %w", eventID, err)
+		}
+		delete(p.placeholders, key)
+		out = append(out, *ph)
+	}
+	return out, nil
+}
+
+// Len is the number of held events.
+func (p *Purgatory) Len() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.held)
+}
+
+func placeholderKey(r Repo, id string) string { return r.Owner + "/" + r.Identifier + "/" + id }
+
+func (p *Purgatory) refreshGauge() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.refreshGaugeLocked()
+}
+
+func (p *Purgatory) refreshGaugeLocked() {
+	counts := map[string]float64{"30617": 0, "30618": 0, "1618": 0, "1619": 0, "other": 0}
+	for _, e := range p.held {
+		counts[kindLabel(e.Event.Kind)]++
+	}
+	for k, v := range counts {
+		p.sizeGauge.WithLabelValues(k).Set(v)
+	}
+}
+
+func kindLabel(k int) string {
+	switch k {
+	case 30617, 30618, 1618, 1619:
+		return fmt.Sprint(k)
+	}
+	return "other"
+}
+
+func isAddressable(kind int) bool { return kind >= 30000 && kind < 40000 }
+
+func address(e *nostr.Event) string {
+	return fmt.Sprintf("%d:%s:%s", e.Kind, e.PubKey, e.Tags.GetD())
+}
+
+// newer reports whether a should win over b as the same replaceable event:
+// later created_at, or the lower id on a tie (NIP-01).
+func newer(a, b *nostr.Event) bool {
+	if a.CreatedAt != b.CreatedAt {
+		return a.CreatedAt > b.CreatedAt
+	}
+	return a.ID < b.ID
+}
+
+func events(es []Entry) []*nostr.Event {
+	out := make([]*nostr.Event, len(es))
+	for i := range es {
+		out[i] = es[i].Event
+	}
+	return out
+}
