@@ -1,0 +1,197 @@
+// Package config owns grasp.toml: the schema, every default, strict decoding
+// (an unknown key is an error, except inside a plugin's free-form `config`
+// table) and validation that names the offending key with its line and column.
+//
+// Every timer of the seed designs is a key here with the seed's value as its
+// default, so integration tests can shrink them to milliseconds. This package
+// only describes configuration; it never opens files other than the config
+// itself, starts listeners or creates directories.
+package config
+
+// Config is the whole of grasp.toml. The zero value is not useful: start from
+// Default() or use Load/Parse, which fill defaults and derived values.
+type Config struct {
+	Server    Server    `toml:"server"`
+	Relay     Relay     `toml:"relay"`
+	Store     Store     `toml:"store"`
+	Grasp     Grasp     `toml:"grasp"`
+	Purgatory Purgatory `toml:"purgatory"`
+	Sync      Sync      `toml:"sync"`
+	Health    Health    `toml:"health"`
+	Throttle  Throttle  `toml:"throttle"`
+	Plugins   Plugins   `toml:"plugins"`
+	Log       Log       `toml:"log"`
+	Metrics   Metrics   `toml:"metrics"`
+}
+
+// Server is the public HTTP origin: relay websocket, git smart HTTP and pages.
+type Server struct {
+	Listen string `toml:"listen"`
+	// PublicURL is how clients reach this server (http:// or https://, no
+	// path). Clone URLs and the relay URL derive from it, and announcements
+	// must list exactly this host:port. Empty means derived from Listen.
+	PublicURL string `toml:"public_url"`
+	DataDir   string `toml:"data_dir"`
+}
+
+// Relay is the NIP-11 identity and the NIP-01 limits.
+type Relay struct {
+	// Name empty means "<host> grasp relay".
+	Name        string `toml:"name"`
+	Description string `toml:"description"`
+	// Pubkey is the operator's key as 64 lowercase hex; an npub in the file is
+	// converted on load.
+	Pubkey  string `toml:"pubkey"`
+	Contact string `toml:"contact"`
+	Icon    string `toml:"icon"`
+	Limits  Limits `toml:"limits"`
+}
+
+// Limits are enforced before any policy runs and advertised in NIP-11
+// `limitation`. Defaults follow strfry's, the reference relay.
+type Limits struct {
+	MaxMessageBytes  int `toml:"max_message_bytes"`
+	MaxEventBytes    int `toml:"max_event_bytes"`
+	MaxContentBytes  int `toml:"max_content_bytes"`
+	MaxEventTags     int `toml:"max_event_tags"`
+	MaxTagValueBytes int `toml:"max_tag_value_bytes"`
+	// CreatedAtLowerLimit: events older than now minus this are rejected.
+	CreatedAtLowerLimit Duration `toml:"created_at_lower_limit"`
+	// CreatedAtUpperLimit: events newer than now plus this are rejected.
+	CreatedAtUpperLimit     Duration `toml:"created_at_upper_limit"`
+	MaxFiltersPerReq        int      `toml:"max_filters_per_req"`
+	MaxTagsPerFilter        int      `toml:"max_tags_per_filter"`
+	MaxSubscriptions        int      `toml:"max_subscriptions"`
+	MaxSubIDLength          int      `toml:"max_subid_length"`
+	MaxLimit                int      `toml:"max_limit"`
+	DefaultLimit            int      `toml:"default_limit"`
+	MaxPendingOutboundBytes int      `toml:"max_pending_outbound_bytes"`
+	NegentropyMaxEvents     int      `toml:"negentropy_max_events"`
+	NegentropyIdleTimeout   Duration `toml:"negentropy_idle_timeout"`
+}
+
+// Store selects the event store. Every key here is startup-only.
+type Store struct {
+	Backend     string `toml:"backend"` // "badger" | "postgres"
+	PostgresURL string `toml:"postgres_url"`
+	// Badger's own defaults (64 MiB memtables x5, 256 MiB block cache) cost
+	// ~600 MiB RSS on a 20k-event corpus; these budget it instead.
+	MemtableMB   int `toml:"memtable_mb"`
+	BlockCacheMB int `toml:"block_cache_mb"`
+}
+
+// Grasp holds the GRASP acceptance rules (GRASP-01, -05 archive, -06 /prs/).
+type Grasp struct {
+	// ArchiveAll accepts every announcement, listed here or not (GRASP-05).
+	ArchiveAll bool `toml:"archive_all"`
+	// ArchiveWhitelist entries are "npub", "npub/identifier" or "identifier".
+	ArchiveWhitelist []string `toml:"archive_whitelist"`
+	// ArchiveReadOnly rejects pushes to archived repositories (G05-2).
+	ArchiveReadOnly bool `toml:"archive_read_only"`
+	Grasp06         bool `toml:"grasp06"`
+	// RepositoryWhitelist and RepositoryBlacklist take the same entry forms
+	// as ArchiveWhitelist; the blacklist beats every whitelist.
+	RepositoryWhitelist []string `toml:"repository_whitelist"`
+	RepositoryBlacklist []string `toml:"repository_blacklist"`
+	// EventBlacklist lists pubkeys (npub or hex; stored as hex) whose events
+	// are rejected whatever their kind.
+	EventBlacklist    []string `toml:"event_blacklist"`
+	MaxReposPerPubkey int      `toml:"max_repos_per_pubkey"` // 0 = unlimited
+}
+
+// Purgatory holds the timers of held events and of the git-data hunter.
+type Purgatory struct {
+	TTL Duration `toml:"ttl"`
+	// AnnouncementRetention: an expired announcement's bare repo is deleted
+	// at TTL but the event itself is kept this long (ngit-grasp soft expiry).
+	AnnouncementRetention Duration `toml:"announcement_retention"`
+	UserFetchDelay        Duration `toml:"user_fetch_delay"`
+	SyncFetchDelay        Duration `toml:"sync_fetch_delay"`
+	FetchBackoffBase      Duration `toml:"fetch_backoff_base"`
+	FetchBackoffMax       Duration `toml:"fetch_backoff_max"`
+	NostrRefTTL           Duration `toml:"nostr_ref_ttl"`
+	SweepInterval         Duration `toml:"sweep_interval"`
+	HuntInterval          Duration `toml:"hunt_interval"`
+	RecheckInterval       Duration `toml:"recheck_interval"`
+	NaughtyTTL            Duration `toml:"naughty_ttl"`
+	ExpiredMemory         Duration `toml:"expired_memory"`
+	RejectedHotTTL        Duration `toml:"rejected_hot_ttl"`
+	RejectedColdTTL       Duration `toml:"rejected_cold_ttl"`
+}
+
+// Sync is GRASP-02 proactive event sync.
+type Sync struct {
+	Enabled bool `toml:"enabled"`
+	// BootstrapRelays are always connected and never dropped as empty. A URL
+	// without a scheme gets wss://.
+	BootstrapRelays           []string `toml:"bootstrap_relays"`
+	BatchWindow               Duration `toml:"batch_window"`
+	ConsolidateAbove          int      `toml:"consolidate_above"`
+	TagsPerFilter             int      `toml:"tags_per_filter"`
+	QuickReconnectWindow      Duration `toml:"quick_reconnect_window"`
+	DailyMin                  Duration `toml:"daily_min"`
+	DailyMax                  Duration `toml:"daily_max"`
+	Negentropy                bool     `toml:"negentropy"`
+	DisconnectCheckInterval   Duration `toml:"disconnect_check_interval"`
+	RateLimitCooldown         Duration `toml:"rate_limit_cooldown"`
+	PurgatoryRegisterInterval Duration `toml:"purgatory_register_interval"`
+}
+
+// Health is the relay connection health tracker (backoff, dead relays).
+type Health struct {
+	BaseBackoff Duration `toml:"base_backoff"`
+	MaxBackoff  Duration `toml:"max_backoff"`
+	DeadAfter   Duration `toml:"dead_after"`
+	DeadRetry   Duration `toml:"dead_retry"`
+}
+
+// Throttle is the per-domain git fetch limits of the hunter.
+type Throttle struct {
+	Concurrent    int `toml:"concurrent"`
+	PerMinute     int `toml:"per_minute"`
+	MaxConcurrent int `toml:"max_concurrent"`
+	MaxPerMinute  int `toml:"max_per_minute"`
+	// Files are globs of per-domain tuning files.
+	Files []string `toml:"files"`
+}
+
+// Plugins names the JavaScript plugins and how they are hosted.
+type Plugins struct {
+	// Dir confines plugin files; relative paths are from the working
+	// directory.
+	Dir            string   `toml:"dir"`
+	Watch          bool     `toml:"watch"`
+	PoolSize       int      `toml:"pool_size"` // 0 = GOMAXPROCS
+	MaxCallStack   int      `toml:"max_call_stack"`
+	Accept         []Plugin `toml:"accept"`
+	RelaySelection []Plugin `toml:"relay_selection"`
+	Throttle       []Plugin `toml:"throttle"`
+}
+
+// Plugin is one entry of a hook's chain; chain order is file order.
+type Plugin struct {
+	Name    string   `toml:"name"`
+	File    string   `toml:"file"` // relative to Plugins.Dir
+	Timeout Duration `toml:"timeout"`
+	OnError string   `toml:"on_error"` // OnErrorReject | OnErrorSkip
+	// Config is passed to the script as is; any keys are allowed here.
+	Config map[string]any `toml:"config"`
+}
+
+// Plugin failure policies.
+const (
+	OnErrorReject = "reject" // fail closed
+	OnErrorSkip   = "skip"   // fail open
+)
+
+// Log configures hclog.
+type Log struct {
+	Level  string `toml:"level"`  // trace|debug|info|warn|error
+	Format string `toml:"format"` // text|json
+}
+
+// Metrics is the Prometheus endpoint, on its own listener.
+type Metrics struct {
+	Enabled bool   `toml:"enabled"`
+	Listen  string `toml:"listen"`
+}

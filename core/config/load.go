@@ -1,0 +1,285 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"reflect"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/BurntSushi/toml"
+)
+
+// Problem is one thing wrong with a config file.
+type Problem struct {
+	File string
+	Line int // 1-based; 0 when the key is not written in the file
+	Col  int
+	Key  string // e.g. "sync.batch_window" or "plugins.accept[0].timeout"
+	Msg  string
+}
+
+func (p Problem) String() string {
+	var b strings.Builder
+	b.WriteString(p.File)
+	if p.Line > 0 {
+		fmt.Fprintf(&b, ":%d:%d", p.Line, p.Col)
+	}
+	b.WriteString(": ")
+	if p.Key != "" {
+		b.WriteString(p.Key)
+		b.WriteString(": ")
+	}
+	b.WriteString(p.Msg)
+	return b.String()
+}
+
+// Error lists every problem found in a config, in file order, one per line.
+type Error struct {
+	Problems []Problem
+}
+
+func (e *Error) Error() string {
+	lines := make([]string, len(e.Problems))
+	for i, p := range e.Problems {
+		lines[i] = p.String()
+	}
+	return strings.Join(lines, "\n")
+}
+
+// Load reads and parses the config file at path.
+func Load(path string) (Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return Config{}, fmt.Errorf("read config: %w", err)
+	}
+	return Parse(data, path)
+}
+
+// Parse decodes a grasp.toml document strictly, fills defaults and derived
+// values, and validates it. name labels problems (usually the file path). On
+// error the returned *Error lists every problem found.
+func Parse(data []byte, name string) (Config, error) {
+	var raw map[string]any
+	if _, err := toml.Decode(string(data), &raw); err != nil {
+		var pe toml.ParseError
+		if errors.As(err, &pe) {
+			return Config{}, &Error{Problems: []Problem{{
+				File: name, Line: pe.Position.Line, Col: pe.Position.Col,
+				Key: pe.LastKey, Msg: pe.Message,
+			}}}
+		}
+		return Config{}, &Error{Problems: []Problem{{File: name, Msg: err.Error()}}}
+	}
+	d := &decoder{}
+	cfg := base()
+	d.unify(raw, reflect.ValueOf(&cfg).Elem(), "")
+	cfg.fillDerived()
+	for _, v := range cfg.check() {
+		// A value that failed to decode still holds its default or zero;
+		// judging that would only repeat the decode problem in other words.
+		if !d.covers(v.Key) {
+			d.problems = append(d.problems, v)
+		}
+	}
+	if len(d.problems) == 0 {
+		return cfg, nil
+	}
+	pos := scanPositions(data)
+	for i := range d.problems {
+		p := &d.problems[i]
+		p.File = name
+		where := pos.lookup(p.Key)
+		p.Line, p.Col = where.Line, where.Col
+	}
+	sort.SliceStable(d.problems, func(i, j int) bool {
+		a, b := d.problems[i], d.problems[j]
+		if a.Line != b.Line {
+			return a.Line < b.Line
+		}
+		return a.Col < b.Col
+	})
+	return Config{}, &Error{Problems: d.problems}
+}
+
+// Validate checks a Config built in code (tests, embedders) with the same
+// rules Parse applies. It fills derived values and normalises (npub to hex,
+// bare relay hosts to wss://) in place, which is why it takes a pointer.
+func (c *Config) Validate() error {
+	c.fillDerived()
+	problems := c.check()
+	if len(problems) == 0 {
+		return nil
+	}
+	for i := range problems {
+		problems[i].File = "config"
+	}
+	return &Error{Problems: problems}
+}
+
+// decoder walks the generic TOML tree into the Config struct itself, rather
+// than letting toml.Decode do it, because toml.Decode stops at the first bad
+// value and we want to report all of them at once.
+type decoder struct {
+	problems []Problem
+}
+
+func (d *decoder) fail(key, format string, args ...any) {
+	d.problems = append(d.problems, Problem{Key: key, Msg: fmt.Sprintf(format, args...)})
+}
+
+// covers reports whether a decode problem was already reported for key, one
+// of its ancestors or one of its descendants.
+func (d *decoder) covers(key string) bool {
+	for _, p := range d.problems {
+		if related(p.Key, key) || related(key, p.Key) {
+			return true
+		}
+	}
+	return false
+}
+
+// related reports whether path a is b or an ancestor of b.
+func related(a, b string) bool {
+	return a == b || strings.HasPrefix(b, a) && (b[len(a)] == '.' || b[len(a)] == '[')
+}
+
+var (
+	durationType = reflect.TypeOf(Duration(0))
+	anyMapType   = reflect.TypeOf(map[string]any(nil))
+)
+
+func (d *decoder) unify(v any, rv reflect.Value, key string) {
+	switch {
+	case rv.Type() == durationType:
+		s, ok := v.(string)
+		if !ok {
+			d.fail(key, "want a duration string like \"15m\", \"500ms\" or \"7d\", got %s", tomlType(v))
+			return
+		}
+		dur, err := ParseDuration(s)
+		if err != nil {
+			d.fail(key, "%v", err)
+			return
+		}
+		rv.Set(reflect.ValueOf(dur))
+	case rv.Type() == anyMapType:
+		m, ok := v.(map[string]any)
+		if !ok {
+			d.fail(key, "want a table, got %s", tomlType(v))
+			return
+		}
+		rv.Set(reflect.ValueOf(m))
+	case rv.Kind() == reflect.Struct:
+		m, ok := v.(map[string]any)
+		if !ok {
+			d.fail(key, "want a table, got %s", tomlType(v))
+			return
+		}
+		d.unifyStruct(m, rv, key)
+	case rv.Kind() == reflect.String:
+		s, ok := v.(string)
+		if !ok {
+			d.fail(key, "want a string, got %s", tomlType(v))
+			return
+		}
+		rv.SetString(s)
+	case rv.Kind() == reflect.Bool:
+		b, ok := v.(bool)
+		if !ok {
+			d.fail(key, "want true or false, got %s", tomlType(v))
+			return
+		}
+		rv.SetBool(b)
+	case rv.Kind() == reflect.Int:
+		n, ok := v.(int64)
+		if !ok {
+			d.fail(key, "want an integer, got %s", tomlType(v))
+			return
+		}
+		if n > math.MaxInt || n < math.MinInt {
+			d.fail(key, "integer %d out of range", n)
+			return
+		}
+		rv.SetInt(n)
+	case rv.Kind() == reflect.Slice:
+		d.unifySlice(v, rv, key)
+	default:
+		// Only reachable if a field of an unsupported type is added to Config;
+		// TestEveryFieldDecodes walks the struct to catch that.
+		d.fail(key, "config field of unsupported Go type %s", rv.Type())
+	}
+}
+
+func (d *decoder) unifyStruct(m map[string]any, rv reflect.Value, key string) {
+	fields := map[string]int{}
+	for i := 0; i < rv.NumField(); i++ {
+		if tag := rv.Type().Field(i).Tag.Get("toml"); tag != "" {
+			fields[tag] = i
+		}
+	}
+	names := make([]string, 0, len(m))
+	for k := range m {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	for _, k := range names {
+		sub := joinPath(key, []string{k})
+		i, ok := fields[k]
+		if !ok {
+			d.fail(sub, "unknown key")
+			continue
+		}
+		d.unify(m[k], rv.Field(i), sub)
+	}
+}
+
+func (d *decoder) unifySlice(v any, rv reflect.Value, key string) {
+	var items []any
+	switch x := v.(type) {
+	case []any:
+		items = x
+	case []map[string]any:
+		for _, m := range x {
+			items = append(items, m)
+		}
+	default:
+		d.fail(key, "want an array, got %s", tomlType(v))
+		return
+	}
+	if len(items) == 0 {
+		// nil, not empty: "files = []" in a file means the same as the
+		// default, and the two compare equal.
+		rv.Set(reflect.Zero(rv.Type()))
+		return
+	}
+	out := reflect.MakeSlice(rv.Type(), len(items), len(items))
+	for i, item := range items {
+		d.unify(item, out.Index(i), key+"["+strconv.Itoa(i)+"]")
+	}
+	rv.Set(out)
+}
+
+func tomlType(v any) string {
+	switch v.(type) {
+	case string:
+		return "a string"
+	case int64:
+		return "an integer"
+	case float64:
+		return "a float"
+	case bool:
+		return "a boolean"
+	case time.Time:
+		return "a datetime"
+	case []any, []map[string]any:
+		return "an array"
+	case map[string]any:
+		return "a table"
+	}
+	return fmt.Sprintf("%T", v)
+}

@@ -1,0 +1,193 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"net/url"
+	"reflect"
+	"strings"
+)
+
+// RelayURL is the websocket URL of this relay: public_url with http→ws and
+// https→wss. Announcements must list it in `relays`.
+func (c Config) RelayURL() string {
+	u, err := url.Parse(c.Server.PublicURL)
+	if err != nil || u.Host == "" {
+		return ""
+	}
+	scheme := "ws"
+	if strings.EqualFold(u.Scheme, "https") {
+		scheme = "wss"
+	}
+	return scheme + "://" + u.Host
+}
+
+// Host is host[:port] of public_url, the service identity that clone and
+// relay URLs in announcements are matched against. A default port is not
+// written (public_url is canonicalised on load).
+func (c Config) Host() string {
+	u, err := url.Parse(c.Server.PublicURL)
+	if err != nil {
+		return ""
+	}
+	return u.Host
+}
+
+// CloneURL is the smart-HTTP URL of a hosted repository,
+// <public_url>/<npub>/<identifier>.git, with the identifier path-escaped.
+func (c Config) CloneURL(npub, identifier string) string {
+	return c.Server.PublicURL + "/" + npub + "/" + url.PathEscape(identifier) + ".git"
+}
+
+// NormalizeRelayURL checks a relay URL and returns it canonical: a bare host
+// gets wss:// (as ngit-grasp does), scheme and host are lower-cased, a
+// default port and a lone trailing slash are dropped.
+func NormalizeRelayURL(s string) (string, error) {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return "", errors.New("empty relay URL")
+	}
+	if !strings.Contains(s, "://") {
+		s = "wss://" + s
+	}
+	u, err := url.Parse(s)
+	if err != nil {
+		return "", fmt.Errorf("relay URL %q: %w", s, err)
+	}
+	scheme := strings.ToLower(u.Scheme)
+	if scheme != "ws" && scheme != "wss" {
+		return "", fmt.Errorf("relay URL %q: scheme must be ws or wss", s)
+	}
+	if u.Hostname() == "" || u.User != nil || u.Fragment != "" {
+		return "", fmt.Errorf("relay URL %q: want ws[s]://host[:port][/path]", s)
+	}
+	port := u.Port()
+	if scheme == "ws" && port == "80" || scheme == "wss" && port == "443" {
+		u.Host = u.Hostname()
+		if strings.Contains(u.Host, ":") {
+			u.Host = "[" + u.Host + "]"
+		}
+	}
+	u.Scheme = scheme
+	u.Host = strings.ToLower(u.Host)
+	if u.Path == "/" {
+		u.Path = ""
+	}
+	return u.String(), nil
+}
+
+// RepoPattern is one entry of a repository or archive list. Pubkey is hex or
+// empty (any owner); Identifier is empty for "every repo of this owner".
+type RepoPattern struct {
+	Pubkey     string
+	Identifier string
+}
+
+// ParseRepoPattern reads "npub", "hex", "npub/identifier", "hex/identifier"
+// or a bare "identifier".
+func ParseRepoPattern(s string) (RepoPattern, error) {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return RepoPattern{}, errors.New("empty entry")
+	}
+	owner, id, hasSlash := strings.Cut(s, "/")
+	if hasSlash {
+		pk, err := NormalizePubkey(owner)
+		if err != nil {
+			return RepoPattern{}, fmt.Errorf("entry %q: owner: %w", s, err)
+		}
+		if id == "" || strings.Contains(id, "/") {
+			return RepoPattern{}, fmt.Errorf("entry %q: want owner/identifier", s)
+		}
+		return RepoPattern{Pubkey: pk, Identifier: id}, nil
+	}
+	if pk, err := NormalizePubkey(s); err == nil {
+		return RepoPattern{Pubkey: pk}, nil
+	}
+	if strings.HasPrefix(strings.ToLower(s), "npub1") {
+		// Looks like an npub but does not decode: a typo, not an identifier.
+		_, err := NormalizePubkey(s)
+		return RepoPattern{}, fmt.Errorf("entry %q: %w", s, err)
+	}
+	return RepoPattern{Identifier: s}, nil
+}
+
+// startupOnly are the keys (or key prefixes) read once when the process
+// starts: a reload cannot apply them, only a restart.
+var startupOnly = []string{
+	"server.listen",
+	"server.public_url",
+	"server.data_dir",
+	"store",
+	"plugins.pool_size",
+	"metrics.enabled",
+	"metrics.listen",
+}
+
+// RestartNeeded names the startup-only keys whose values differ between prev
+// and next, so a reload can warn that they take effect only after a restart.
+func RestartNeeded(prev, next Config) []string {
+	a, b := flatten(prev), flatten(next)
+	var changed []string
+	for _, k := range leafKeys(reflect.TypeOf(Config{}), "") {
+		if !underAny(k, startupOnly) {
+			continue
+		}
+		if !reflect.DeepEqual(a[k], b[k]) {
+			changed = append(changed, k)
+		}
+	}
+	return changed
+}
+
+func underAny(key string, prefixes []string) bool {
+	for _, p := range prefixes {
+		if key == p || strings.HasPrefix(key, p+".") {
+			return true
+		}
+	}
+	return false
+}
+
+// leafKeys lists the dotted toml paths of every leaf field of a struct type,
+// in declaration order. Slices of tables and free-form maps are leaves.
+func leafKeys(t reflect.Type, prefix string) []string {
+	var out []string
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		tag := f.Tag.Get("toml")
+		if tag == "" {
+			continue
+		}
+		key := joinPath(prefix, []string{tag})
+		if f.Type.Kind() == reflect.Struct && f.Type != durationType {
+			out = append(out, leafKeys(f.Type, key)...)
+			continue
+		}
+		out = append(out, key)
+	}
+	return out
+}
+
+// flatten maps leaf paths to their values.
+func flatten(c Config) map[string]any {
+	out := map[string]any{}
+	var walk func(v reflect.Value, prefix string)
+	walk = func(v reflect.Value, prefix string) {
+		for i := 0; i < v.NumField(); i++ {
+			f := v.Type().Field(i)
+			tag := f.Tag.Get("toml")
+			if tag == "" {
+				continue
+			}
+			key := joinPath(prefix, []string{tag})
+			if f.Type.Kind() == reflect.Struct && f.Type != durationType {
+				walk(v.Field(i), key)
+				continue
+			}
+			out[key] = v.Field(i).Interface()
+		}
+	}
+	walk(reflect.ValueOf(c), "")
+	return out
+}

@@ -1,0 +1,405 @@
+package config
+
+import (
+	"fmt"
+	"net"
+	"net/url"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/grasp-dev/grasp/core/logging"
+)
+
+// fillDerived fills the values that default from other values: public_url
+// from listen, the relay name from the host, and each plugin's timeout and
+// on_error from its hook. It is idempotent.
+func (c *Config) fillDerived() {
+	if c.Server.PublicURL == "" {
+		c.Server.PublicURL = derivePublicURL(c.Server.Listen)
+	}
+	if u, err := url.Parse(c.Server.PublicURL); err == nil && u.Host != "" {
+		c.Server.PublicURL = canonicalURL(u)
+	}
+	if c.Relay.Name == "" {
+		if h := c.Host(); h != "" {
+			c.Relay.Name = h + " grasp relay"
+		}
+	}
+	for hook, list := range c.Plugins.hooks() {
+		for i := range list {
+			if list[i].Timeout == 0 {
+				list[i].Timeout = Duration(hookDefaults[hook].timeout)
+			}
+			if list[i].OnError == "" {
+				list[i].OnError = hookDefaults[hook].onError
+			}
+		}
+	}
+}
+
+// derivePublicURL turns a listen address into a URL clients on this machine
+// can use; an unspecified host (":7334", "0.0.0.0:7334") becomes loopback.
+func derivePublicURL(listen string) string {
+	host, port, err := net.SplitHostPort(listen)
+	if n, perr := strconv.Atoi(port); err != nil || perr != nil || n < 0 || n > 65535 {
+		return "" // server.listen reports the problem
+	}
+	if ip := net.ParseIP(host); host == "" || ip != nil && ip.IsUnspecified() {
+		host = "127.0.0.1"
+	}
+	return "http://" + net.JoinHostPort(host, port)
+}
+
+// canonicalURL lower-cases scheme and host and drops a default port, so that
+// "HTTPS://Git.Example.com:443/" and "https://git.example.com" are the same
+// service when announcements are matched against it.
+func canonicalURL(u *url.URL) string {
+	scheme := strings.ToLower(u.Scheme)
+	host := strings.ToLower(u.Hostname())
+	port := u.Port()
+	if scheme == "http" && port == "80" || scheme == "https" && port == "443" {
+		port = ""
+	}
+	hostport := host
+	if strings.Contains(host, ":") {
+		hostport = "[" + host + "]"
+	}
+	if port != "" {
+		hostport = net.JoinHostPort(host, port)
+	}
+	out := *u
+	out.Scheme, out.Host = scheme, hostport
+	if out.Path == "/" {
+		out.Path = ""
+	}
+	return out.String()
+}
+
+func (p *Plugins) hooks() map[string][]Plugin {
+	return map[string][]Plugin{
+		HookAccept:         p.Accept,
+		HookRelaySelection: p.RelaySelection,
+		HookThrottle:       p.Throttle,
+	}
+}
+
+// checker collects validation problems keyed by config path.
+type checker struct{ problems []Problem }
+
+func (k *checker) fail(key, format string, args ...any) {
+	k.problems = append(k.problems, Problem{Key: key, Msg: fmt.Sprintf(format, args...)})
+}
+
+func (k *checker) positive(key string, v int) {
+	if v <= 0 {
+		k.fail(key, "must be greater than 0, got %d", v)
+	}
+}
+
+func (k *checker) nonNegative(key string, v int) {
+	if v < 0 {
+		k.fail(key, "must not be negative, got %d", v)
+	}
+}
+
+func (k *checker) positiveDur(key string, d Duration) {
+	if d <= 0 {
+		k.fail(key, "must be a positive duration, got %q", d.String())
+	}
+}
+
+func (k *checker) nonNegativeDur(key string, d Duration) {
+	if d < 0 {
+		k.fail(key, "must not be negative, got %q", d.String())
+	}
+}
+
+func (k *checker) oneOf(key, v string, allowed []string) {
+	if !slices.Contains(allowed, v) {
+		k.fail(key, "%q is not one of %s", v, strings.Join(allowed, ", "))
+	}
+}
+
+func (k *checker) listen(key, addr string) {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		k.fail(key, "want host:port, got %q", addr)
+		return
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
+		k.fail(key, "port %q is not a number from 0 to 65535", port)
+	}
+	if host != "" && net.ParseIP(host) == nil && strings.ContainsAny(host, "/ ") {
+		k.fail(key, "host %q is not an IP address or name", host)
+	}
+}
+
+// check validates c (after fillDerived) and normalises the values it accepts
+// in more than one spelling.
+func (c *Config) check() []Problem {
+	k := &checker{}
+	c.checkServer(k)
+	c.checkRelay(k)
+	c.checkStore(k)
+	c.checkGrasp(k)
+	c.checkTimers(k)
+	c.checkSync(k)
+	c.checkThrottle(k)
+	c.checkPlugins(k)
+	k.oneOf("log.level", c.Log.Level, logging.Levels)
+	k.oneOf("log.format", c.Log.Format, logging.Formats)
+	c.checkMetrics(k)
+	return k.problems
+}
+
+func (c *Config) checkServer(k *checker) {
+	k.listen("server.listen", c.Server.Listen)
+	u, err := url.Parse(c.Server.PublicURL)
+	switch {
+	case c.Server.PublicURL == "":
+		// Only when it could not be derived from a bad server.listen, which
+		// is reported on its own.
+	case err != nil:
+		k.fail("server.public_url", "not a URL: %v", err)
+	case u.Scheme != "http" && u.Scheme != "https":
+		k.fail("server.public_url", "scheme must be http or https, got %q", c.Server.PublicURL)
+	case u.Host == "" || u.Hostname() == "":
+		k.fail("server.public_url", "has no host: %q", c.Server.PublicURL)
+	case u.User != nil || u.RawQuery != "" || u.Fragment != "":
+		k.fail("server.public_url", "must not carry user info, query or fragment: %q", c.Server.PublicURL)
+	case u.Path != "":
+		// Clone URLs are /<npub>/<id>.git at the origin's root; GRASP
+		// matches announcements on host:port, not on a path prefix.
+		k.fail("server.public_url", "must not have a path (grasp serves at the root), got %q", u.Path)
+	}
+	if strings.TrimSpace(c.Server.DataDir) == "" {
+		k.fail("server.data_dir", "must not be empty")
+	}
+}
+
+func (c *Config) checkRelay(k *checker) {
+	if c.Relay.Pubkey != "" {
+		hex, err := NormalizePubkey(c.Relay.Pubkey)
+		if err != nil {
+			k.fail("relay.pubkey", "%v", err)
+		} else {
+			c.Relay.Pubkey = hex
+		}
+	}
+	if c.Relay.Icon != "" {
+		if u, err := url.Parse(c.Relay.Icon); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			k.fail("relay.icon", "want an http(s) URL, got %q", c.Relay.Icon)
+		}
+	}
+	l := c.Relay.Limits
+	const p = "relay.limits."
+	k.positive(p+"max_message_bytes", l.MaxMessageBytes)
+	k.positive(p+"max_event_bytes", l.MaxEventBytes)
+	k.positive(p+"max_content_bytes", l.MaxContentBytes)
+	k.positive(p+"max_event_tags", l.MaxEventTags)
+	k.positive(p+"max_tag_value_bytes", l.MaxTagValueBytes)
+	k.positiveDur(p+"created_at_lower_limit", l.CreatedAtLowerLimit)
+	k.positiveDur(p+"created_at_upper_limit", l.CreatedAtUpperLimit)
+	k.positive(p+"max_filters_per_req", l.MaxFiltersPerReq)
+	k.positive(p+"max_tags_per_filter", l.MaxTagsPerFilter)
+	k.positive(p+"max_subscriptions", l.MaxSubscriptions)
+	k.positive(p+"max_subid_length", l.MaxSubIDLength)
+	k.positive(p+"max_limit", l.MaxLimit)
+	k.positive(p+"default_limit", l.DefaultLimit)
+	k.positive(p+"max_pending_outbound_bytes", l.MaxPendingOutboundBytes)
+	k.positive(p+"negentropy_max_events", l.NegentropyMaxEvents)
+	k.positiveDur(p+"negentropy_idle_timeout", l.NegentropyIdleTimeout)
+	if l.MaxEventBytes > l.MaxMessageBytes {
+		k.fail(p+"max_event_bytes", "%d exceeds max_message_bytes %d: such an event could never arrive in one message", l.MaxEventBytes, l.MaxMessageBytes)
+	}
+	if l.MaxContentBytes > l.MaxEventBytes {
+		k.fail(p+"max_content_bytes", "%d exceeds max_event_bytes %d", l.MaxContentBytes, l.MaxEventBytes)
+	}
+	if l.DefaultLimit > l.MaxLimit {
+		k.fail(p+"default_limit", "%d exceeds max_limit %d", l.DefaultLimit, l.MaxLimit)
+	}
+	if l.MaxSubIDLength > 0 && l.MaxSubIDLength < 64 {
+		// NIP-01 lets clients use ids up to 64 characters; ngit uses long ones.
+		k.fail(p+"max_subid_length", "must be at least 64 (NIP-01), got %d", l.MaxSubIDLength)
+	}
+}
+
+func (c *Config) checkStore(k *checker) {
+	s := c.Store
+	k.oneOf("store.backend", s.Backend, []string{"badger", "postgres"})
+	if s.Backend == "postgres" {
+		u, err := url.Parse(s.PostgresURL)
+		if s.PostgresURL == "" {
+			k.fail("store.postgres_url", "required when store.backend is \"postgres\"")
+		} else if err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
+			// Do not echo the URL: it usually carries a password.
+			k.fail("store.postgres_url", "want a postgres:// or postgresql:// URL")
+		}
+	}
+	k.positive("store.memtable_mb", s.MemtableMB)
+	k.nonNegative("store.block_cache_mb", s.BlockCacheMB)
+}
+
+func (c *Config) checkGrasp(k *checker) {
+	g := &c.Grasp
+	for _, l := range []struct {
+		key  string
+		list []string
+	}{
+		{"grasp.archive_whitelist", g.ArchiveWhitelist},
+		{"grasp.repository_whitelist", g.RepositoryWhitelist},
+		{"grasp.repository_blacklist", g.RepositoryBlacklist},
+	} {
+		for i, e := range l.list {
+			if _, err := ParseRepoPattern(e); err != nil {
+				k.fail(fmt.Sprintf("%s[%d]", l.key, i), "%v", err)
+			}
+		}
+	}
+	for i, e := range g.EventBlacklist {
+		hex, err := NormalizePubkey(e)
+		if err != nil {
+			k.fail(fmt.Sprintf("grasp.event_blacklist[%d]", i), "%v", err)
+			continue
+		}
+		g.EventBlacklist[i] = hex
+	}
+	k.nonNegative("grasp.max_repos_per_pubkey", g.MaxReposPerPubkey)
+	if g.Archiving() && g.ArchiveReadOnly && len(g.RepositoryWhitelist) > 0 {
+		k.fail("grasp.repository_whitelist", "cannot be combined with a read-only archive (grasp.archive_read_only): whitelisted repos would accept pushes the archive forbids")
+	}
+}
+
+// Archiving reports whether GRASP-05 archive mode is on for anything.
+func (g Grasp) Archiving() bool { return g.ArchiveAll || len(g.ArchiveWhitelist) > 0 }
+
+func (c *Config) checkTimers(k *checker) {
+	pg := c.Purgatory
+	for _, t := range []struct {
+		key string
+		d   Duration
+	}{
+		{"purgatory.ttl", pg.TTL},
+		{"purgatory.announcement_retention", pg.AnnouncementRetention},
+		{"purgatory.fetch_backoff_base", pg.FetchBackoffBase},
+		{"purgatory.fetch_backoff_max", pg.FetchBackoffMax},
+		{"purgatory.nostr_ref_ttl", pg.NostrRefTTL},
+		{"purgatory.sweep_interval", pg.SweepInterval},
+		{"purgatory.hunt_interval", pg.HuntInterval},
+		{"purgatory.recheck_interval", pg.RecheckInterval},
+		{"purgatory.naughty_ttl", pg.NaughtyTTL},
+		{"purgatory.expired_memory", pg.ExpiredMemory},
+		{"purgatory.rejected_hot_ttl", pg.RejectedHotTTL},
+		{"purgatory.rejected_cold_ttl", pg.RejectedColdTTL},
+		{"health.base_backoff", c.Health.BaseBackoff},
+		{"health.max_backoff", c.Health.MaxBackoff},
+		{"health.dead_after", c.Health.DeadAfter},
+		{"health.dead_retry", c.Health.DeadRetry},
+	} {
+		k.positiveDur(t.key, t.d)
+	}
+	// A zero delay is meaningful: hunt at once.
+	k.nonNegativeDur("purgatory.user_fetch_delay", pg.UserFetchDelay)
+	k.nonNegativeDur("purgatory.sync_fetch_delay", pg.SyncFetchDelay)
+	if pg.FetchBackoffBase > pg.FetchBackoffMax {
+		k.fail("purgatory.fetch_backoff_base", "%s exceeds fetch_backoff_max %s", pg.FetchBackoffBase, pg.FetchBackoffMax)
+	}
+	if c.Health.BaseBackoff > c.Health.MaxBackoff {
+		k.fail("health.base_backoff", "%s exceeds max_backoff %s", c.Health.BaseBackoff, c.Health.MaxBackoff)
+	}
+}
+
+func (c *Config) checkSync(k *checker) {
+	s := &c.Sync
+	for i, r := range s.BootstrapRelays {
+		key := fmt.Sprintf("sync.bootstrap_relays[%d]", i)
+		norm, err := NormalizeRelayURL(r)
+		if err != nil {
+			k.fail(key, "%v", err)
+			continue
+		}
+		s.BootstrapRelays[i] = norm
+	}
+	k.positiveDur("sync.batch_window", s.BatchWindow)
+	k.positive("sync.consolidate_above", s.ConsolidateAbove)
+	k.positive("sync.tags_per_filter", s.TagsPerFilter)
+	k.positiveDur("sync.quick_reconnect_window", s.QuickReconnectWindow)
+	k.positiveDur("sync.daily_min", s.DailyMin)
+	k.positiveDur("sync.daily_max", s.DailyMax)
+	k.positiveDur("sync.disconnect_check_interval", s.DisconnectCheckInterval)
+	k.positiveDur("sync.rate_limit_cooldown", s.RateLimitCooldown)
+	k.positiveDur("sync.purgatory_register_interval", s.PurgatoryRegisterInterval)
+	if s.DailyMin > s.DailyMax {
+		k.fail("sync.daily_min", "%s exceeds daily_max %s", s.DailyMin, s.DailyMax)
+	}
+}
+
+func (c *Config) checkThrottle(k *checker) {
+	t := c.Throttle
+	k.positive("throttle.concurrent", t.Concurrent)
+	k.positive("throttle.per_minute", t.PerMinute)
+	k.positive("throttle.max_concurrent", t.MaxConcurrent)
+	k.positive("throttle.max_per_minute", t.MaxPerMinute)
+	if t.Concurrent > t.MaxConcurrent {
+		k.fail("throttle.concurrent", "%d exceeds the hard cap max_concurrent %d", t.Concurrent, t.MaxConcurrent)
+	}
+	if t.PerMinute > t.MaxPerMinute {
+		k.fail("throttle.per_minute", "%d exceeds the hard cap max_per_minute %d", t.PerMinute, t.MaxPerMinute)
+	}
+	for i, g := range t.Files {
+		if _, err := filepath.Match(g, ""); err != nil || strings.TrimSpace(g) == "" {
+			k.fail(fmt.Sprintf("throttle.files[%d]", i), "%q is not a valid glob", g)
+		}
+	}
+}
+
+func (c *Config) checkPlugins(k *checker) {
+	p := c.Plugins
+	k.nonNegative("plugins.pool_size", p.PoolSize)
+	k.positive("plugins.max_call_stack", p.MaxCallStack)
+	total := 0
+	for _, hook := range []string{HookAccept, HookRelaySelection, HookThrottle} {
+		list := p.hooks()[hook]
+		total += len(list)
+		seen := map[string]bool{}
+		for i, pl := range list {
+			key := fmt.Sprintf("plugins.%s[%d]", hook, i)
+			switch {
+			case strings.TrimSpace(pl.Name) == "":
+				k.fail(key+".name", "required")
+			case seen[pl.Name]:
+				k.fail(key+".name", "%q is used twice in [[plugins.%s]]", pl.Name, hook)
+			}
+			seen[pl.Name] = true
+			switch {
+			case strings.TrimSpace(pl.File) == "":
+				k.fail(key+".file", "required")
+			case !filepath.IsLocal(pl.File):
+				k.fail(key+".file", "%q must be a relative path inside plugins.dir", pl.File)
+			}
+			k.positiveDur(key+".timeout", pl.Timeout)
+			k.oneOf(key+".on_error", pl.OnError, []string{OnErrorReject, OnErrorSkip})
+		}
+	}
+	if total > 0 && strings.TrimSpace(p.Dir) == "" {
+		k.fail("plugins.dir", "must not be empty when plugins are configured")
+	}
+}
+
+func (c *Config) checkMetrics(k *checker) {
+	k.listen("metrics.listen", c.Metrics.Listen)
+	if !c.Metrics.Enabled {
+		return
+	}
+	sh, sp, err1 := net.SplitHostPort(c.Server.Listen)
+	mh, mp, err2 := net.SplitHostPort(c.Metrics.Listen)
+	if err1 != nil || err2 != nil || sp != mp || sp == "0" {
+		return
+	}
+	unspecified := func(h string) bool { ip := net.ParseIP(h); return h == "" || ip != nil && ip.IsUnspecified() }
+	if sh == mh || unspecified(sh) || unspecified(mh) {
+		k.fail("metrics.listen", "%q collides with server.listen %q: metrics must have their own listener", c.Metrics.Listen, c.Server.Listen)
+	}
+}
