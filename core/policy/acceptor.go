@@ -1,8 +1,3 @@
-// Package policy owns the acceptance pipeline every incoming event passes
-// through, whether it comes from a client, a sync peer or purgatory:
-// limits -> GRASP rules -> operator plugin chain -> verdict (reject, store,
-// or hold in purgatory). It defines the Acceptor interface that plugins/
-// implements; it never imports plugins/.
 package policy
 
 import (

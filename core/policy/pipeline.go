@@ -40,6 +40,10 @@ type Decision struct {
 	Outcome Outcome
 	// Msg is the NIP-01 prefixed OK message ("invalid: ...", "purgatory: ...").
 	Msg string
+	// Effects are the side effects the caller must carry out with this
+	// outcome (create or remove a bare repo, replace or evict a held entry,
+	// align refs, what a held event waits for). Nil for plain decisions.
+	Effects []Effect
 }
 
 // Pipeline turns an incoming event into a Decision: limits, then the GRASP

@@ -1,0 +1,113 @@
+package nip34
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/nbd-wtf/go-nostr"
+)
+
+// Announcement is a kind-30617 repository announcement.
+type Announcement struct {
+	EventID     string
+	Pubkey      string
+	CreatedAt   nostr.Timestamp
+	Identifier  string // the `d` tag
+	Name        string
+	Description string
+	Web         []string
+	Clone       []string
+	Relays      []string
+	// Maintainers are hex pubkeys; npubs are decoded, anything else is
+	// dropped so a typo can never widen the maintainer set.
+	Maintainers []string
+	EUC         string     // earliest unique commit: ["r", <commit>, "euc"]
+	Upstreams   []Upstream // `u` tags: this repo is a subordinate fork
+	Hashtags    []string
+}
+
+// Upstream is one `u` tag: ["u", "30617:<pk>:<id>" or <git url>, relay hint, author].
+type Upstream struct {
+	Ref       string
+	RelayHint string
+	Author    string
+}
+
+// Repo returns the coordinate of this announcement.
+func (a Announcement) Repo() RepoRef {
+	return RepoRef{Pubkey: a.Pubkey, Identifier: a.Identifier}
+}
+
+// ParseAnnouncement reads a kind-30617 event. Repeated and multi-value
+// clone/relays/maintainers/web tags are merged rather than rejected
+// (ngit-grasp rejects more than one clone tag; grasp.md §10.11).
+func ParseAnnouncement(evt *nostr.Event) (Announcement, error) {
+	if evt.Kind != KindAnnouncement {
+		return Announcement{}, fmt.Errorf("kind %d is not a repository announcement (%d)", evt.Kind, KindAnnouncement)
+	}
+	d, err := identifierOf(evt)
+	if err != nil {
+		return Announcement{}, err
+	}
+	a := Announcement{
+		EventID:     evt.ID,
+		Pubkey:      evt.PubKey,
+		CreatedAt:   evt.CreatedAt,
+		Identifier:  d,
+		Name:        firstValue(evt.Tags, "name"),
+		Description: firstValue(evt.Tags, "description"),
+		Web:         tagValues(evt.Tags, "web"),
+		Clone:       tagValues(evt.Tags, "clone"),
+		Relays:      tagValues(evt.Tags, "relays"),
+		Hashtags:    tagValues(evt.Tags, "t"),
+	}
+	seen := map[string]bool{}
+	for _, m := range tagValues(evt.Tags, "maintainers") {
+		if hex, ok := PubkeyHex(m); ok && !seen[hex] {
+			seen[hex] = true
+			a.Maintainers = append(a.Maintainers, hex)
+		}
+	}
+	for _, t := range evt.Tags {
+		switch {
+		case len(t) >= 3 && t[0] == "r" && t[2] == "euc" && a.EUC == "":
+			a.EUC = normalizeOID(t[1])
+		case len(t) >= 2 && t[0] == "u" && strings.TrimSpace(t[1]) != "":
+			u := Upstream{Ref: strings.TrimSpace(t[1])}
+			if len(t) >= 3 {
+				u.RelayHint = t[2]
+			}
+			if len(t) >= 4 {
+				u.Author = t[3]
+			}
+			a.Upstreams = append(a.Upstreams, u)
+		}
+	}
+	return a, nil
+}
+
+// identifierOf returns the validated `d` tag of an addressable event.
+func identifierOf(evt *nostr.Event) (string, error) {
+	for _, t := range evt.Tags {
+		if len(t) >= 2 && t[0] == "d" {
+			if err := ValidateIdentifier(t[1]); err != nil {
+				return "", fmt.Errorf("invalid identifier: %w", err)
+			}
+			return t[1], nil
+		}
+	}
+	return "", fmt.Errorf("missing 'd' tag (repository identifier)")
+}
+
+// PubkeyHex accepts a pubkey as 64-char hex (any case) or npub and returns
+// lowercase hex.
+func PubkeyHex(s string) (string, bool) {
+	s = strings.TrimSpace(s)
+	if lower := strings.ToLower(s); IsHex64(lower) {
+		return lower, true
+	}
+	if hex, err := DecodeNpub(s); err == nil {
+		return hex, true
+	}
+	return "", false
+}

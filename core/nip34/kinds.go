@@ -1,0 +1,46 @@
+package nip34
+
+// Event kinds of NIP-34 and the neighbouring NIPs grasp serves.
+const (
+	KindDeletion     = 5
+	KindNote         = 1
+	KindComment      = 1111
+	KindPatch        = 1617
+	KindPR           = 1618
+	KindPRUpdate     = 1619
+	KindIssue        = 1621
+	KindStatusOpen   = 1630
+	KindStatusMerged = 1631 // applied / merged / resolved
+	KindStatusClosed = 1632
+	KindStatusDraft  = 1633
+	KindGraspList    = 10317
+	KindAnnouncement = 30617
+	KindState        = 30618
+)
+
+// IsRootKind reports whether events of this kind start a discussion that
+// other events (statuses, comments, replies) attach to. PR updates count:
+// they carry their own tip and clone URLs, and clients comment on them.
+func IsRootKind(kind int) bool {
+	switch kind {
+	case KindPatch, KindPR, KindPRUpdate, KindIssue:
+		return true
+	}
+	return false
+}
+
+// IsStatusKind reports whether kind is one of the 1630–1633 statuses.
+func IsStatusKind(kind int) bool {
+	return kind >= KindStatusOpen && kind <= KindStatusDraft
+}
+
+// NeedsGitData reports whether events of this kind are held in purgatory
+// until their git data exists (GRASP-01 purgatory: announcements, states,
+// PRs and PR updates).
+func NeedsGitData(kind int) bool {
+	switch kind {
+	case KindAnnouncement, KindState, KindPR, KindPRUpdate:
+		return true
+	}
+	return false
+}

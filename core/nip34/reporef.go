@@ -1,0 +1,74 @@
+package nip34
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// Address is a NIP-01 addressable-event coordinate "<kind>:<pubkey>:<d>".
+type Address struct {
+	Kind   int
+	Pubkey string
+	D      string
+}
+
+// ParseAddress parses "<kind>:<hex pubkey>:<d>". The d part may itself
+// contain colons; only the first two separate fields.
+func ParseAddress(s string) (Address, error) {
+	kindStr, rest, ok := strings.Cut(s, ":")
+	if !ok {
+		return Address{}, fmt.Errorf("address %q: want <kind>:<pubkey>:<d>", s)
+	}
+	pk, d, ok := strings.Cut(rest, ":")
+	if !ok {
+		return Address{}, fmt.Errorf("address %q: want <kind>:<pubkey>:<d>", s)
+	}
+	kind, err := strconv.Atoi(kindStr)
+	if err != nil || kind < 0 || kind > 65535 || strconv.Itoa(kind) != kindStr {
+		return Address{}, fmt.Errorf("address %q: bad kind %q", s, kindStr)
+	}
+	if !IsHex64(pk) {
+		return Address{}, fmt.Errorf("address %q: pubkey is not 64 lowercase hex", s)
+	}
+	return Address{Kind: kind, Pubkey: pk, D: d}, nil
+}
+
+func (a Address) String() string {
+	return strconv.Itoa(a.Kind) + ":" + a.Pubkey + ":" + a.D
+}
+
+// RepoRef names one repository: the announcement coordinate
+// "30617:<owner hex>:<identifier>".
+type RepoRef struct {
+	Pubkey     string
+	Identifier string
+}
+
+// ParseRepoRef parses "30617:<hex>:<d>" and validates the identifier.
+func ParseRepoRef(s string) (RepoRef, error) {
+	a, err := ParseAddress(s)
+	if err != nil {
+		return RepoRef{}, err
+	}
+	if a.Kind != KindAnnouncement {
+		return RepoRef{}, fmt.Errorf("repository reference %q: kind %d is not %d", s, a.Kind, KindAnnouncement)
+	}
+	if err := ValidateIdentifier(a.D); err != nil {
+		return RepoRef{}, fmt.Errorf("repository reference %q: %w", s, err)
+	}
+	return RepoRef{Pubkey: a.Pubkey, Identifier: a.D}, nil
+}
+
+// String formats the coordinate as it appears in `a` tags.
+func (r RepoRef) String() string {
+	return strconv.Itoa(KindAnnouncement) + ":" + r.Pubkey + ":" + r.Identifier
+}
+
+// StateAddress is the coordinate of the owner's state event for this repo.
+func (r RepoRef) StateAddress() Address {
+	return Address{Kind: KindState, Pubkey: r.Pubkey, D: r.Identifier}
+}
+
+// IsZero reports whether r is the zero RepoRef.
+func (r RepoRef) IsZero() bool { return r.Pubkey == "" && r.Identifier == "" }

@@ -1,0 +1,178 @@
+package nip34
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"strings"
+)
+
+// Service is this server's public identity, parsed once from the
+// configured public URL. Listing checks compare parsed URLs, never
+// substrings: ngit-grasp's url.contains(domain) accepts "D.evil.com" and
+// "evil.com/D" (grasp.md §10.1).
+type Service struct {
+	Secure bool   // public URL is https (relay URL is then wss)
+	Host   string // lowercase host name or IP, without brackets or trailing dot
+	Port   string // explicit, or the scheme's default ("80"/"443")
+	Path   string // base path without trailing slash; "" at the root
+	// CheckClonePath additionally requires a listed clone URL to be exactly
+	// <base>/<author npub>/<pct(d)>.git, not merely on this host.
+	CheckClonePath bool
+}
+
+// ParseService parses the public URL (http:// or https://) the server is
+// reached at.
+func ParseService(publicURL string) (Service, error) {
+	ep, err := parseEndpoint(publicURL)
+	if err != nil {
+		return Service{}, fmt.Errorf("parse public URL: %w", err)
+	}
+	if ep.scheme != "http" && ep.scheme != "https" {
+		return Service{}, fmt.Errorf("parse public URL %q: scheme must be http or https", publicURL)
+	}
+	return Service{Secure: ep.scheme == "https", Host: ep.host, Port: ep.port, Path: ep.path}, nil
+}
+
+// HostPort is the host[:port] form, port omitted when it is the default.
+func (s Service) HostPort() string {
+	host := s.Host
+	if strings.Contains(host, ":") {
+		host = "[" + host + "]"
+	}
+	if (s.Secure && s.Port == "443") || (!s.Secure && s.Port == "80") {
+		return host
+	}
+	return host + ":" + s.Port
+}
+
+// BaseURL is the canonical http(s) URL of the service.
+func (s Service) BaseURL() string {
+	scheme := "http"
+	if s.Secure {
+		scheme = "https"
+	}
+	return scheme + "://" + s.HostPort() + s.Path
+}
+
+// RelayURL is the canonical ws(s) URL of the service's relay.
+func (s Service) RelayURL() string {
+	scheme := "ws"
+	if s.Secure {
+		scheme = "wss"
+	}
+	u := scheme + "://" + s.HostPort() + s.Path
+	if s.Path == "" {
+		return u
+	}
+	return u + "/"
+}
+
+// CloneURL is the canonical clone URL for owner's repository id.
+func (s Service) CloneURL(ownerHex, id string) string {
+	return s.BaseURL() + "/" + Npub(ownerHex) + "/" + EscapeIdentifier(id) + ".git"
+}
+
+// ListsClone reports whether raw is an http(s) URL on this service's exact
+// host:port under its base path; with CheckClonePath, whether it is exactly
+// owner's clone path for id.
+func (s Service) ListsClone(raw, ownerHex, id string) bool {
+	ep, err := parseEndpoint(raw)
+	if err != nil || (ep.scheme != "http" && ep.scheme != "https") || !s.sameOrigin(ep) {
+		return false
+	}
+	if s.CheckClonePath {
+		want := s.Path + "/" + Npub(ownerHex) + "/" + id + ".git"
+		return ep.path == want
+	}
+	return s.Path == "" || ep.path == s.Path || strings.HasPrefix(ep.path, s.Path+"/")
+}
+
+// ListsRelay reports whether raw is a ws(s) URL naming this service's
+// relay: exact host:port and base path, a trailing slash tolerated.
+func (s Service) ListsRelay(raw string) bool {
+	ep, err := parseEndpoint(raw)
+	if err != nil || (ep.scheme != "ws" && ep.scheme != "wss") {
+		return false
+	}
+	return s.sameOrigin(ep) && ep.path == s.Path
+}
+
+func (s Service) sameOrigin(ep endpoint) bool { return ep.host == s.Host && ep.port == s.Port }
+
+// ListsService reports whether the announcement lists this service in both
+// `clone` and `relays` (G01-R2).
+func ListsService(a Announcement, svc Service) bool {
+	return listsClone(a, svc) && listsRelay(a, svc)
+}
+
+// ListsServiceParts reports the two halves of ListsService separately, so
+// a rejection can say which one is missing.
+func ListsServiceParts(a Announcement, svc Service) (clone, relay bool) {
+	return listsClone(a, svc), listsRelay(a, svc)
+}
+
+func listsClone(a Announcement, svc Service) bool {
+	for _, c := range a.Clone {
+		if svc.ListsClone(c, a.Pubkey, a.Identifier) {
+			return true
+		}
+	}
+	return false
+}
+
+func listsRelay(a Announcement, svc Service) bool {
+	for _, r := range a.Relays {
+		if svc.ListsRelay(r) {
+			return true
+		}
+	}
+	return false
+}
+
+type endpoint struct {
+	scheme, host, port, path string
+}
+
+// parseEndpoint parses an absolute URL into normalised parts. Userinfo,
+// queries and fragments are refused: none belongs in a clone or relay URL
+// and userinfo is the classic way to make "http://D@evil.com" look like D.
+// The path is decoded, with one trailing slash removed.
+func parseEndpoint(raw string) (endpoint, error) {
+	raw = strings.TrimSpace(raw)
+	u, err := url.Parse(raw)
+	if err != nil {
+		return endpoint{}, err
+	}
+	if u.Scheme == "" || u.Host == "" || u.Opaque != "" {
+		return endpoint{}, fmt.Errorf("%q is not an absolute URL", raw)
+	}
+	if u.User != nil {
+		return endpoint{}, errors.New("URL carries userinfo")
+	}
+	if u.RawQuery != "" || u.ForceQuery || u.Fragment != "" {
+		return endpoint{}, errors.New("URL carries a query or fragment")
+	}
+	scheme := strings.ToLower(u.Scheme)
+	host := strings.TrimSuffix(strings.ToLower(u.Hostname()), ".")
+	if host == "" {
+		return endpoint{}, fmt.Errorf("%q has no host", raw)
+	}
+	port := u.Port()
+	if port == "" {
+		switch scheme {
+		case "http", "ws":
+			port = "80"
+		case "https", "wss":
+			port = "443"
+		default:
+			return endpoint{}, fmt.Errorf("%q: unsupported scheme %q", raw, scheme)
+		}
+	}
+	if _, _, err := net.SplitHostPort(net.JoinHostPort(host, port)); err != nil {
+		return endpoint{}, err
+	}
+	path := strings.TrimSuffix(u.Path, "/")
+	return endpoint{scheme: scheme, host: host, port: port, path: path}, nil
+}

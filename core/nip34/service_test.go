@@ -1,0 +1,143 @@
+package nip34
+
+import "testing"
+
+func announce(clone, relays []string) Announcement {
+	return Announcement{Pubkey: pkA, Identifier: "my repo", Clone: clone, Relays: relays}
+}
+
+func TestG01R2_ListsServiceParsedURLs(t *testing.T) {
+	svc, err := ParseService("http://D.example:7334")
+	if err != nil {
+		t.Fatal(err)
+	}
+	good := "http://d.example:7334/" + Npub(pkA) + "/my%20repo.git"
+	cases := []struct {
+		name   string
+		clone  string
+		relay  string
+		listed bool
+	}{
+		{"exact", good, "ws://d.example:7334", true},
+		{"relay trailing slash", good, "ws://d.example:7334/", true},
+		{"uppercase host, https scheme same port", "HTTPS://D.EXAMPLE:7334/x.git", "WSS://D.Example:7334", true},
+		{"trailing dot host", good, "ws://d.example.:7334", true},
+		{"look-alike subdomain", "http://d.example.evil.com:7334/x.git", "ws://d.example.evil.com:7334", false},
+		{"look-alike path", "http://evil.com/d.example:7334/x.git", "ws://evil.com/d.example:7334", false},
+		{"userinfo pretends host", "http://d.example:7334@evil.com/x.git", "ws://d.example:7334@evil.com", false},
+		{"userinfo on right host", "http://evil@d.example:7334/x.git", "ws://evil@d.example:7334", false},
+		{"wrong port", "http://d.example:7335/x.git", "ws://d.example:7335", false},
+		{"default port is not 7334", "http://d.example/x.git", "ws://d.example", false},
+		{"clone with ws scheme", "ws://d.example:7334/x.git", "ws://d.example:7334", false},
+		{"relay with http scheme", good, "http://d.example:7334", false},
+		{"relay with path", good, "ws://d.example:7334/other", false},
+		{"relay with query", good, "ws://d.example:7334/?x=1", false},
+		{"no clone", "", "ws://d.example:7334", false},
+		{"no relay", good, "", false},
+		{"garbage", "::::", "ws://", false},
+		{"substring only", "http://notd.example:7334/x.git", "ws://notd.example:7334", false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var clone, relays []string
+			if c.clone != "" {
+				clone = []string{"https://github.com/x/y.git", c.clone}
+			}
+			if c.relay != "" {
+				relays = []string{"wss://relay.damus.io", c.relay}
+			}
+			if got := ListsService(announce(clone, relays), svc); got != c.listed {
+				t.Fatalf("ListsService = %v, want %v", got, c.listed)
+			}
+		})
+	}
+}
+
+func TestG01R2_DefaultPortsNormalised(t *testing.T) {
+	svc, err := ParseService("https://git.example.org/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := announce([]string{"https://git.example.org:443/" + Npub(pkA) + "/r.git"}, []string{"wss://git.example.org:443/"})
+	if !ListsService(a, svc) {
+		t.Fatal("explicit default port not matched")
+	}
+	a = announce([]string{"http://git.example.org/x.git"}, []string{"ws://git.example.org"})
+	if ListsService(a, svc) {
+		t.Fatal("port 80 matched a port-443 service")
+	}
+	if got := svc.RelayURL(); got != "wss://git.example.org" {
+		t.Fatalf("RelayURL = %q", got)
+	}
+	if got := svc.CloneURL(pkA, "my repo"); got != "https://git.example.org/"+Npub(pkA)+"/my%20repo.git" {
+		t.Fatalf("CloneURL = %q", got)
+	}
+}
+
+func TestG01R2_ClonePathCheck(t *testing.T) {
+	svc, err := ParseService("http://127.0.0.1:7000")
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc.CheckClonePath = true
+	relay := []string{"ws://127.0.0.1:7000"}
+	ok := []string{
+		svc.CloneURL(pkA, "my repo"),
+		"http://127.0.0.1:7000/" + Npub(pkA) + "/my repo.git/",
+	}
+	bad := []string{
+		"http://127.0.0.1:7000/" + Npub(pkB) + "/my%20repo.git",
+		"http://127.0.0.1:7000/" + Npub(pkA) + "/other.git",
+		"http://127.0.0.1:7000/" + pkA + "/my%20repo.git",
+		"http://127.0.0.1:7000/x/" + Npub(pkA) + "/my%20repo.git",
+	}
+	for _, c := range ok {
+		if !ListsService(announce([]string{c}, relay), svc) {
+			t.Errorf("%s not accepted", c)
+		}
+	}
+	for _, c := range bad {
+		if ListsService(announce([]string{c}, relay), svc) {
+			t.Errorf("%s accepted", c)
+		}
+	}
+}
+
+func TestServiceWithBasePathAndIPv6(t *testing.T) {
+	svc, err := ParseService("https://host.example/grasp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !ListsService(announce([]string{"https://host.example/grasp/" + Npub(pkA) + "/r.git"}, []string{"wss://host.example/grasp/"}), svc) {
+		t.Fatal("base path not matched")
+	}
+	if ListsService(announce([]string{"https://host.example/" + Npub(pkA) + "/r.git"}, []string{"wss://host.example/grasp"}), svc) {
+		t.Fatal("clone outside base path matched")
+	}
+	if ListsService(announce([]string{"https://host.example/grasp/x.git"}, []string{"wss://host.example"}), svc) {
+		t.Fatal("relay outside base path matched")
+	}
+	v6, err := ParseService("http://[::1]:8080")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !ListsService(announce([]string{"http://[::1]:8080/x.git"}, []string{"ws://[::1]:8080"}), v6) {
+		t.Fatal("IPv6 not matched")
+	}
+	if v6.HostPort() != "[::1]:8080" {
+		t.Fatalf("HostPort = %q", v6.HostPort())
+	}
+	for _, bad := range []string{"ws://x", "ftp://x", "x", "http://u@x", "http://x/?q"} {
+		if _, err := ParseService(bad); err == nil {
+			t.Errorf("ParseService(%q) accepted", bad)
+		}
+	}
+}
+
+func TestN34_4_ListsServiceParts(t *testing.T) {
+	svc, _ := ParseService("http://d:1")
+	c, r := ListsServiceParts(announce([]string{"http://d:1/x.git"}, nil), svc)
+	if !c || r {
+		t.Fatalf("clone %v relay %v", c, r)
+	}
+}

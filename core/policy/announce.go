@@ -1,0 +1,151 @@
+package policy
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/grasp-dev/grasp/core/nip34"
+	"github.com/nbd-wtf/go-nostr"
+)
+
+// announcement applies G01-R2/R2x/R3, the repository lists and the quota to
+// a kind-30617 event, in ngit-grasp's order (grasp.md §5.1): repository
+// blacklist, lists-service and whitelist, maintainer exception.
+func (r *Rules) announcement(ctx context.Context, evt *nostr.Event, meta Meta) Decision {
+	a, err := nip34.ParseAnnouncement(evt)
+	if err != nil {
+		return reject("invalid: repository announcement: %v", err)
+	}
+	if r.repoBlack.match(a.Pubkey, a.Identifier) {
+		return reject("blocked: %s is blacklisted on this server", r.repoBlack.why(a.Pubkey, a.Identifier))
+	}
+	release := meta.Source == SourcePurgatory
+	if !release {
+		if dup, err := r.isHeldID(ctx, evt.ID); err != nil {
+			return r.internal("check purgatory", evt, err)
+		} else if dup {
+			return Decision{Outcome: Shadow, Msg: "duplicate: in purgatory"}
+		}
+	}
+	v, err := r.loadRepo(ctx, a.Identifier, evt.ID)
+	if err != nil {
+		return r.internal("load repository announcements", evt, err)
+	}
+	repo := a.Repo()
+	prev, hasPrev := v.latest[a.Pubkey]
+	prevHeld := hasPrev && v.isHeld[a.Pubkey]
+	prevStored := hasPrev && !prevHeld
+	if hasPrev && newerAnn(prev, a) {
+		// Replaceable-event order: an older version changes nothing, and
+		// must not trigger the effects of a replacement (a stale copy from
+		// a sync peer dropping this service would otherwise evict the repo).
+		return Decision{Outcome: Shadow, Msg: "duplicate: a newer announcement for this repository exists"}
+	}
+	prevHosted := hasPrev && r.hosted(prev)
+
+	if r.hosted(a) {
+		if !r.repoWhite.empty() && !r.repoWhite.match(a.Pubkey, a.Identifier) {
+			return reject("restricted: repository %s/%s is not on this server's whitelist", nip34.Npub(a.Pubkey), a.Identifier)
+		}
+		if !prevHosted {
+			if d, over := r.overQuota(ctx, evt, a); over {
+				return d
+			}
+		}
+		var effects []Effect
+		if !prevHosted && !release { // a released repo already has its bare repo
+			effects = append(effects, Effect{Kind: CreateRepo, Repo: repo})
+		}
+		switch {
+		case prevStored:
+			// Replacing a served announcement: served at once (§4.1).
+			return Decision{Outcome: Store, Effects: effects}
+		case release:
+			return Decision{Outcome: Store, Effects: effects}
+		case prevHeld:
+			return hold(append(effects, Effect{Kind: ReplaceHeld, Repo: repo})...)
+		}
+		return hold(effects...)
+	}
+
+	// Not listing this service: accepted only for a maintainer of a
+	// repository hosted here (G01-R2x), and then without a bare repo.
+	var retire []Effect
+	if prevHosted {
+		if prevHeld {
+			retire = append(retire, Effect{Kind: EvictHeld, Repo: repo})
+		}
+		retire = append(retire, Effect{Kind: RemoveRepo, Repo: repo})
+	}
+	storedHost, heldHost := nip34.RepoRef{}, nip34.RepoRef{}
+	for _, h := range r.hosts(v, a.Pubkey) {
+		if h.Pubkey == a.Pubkey {
+			continue // its own previous version is being replaced
+		}
+		if v.isHeld[h.Pubkey] {
+			heldHost = h.Repo()
+		} else {
+			storedHost = h.Repo()
+		}
+	}
+	switch {
+	case !storedHost.IsZero() || (release && !heldHost.IsZero()):
+		return Decision{Outcome: Store, Effects: append(retire, Effect{Kind: NoRepo, Repo: repo})}
+	case !heldHost.IsZero():
+		// The repository it maintains is itself in purgatory: held with it
+		// and released together.
+		effects := append(retire, Effect{Kind: NoRepo, Repo: repo}, Effect{Kind: AwaitRepo, Repo: heldHost})
+		if prevHeld && !prevHosted {
+			effects = append(effects, Effect{Kind: ReplaceHeld, Repo: repo})
+		}
+		return hold(effects...)
+	}
+	d := reject("invalid: %s", r.notListedReason(a))
+	d.Effects = retire
+	return d
+}
+
+// notListedReason says exactly what the author must add.
+func (r *Rules) notListedReason(a nip34.Announcement) string {
+	svc := r.opts.Service
+	clone, relay := nip34.ListsServiceParts(a, svc)
+	var missing []string
+	if !clone {
+		missing = append(missing, fmt.Sprintf("a 'clone' URL %s", svc.CloneURL(a.Pubkey, a.Identifier)))
+	}
+	if !relay {
+		missing = append(missing, fmt.Sprintf("a 'relays' URL %s", svc.RelayURL()))
+	}
+	return fmt.Sprintf("announcement must list this service in both 'clone' and 'relays' tags; add %s (found clone %s, relays %s)",
+		strings.Join(missing, " and "), quoteList(a.Clone), quoteList(a.Relays))
+}
+
+// overQuota enforces MaxReposPerPubkey over the author's hosted
+// repositories, stored and held, other than this identifier.
+func (r *Rules) overQuota(ctx context.Context, evt *nostr.Event, a nip34.Announcement) (Decision, bool) {
+	limit := r.opts.MaxReposPerPubkey
+	if limit <= 0 {
+		return Decision{}, false
+	}
+	f := nostr.Filter{Kinds: []int{nip34.KindAnnouncement}, Authors: []string{a.Pubkey}}
+	st, err := r.stored(ctx, f)
+	if err != nil {
+		return r.internal("count repositories", evt, err), true
+	}
+	hd, err := r.held(ctx, f)
+	if err != nil {
+		return r.internal("count repositories", evt, err), true
+	}
+	ids := map[string]bool{}
+	for _, e := range append(st, hd...) {
+		other, err := nip34.ParseAnnouncement(e)
+		if err == nil && other.Identifier != a.Identifier && r.hosted(other) {
+			ids[other.Identifier] = true
+		}
+	}
+	if len(ids) >= limit {
+		return reject("restricted: %s already hosts %d repositories here, the limit per author", nip34.Npub(a.Pubkey), len(ids)), true
+	}
+	return Decision{}, false
+}

@@ -1,0 +1,149 @@
+package policy
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/grasp-dev/grasp/core/nip34"
+	"github.com/hashicorp/go-hclog"
+	"github.com/nbd-wtf/go-nostr"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Events is the part of the event store the GRASP rules read.
+// eventstore.Store satisfies it. Queries must close the channel when done
+// and stop when ctx is cancelled.
+type Events interface {
+	QueryEvents(ctx context.Context, f nostr.Filter) (chan *nostr.Event, error)
+}
+
+// Held is the read side of purgatory: events accepted but not yet served
+// (announcements, states, PRs, and the issues and comments waiting with
+// them). QueryHeld returns the held events matching f (ids, authors, kinds
+// and tag filters as in NIP-01; since/until/limit may be ignored).
+type Held interface {
+	QueryHeld(ctx context.Context, f nostr.Filter) ([]*nostr.Event, error)
+}
+
+// GitData answers whether the object oid (a commit, or the tag object of an
+// annotated tag) exists in the bare repository of owner's identifier on
+// this server. A repository that does not exist has no objects.
+type GitData interface {
+	HasCommit(ctx context.Context, ownerHex, identifier, oid string) (bool, error)
+}
+
+// Options is the GRASP acceptance configuration ([grasp] in grasp.toml).
+type Options struct {
+	// Service is this server's public identity; announcements must list it.
+	Service nip34.Service
+	// EventBlacklist: authors (npub or hex) whose events are all refused.
+	EventBlacklist []string
+	// RepoWhitelist / RepoBlacklist entries: "npub" (every repository of
+	// that owner), "npub/identifier" (one repository) or "identifier" (that
+	// identifier for every owner). The blacklist beats the whitelist; an
+	// empty whitelist admits every repository.
+	RepoWhitelist []string
+	RepoBlacklist []string
+	// MaxReposPerPubkey caps the repositories one author may host here
+	// (stored or held); 0 means no cap.
+	MaxReposPerPubkey int
+	// MaxReferenceDepth bounds how far a comment, note or reaction may be
+	// from an accepted repository or root event (1 = it tags one directly).
+	// Issues, patches and statuses must always be direct. 0 means 2.
+	MaxReferenceDepth int
+	// Maintainers computes the maintainer set; nil means
+	// nip34.RecursiveMaintainers.
+	Maintainers nip34.MaintainerSet
+	// Pre runs before the GRASP rules (size, tag and timestamp limits).
+	Pre Chain
+	// Plugins is the operator's accept chain; it runs after the GRASP rules
+	// and only for events they would store or hold.
+	Plugins Chain
+	// PluginNames describe Plugins in the NIP-11 curation text.
+	PluginNames []string
+	// PurgatoryTTL is only quoted in the acceptance criteria text.
+	PurgatoryTTL time.Duration
+}
+
+// Deps are the collaborators the rules read through.
+type Deps struct {
+	Events     Events
+	Held       Held
+	Git        GitData
+	Logger     hclog.Logger          // nil: no logging
+	Registerer prometheus.Registerer // nil: metrics not registered
+}
+
+// repoList is a parsed whitelist or blacklist.
+type repoList struct {
+	owners map[string]bool        // hex
+	repos  map[nip34.RepoRef]bool // owner hex + identifier
+	ids    map[string]bool        // identifier, any owner
+	raw    []string
+}
+
+func parseRepoList(entries []string) (repoList, error) {
+	l := repoList{owners: map[string]bool{}, repos: map[nip34.RepoRef]bool{}, ids: map[string]bool{}}
+	for _, e := range entries {
+		e = strings.TrimSpace(e)
+		if e == "" {
+			continue
+		}
+		l.raw = append(l.raw, e)
+		if owner, id, ok := strings.Cut(e, "/"); ok {
+			hex, isKey := nip34.PubkeyHex(owner)
+			if !isKey {
+				return repoList{}, fmt.Errorf("repository list entry %q: %q is not an npub", e, owner)
+			}
+			if err := nip34.ValidateIdentifier(id); err != nil {
+				return repoList{}, fmt.Errorf("repository list entry %q: %w", e, err)
+			}
+			l.repos[nip34.RepoRef{Pubkey: hex, Identifier: id}] = true
+			continue
+		}
+		if hex, isKey := nip34.PubkeyHex(e); isKey {
+			l.owners[hex] = true
+			continue
+		}
+		if err := nip34.ValidateIdentifier(e); err != nil {
+			return repoList{}, fmt.Errorf("repository list entry %q: %w", e, err)
+		}
+		l.ids[e] = true
+	}
+	return l, nil
+}
+
+func (l repoList) empty() bool { return len(l.raw) == 0 }
+
+func (l repoList) match(owner, id string) bool {
+	return l.owners[owner] || l.ids[id] || l.repos[nip34.RepoRef{Pubkey: owner, Identifier: id}]
+}
+
+// why names the entry that matched, for a rejection message.
+func (l repoList) why(owner, id string) string {
+	switch {
+	case l.owners[owner]:
+		return "repository owner " + nip34.Npub(owner)
+	case l.repos[nip34.RepoRef{Pubkey: owner, Identifier: id}]:
+		return "repository " + nip34.Npub(owner) + "/" + id
+	default:
+		return "repository identifier " + id
+	}
+}
+
+func parseKeyList(entries []string) (map[string]bool, error) {
+	out := map[string]bool{}
+	for _, e := range entries {
+		if strings.TrimSpace(e) == "" {
+			continue
+		}
+		hex, ok := nip34.PubkeyHex(e)
+		if !ok {
+			return nil, fmt.Errorf("event blacklist entry %q is not an npub or hex pubkey", e)
+		}
+		out[hex] = true
+	}
+	return out, nil
+}

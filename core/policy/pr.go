@@ -1,0 +1,120 @@
+package policy
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/grasp-dev/grasp/core/nip34"
+	"github.com/nbd-wtf/go-nostr"
+)
+
+// pr applies the PR rules (G01-P4, N34-6/7) to 1618/1619 events: they must
+// reference a repository accepted here and carry `c`; they are stored when
+// the tip is already in a hosted repository (git-first, G01-G5b) and held
+// otherwise.
+func (r *Rules) pr(ctx context.Context, evt *nostr.Event, meta Meta) Decision {
+	p, err := nip34.ParsePR(evt)
+	if err != nil {
+		return reject("invalid: PR event: %v", err)
+	}
+	release := meta.Source == SourcePurgatory
+	if !release {
+		if dup, err := r.isHeldID(ctx, evt.ID); err != nil {
+			return r.internal("check purgatory", evt, err)
+		} else if dup {
+			return Decision{Outcome: Shadow, Msg: "duplicate: in purgatory"}
+		}
+	}
+	repos := p.Repos
+	if len(repos) == 0 && p.Root != "" {
+		// A PR update that names only its PR (`E`) belongs to that PR's repos.
+		if repos, err = r.rootPRRepos(ctx, p.Root); err != nil {
+			return r.internal("look up the PR being updated", evt, err)
+		}
+	}
+	if len(repos) == 0 {
+		return reject("invalid: PR event must reference a repository accepted here with an 'a' tag (30617:<owner hex>:<identifier>)")
+	}
+	var storedRepo, heldRepo nip34.RepoRef
+	var targets []nip34.Announcement
+	seenTarget := map[nip34.RepoRef]bool{}
+	views := map[string]*repoView{}
+	for _, ref := range repos {
+		if len(views) >= 16 {
+			break // a PR naming more identifiers than this is not credible; bound the lookups
+		}
+		v, ok := views[ref.Identifier]
+		if !ok {
+			if v, err = r.loadRepo(ctx, ref.Identifier, ""); err != nil {
+				return r.internal("load repository announcements", evt, err)
+			}
+			views[ref.Identifier] = v
+		}
+		if _, known := v.latest[ref.Pubkey]; !known {
+			continue
+		}
+		if r.repoBlack.match(ref.Pubkey, ref.Identifier) {
+			continue
+		}
+		if v.isHeld[ref.Pubkey] {
+			heldRepo = ref
+		} else {
+			storedRepo = ref
+		}
+		for _, h := range r.hosts(v, ref.Pubkey) {
+			if !seenTarget[h.Repo()] {
+				seenTarget[h.Repo()] = true
+				targets = append(targets, h)
+			}
+		}
+	}
+	if storedRepo.IsZero() && heldRepo.IsZero() {
+		return reject("invalid: PR event must reference a repository accepted on this service; none of its 'a' tags does")
+	}
+	if release {
+		return Decision{Outcome: Store}
+	}
+	present, err := r.anyHas(ctx, targets, p.Tip)
+	if err != nil {
+		return r.internal("check git data", evt, err)
+	}
+	var effects []Effect
+	if present {
+		for _, t := range targets {
+			effects = append(effects, Effect{Kind: BindNostrRef, Repo: t.Repo(), EventID: evt.ID, OIDs: []string{p.Tip}})
+		}
+		if !storedRepo.IsZero() {
+			return Decision{Outcome: Store, Effects: effects}
+		}
+		return hold(append(effects, Effect{Kind: AwaitRepo, Repo: heldRepo})...)
+	}
+	for _, t := range targets {
+		effects = append(effects, Effect{Kind: AwaitGitData, Repo: t.Repo(), EventID: evt.ID, OIDs: []string{p.Tip}})
+	}
+	if storedRepo.IsZero() {
+		effects = append(effects, Effect{Kind: AwaitRepo, Repo: heldRepo})
+	}
+	d := hold(effects...)
+	d.Msg = fmt.Sprintf("%s (waiting for commit %s at refs/nostr/%s)", MsgPurgatory, p.Tip, evt.ID)
+	return d
+}
+
+// rootPRRepos returns the repositories of a stored or held PR.
+func (r *Rules) rootPRRepos(ctx context.Context, id string) ([]nip34.RepoRef, error) {
+	f := nostr.Filter{IDs: []string{id}, Kinds: []int{nip34.KindPR}}
+	evs, err := r.stored(ctx, f)
+	if err != nil {
+		return nil, err
+	}
+	if len(evs) == 0 {
+		if evs, err = r.held(ctx, f); err != nil {
+			return nil, err
+		}
+	}
+	for _, e := range evs {
+		if p, err := nip34.ParsePR(e); err == nil {
+			return p.Repos, nil
+		}
+	}
+	return nil, nil
+}

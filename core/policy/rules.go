@@ -1,0 +1,226 @@
+package policy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/grasp-dev/grasp/core/nip34"
+	"github.com/hashicorp/go-hclog"
+	"github.com/nbd-wtf/go-nostr"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// MsgPurgatory is the GRASP-01 OK message for events held until their git
+// data (or the repository they belong to) arrives.
+const MsgPurgatory = "purgatory: won't be served until git data arrives"
+
+// Rules is the GRASP acceptance pipeline: Pre chain, the GRASP-01 rules,
+// then the operator's plugin chain. It implements Pipeline.
+type Rules struct {
+	opts        Options
+	events      Events
+	heldSrc     Held
+	git         GitData
+	log         hclog.Logger
+	maintainers nip34.MaintainerSet
+
+	eventBlack map[string]bool
+	repoWhite  repoList
+	repoBlack  repoList
+	depth      int
+
+	decisions *prometheus.CounterVec
+}
+
+var _ Pipeline = (*Rules)(nil)
+
+// New builds the GRASP pipeline. deps.Events is required; Held and Git may
+// be nil only in setups without purgatory or git (everything needing them
+// is then held or treated as absent).
+func New(opts Options, deps Deps) (*Rules, error) {
+	if deps.Events == nil {
+		return nil, errors.New("policy: Deps.Events is required")
+	}
+	if opts.Service.Host == "" {
+		return nil, errors.New("policy: Options.Service is not set (parse the public URL with nip34.ParseService)")
+	}
+	r := &Rules{opts: opts, events: deps.Events, heldSrc: deps.Held, git: deps.Git, log: deps.Logger, maintainers: opts.Maintainers}
+	if r.log == nil {
+		r.log = hclog.NewNullLogger()
+	}
+	if r.maintainers == nil {
+		r.maintainers = nip34.RecursiveMaintainers
+	}
+	var err error
+	if r.eventBlack, err = parseKeyList(opts.EventBlacklist); err != nil {
+		return nil, fmt.Errorf("policy: %w", err)
+	}
+	if r.repoWhite, err = parseRepoList(opts.RepoWhitelist); err != nil {
+		return nil, fmt.Errorf("policy: whitelist: %w", err)
+	}
+	if r.repoBlack, err = parseRepoList(opts.RepoBlacklist); err != nil {
+		return nil, fmt.Errorf("policy: blacklist: %w", err)
+	}
+	r.depth = opts.MaxReferenceDepth
+	if r.depth <= 0 {
+		r.depth = 2
+	}
+	r.decisions = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "grasp_policy_decisions_total",
+		Help: "Acceptance decisions by event class and outcome.",
+	}, []string{"class", "outcome"})
+	if deps.Registerer != nil {
+		if err := deps.Registerer.Register(r.decisions); err != nil {
+			return nil, fmt.Errorf("policy: register metrics: %w", err)
+		}
+	}
+	return r, nil
+}
+
+// Decide runs the pipeline for one event.
+func (r *Rules) Decide(ctx context.Context, evt *nostr.Event, meta Meta) Decision {
+	d := r.decide(ctx, evt, meta)
+	r.decisions.WithLabelValues(kindClass(evt.Kind), d.Outcome.String()).Inc()
+	if r.log.IsDebug() {
+		r.log.Debug("decision", "id", evt.ID, "kind", evt.Kind, "source", meta.Source, "outcome", d.Outcome, "msg", d.Msg, "effects", fmt.Sprint(d.Effects))
+	}
+	return d
+}
+
+func (r *Rules) decide(ctx context.Context, evt *nostr.Event, meta Meta) Decision {
+	if d, stop := runChain(ctx, r.opts.Pre, evt, meta); stop {
+		return d
+	}
+	if r.eventBlack[evt.PubKey] {
+		return reject("blocked: event author %s is blacklisted on this server", nip34.Npub(evt.PubKey))
+	}
+	if evt.Kind == nip34.KindDeletion {
+		// NIP-09 requests are always accepted; purgatory applies them
+		// to held entries, the store to stored ones.
+		return r.plugins(ctx, evt, meta, Decision{Outcome: Store})
+	}
+	gone, err := r.deleted(ctx, evt)
+	if err != nil {
+		return r.internal("check deletions", evt, err)
+	}
+	if gone {
+		return reject("invalid: accepted deletion request for this event")
+	}
+	var d Decision
+	switch {
+	case evt.Kind == nip34.KindAnnouncement:
+		d = r.announcement(ctx, evt, meta)
+	case evt.Kind == nip34.KindState:
+		d = r.state(ctx, evt, meta)
+	case evt.Kind == nip34.KindPR || evt.Kind == nip34.KindPRUpdate:
+		d = r.pr(ctx, evt, meta)
+	case evt.Kind == nip34.KindGraspList:
+		if _, err := nip34.ParseGraspList(evt); err != nil {
+			d = reject("invalid: %v", err)
+		} else {
+			d = Decision{Outcome: Store}
+		}
+	default:
+		d = r.related(ctx, evt, meta)
+	}
+	return r.plugins(ctx, evt, meta, d)
+}
+
+// plugins runs the operator chain over events the GRASP rules accepted.
+func (r *Rules) plugins(ctx context.Context, evt *nostr.Event, meta Meta, d Decision) Decision {
+	if d.Outcome != Store && d.Outcome != Hold {
+		return d
+	}
+	if pd, stop := runChain(ctx, r.opts.Plugins, evt, meta); stop {
+		return pd
+	}
+	return d
+}
+
+func runChain(ctx context.Context, c Chain, evt *nostr.Event, meta Meta) (Decision, bool) {
+	if len(c) == 0 {
+		return Decision{}, false
+	}
+	v := c.Accept(ctx, evt, meta)
+	switch v.Action {
+	case Reject:
+		return Decision{Outcome: Rejected, Msg: withPrefix(v.Msg)}, true
+	case ShadowReject:
+		return Decision{Outcome: Shadow, Msg: v.Msg}, true
+	}
+	return Decision{}, false
+}
+
+var nip01Prefixes = []string{"duplicate:", "pow:", "blocked:", "rate-limited:", "invalid:", "restricted:", "mute:", "error:", "auth-required:"}
+
+// withPrefix makes sure a plugin's reason carries a NIP-01 prefix, so
+// clients can tell a policy refusal from a malformed event.
+func withPrefix(msg string) string {
+	for _, p := range nip01Prefixes {
+		if strings.HasPrefix(msg, p) {
+			return msg
+		}
+	}
+	if msg == "" {
+		return "blocked: refused by the operator's policy"
+	}
+	return "blocked: " + msg
+}
+
+func reject(format string, args ...any) Decision {
+	return Decision{Outcome: Rejected, Msg: fmt.Sprintf(format, args...)}
+}
+
+// internal turns a failed lookup into a retryable refusal; the event is
+// neither stored nor held, so nothing is corrupted.
+func (r *Rules) internal(what string, evt *nostr.Event, err error) Decision {
+	r.log.Error("policy lookup failed", "what", what, "id", evt.ID, "kind", evt.Kind, "error", err)
+	return reject("error: could not %s, try again later", what)
+}
+
+func hold(effects ...Effect) Decision {
+	return Decision{Outcome: Hold, Msg: MsgPurgatory, Effects: effects}
+}
+
+// kindClass keeps the metric's label set small and fixed.
+func kindClass(kind int) string {
+	switch {
+	case kind == nip34.KindAnnouncement:
+		return "announcement"
+	case kind == nip34.KindState:
+		return "state"
+	case kind == nip34.KindPR || kind == nip34.KindPRUpdate:
+		return "pr"
+	case kind == nip34.KindIssue:
+		return "issue"
+	case kind == nip34.KindPatch:
+		return "patch"
+	case nip34.IsStatusKind(kind):
+		return "status"
+	case kind == nip34.KindComment:
+		return "comment"
+	case kind == nip34.KindDeletion:
+		return "deletion"
+	case kind == nip34.KindGraspList:
+		return "grasp_list"
+	}
+	return "other"
+}
+
+func shortID(id string) string {
+	if len(id) > 12 {
+		return id[:12]
+	}
+	return id
+}
+
+func quoteList(xs []string) string {
+	q := make([]string, len(xs))
+	for i, x := range xs {
+		q[i] = strconv.Quote(x)
+	}
+	return "[" + strings.Join(q, ", ") + "]"
+}
