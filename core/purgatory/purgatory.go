@@ -42,9 +42,12 @@ type Entry struct {
 	Needs []string `json:"needs,omitempty"`
 	// WithRepo marks an event (issue, comment, ...) held only because its
 	// repo's announcement is itself still in purgatory.
-	WithRepo bool      `json:"with_repo,omitempty"`
-	Expires  time.Time `json:"expires"`
-	HeldAt   time.Time `json:"held_at"`
+	WithRepo bool `json:"with_repo,omitempty"`
+	// AwaitEvent is the id of a held root event (issue, PR) this event is
+	// released together with, e.g. a comment on a held PR.
+	AwaitEvent string    `json:"await_event,omitempty"`
+	Expires    time.Time `json:"expires"`
+	HeldAt     time.Time `json:"held_at"`
 }
 
 // Repo names a repository by its announcement coordinate parts.
@@ -312,8 +315,9 @@ func (p *Purgatory) removeLocked(id, why string) (bool, error) {
 //     whose needed objects all satisfy has.
 //
 // The caller publishes what it gets back. has reports whether every oid is
-// present in the repo.
-func (p *Purgatory) Release(r Repo, has func(oids []string) bool) ([]*nostr.Event, error) {
+// present in the repo; repoHasData says whether the repo has any branch or
+// tag yet (an announcement is released by git data, not by an empty repo).
+func (p *Purgatory) Release(r Repo, repoHasData bool, has func(oids []string) bool) ([]*nostr.Event, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	var out []*Entry
@@ -323,12 +327,15 @@ func (p *Purgatory) Release(r Repo, has func(oids []string) bool) ([]*nostr.Even
 			annHeld = true
 		}
 	}
+	annHeld = annHeld && repoHasData
 	for _, e := range p.held {
 		switch {
-		case e.Event.Kind == 30617:
-			if e.Repo == r {
+		case e.Event.Kind == 30617 && !e.WithRepo:
+			if e.Repo == r && repoHasData {
 				out = append(out, e)
 			}
+		case e.AwaitEvent != "":
+			// released with the event it waits for, below
 		case e.WithRepo:
 			if e.Repo == r && annHeld {
 				out = append(out, e)
@@ -336,12 +343,27 @@ func (p *Purgatory) Release(r Repo, has func(oids []string) bool) ([]*nostr.Even
 		case e.Event.Kind == 30618:
 			if e.Repo.Identifier == r.Identifier && len(e.Needs) > 0 && has(e.Needs) {
 				out = append(out, e)
-			} else if e.Repo.Identifier == r.Identifier && len(e.Needs) == 0 {
+			} else if e.Repo.Identifier == r.Identifier && len(e.Needs) == 0 && repoHasData {
 				out = append(out, e)
 			}
 		default:
 			if e.Repo == r && len(e.Needs) > 0 && has(e.Needs) {
 				out = append(out, e)
+			}
+		}
+	}
+	// events waiting for a released event go with it, transitively
+	released := map[string]bool{}
+	for _, e := range out {
+		released[e.Event.ID] = true
+	}
+	for grew := true; grew; {
+		grew = false
+		for _, e := range p.held {
+			if e.AwaitEvent != "" && released[e.AwaitEvent] && !released[e.Event.ID] {
+				released[e.Event.ID] = true
+				out = append(out, e)
+				grew = true
 			}
 		}
 	}
@@ -360,6 +382,9 @@ func (p *Purgatory) Release(r Repo, has func(oids []string) bool) ([]*nostr.Even
 // oldest first within a group, so subscribers see a repo before its content.
 func releaseOrder(e *Entry) int64 {
 	group := int64(2)
+	if e.AwaitEvent != "" {
+		group = 3
+	}
 	switch e.Event.Kind {
 	case 30617:
 		group = 0

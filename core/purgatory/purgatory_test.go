@@ -176,7 +176,7 @@ func TestG01P3_ReleaseOrderAndConditions(t *testing.T) {
 		}
 		return true
 	}
-	got, err := p.Release(repo, has)
+	got, err := p.Release(repo, true, has)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -196,7 +196,7 @@ func TestG01P3_ReleaseOrderAndConditions(t *testing.T) {
 	if p.Len() != 2 {
 		t.Fatalf("held after release: %d, want 2 (state and PR without data)", p.Len())
 	}
-	got, _ = p.Release(repo, func([]string) bool { return true })
+	got, _ = p.Release(repo, true, func([]string) bool { return true })
 	if len(got) != 2 || got[0].ID != stMissing.ID || got[1].ID != pr.ID {
 		t.Fatalf("second release %v", got)
 	}
@@ -246,5 +246,26 @@ func TestG01G5f_PlaceholdersExpireAndBind(t *testing.T) {
 	_, phs, _ := p.Sweep()
 	if len(phs) != 1 || phs[0].EventID != id2 {
 		t.Fatalf("expired placeholders %v", phs)
+	}
+}
+
+func TestAwaitEventReleasedWithItsRoot(t *testing.T) {
+	clk := clock.NewFake(t0)
+	p := newP(t, newMemKV(), clk)
+	sk := nostr.GeneratePrivateKey()
+	pk, _ := nostr.GetPublicKey(sk)
+	repo := Repo{pk, "r"}
+	pr := signed(t, sk, 1618, t0, nostr.Tags{{"a", repo.Address()}, {"c", "cc"}})
+	comment := signed(t, sk, 1111, t0.Add(time.Second), nostr.Tags{{"E", pr.ID}})
+	reply := signed(t, sk, 1111, t0.Add(2*time.Second), nostr.Tags{{"e", comment.ID}})
+	p.Hold(Entry{Event: reply, Repo: repo, AwaitEvent: comment.ID})
+	p.Hold(Entry{Event: comment, Repo: repo, AwaitEvent: pr.ID})
+	p.Hold(Entry{Event: pr, Repo: repo, Needs: []string{"cc"}})
+	if got, _ := p.Release(repo, true, func([]string) bool { return false }); len(got) != 0 {
+		t.Fatalf("released without data: %v", got)
+	}
+	got, _ := p.Release(repo, true, func([]string) bool { return true })
+	if len(got) != 3 || got[0].ID != pr.ID || got[1].ID != comment.ID || got[2].ID != reply.ID {
+		t.Fatalf("release %v", got)
 	}
 }

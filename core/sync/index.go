@@ -1,0 +1,245 @@
+package sync
+
+import (
+	"encoding/binary"
+	"encoding/hex"
+	"fmt"
+	"net/url"
+	"strings"
+)
+
+// RepoID is a repository's position in a RepoSyncIndex. IDs are dense and
+// never reused, so per-relay state can key on four bytes instead of the
+// ~80-byte "30617:<hex>:<d>" coordinate.
+type RepoID uint32
+
+// RepoSyncIndex is what we want to sync: for every repository coordinate the
+// relays its announcement lists and the root events (1617/1618/1619/1621)
+// that reference it. It is owned by the manager goroutine and not safe for
+// concurrent use.
+//
+// Each repository's sync items form an append-only sequence: position 0 is
+// the coordinate itself (layer 2), position i>0 is the i-th root event seen
+// (layer 3). Per-relay confirmed and pending state is then a prefix length
+// per repo rather than a set of ids, which is what keeps 10,000 repos × 50
+// root events × 5 relays within the memory budget.
+type RepoSyncIndex struct {
+	byAddr map[string]RepoID
+	repos  []repoEntry
+
+	relayByURL map[string]uint32
+	relayURLs  []string
+
+	// Event ids are stored once. The lookup map keys on the first 8 bytes;
+	// ids sharing a prefix with a different stored id (possible only by
+	// deliberate grinding) go to the exact-match overflow map.
+	eventByPrefix map[uint64]uint32
+	eventOverflow map[[32]byte]uint32
+	events        [][32]byte
+	eventRepo     []RepoID            // first repo that listed the event
+	eventMore     map[uint32][]RepoID // further repos, rare
+}
+
+type repoEntry struct {
+	addr      string
+	relays    []uint32 // interned, normalised relay URLs
+	roots     []uint32 // event indexes, in arrival order
+	announced bool
+	listsSelf bool
+}
+
+// NewRepoSyncIndex returns an empty index.
+func NewRepoSyncIndex() *RepoSyncIndex {
+	return &RepoSyncIndex{
+		byAddr:        map[string]RepoID{},
+		relayByURL:    map[string]uint32{},
+		eventByPrefix: map[uint64]uint32{},
+		eventOverflow: map[[32]byte]uint32{},
+		eventMore:     map[uint32][]RepoID{},
+	}
+}
+
+// Len is the number of repositories known.
+func (x *RepoSyncIndex) Len() int { return len(x.repos) }
+
+// Lookup returns the id of a repository coordinate.
+func (x *RepoSyncIndex) Lookup(addr string) (RepoID, bool) {
+	id, ok := x.byAddr[addr]
+	return id, ok
+}
+
+// Addr is the coordinate of a repository.
+func (x *RepoSyncIndex) Addr(id RepoID) string { return x.repos[id].addr }
+
+// Items is the length of the repository's item sequence: the coordinate plus
+// its root events.
+func (x *RepoSyncIndex) Items(id RepoID) uint32 { return uint32(1 + len(x.repos[id].roots)) }
+
+// Relays returns the normalised relay URLs the repository's announcement lists.
+func (x *RepoSyncIndex) Relays(id RepoID) []string {
+	r := x.repos[id].relays
+	out := make([]string, len(r))
+	for i, ri := range r {
+		out[i] = x.relayURLs[ri]
+	}
+	return out
+}
+
+// RootEvents returns the hex ids of the repository's root events in arrival order.
+func (x *RepoSyncIndex) RootEvents(id RepoID) []string {
+	roots := x.repos[id].roots
+	out := make([]string, len(roots))
+	for i, e := range roots {
+		out[i] = hex.EncodeToString(x.events[e][:])
+	}
+	return out
+}
+
+func (x *RepoSyncIndex) repo(addr string) RepoID {
+	if id, ok := x.byAddr[addr]; ok {
+		return id
+	}
+	id := RepoID(len(x.repos))
+	x.repos = append(x.repos, repoEntry{addr: addr})
+	x.byAddr[addr] = id
+	return id
+}
+
+func (x *RepoSyncIndex) relay(u string) uint32 {
+	if i, ok := x.relayByURL[u]; ok {
+		return i
+	}
+	i := uint32(len(x.relayURLs))
+	x.relayURLs = append(x.relayURLs, u)
+	x.relayByURL[u] = i
+	return i
+}
+
+// SetAnnouncement records the relays of a repository's latest accepted
+// announcement, replacing any earlier list. Relay URLs that do not parse as
+// ws:// or wss:// are dropped. listsSelf says whether the announcement lists
+// this server, which decides whether it is synced outside archive mode.
+func (x *RepoSyncIndex) SetAnnouncement(addr string, relays []string, listsSelf bool) RepoID {
+	id := x.repo(addr)
+	e := &x.repos[id]
+	e.relays = e.relays[:0]
+	for _, r := range relays {
+		n, err := NormalizeRelayURL(r)
+		if err != nil {
+			continue
+		}
+		ri := x.relay(n)
+		dup := false
+		for _, have := range e.relays {
+			if have == ri {
+				dup = true
+				break
+			}
+		}
+		if !dup {
+			e.relays = append(e.relays, ri)
+		}
+	}
+	e.announced = true
+	e.listsSelf = listsSelf
+	return id
+}
+
+// AddRootEvent records that the root event with hex id eventID references
+// the repository addr (which need not be announced yet). It reports whether
+// the pair is new.
+func (x *RepoSyncIndex) AddRootEvent(addr, eventID string) (bool, error) {
+	var raw [32]byte
+	if len(eventID) != 64 {
+		return false, fmt.Errorf("add root event to %s: invalid: event id %q is not 64 hex characters", addr, eventID)
+	}
+	if _, err := hex.Decode(raw[:], []byte(eventID)); err != nil {
+		return false, fmt.Errorf("add root event to %s: invalid: event id %q: %w", addr, eventID, err)
+	}
+	id := x.repo(addr)
+	ei, known := x.findEvent(raw)
+	if !known {
+		ei = x.storeEvent(raw, id)
+	} else {
+		if x.eventRepo[ei] == id {
+			return false, nil
+		}
+		for _, r := range x.eventMore[ei] {
+			if r == id {
+				return false, nil
+			}
+		}
+		x.eventMore[ei] = append(x.eventMore[ei], id)
+	}
+	x.repos[id].roots = append(x.repos[id].roots, ei)
+	return true, nil
+}
+
+func (x *RepoSyncIndex) findEvent(raw [32]byte) (uint32, bool) {
+	p := binary.LittleEndian.Uint64(raw[:8])
+	if i, ok := x.eventByPrefix[p]; ok && x.events[i] == raw {
+		return i, true
+	}
+	i, ok := x.eventOverflow[raw]
+	return i, ok
+}
+
+func (x *RepoSyncIndex) storeEvent(raw [32]byte, repo RepoID) uint32 {
+	i := uint32(len(x.events))
+	x.events = append(x.events, raw)
+	x.eventRepo = append(x.eventRepo, repo)
+	p := binary.LittleEndian.Uint64(raw[:8])
+	if _, taken := x.eventByPrefix[p]; taken {
+		x.eventOverflow[raw] = i
+	} else {
+		x.eventByPrefix[p] = i
+	}
+	return i
+}
+
+// sharedEvent reports whether an event is listed by more than one repo, the
+// only case in which filter values for one relay can repeat.
+func (x *RepoSyncIndex) sharedEvent(ei uint32) bool {
+	_, ok := x.eventMore[ei]
+	return ok
+}
+
+// NormalizeRelayURL canonicalises a relay URL so that the same relay written
+// two ways is one connection: lower-case scheme and host, http(s) mapped to
+// ws(s), default ports and trailing slashes removed, fragments dropped.
+func NormalizeRelayURL(raw string) (string, error) {
+	u, err := url.Parse(strings.TrimSpace(raw))
+	if err != nil {
+		return "", fmt.Errorf("normalise relay URL %q: %w", raw, err)
+	}
+	scheme := strings.ToLower(u.Scheme)
+	switch scheme {
+	case "https":
+		scheme = "wss"
+	case "http":
+		scheme = "ws"
+	case "ws", "wss":
+	default:
+		return "", fmt.Errorf("normalise relay URL %q: invalid: scheme must be ws or wss", raw)
+	}
+	host := strings.ToLower(u.Hostname())
+	if host == "" {
+		return "", fmt.Errorf("normalise relay URL %q: invalid: no host", raw)
+	}
+	port := u.Port()
+	if (scheme == "wss" && port == "443") || (scheme == "ws" && port == "80") {
+		port = ""
+	}
+	if strings.Contains(host, ":") {
+		host = "[" + host + "]"
+	}
+	out := scheme + "://" + host
+	if port != "" {
+		out += ":" + port
+	}
+	out += strings.TrimRight(u.EscapedPath(), "/")
+	if u.RawQuery != "" {
+		out += "?" + u.RawQuery
+	}
+	return out, nil
+}

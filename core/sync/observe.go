@@ -1,0 +1,109 @@
+package sync
+
+import (
+	"strings"
+
+	"github.com/nbd-wtf/go-nostr"
+)
+
+// Root-event kinds whose ids layer 3 follows: patches, PRs, PR updates, issues.
+var RootKinds = []int{1617, 1618, 1619, 1621}
+
+const kindAnnouncement = 30617
+
+// update is one observed fact, parsed on the caller's goroutine so the
+// batch holds a few strings instead of whole events.
+type update struct {
+	addr      string   // announcement coordinate
+	relays    []string // announcement relays
+	listsSelf bool
+	id        string   // root event id
+	addrs     []string // repositories the root event tags
+}
+
+// Observe feeds the self-subscriber with an accepted event: announcements
+// (30617) and root events (1617/1618/1619/1621); other kinds are ignored.
+// Call it for the store's history at startup and from the relay's OnStored
+// callback; a fresh database simply starts with no history. Events are
+// applied in batches: the window starts at the first event and is not
+// extended by later ones, so a steady stream cannot postpone syncing.
+func (m *Manager) Observe(evt *nostr.Event) {
+	u, ok := m.parse(evt)
+	if !ok {
+		return
+	}
+	m.obsMu.Lock()
+	m.obs = append(m.obs, u)
+	arm := !m.obsArmed
+	m.obsArmed = true
+	m.obsMu.Unlock()
+	if arm {
+		m.clk.AfterFunc(m.o.BatchWindow, m.flushObserved)
+	}
+}
+
+func (m *Manager) flushObserved() {
+	m.obsMu.Lock()
+	batch := m.obs
+	m.obs = nil
+	m.obsArmed = false
+	m.obsMu.Unlock()
+	if len(batch) > 0 {
+		m.send(func() { m.applyUpdates(batch) })
+	}
+}
+
+func (m *Manager) parse(evt *nostr.Event) (update, bool) {
+	if evt == nil || !isHex64(evt.PubKey) {
+		return update{}, false
+	}
+	if evt.Kind == kindAnnouncement {
+		d := evt.Tags.GetD()
+		u := update{addr: "30617:" + evt.PubKey + ":" + d}
+		for _, t := range evt.Tags {
+			if len(t) >= 2 && t[0] == "relays" {
+				u.relays = append(u.relays, t[1:]...)
+			}
+		}
+		if m.o.ListsSelf != nil {
+			u.listsSelf = m.o.ListsSelf(evt)
+		} else {
+			for _, r := range u.relays {
+				if n, err := NormalizeRelayURL(r); err == nil && n == m.o.Self {
+					u.listsSelf = true
+					break
+				}
+			}
+		}
+		return u, true
+	}
+	for _, k := range RootKinds {
+		if evt.Kind != k {
+			continue
+		}
+		if !isHex64(evt.ID) {
+			return update{}, false
+		}
+		u := update{id: evt.ID}
+		for _, t := range evt.Tags {
+			if len(t) >= 2 && t[0] == "a" && strings.HasPrefix(t[1], "30617:") {
+				u.addrs = append(u.addrs, t[1])
+			}
+		}
+		return u, len(u.addrs) > 0
+	}
+	return update{}, false
+}
+
+func isHex64(s string) bool {
+	if len(s) != 64 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
+}

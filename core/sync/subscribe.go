@@ -1,0 +1,218 @@
+package sync
+
+import (
+	"time"
+
+	"github.com/nbd-wtf/go-nostr"
+)
+
+func (m *Manager) subscribeLayer1(rs *RelayState, since *nostr.Timestamp, mode CatchUp) {
+	id := m.newID("l1-")
+	rs.layer1 = id
+	rs.subs[id] = &subscription{}
+	m.setFilters(rs, rs.Filters+1)
+	m.conns.Subscribe(rs.URL, id, []nostr.Filter{AnnouncementFilter(since)}, mode)
+}
+
+// subscribeItems opens one subscription per layer 2+3 filter. One filter per
+// subscription keeps each REQ small (relays cap message sizes) and lets
+// negentropy, which reconciles one filter per session, report per filter.
+func (m *Manager) subscribeItems(rs *RelayState, filters []nostr.Filter, mode CatchUp, b *PendingBatch) {
+	for _, f := range filters {
+		id := m.newID("s-")
+		rs.subs[id] = &subscription{batch: b, items: true}
+		if b != nil {
+			b.Outstanding = append(b.Outstanding, id)
+			b.subs = append(b.subs, id)
+		}
+		m.conns.Subscribe(rs.URL, id, []nostr.Filter{f}, mode)
+	}
+	m.setFilters(rs, rs.Filters+len(filters))
+}
+
+func (m *Manager) subscribeBatch(rs *RelayState, items []ItemRange, filters []nostr.Filter) {
+	m.nextID++
+	b := &PendingBatch{ID: m.nextID, Items: items, CatchUp: m.historyMode()}
+	m.pending[rs.URL] = append(m.pending[rs.URL], b)
+	m.nPending++
+	m.m.pending.Set(float64(m.nPending))
+	m.subscribeItems(rs, filters, b.CatchUp, b)
+}
+
+// addFilters is handle_add_filters. If the new filters would take the
+// connection past ConsolidateAbove it consolidates instead, after the
+// pending batches have finished (closing their subscriptions early would
+// lose their EOSE); meanwhile the action is dropped and recomputed later.
+func (m *Manager) addFilters(rs *RelayState, a Action) {
+	if rs.Filters+len(a.Filters) > m.o.ConsolidateAbove {
+		if len(m.pending[rs.URL]) > 0 {
+			rs.deferred = true
+			return
+		}
+		m.consolidate(rs, a)
+		return
+	}
+	m.subscribeBatch(rs, a.Items, a.Filters)
+}
+
+// consolidateBudget is how many layer 2+3 filters a consolidation packs
+// into: half the limit, leaving the other half for incremental additions so
+// that the next consolidation is not due at the next batch.
+func (m *Manager) consolidateBudget() int { return (m.o.ConsolidateAbove - 1) / 2 }
+
+// consolidate closes every layer 2+3 subscription and reopens the confirmed
+// items from now − window (so the gap while closed is covered) and the new
+// items with full history, packing values into at most half the limit.
+// Confirmed state is kept. Layer 1 stays open: it has its own subscription
+// id, so nothing forces the gap a close-all would open.
+func (m *Manager) consolidate(rs *RelayState, a Action) {
+	m.m.consolidations.Inc()
+	m.closeItemSubs(rs)
+	now := m.clk.Now()
+	items := m.confirmedRanges(rs)
+	addrs, events := itemValues(m.repos, items, countEvents(items))
+	k := PackSize([]ItemCount{{len(addrs), len(events)}, {len(a.Addrs), len(a.Events)}}, m.consolidateBudget(), m.o.TagsPerFilter)
+	m.subscribeItems(rs, ItemFilters(addrs, events, k, timestamp(now.Add(-m.o.QuickReconnectWindow))), CatchUpReq, nil)
+	m.subscribeBatch(rs, a.Items, ItemFilters(a.Addrs, a.Events, k, nil))
+	m.log.Info("consolidated filters", "relay", rs.URL, "filters", rs.Filters, "values_per_filter", k)
+}
+
+// resubscribeConfirmed is rebuild_layer2_and_layer3 for a quick reconnect:
+// everything confirmed, from since, packed like a consolidation. These are
+// catch-up subscriptions, not a pending batch: the items stay confirmed.
+func (m *Manager) resubscribeConfirmed(rs *RelayState, since time.Time) {
+	items := m.confirmedRanges(rs)
+	if len(items) == 0 {
+		return
+	}
+	addrs, events := itemValues(m.repos, items, countEvents(items))
+	k := PackSize([]ItemCount{{len(addrs), len(events)}}, m.consolidateBudget(), m.o.TagsPerFilter)
+	m.subscribeItems(rs, ItemFilters(addrs, events, k, timestamp(since)), CatchUpReq, nil)
+}
+
+// confirmedRanges is the confirmed prefix of every repository still targeted
+// at the relay; repositories no longer targeted are forgotten here.
+func (m *Manager) confirmedRanges(rs *RelayState) []ItemRange {
+	want := map[RepoID]struct{}{}
+	for _, r := range m.targets[rs.URL].Repos {
+		want[r] = struct{}{}
+	}
+	items := make([]ItemRange, 0, len(rs.Confirmed))
+	for r, n := range rs.Confirmed {
+		if _, ok := want[r]; !ok {
+			delete(rs.Confirmed, r)
+			continue
+		}
+		if n > 0 {
+			items = append(items, ItemRange{Repo: r, From: 0, To: n})
+		}
+	}
+	return items
+}
+
+func countEvents(items []ItemRange) int {
+	n := 0
+	for _, it := range items {
+		n += int(it.To - max(it.From, 1))
+	}
+	return n
+}
+
+func (m *Manager) closeItemSubs(rs *RelayState) {
+	n := 0
+	for id, s := range rs.subs {
+		if s.items {
+			m.conns.Unsubscribe(rs.URL, id)
+			delete(rs.subs, id)
+			n++
+		}
+	}
+	m.setFilters(rs, rs.Filters-n)
+}
+
+// onDone confirms a batch once its last subscription is done; if an
+// AddFilters was waiting for the relay's batches to finish, it is recomputed.
+func (m *Manager) onDone(url, subID string) {
+	rs := m.relays[url]
+	if rs == nil {
+		return
+	}
+	s := rs.subs[subID]
+	if s == nil || s.batch == nil {
+		return
+	}
+	b := s.batch
+	s.batch = nil
+	if !b.done(subID) {
+		return
+	}
+	m.removeBatch(url, b)
+	rs.confirm(b.Items)
+	m.m.confirmed.Inc()
+	if len(m.pending[url]) == 0 && rs.deferred {
+		rs.deferred = false
+		m.recomputeRelay(url)
+	}
+}
+
+// onClosed handles a CLOSED: a rate-limit reason starts the cooldown; a
+// subscription of a pending batch takes the whole batch down, so its items
+// are asked for again by the next compute_actions (after the cooldown).
+func (m *Manager) onClosed(url, subID, reason string) {
+	rs := m.relays[url]
+	if rs == nil {
+		return
+	}
+	s := rs.subs[subID]
+	if s == nil {
+		return
+	}
+	delete(rs.subs, subID)
+	m.setFilters(rs, rs.Filters-1)
+	if subID == rs.layer1 {
+		rs.layer1 = ""
+	}
+	if IsRateLimit(reason) {
+		m.health.RateLimited(url, m.clk.Now())
+	}
+	m.log.Warn("relay closed a subscription", "relay", url, "sub", subID, "reason", reason)
+	if s.batch == nil {
+		return
+	}
+	b := s.batch
+	for _, id := range b.subs {
+		if other := rs.subs[id]; other != nil {
+			m.conns.Unsubscribe(url, id)
+			delete(rs.subs, id)
+			m.setFilters(rs, rs.Filters-1)
+		}
+	}
+	m.removeBatch(url, b)
+	if len(m.pending[url]) == 0 && rs.deferred {
+		rs.deferred = false
+		m.recomputeRelay(url)
+	}
+}
+
+func (m *Manager) removeBatch(url string, b *PendingBatch) {
+	bs := m.pending[url]
+	for i, x := range bs {
+		if x == b {
+			bs = append(bs[:i], bs[i+1:]...)
+			m.nPending--
+			break
+		}
+	}
+	if len(bs) == 0 {
+		delete(m.pending, url)
+	} else {
+		m.pending[url] = bs
+	}
+	m.m.pending.Set(float64(m.nPending))
+}
+
+func (m *Manager) dropPending(url string) {
+	m.nPending -= len(m.pending[url])
+	delete(m.pending, url)
+	m.m.pending.Set(float64(m.nPending))
+}
