@@ -15,7 +15,9 @@ type Clock interface {
 	After(d time.Duration) <-chan time.Time
 	NewTimer(d time.Duration) Timer
 	NewTicker(d time.Duration) Ticker
-	// AfterFunc calls f in its own goroutine after d, like time.AfterFunc.
+	// AfterFunc calls f after d, like time.AfterFunc: in its own goroutine
+	// on the real clock, synchronously inside Advance/Set on Fake, so tests
+	// see its effects deterministically.
 	AfterFunc(d time.Duration, f func()) Timer
 }
 

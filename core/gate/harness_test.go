@@ -1,0 +1,253 @@
+package gate
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"io"
+	"log"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/fasthttp/websocket"
+	"github.com/fiatjaf/eventstore/slicestore"
+	"github.com/fiatjaf/khatru"
+	"github.com/nbd-wtf/go-nostr"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// lockedStore serialises a slicestore, which has no locking of its own while
+// khatru calls it from one goroutine per message.
+type lockedStore struct {
+	mu sync.Mutex
+	s  slicestore.SliceStore
+}
+
+func newLockedStore() *lockedStore {
+	st := &lockedStore{s: slicestore.SliceStore{MaxLimit: 1 << 20}}
+	st.s.Init()
+	return st
+}
+
+func (st *lockedStore) Init() error { return nil }
+func (st *lockedStore) Close()      {}
+
+func (st *lockedStore) SaveEvent(ctx context.Context, evt *nostr.Event) error {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	return st.s.SaveEvent(ctx, evt)
+}
+
+func (st *lockedStore) ReplaceEvent(ctx context.Context, evt *nostr.Event) error {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	return st.s.ReplaceEvent(ctx, evt)
+}
+
+func (st *lockedStore) DeleteEvent(ctx context.Context, evt *nostr.Event) error {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	return st.s.DeleteEvent(ctx, evt)
+}
+
+func (st *lockedStore) QueryEvents(ctx context.Context, filter nostr.Filter) (chan *nostr.Event, error) {
+	st.mu.Lock()
+	var found []*nostr.Event
+	ch, err := st.s.QueryEvents(ctx, filter)
+	if err == nil {
+		for evt := range ch {
+			found = append(found, evt)
+		}
+	}
+	st.mu.Unlock()
+	if err != nil {
+		return nil, err
+	}
+	out := make(chan *nostr.Event)
+	go func() {
+		defer close(out)
+		for _, evt := range found {
+			select {
+			case out <- evt:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	return out, nil
+}
+
+// env is one gate in front of a real khatru relay, on 127.0.0.1:0.
+type env struct {
+	t     *testing.T
+	relay *khatru.Relay
+	store *lockedStore
+	gate  *Gate
+	reg   *prometheus.Registry
+	srv   *httptest.Server
+	url   string
+}
+
+// newEnv serves the gate with the test store as its negentropy source.
+// Setup funcs run before the server starts, so the relay's hooks are set
+// before any connection goroutine reads them.
+func newEnv(t *testing.T, opts Options, setup ...func(*env)) *env {
+	t.Helper()
+	return newEnvQuery(t, opts, true, setup...)
+}
+
+func newEnvQuery(t *testing.T, opts Options, withQuery bool, setup ...func(*env)) *env {
+	t.Helper()
+	e := &env{t: t, store: newLockedStore(), reg: prometheus.NewRegistry()}
+	rl := khatru.NewRelay()
+	rl.Log = log.New(io.Discard, "", 0)
+	rl.MaxMessageSize = 4 << 20
+	rl.StoreEvent = append(rl.StoreEvent, e.store.SaveEvent)
+	rl.ReplaceEvent = append(rl.ReplaceEvent, e.store.ReplaceEvent)
+	rl.DeleteEvent = append(rl.DeleteEvent, e.store.DeleteEvent)
+	rl.QueryEvents = append(rl.QueryEvents, e.store.QueryEvents)
+	e.relay = rl
+	if withQuery && opts.Query == nil {
+		opts.Query = e.store.QueryEvents
+	}
+	opts.Registerer = e.reg
+	e.gate = New(rl, opts)
+	for _, f := range setup {
+		f(e)
+	}
+	e.srv = httptest.NewServer(e.gate)
+	t.Cleanup(e.srv.Close)
+	e.url = "ws" + strings.TrimPrefix(e.srv.URL, "http")
+	return e
+}
+
+func (e *env) counter(name string, labels ...string) float64 {
+	e.t.Helper()
+	mfs, err := e.reg.Gather()
+	if err != nil {
+		e.t.Fatalf("gather metrics: %v", err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			if len(labels) == 2 {
+				match := false
+				for _, lp := range m.GetLabel() {
+					if lp.GetName() == labels[0] && lp.GetValue() == labels[1] {
+						match = true
+					}
+				}
+				if !match {
+					continue
+				}
+			}
+			if m.Counter != nil {
+				return m.Counter.GetValue()
+			}
+			return m.Gauge.GetValue()
+		}
+	}
+	return 0
+}
+
+// rawClient is a websocket client speaking frames directly.
+type rawClient struct {
+	t    *testing.T
+	conn *websocket.Conn
+}
+
+func (e *env) dial() *rawClient {
+	e.t.Helper()
+	c, _, err := websocket.DefaultDialer.Dial(e.url, nil)
+	if err != nil {
+		e.t.Fatalf("dial %s: %v", e.url, err)
+	}
+	e.t.Cleanup(func() { c.Close() })
+	return &rawClient{t: e.t, conn: c}
+}
+
+func (c *rawClient) send(s string) {
+	c.t.Helper()
+	if err := c.conn.WriteMessage(websocket.TextMessage, []byte(s)); err != nil {
+		c.t.Fatalf("write %q: %v", s, err)
+	}
+}
+
+func (c *rawClient) sendJSON(v ...any) {
+	c.t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		c.t.Fatalf("marshal: %v", err)
+	}
+	c.send(string(b))
+}
+
+// read returns the next frame as a decoded array, failing after 10 s.
+func (c *rawClient) read() []any {
+	c.t.Helper()
+	c.conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	_, b, err := c.conn.ReadMessage()
+	if err != nil {
+		c.t.Fatalf("read: %v", err)
+	}
+	var v []any
+	if err := json.Unmarshal(b, &v); err != nil {
+		c.t.Fatalf("decode %q: %v", b, err)
+	}
+	return v
+}
+
+// expect reads frames until one with label arrives, skipping others.
+func (c *rawClient) expect(label string) []any {
+	c.t.Helper()
+	for i := 0; i < 10000; i++ {
+		v := c.read()
+		if len(v) > 0 && v[0] == label {
+			return v
+		}
+	}
+	c.t.Fatalf("no %s within 10000 frames", label)
+	return nil
+}
+
+// reqWorks proves the connection still serves: a REQ gets its EOSE.
+func (c *rawClient) reqWorks() {
+	c.t.Helper()
+	id := randHex(4)
+	c.sendJSON("REQ", id, map[string]any{"kinds": []int{1}, "limit": 1})
+	for i := 0; i < 10000; i++ {
+		v := c.read()
+		if len(v) >= 2 && v[0] == "EOSE" && v[1] == id {
+			c.sendJSON("CLOSE", id)
+			return
+		}
+	}
+	c.t.Fatalf("no EOSE for %s", id)
+}
+
+func randHex(n int) string {
+	b := make([]byte, n)
+	rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// fakeEvent is an unsigned event with a random id: enough for negentropy,
+// which only compares (created_at, id).
+func fakeEvent(ts int64) *nostr.Event {
+	return &nostr.Event{ID: randHex(32), PubKey: randHex(32), CreatedAt: nostr.Timestamp(ts), Kind: 1, Tags: nostr.Tags{}, Sig: randHex(64)}
+}
+
+func signedEvent(t testing.TB, sk string, kind int, content string, ts int64) nostr.Event {
+	t.Helper()
+	evt := nostr.Event{CreatedAt: nostr.Timestamp(ts), Kind: kind, Tags: nostr.Tags{}, Content: content}
+	if err := evt.Sign(sk); err != nil {
+		t.Fatalf("sign: %v", err)
+	}
+	return evt
+}

@@ -1,0 +1,260 @@
+package gate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/fasthttp/websocket"
+	"github.com/grasp-dev/grasp/core/clock"
+	"github.com/nbd-wtf/go-nostr"
+)
+
+func closedReason(t *testing.T, v []any, subid string) string {
+	t.Helper()
+	if len(v) != 3 || v[0] != "CLOSED" || v[1] != subid {
+		t.Fatalf("got %v, want CLOSED for %q", v, subid)
+	}
+	return v[2].(string)
+}
+
+func TestLimits_TooManySubscriptions(t *testing.T) {
+	e := newEnv(t, Options{MaxSubscriptions: 3})
+	c := e.dial()
+	for i := 0; i < 3; i++ {
+		id := fmt.Sprintf("s%d", i)
+		c.sendJSON("REQ", id, map[string]any{"kinds": []int{1}})
+		if v := c.expect("EOSE"); v[1] != id {
+			t.Fatalf("got %v", v)
+		}
+	}
+	// Re-using an open id replaces that subscription and is not counted.
+	c.sendJSON("REQ", "s0", map[string]any{"kinds": []int{2}})
+	if v := c.expect("EOSE"); v[1] != "s0" {
+		t.Fatalf("got %v", v)
+	}
+	c.sendJSON("REQ", "s3", map[string]any{"kinds": []int{1}})
+	if r := closedReason(t, c.read(), "s3"); !strings.HasPrefix(r, "blocked:") {
+		t.Fatalf("reason %q, want blocked:", r)
+	}
+	c.sendJSON("CLOSE", "s1")
+	c.sendJSON("REQ", "s3", map[string]any{"kinds": []int{1}})
+	if v := c.expect("EOSE"); v[1] != "s3" {
+		t.Fatalf("after CLOSE: got %v, want EOSE for s3", v)
+	}
+	if got := e.counter("grasp_gate_limit_rejections_total", "kind", "subscriptions"); got != 1 {
+		t.Fatalf("%v subscription rejections counted, want 1", got)
+	}
+}
+
+// A subscription khatru ends with CLOSED no longer counts against the limit.
+func TestLimits_BackendClosedFreesSlot(t *testing.T) {
+	e := newEnv(t, Options{MaxSubscriptions: 1}, func(e *env) {
+		e.relay.RejectFilter = append(e.relay.RejectFilter, func(_ context.Context, f nostr.Filter) (bool, string) {
+			return len(f.Kinds) == 1 && f.Kinds[0] == 7, "restricted: no reactions here"
+		})
+	})
+	c := e.dial()
+	for i := 0; i < 3; i++ {
+		c.sendJSON("REQ", "r", map[string]any{"kinds": []int{7}})
+		if r := closedReason(t, c.read(), "r"); !strings.HasPrefix(r, "restricted:") {
+			t.Fatalf("reason %q", r)
+		}
+		c.sendJSON("REQ", fmt.Sprintf("x%d", i), map[string]any{"kinds": []int{7}})
+		closedReason(t, c.read(), fmt.Sprintf("x%d", i))
+	}
+	c.reqWorks()
+}
+
+func TestLimits_SubIDTooLong(t *testing.T) {
+	e := newEnv(t, Options{})
+	c := e.dial()
+	long := strings.Repeat("a", 65)
+	c.sendJSON("REQ", long, map[string]any{"kinds": []int{1}})
+	if r := closedReason(t, c.read(), long); !strings.HasPrefix(r, "invalid:") {
+		t.Fatalf("reason %q, want invalid:", r)
+	}
+	ok := strings.Repeat("a", 64)
+	c.sendJSON("REQ", ok, map[string]any{"kinds": []int{1}})
+	if v := c.expect("EOSE"); v[1] != ok {
+		t.Fatalf("a 64-character id: got %v", v)
+	}
+}
+
+func TestLimits_TooManyFilters(t *testing.T) {
+	e := newEnv(t, Options{MaxFiltersPerReq: 2})
+	c := e.dial()
+	f := map[string]any{"kinds": []int{1}}
+	c.sendJSON("REQ", "ok", f, f)
+	if v := c.expect("EOSE"); v[1] != "ok" {
+		t.Fatalf("got %v", v)
+	}
+	// The refused REQ re-uses an open id: that subscription is closed too.
+	c.sendJSON("REQ", "ok", f, f, f)
+	if r := closedReason(t, c.read(), "ok"); !strings.HasPrefix(r, "blocked:") {
+		t.Fatalf("reason %q, want blocked:", r)
+	}
+	if n := e.gateConn(t).openSubscriptions(); n != 0 {
+		t.Fatalf("%d subscriptions counted open, want 0", n)
+	}
+	c.sendJSON("COUNT", "n", f, f, f)
+	if r := closedReason(t, c.read(), "n"); !strings.HasPrefix(r, "blocked:") {
+		t.Fatalf("COUNT: reason %q, want blocked:", r)
+	}
+}
+
+// gateConn returns the only live gate connection.
+func (e *env) gateConn(t *testing.T) *conn {
+	t.Helper()
+	var found []*conn
+	e.gate.conns.Range(func(_, v any) bool {
+		found = append(found, v.(*conn))
+		return true
+	})
+	if len(found) != 1 {
+		t.Fatalf("%d gate connections, want 1", len(found))
+	}
+	return found[0]
+}
+
+func TestLimits_OversizedFrameCloses1009(t *testing.T) {
+	e := newEnv(t, Options{MaxMessageBytes: 1024})
+	c := e.dial()
+	c.send(`["REQ","x",{"search":"` + strings.Repeat("a", 2000) + `"}]`)
+	c.conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	_, _, err := c.conn.ReadMessage()
+	var ce *websocket.CloseError
+	if !errors.As(err, &ce) || ce.Code != websocket.CloseMessageTooBig {
+		t.Fatalf("got %v, want close 1009", err)
+	}
+	// Others are unaffected.
+	e.dial().reqWorks()
+}
+
+// A client that never reads is disconnected once its queue passes the cap,
+// the queue never holds more than the cap, and another client keeps working.
+func TestLimits_SlowReaderDisconnected(t *testing.T) {
+	const limit = 256 << 10
+	e := newEnv(t, Options{MaxPendingOutboundBytes: limit})
+	big := strings.Repeat("x", 60_000)
+	for i := 0; i < 400; i++ { // 24 MB, far beyond the socket buffers
+		evt := fakeEvent(1_700_000_000 + int64(i))
+		evt.Content = big
+		e.store.SaveEvent(context.Background(), evt)
+	}
+	d := websocket.Dialer{NetDialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+		conn, err := (&net.Dialer{}).DialContext(ctx, network, addr)
+		if tc, ok := conn.(*net.TCPConn); ok {
+			tc.SetReadBuffer(4096)
+		}
+		return conn, err
+	}}
+	slow, _, err := d.Dial(e.url, nil)
+	if err != nil {
+		t.Fatalf("dial: %v", err)
+	}
+	defer slow.Close()
+	if err := slow.WriteMessage(websocket.TextMessage, []byte(`["REQ","all",{"kinds":[1]}]`)); err != nil {
+		t.Fatalf("write: %v", err)
+	}
+	other := e.dial()
+	deadline := time.Now().Add(30 * time.Second)
+	for e.counter("grasp_gate_slow_reader_disconnects_total") == 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("slow reader still connected after 30s")
+		}
+		other.reqWorks()
+	}
+	other.reqWorks()
+	if got := e.counter("grasp_gate_connections"); got != 1 {
+		t.Fatalf("%v connections open, want only the other client", got)
+	}
+}
+
+func TestLimits_SilentClientTimesOut(t *testing.T) {
+	fake := clock.NewFake(time.Unix(1_700_000_000, 0))
+	e := newEnv(t, Options{Clock: fake, PingInterval: 30 * time.Second, ClientTimeout: 60 * time.Second})
+	c := e.dial()
+	c.conn.SetPingHandler(func(string) error { return nil }) // never pong
+	c.reqWorks()
+	if !fake.BlockUntil(1, 10*time.Second) {
+		t.Fatalf("keepalive ticker never armed")
+	}
+	fake.Advance(90 * time.Second)
+	// A tick taken while Advance was still moving the clock may have seen
+	// less idle time; later ticks see all of it.
+	for i := 0; i < 50; i++ {
+		c.conn.SetReadDeadline(time.Now().Add(200 * time.Millisecond))
+		_, _, err := c.conn.ReadMessage()
+		var ne net.Error
+		if errors.As(err, &ne) && ne.Timeout() {
+			fake.Advance(30 * time.Second)
+			continue
+		}
+		if err == nil {
+			continue
+		}
+		if got := e.counter("grasp_gate_limit_rejections_total", "kind", "client_timeout"); got != 1 {
+			t.Fatalf("%v timeouts counted, want 1", got)
+		}
+		return
+	}
+	t.Fatalf("silent connection never closed")
+}
+
+// A client that answers pings stays connected however long it idles.
+func TestLimits_PongKeepsClientAlive(t *testing.T) {
+	fake := clock.NewFake(time.Unix(1_700_000_000, 0))
+	e := newEnv(t, Options{Clock: fake, PingInterval: 30 * time.Second, ClientTimeout: 60 * time.Second})
+	c := e.dial()
+	c.reqWorks()
+	gc := e.gateConn(t)
+	go func() {
+		for { // reading runs the default ping handler, which answers pong
+			if _, _, err := c.conn.NextReader(); err != nil {
+				return
+			}
+		}
+	}()
+	if !fake.BlockUntil(1, 10*time.Second) {
+		t.Fatalf("keepalive ticker never armed")
+	}
+	for i := 0; i < 5; i++ {
+		fake.Advance(30 * time.Second)
+		want := fake.Now().UnixNano()
+		deadline := time.Now().Add(10 * time.Second)
+		for gc.lastSeen.Load() != want { // the pong for this tick's ping
+			if time.Now().After(deadline) {
+				t.Fatalf("no pong recorded after tick %d", i)
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+	if got := e.counter("grasp_gate_connections"); got != 1 {
+		t.Fatalf("%v connections after 150s of pinged idling, want 1", got)
+	}
+}
+
+// REQ/CLOSE churn (relays.md §5 group 6) never leaks a slot in the count.
+func TestLimits_ReqCloseChurn(t *testing.T) {
+	e := newEnv(t, Options{MaxSubscriptions: 5})
+	c := e.dial()
+	for i := 0; i < 500; i++ {
+		id := fmt.Sprintf("churn%d", i%7)
+		c.sendJSON("REQ", id, map[string]any{"kinds": []int{1}, "limit": 1})
+		c.sendJSON("CLOSE", id)
+	}
+	c.reqWorks()
+	c.send(`["PING"]`) // answered by the gate's reader after every earlier frame
+	c.expect("NOTICE")
+	if n := e.gateConn(t).openSubscriptions(); n != 0 {
+		t.Fatalf("%d subscriptions counted open after churn, want 0", n)
+	}
+	if got := e.counter("grasp_gate_limit_rejections_total", "kind", "subscriptions"); got != 0 {
+		t.Fatalf("%v subscription rejections during churn, want 0", got)
+	}
+}

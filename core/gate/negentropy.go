@@ -1,0 +1,275 @@
+package gate
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/fiatjaf/eventstore"
+	"github.com/grasp-dev/grasp/core/clock"
+	"github.com/nbd-wtf/go-nostr"
+	"github.com/nbd-wtf/go-nostr/nip77/negentropy"
+	"github.com/nbd-wtf/go-nostr/nip77/negentropy/storage/vector"
+)
+
+// negSession is one NIP-77 reconciliation, keyed by subscription id within
+// its connection. Only the client reader touches neg; the idle timer only
+// removes the session from the map.
+type negSession struct {
+	neg      *negentropy.Negentropy
+	timer    clock.Timer
+	lastUsed time.Time // under conn.negMu
+}
+
+// negDone is the whole reply when the server has nothing more to say: the
+// protocol version byte and no ranges.
+const negDone = "61"
+
+var errTooManyEvents = errors.New("too many events")
+
+func (c *conn) handleNeg(f *frame, b []byte) bool {
+	subid, ok := f.stringAt(b, 1)
+	if !ok || subid == "" {
+		c.g.metrics.negErrors.Inc()
+		return c.notice("invalid: " + string(f.label) + " needs a non-empty subscription id string")
+	}
+	if len(subid) > c.g.opts.MaxSubIDLength {
+		c.g.metrics.limit("subid_length")
+		return c.negErr(subid, fmt.Sprintf("invalid: subscription id longer than %d characters", c.g.opts.MaxSubIDLength))
+	}
+	switch string(f.label) {
+	case "NEG-OPEN":
+		return c.negOpen(f, b, subid)
+	case "NEG-MSG":
+		return c.negMsg(f, b, subid)
+	default: // NEG-CLOSE: no reply, also for sessions that already ended
+		c.dropNegSession(subid)
+		return true
+	}
+}
+
+func (c *conn) negOpen(f *frame, b []byte, subid string) bool {
+	// NIP-77: a NEG-OPEN on an open id replaces that session.
+	c.dropNegSession(subid)
+	if f.n != 4 {
+		return c.negErr(subid, "invalid: NEG-OPEN takes a subscription id, a filter and a message")
+	}
+	filter, err := parseNegFilter(b[f.elems[2].start:f.elems[2].end])
+	if err != nil {
+		return c.negErr(subid, "invalid: "+err.Error())
+	}
+	raw, ok := f.stringAt(b, 3)
+	if !ok {
+		return c.negErr(subid, "invalid: negentropy message must be a hex string")
+	}
+	msg, err := checkNegMessage(raw)
+	if err != nil {
+		return c.negErr(subid, "invalid: negentropy message: "+err.Error())
+	}
+	if c.g.opts.Query == nil {
+		return c.negErr(subid, "blocked: negentropy is not enabled on this relay")
+	}
+	c.negMu.Lock()
+	open := len(c.neg)
+	c.negMu.Unlock()
+	if open >= c.g.opts.MaxNegSessionsPerConn {
+		c.g.metrics.limit("neg_sessions")
+		return c.negErr(subid, fmt.Sprintf("blocked: too many negentropy sessions on this connection, the limit is %d", c.g.opts.MaxNegSessionsPerConn))
+	}
+	if hook := c.g.opts.NegentropyFilter; hook != nil {
+		if err := hook(c.ctx, c.req, &filter); err != nil {
+			return c.negErr(subid, nostr.NormalizeOKMessage(err.Error(), "blocked"))
+		}
+	}
+	if filter.LimitZero {
+		return c.negErr(subid, "invalid: a filter with limit 0 matches nothing to reconcile")
+	}
+	vec, err := c.buildVector(filter)
+	switch {
+	case errors.Is(err, errTooManyEvents):
+		c.g.metrics.limit("neg_events")
+		return c.negErr(subid, fmt.Sprintf("blocked: filter matches more than %d events; sync narrower filters", c.g.opts.NegentropyMaxEvents))
+	case err != nil:
+		c.g.log.Error("negentropy query failed", "conn", c.id, "filter", filter.String(), "error", err)
+		return c.negErr(subid, "error: could not query the store")
+	}
+	s := &negSession{neg: negentropy.New(vec, c.g.opts.NegentropyFrameSize)}
+	out, err := reconcile(s.neg, msg)
+	if err != nil {
+		return c.negErr(subid, "invalid: negentropy message: "+err.Error())
+	}
+	c.g.metrics.negTotal.Inc()
+	if out != negDone {
+		// Stored before the reply is queued: the client cannot answer a
+		// session that does not exist yet (khatru's race).
+		s.timer = c.g.clk.AfterFunc(c.g.opts.NegentropyIdle, func() { c.negIdle(subid, s) })
+		c.negMu.Lock()
+		s.lastUsed = c.g.clk.Now()
+		c.neg[subid] = s
+		c.negMu.Unlock()
+		c.g.metrics.negSessions.Inc()
+	}
+	return c.send(appendEnvelope(nil, "NEG-MSG", subid, out))
+}
+
+func (c *conn) negMsg(f *frame, b []byte, subid string) bool {
+	c.negMu.Lock()
+	s := c.neg[subid]
+	if s != nil {
+		s.lastUsed = c.g.clk.Now()
+	}
+	c.negMu.Unlock()
+	if s == nil {
+		return c.negErr(subid, "invalid: no open negentropy session with this id")
+	}
+	if f.n != 3 {
+		c.dropNegSession(subid)
+		return c.negErr(subid, "invalid: NEG-MSG takes a subscription id and a message")
+	}
+	raw, ok := f.stringAt(b, 2)
+	if !ok {
+		c.dropNegSession(subid)
+		return c.negErr(subid, "invalid: negentropy message must be a hex string")
+	}
+	msg, err := checkNegMessage(raw)
+	if err != nil {
+		c.dropNegSession(subid)
+		return c.negErr(subid, "invalid: negentropy message: "+err.Error())
+	}
+	out, err := reconcile(s.neg, msg)
+	if err != nil {
+		c.dropNegSession(subid)
+		return c.negErr(subid, "invalid: negentropy message: "+err.Error())
+	}
+	if out == negDone {
+		c.dropNegSession(subid)
+	}
+	return c.send(appendEnvelope(nil, "NEG-MSG", subid, out))
+}
+
+// reconcile runs go-nostr's engine, turning a panic on input that passed
+// checkNegMessage into an error rather than a crashed process.
+func reconcile(neg *negentropy.Negentropy, msg string) (out string, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("reconcile: %v", p)
+		}
+	}()
+	return neg.Reconcile(msg)
+}
+
+// negIdle is the idle timer: it ends a session that saw no NEG-MSG for
+// NegentropyIdle, or re-arms for the remainder if one arrived meanwhile.
+func (c *conn) negIdle(subid string, s *negSession) {
+	c.negMu.Lock()
+	if c.neg[subid] != s {
+		c.negMu.Unlock()
+		return
+	}
+	if idle := c.g.clk.Since(s.lastUsed); idle < c.g.opts.NegentropyIdle {
+		s.timer.Reset(c.g.opts.NegentropyIdle - idle)
+		c.negMu.Unlock()
+		return
+	}
+	delete(c.neg, subid)
+	c.negMu.Unlock()
+	c.g.metrics.negSessions.Dec()
+	c.negErr(subid, "closed: negentropy session idle for too long")
+}
+
+func (c *conn) dropNegSession(subid string) {
+	c.negMu.Lock()
+	s := c.neg[subid]
+	delete(c.neg, subid)
+	c.negMu.Unlock()
+	if s != nil {
+		s.timer.Stop()
+		c.g.metrics.negSessions.Dec()
+	}
+}
+
+func (c *conn) closeNegSessions() {
+	c.negMu.Lock()
+	sessions := c.neg
+	c.neg = make(map[string]*negSession)
+	c.negMu.Unlock()
+	for _, s := range sessions {
+		s.timer.Stop()
+		c.g.metrics.negSessions.Dec()
+	}
+}
+
+func (c *conn) negErr(subid, reason string) bool {
+	c.g.metrics.negErrors.Inc()
+	return c.send(appendEnvelope(nil, "NEG-ERR", subid, reason))
+}
+
+// parseNegFilter decodes the NEG-OPEN filter. NDK sends it wrapped in a
+// one-element array; that is accepted too.
+func parseNegFilter(raw []byte) (nostr.Filter, error) {
+	var filter nostr.Filter
+	if raw[0] == '[' {
+		var list []json.RawMessage
+		if err := json.Unmarshal(raw, &list); err != nil {
+			return filter, fmt.Errorf("filter: %w", err)
+		}
+		if len(list) != 1 {
+			return filter, errors.New("NEG-OPEN takes exactly one filter")
+		}
+		raw = list[0]
+	}
+	if len(raw) == 0 || raw[0] != '{' {
+		return filter, errors.New("filter must be a JSON object")
+	}
+	if err := filter.UnmarshalJSON(raw); err != nil {
+		return filter, fmt.Errorf("filter: %w", err)
+	}
+	return filter, nil
+}
+
+// buildVector loads the ids the filter matches, refusing filters that match
+// more than NegentropyMaxEvents before holding them all in memory.
+func (c *conn) buildVector(filter nostr.Filter) (*vector.Vector, error) {
+	ctx, cancel := context.WithCancel(eventstore.SetNegentropy(c.ctx))
+	defer cancel()
+	ch, err := c.g.opts.Query(ctx, filter)
+	if err != nil {
+		return nil, fmt.Errorf("query %s: %w", filter, err)
+	}
+	if ch == nil {
+		return nil, fmt.Errorf("query %s: no result channel", filter)
+	}
+	vec := vector.New()
+	n := 0
+	for evt := range ch {
+		if !isLowerHex64(evt.ID) {
+			continue // the vector panics on malformed ids; a store should never hold one
+		}
+		n++
+		if n > c.g.opts.NegentropyMaxEvents {
+			cancel()
+			go func() {
+				for range ch { // let the store's producer finish
+				}
+			}()
+			return nil, errTooManyEvents
+		}
+		vec.Insert(evt.CreatedAt, evt.ID)
+	}
+	vec.Seal()
+	return vec, nil
+}
+
+func isLowerHex64(s string) bool {
+	if len(s) != 64 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; !(c >= '0' && c <= '9') && !(c >= 'a' && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,130 @@
+package gate
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"unicode/utf8"
+)
+
+func TestScanFrame(t *testing.T) {
+	cases := []struct {
+		in    string
+		label string
+		n     int
+		err   bool
+	}{
+		{in: `["EVENT",{"id":"x","tags":[["p","a"]]}]`, label: "EVENT", n: 2},
+		{in: " [ \"REQ\" , \"s\" , {} , {\"#e\":[\"1\"]} ]\n", label: "REQ", n: 4},
+		{in: `["CLOSE","a\"b"]`, label: "CLOSE", n: 2},
+		{in: `["N\u0045G-MSG","s","61"]`, label: "NEG-MSG", n: 3},
+		{in: `["X",1e400,-0,1.5,true,false,null]`, label: "X", n: 7},
+		{in: `["X",[],{}]`, label: "X", n: 3},
+		{in: ``, err: true},
+		{in: `[`, err: true},
+		{in: `[]`, err: true},
+		{in: `[1]`, err: true},
+		{in: `["X",]`, err: true},
+		{in: `["X" "Y"]`, err: true},
+		{in: `["X",{"a"}]`, err: true},
+		{in: `["X",{"a":1,}]`, err: true},
+		{in: `["X",tru]`, err: true},
+		{in: `["X",-]`, err: true},
+		{in: `["X",1.]`, err: true},
+		{in: `["X",1e]`, err: true},
+		{in: `["X","\u12"]`, err: true},
+		{in: `["X"] x`, err: true},
+		{in: `["X",` + strings.Repeat("[", maxFrameDepth) + strings.Repeat("]", maxFrameDepth) + `]`, err: true},
+		{in: `["X",` + strings.Repeat("[", maxFrameDepth-1) + strings.Repeat("]", maxFrameDepth-1) + `]`, label: "X", n: 2},
+	}
+	for _, tc := range cases {
+		f, err := scanFrame([]byte(tc.in), maxFrameDepth)
+		if tc.err {
+			if err == nil {
+				t.Errorf("%q: no error", tc.in)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("%q: %v", tc.in, err)
+			continue
+		}
+		if string(f.label) != tc.label || f.n != tc.n {
+			t.Errorf("%q: label %q n %d, want %q %d", tc.in, f.label, f.n, tc.label, tc.n)
+		}
+	}
+	f, _ := scanFrame([]byte(`["REQ","s\u00e9",{}]`), maxFrameDepth)
+	if s, ok := f.stringAt([]byte(`["REQ","s\u00e9",{}]`), 1); !ok || s != "sé" {
+		t.Errorf("escaped subid decoded as %q", s)
+	}
+}
+
+func TestPeekOut(t *testing.T) {
+	for in, want := range map[string]int{
+		`["OK","id",true,""]` + "\n": outOK,
+		`["CLOSED","s","x"]`:         outClosed,
+		`["EVENT","s",{}]`:           outOther,
+		`["EOSE","s"]`:               outOther,
+		``:                           outOther,
+	} {
+		if got := peekOut([]byte(in)); got != want {
+			t.Errorf("%q: %d, want %d", in, got, want)
+		}
+	}
+}
+
+func TestAppendEnvelope(t *testing.T) {
+	got := string(appendEnvelope(nil, "CLOSED", "s\"1", "blocked: é\n"))
+	var v []string
+	if err := json.Unmarshal([]byte(got), &v); err != nil {
+		t.Fatalf("%s: %v", got, err)
+	}
+	if v[0] != "CLOSED" || v[1] != "s\"1" || v[2] != "blocked: é\n" {
+		t.Fatalf("round trip gave %q", v)
+	}
+}
+
+// FuzzScanFrame checks the scanner against encoding/json: whatever it
+// accepts is valid JSON with the element count it reports, and valid
+// shallow arrays with a string label are accepted.
+func FuzzScanFrame(f *testing.F) {
+	for _, s := range []string{
+		`["EVENT",{"id":"ab","tags":[["e","x"]],"content":"\u00e9"}]`,
+		`["REQ","sub",{"kinds":[1],"limit":10},{"#p":["a"]}]`,
+		`["NEG-OPEN","n",{},"6100000200"]`,
+		`["CLOSE","x"]`, `[]`, `[[[[`, `"x"`, `["a",1e400,-0.5E+3]`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		fr, err := scanFrame(b, maxFrameDepth)
+		var elems []json.RawMessage
+		jerr := json.Unmarshal(b, &elems)
+		if err == nil {
+			if jerr != nil {
+				t.Fatalf("scanner accepted %q, encoding/json says %v", b, jerr)
+			}
+			if len(elems) != fr.n {
+				t.Fatalf("%q: scanner counted %d elements, encoding/json %d", b, fr.n, len(elems))
+			}
+			var label string
+			if json.Unmarshal(elems[0], &label) != nil || (utf8.Valid(fr.label) && label != string(fr.label)) {
+				t.Fatalf("%q: label %q, encoding/json %q", b, fr.label, label)
+			}
+			for i := 0; i < fr.n && i < maxSpans; i++ {
+				sp := fr.elems[i]
+				if !json.Valid(b[sp.start:sp.end]) {
+					t.Fatalf("%q: element %d span %q is not a JSON value", b, i, b[sp.start:sp.end])
+				}
+			}
+			return
+		}
+		if jerr == nil && len(elems) > 0 && len(b) < 200 && !strings.Contains(string(b), strings.Repeat("[", 8)) &&
+			!strings.Contains(string(b), strings.Repeat("{", 8)) {
+			var label string
+			if json.Unmarshal(elems[0], &label) == nil {
+				t.Fatalf("scanner refused valid %q: %v", b, err)
+			}
+		}
+	})
+}

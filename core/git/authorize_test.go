@@ -1,0 +1,109 @@
+package git
+
+import (
+	"strings"
+	"testing"
+)
+
+func oid(c byte) string { return strings.Repeat(string(c), 40) }
+
+func TestAuthorizeTable(t *testing.T) {
+	X, Y, Z, T := oid('1'), oid('2'), oid('3'), oid('4')
+	prID := strings.Repeat("e", 64)
+	cur := map[string]string{"refs/heads/main": X, "refs/heads/dev": Y, "refs/nostr/" + strings.Repeat("f", 64): Z}
+	up := func(ref, old, new string) RefUpdate { return RefUpdate{Ref: ref, Old: old, New: new} }
+	st := func(id string, at int64, refs ...string) StateCandidate { return state(id, at, "", refs...) }
+	cases := []struct {
+		name      string
+		current   map[string]string
+		updates   []RefUpdate
+		states    []StateCandidate
+		prs       map[string]string
+		allowed   bool
+		class     string
+		stateID   string
+		reasonHas string
+	}{
+		{"G2a create matches state", nil, []RefUpdate{up("refs/heads/main", ZeroOID, X)},
+			[]StateCandidate{st("s", 1, "refs/heads/main", X)}, nil, true, ClassOK, "s", ""},
+		{"G2b wrong commit", nil, []RefUpdate{up("refs/heads/main", ZeroOID, Z)},
+			[]StateCandidate{st("s", 1, "refs/heads/main", X)}, nil, false, ClassMismatch, "", "push gives 3333333333"},
+		{"G2c no state", nil, []RefUpdate{up("refs/heads/main", ZeroOID, X)},
+			nil, nil, false, ClassNoState, "", "No state events"},
+		{"G2d partial push keeps other refs", cur, []RefUpdate{up("refs/heads/main", X, Z)},
+			[]StateCandidate{st("s", 1, "refs/heads/main", Z, "refs/heads/dev", Y)}, nil, true, ClassOK, "s", ""},
+		{"G2d leftover ref refused", cur, []RefUpdate{up("refs/heads/main", X, Z)},
+			[]StateCandidate{st("s", 1, "refs/heads/main", Z)}, nil, false, ClassMismatch, "", "refs/heads/dev is not in the state"},
+		{"G2d leftover deleted", cur, []RefUpdate{up("refs/heads/main", X, Z), up("refs/heads/dev", Y, ZeroOID)},
+			[]StateCandidate{st("s", 1, "refs/heads/main", Z)}, nil, true, ClassOK, "s", ""},
+		{"G2e peeled tag entry ignored", nil, []RefUpdate{up("refs/heads/main", ZeroOID, X), up("refs/tags/v1", ZeroOID, T)},
+			[]StateCandidate{st("s", 1, "refs/heads/main", X, "refs/tags/v1", T, "refs/tags/v1^{}", X)}, nil, true, ClassOK, "s", ""},
+		{"G2e state's other namespaces ignored", nil, []RefUpdate{up("refs/heads/main", ZeroOID, X)},
+			[]StateCandidate{st("s", 1, "refs/heads/main", X, "refs/remotes/x", Y)}, nil, true, ClassOK, "s", ""},
+		{"G2f no-op without state", cur, []RefUpdate{up("refs/heads/main", X, X)},
+			nil, nil, true, ClassNoop, "", ""},
+		{"G3 latest wins", nil, []RefUpdate{up("refs/heads/main", ZeroOID, X)},
+			[]StateCandidate{st("old", 1, "refs/heads/main", X), st("new", 2, "refs/heads/main", Y)}, nil, false, ClassMismatch, "", "new"},
+		{"G3 latest matched regardless of order", nil, []RefUpdate{up("refs/heads/main", ZeroOID, Y)},
+			[]StateCandidate{st("new", 2, "refs/heads/main", Y), st("old", 1, "refs/heads/main", X)}, nil, true, ClassOK, "new", ""},
+		{"G3 tie accepts either", nil, []RefUpdate{up("refs/heads/main", ZeroOID, Y)},
+			[]StateCandidate{st("a", 2, "refs/heads/main", X), st("b", 2, "refs/heads/main", Y)}, nil, true, ClassOK, "b", ""},
+		{"stale old value", cur, []RefUpdate{up("refs/heads/main", Z, X)},
+			[]StateCandidate{st("s", 1, "refs/heads/main", X, "refs/heads/dev", Y)}, nil, false, ClassStale, "", "fetch and retry"},
+		{"G5a short id", nil, []RefUpdate{up("refs/nostr/123", ZeroOID, X)},
+			nil, nil, false, ClassBadRef, "", "Invalid event ID"},
+		{"G5a uppercase id", nil, []RefUpdate{up("refs/nostr/"+strings.Repeat("E", 64), ZeroOID, X)},
+			nil, nil, false, ClassBadRef, "", "Invalid event ID"},
+		{"G5b/G5g placeholder without state", nil, []RefUpdate{up("refs/nostr/"+prID, ZeroOID, X)},
+			nil, nil, true, ClassOK, "", ""},
+		{"G5d known PR wrong tip", nil, []RefUpdate{up("refs/nostr/"+prID, ZeroOID, X)},
+			nil, map[string]string{prID: Y}, false, ClassPRMismatch, "", "specifies commit " + Y},
+		{"G5e known PR tip", nil, []RefUpdate{up("refs/nostr/"+prID, ZeroOID, Y)},
+			nil, map[string]string{prID: Y}, true, ClassOK, "", ""},
+		{"nostr ref delete refused", cur, []RefUpdate{up("refs/nostr/"+strings.Repeat("f", 64), Z, ZeroOID)},
+			nil, nil, false, ClassBadRef, "", "cannot be deleted"},
+		{"mixed: bad nostr ref refuses the whole push", nil, []RefUpdate{up("refs/heads/main", ZeroOID, X), up("refs/nostr/1", ZeroOID, X)},
+			[]StateCandidate{st("s", 1, "refs/heads/main", X)}, nil, false, ClassBadRef, "", ""},
+		{"other namespace", nil, []RefUpdate{up("refs/meta/config", ZeroOID, X)},
+			nil, nil, false, ClassBadRef, "", "only refs/heads"},
+		{"duplicate ref", nil, []RefUpdate{up("refs/heads/main", ZeroOID, X), up("refs/heads/main", ZeroOID, X)},
+			[]StateCandidate{st("s", 1, "refs/heads/main", X)}, nil, false, ClassBadRef, "", "twice"},
+		{"bad ref name", nil, []RefUpdate{up("refs/heads/a..b", ZeroOID, X)},
+			[]StateCandidate{st("s", 1, "refs/heads/a..b", X)}, nil, false, ClassBadRef, "", "invalid: ref name"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			res := Authorize(c.current, c.updates, c.states, c.prs)
+			if res.Allowed != c.allowed || res.Class != c.class {
+				t.Fatalf("got allowed=%v class=%s reason=%q, want %v %s", res.Allowed, res.Class, res.Reason, c.allowed, c.class)
+			}
+			if c.stateID != "" && (res.State == nil || res.State.EventID != c.stateID) {
+				t.Fatalf("state = %+v, want %s", res.State, c.stateID)
+			}
+			if !c.allowed {
+				if !strings.HasPrefix(res.Reason, "authorisation failed: ") || !strings.Contains(res.Reason, c.reasonHas) {
+					t.Fatalf("reason %q lacks %q", res.Reason, c.reasonHas)
+				}
+				for _, u := range c.updates {
+					if !strings.HasPrefix(res.RefReasons[u.Ref], "authorisation failed: ") {
+						t.Fatalf("ref %s has no reason: %v", u.Ref, res.RefReasons)
+					}
+				}
+			}
+		})
+	}
+}
+
+func TestStateHeadRef(t *testing.T) {
+	for in, want := range map[string]string{
+		"ref: refs/heads/dev": "refs/heads/dev",
+		"refs/heads/dev":      "refs/heads/dev",
+		"ref:refs/heads/x":    "refs/heads/x",
+		"":                    "",
+		"ref: ../../etc":      "",
+	} {
+		if got := (StateCandidate{HEAD: in}).HeadRef(); got != want {
+			t.Errorf("HeadRef(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

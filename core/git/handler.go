@@ -1,0 +1,255 @@
+package git
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/grasp-dev/grasp/core/clock"
+	"github.com/hashicorp/go-hclog"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Authority supplies what push authorisation needs from the event side.
+// The lead wires it to purgatory and the store.
+type Authority interface {
+	// States returns the authorised state events (kind 30618 by the
+	// recursive maintainer set of owner's announcement) for the repository,
+	// from purgatory and the store alike. owner is the npub of the URL.
+	States(ctx context.Context, owner, identifier string) ([]StateCandidate, error)
+	// PRTip returns the `c` tip of a known PR or PR-update event.
+	PRTip(ctx context.Context, eventID string) (tip string, known bool, err error)
+}
+
+// PushResult describes a push that receive-pack applied completely.
+type PushResult struct {
+	Owner      string // npub from the URL
+	Identifier string
+	Updates    []RefUpdate
+	// StateEventID is the state the repository is now aligned with; "" when
+	// the push touched only refs/nostr/* or changed nothing.
+	StateEventID string
+	State        *StateCandidate
+	// Placeholders are refs/nostr/<id> refs pushed before their PR event:
+	// record them with a TTL (G01-G5b/f).
+	Placeholders []Placeholder
+}
+
+// Hooks receives post-push notifications (release from purgatory,
+// propagation to other maintainers' repositories with Repos.Propagate).
+type Hooks interface {
+	OnPush(ctx context.Context, res PushResult)
+}
+
+// Options configures the smart-HTTP handler. Zero values pick the defaults.
+type Options struct {
+	// Logger is the process logger; the handler logs under the name "git".
+	Logger     hclog.Logger
+	Registerer prometheus.Registerer
+	Clock      clock.Clock
+	// BrowseURL is the repository page's link to a web client, with {npub}
+	// and {id} (percent-encoded) placeholders.
+	// Default "https://gitworkshop.dev/{npub}/{id}".
+	BrowseURL string
+	// PublicURL (e.g. "https://git.example.com") is used to show the clone
+	// URL on repository pages; "" derives it from the request.
+	PublicURL string
+	// MaxGzipBytes bounds the decompressed size of a gzip request body
+	// (default 256 MiB); beyond it the request fails with 413.
+	MaxGzipBytes int64
+	// MaxPushBytes bounds a receive-pack request body (default 0: unbounded).
+	MaxPushBytes int64
+	// MaxCommandBytes bounds the ref-update command list read before a push
+	// is authorised (default 1 MiB), MaxCommands its number of commands
+	// (default 10000).
+	MaxCommandBytes int
+	MaxCommands     int
+	// MaxDuration stops a git process that runs longer (default 1 h).
+	MaxDuration time.Duration
+	// PackWindowMemory and PackThreads bound pack-objects' memory and CPU
+	// per upload-pack (defaults "100m" and 1).
+	PackWindowMemory string
+	PackThreads      int
+}
+
+func (o *Options) defaults() {
+	if o.Logger == nil {
+		o.Logger = hclog.NewNullLogger()
+	}
+	o.Logger = o.Logger.Named("git")
+	if o.Clock == nil {
+		o.Clock = clock.New()
+	}
+	if o.BrowseURL == "" {
+		o.BrowseURL = "https://gitworkshop.dev/{npub}/{id}"
+	}
+	if o.MaxGzipBytes <= 0 {
+		o.MaxGzipBytes = 256 << 20
+	}
+	if o.MaxCommandBytes <= 0 {
+		o.MaxCommandBytes = 1 << 20
+	}
+	if o.MaxCommands <= 0 {
+		o.MaxCommands = 10000
+	}
+	if o.MaxDuration <= 0 {
+		o.MaxDuration = time.Hour
+	}
+	if o.PackWindowMemory == "" {
+		o.PackWindowMemory = "100m"
+	}
+	if o.PackThreads <= 0 {
+		o.PackThreads = 1
+	}
+}
+
+type handler struct {
+	opts  Options
+	repos *Repos
+	auth  Authority
+	hooks Hooks
+	log   hclog.Logger
+	m     *metrics
+}
+
+// NewHandler serves /<npub>/<percent-encoded id>.git/{info/refs,
+// git-upload-pack, git-receive-pack} and the repository page at
+// /<npub>/<id>.git. hooks may be nil. It sets no CORS headers: the relay
+// wraps every response in them.
+func NewHandler(opts Options, repos *Repos, auth Authority, hooks Hooks) http.Handler {
+	opts.defaults()
+	return &handler{
+		opts:  opts,
+		repos: repos,
+		auth:  auth,
+		hooks: hooks,
+		log:   opts.Logger,
+		m:     newMetrics(opts.Registerer),
+	}
+}
+
+const (
+	svcUpload  = "git-upload-pack"
+	svcReceive = "git-receive-pack"
+)
+
+func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	owner, id, sub, ok := splitRepoPath(r.URL.EscapedPath())
+	if !ok {
+		http.NotFound(w, r)
+		return
+	}
+	if sub == "" {
+		h.servePage(w, r, owner, id)
+		return
+	}
+	dir, err := h.repos.Path(owner, id)
+	if err != nil || !h.repos.Exists(owner, id) {
+		gitNotFound(w)
+		return
+	}
+	switch sub {
+	case "info/refs":
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			methodNotAllowed(w, "GET, HEAD")
+			return
+		}
+		h.serveInfoRefs(w, r, dir)
+	case svcUpload:
+		if r.Method != http.MethodPost {
+			methodNotAllowed(w, "POST")
+			return
+		}
+		h.serveUploadPack(w, r, dir)
+	case svcReceive:
+		if r.Method != http.MethodPost {
+			methodNotAllowed(w, "POST")
+			return
+		}
+		h.serveReceivePack(w, r, owner, id, dir)
+	default:
+		gitNotFound(w)
+	}
+}
+
+func gitNotFound(w http.ResponseWriter) {
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.WriteHeader(http.StatusNotFound)
+	_, _ = w.Write([]byte("Git error: repository not found"))
+}
+
+func methodNotAllowed(w http.ResponseWriter, allow string) {
+	w.Header().Set("Allow", allow)
+	http.Error(w, "invalid: method not allowed", http.StatusMethodNotAllowed)
+}
+
+func noCache(w http.ResponseWriter) {
+	h := w.Header()
+	h.Set("Cache-Control", "no-cache, max-age=0, must-revalidate")
+	h.Set("Pragma", "no-cache")
+	h.Set("Expires", "Fri, 01 Jan 1980 00:00:00 GMT")
+}
+
+// protocolEnv passes a sanitised Git-Protocol header to git (protocol v2).
+func protocolEnv(r *http.Request) (env []string, v2 bool) {
+	p := r.Header.Get("Git-Protocol")
+	if p == "" || len(p) > 256 {
+		return nil, false
+	}
+	for _, c := range p {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.ContainsRune("=:._-", c)) {
+			return nil, false
+		}
+	}
+	for _, kv := range strings.Split(p, ":") {
+		if kv == "version=2" {
+			v2 = true
+		}
+	}
+	return []string{"GIT_PROTOCOL=" + p}, v2
+}
+
+func (h *handler) serveInfoRefs(w http.ResponseWriter, r *http.Request, dir string) {
+	svc := r.URL.Query().Get("service")
+	if svc != svcUpload && svc != svcReceive {
+		http.Error(w, "invalid: only the smart HTTP protocol is served (service=git-upload-pack or git-receive-pack)", http.StatusForbidden)
+		return
+	}
+	start := h.opts.Clock.Now()
+	env, v2 := protocolEnv(r)
+	if svc == svcReceive {
+		v2 = false // git has no protocol v2 push; the client never asks for it
+	}
+	noCache(w)
+	w.Header().Set("Content-Type", "application/x-"+svc+"-advertisement")
+	if r.Method == http.MethodHead {
+		// Same headers as GET, no body, and no git process (G01-G8).
+		w.WriteHeader(http.StatusOK)
+		h.m.ops.WithLabelValues("ls", "ok").Inc()
+		return
+	}
+	var preamble []byte
+	if !v2 {
+		preamble = append(pktLine("# service="+svc+"\n"), pktFlush...)
+	}
+	res := h.runService(w, r, runSpec{
+		kind: "ls", svc: svc, dir: dir, advertise: true, env: env, preamble: preamble,
+		contentType: "application/x-" + svc + "-advertisement",
+	})
+	h.finish("ls", start, res)
+}
+
+func (h *handler) finish(kind string, start time.Time, res runResult) {
+	result := "ok"
+	if res.rejected {
+		result = "rejected"
+	} else if res.err != nil {
+		result = "error"
+		h.log.Warn("git operation failed", "kind", kind, "error", res.err)
+	}
+	h.m.ops.WithLabelValues(kind, result).Inc()
+	h.m.bytes.WithLabelValues("in", kind).Add(float64(res.in))
+	h.m.bytes.WithLabelValues("out", kind).Add(float64(res.out))
+	h.m.duration.WithLabelValues(kind).Observe(h.opts.Clock.Since(start).Seconds())
+}

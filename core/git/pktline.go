@@ -1,0 +1,222 @@
+package git
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+)
+
+// maxPktPayload is git's LARGE_PACKET_DATA_MAX: 65520 bytes per packet
+// including the 4-byte length header.
+const maxPktLen = 65520
+
+// ZeroOID is how git spells "no object" in ref-update commands (SHA-1 repos).
+const ZeroOID = "0000000000000000000000000000000000000000"
+
+// RefUpdate is one ref-update command of a push: "<old> <new> <ref>".
+// An all-zero Old creates the ref, an all-zero New deletes it.
+type RefUpdate struct {
+	Ref string
+	Old string
+	New string
+}
+
+// IsDelete reports whether the update deletes its ref.
+func (u RefUpdate) IsDelete() bool { return isZeroOID(u.New) }
+
+// IsNoop reports whether the update leaves its ref unchanged.
+func (u RefUpdate) IsNoop() bool { return u.Old == u.New }
+
+// PushCommands is the command section at the start of a receive-pack request.
+type PushCommands struct {
+	Updates []RefUpdate
+	// Caps are the capabilities the client asked for on its first command.
+	Caps map[string]string
+	// Shallow lists the "shallow <oid>" lines a shallow client sends first.
+	Shallow []string
+}
+
+// Has reports whether the client requested capability c.
+func (p PushCommands) Has(c string) bool { _, ok := p.Caps[c]; return ok }
+
+var errPktFormat = errors.New("invalid: malformed pkt-line")
+
+// ReadPushCommands reads the pkt-line command list at the start of a
+// receive-pack request body, up to and including its flush packet, and
+// returns the parsed commands together with the exact bytes consumed so that
+// they can be replayed into git. It reads at most maxBytes bytes and at most
+// maxCommands commands; the pack that follows the flush is never touched.
+func ReadPushCommands(r io.Reader, maxBytes, maxCommands int) (PushCommands, []byte, error) {
+	var cmds PushCommands
+	var raw bytes.Buffer
+	var hdr [4]byte
+	for {
+		if raw.Len()+4 > maxBytes {
+			return cmds, raw.Bytes(), fmt.Errorf("invalid: push command list exceeds %d bytes", maxBytes)
+		}
+		if _, err := io.ReadFull(r, hdr[:]); err != nil {
+			return cmds, raw.Bytes(), fmt.Errorf("invalid: reading push commands: %w", noEOF(err))
+		}
+		raw.Write(hdr[:])
+		n, err := strconv.ParseUint(string(hdr[:]), 16, 16)
+		if err != nil {
+			return cmds, raw.Bytes(), fmt.Errorf("%w: bad length %q", errPktFormat, hdr[:])
+		}
+		if n == 0 {
+			break
+		}
+		if n < 4 || n > maxPktLen {
+			return cmds, raw.Bytes(), fmt.Errorf("%w: length %d out of range", errPktFormat, n)
+		}
+		if raw.Len()+int(n)-4 > maxBytes {
+			return cmds, raw.Bytes(), fmt.Errorf("invalid: push command list exceeds %d bytes", maxBytes)
+		}
+		start := raw.Len()
+		if _, err := io.CopyN(&raw, r, int64(n)-4); err != nil {
+			return cmds, raw.Bytes(), fmt.Errorf("invalid: reading push commands: %w", noEOF(err))
+		}
+		line := strings.TrimSuffix(string(raw.Bytes()[start:]), "\n")
+		if oid, ok := strings.CutPrefix(line, "shallow "); ok && len(cmds.Updates) == 0 {
+			if !isOID(oid) {
+				return cmds, raw.Bytes(), fmt.Errorf("%w: bad shallow line", errPktFormat)
+			}
+			cmds.Shallow = append(cmds.Shallow, oid)
+			continue
+		}
+		if len(cmds.Updates) >= maxCommands {
+			return cmds, raw.Bytes(), fmt.Errorf("invalid: push has more than %d ref updates", maxCommands)
+		}
+		if len(cmds.Updates) == 0 {
+			var caps string
+			line, caps, _ = strings.Cut(line, "\x00")
+			cmds.Caps = parseCaps(caps)
+		}
+		u, err := parseCommand(line)
+		if err != nil {
+			return cmds, raw.Bytes(), err
+		}
+		cmds.Updates = append(cmds.Updates, u)
+	}
+	if len(cmds.Updates) == 0 && len(cmds.Shallow) > 0 {
+		return cmds, raw.Bytes(), fmt.Errorf("%w: shallow lines without commands", errPktFormat)
+	}
+	if cmds.Caps == nil {
+		cmds.Caps = map[string]string{}
+	}
+	return cmds, raw.Bytes(), nil
+}
+
+func noEOF(err error) error {
+	if err == io.EOF {
+		return io.ErrUnexpectedEOF
+	}
+	return err
+}
+
+func parseCaps(s string) map[string]string {
+	caps := map[string]string{}
+	for _, c := range strings.Fields(s) {
+		k, v, _ := strings.Cut(c, "=")
+		caps[k] = v
+	}
+	return caps
+}
+
+func parseCommand(line string) (RefUpdate, error) {
+	parts := strings.SplitN(line, " ", 3)
+	if len(parts) != 3 {
+		return RefUpdate{}, fmt.Errorf("%w: command %q is not \"<old> <new> <ref>\"", errPktFormat, truncate(line, 120))
+	}
+	u := RefUpdate{Old: parts[0], New: parts[1], Ref: parts[2]}
+	if !isOID(u.Old) || !isOID(u.New) || len(u.Old) != len(u.New) {
+		return RefUpdate{}, fmt.Errorf("%w: command %q has a bad object id", errPktFormat, truncate(line, 120))
+	}
+	if err := CheckRefName(u.Ref); err != nil {
+		return RefUpdate{}, err
+	}
+	return u, nil
+}
+
+// CheckRefName applies git's check-ref-format rules (plus "must start with
+// refs/") so that no ref git would refuse, and nothing that could walk out of
+// the refs directory, reaches the authoriser or the repository.
+func CheckRefName(ref string) error {
+	bad := func(why string) error {
+		return fmt.Errorf("invalid: ref name %q %s", truncate(ref, 120), why)
+	}
+	if !strings.HasPrefix(ref, "refs/") {
+		return bad("must start with refs/")
+	}
+	if len(ref) > 1024 {
+		return bad("is too long")
+	}
+	if strings.Contains(ref, "..") || strings.Contains(ref, "//") || strings.Contains(ref, "@{") || ref == "@" {
+		return bad("contains '..', '//' or '@{'")
+	}
+	if strings.HasSuffix(ref, "/") || strings.HasSuffix(ref, ".") {
+		return bad("ends with '/' or '.'")
+	}
+	for _, c := range []byte(ref) {
+		if c < 0x20 || c == 0x7f || strings.IndexByte(" ~^:?*[\\", c) >= 0 {
+			return bad("contains a control character, space or one of ~^:?*[\\")
+		}
+	}
+	for _, comp := range strings.Split(ref, "/") {
+		if comp == "" || strings.HasPrefix(comp, ".") || strings.HasSuffix(comp, ".lock") {
+			return bad("has an empty component, one starting with '.' or ending with '.lock'")
+		}
+	}
+	return nil
+}
+
+func isOID(s string) bool {
+	if len(s) != 40 && len(s) != 64 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+func isZeroOID(s string) bool {
+	return s != "" && strings.Trim(s, "0") == ""
+}
+
+// pktLine frames one payload as a pkt-line.
+func pktLine(payload string) []byte {
+	return []byte(fmt.Sprintf("%04x%s", len(payload)+4, payload))
+}
+
+const pktFlush = "0000"
+
+// encodePushCommands is the inverse of ReadPushCommands (used by tests and
+// the fuzz target to check round trips).
+func encodePushCommands(c PushCommands) []byte {
+	var b bytes.Buffer
+	for _, s := range c.Shallow {
+		b.Write(pktLine("shallow " + s))
+	}
+	for i, u := range c.Updates {
+		line := u.Old + " " + u.New + " " + u.Ref
+		if i == 0 {
+			var caps []string
+			for k, v := range c.Caps {
+				if v != "" {
+					k += "=" + v
+				}
+				caps = append(caps, k)
+			}
+			line += "\x00" + strings.Join(caps, " ")
+		}
+		b.Write(pktLine(line + "\n"))
+	}
+	b.WriteString(pktFlush)
+	return b.Bytes()
+}

@@ -1,0 +1,225 @@
+package git
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+)
+
+const receiveResultType = "application/x-git-receive-pack-result"
+
+// serveReceivePack authorises a push from its command list, before git
+// runs, then streams the already-read commands plus the rest of the body
+// (the pack) into `git receive-pack`. Pushes to one repository are
+// serialised; a refused push never starts git and so writes nothing.
+func (h *handler) serveReceivePack(w http.ResponseWriter, r *http.Request, owner, id, dir string) {
+	start := h.opts.Clock.Now()
+	body, wire, closeBody, err := h.requestBody(r, h.opts.MaxPushBytes)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		h.finish("push", start, runResult{err: err})
+		return
+	}
+	defer closeBody()
+
+	cmds, raw, err := ReadPushCommands(body, h.opts.MaxCommandBytes, h.opts.MaxCommands)
+	if err != nil {
+		h.m.auth.WithLabelValues("rejected", ClassMalformed).Inc()
+		writeReceiveResult(w, pktLine("ERR "+oneLine(err.Error())+"\n"))
+		h.finish("push", start, runResult{rejected: true, in: wire.n})
+		return
+	}
+	if len(cmds.Updates) == 0 {
+		// A flush-only request: git's "nothing to push" probe.
+		writeReceiveResult(w, []byte(pktFlush))
+		h.finish("push", start, runResult{in: wire.n})
+		return
+	}
+
+	// Past this point the request may end at any moment (client gone), but
+	// the push must be finished or refused consistently.
+	ctx := context.WithoutCancel(r.Context())
+	unlock, err := h.repos.locks.acquire(r.Context(), dir)
+	if err != nil {
+		writeReceiveResult(w, pktLine("ERR error: "+oneLine(err.Error())+"\n"))
+		h.finish("push", start, runResult{err: err, in: wire.n})
+		return
+	}
+	defer unlock()
+
+	res, err := h.authorize(ctx, owner, id, dir, cmds.Updates)
+	if err != nil {
+		h.log.Error("push authorisation could not be decided", "owner", owner, "id", id, "error", err)
+		res = Result{Class: ClassError, Reason: "error: " + oneLine(err.Error()), RefReasons: map[string]string{}}
+		for _, u := range cmds.Updates {
+			res.RefReasons[u.Ref] = res.Reason
+		}
+	}
+	if !res.Allowed {
+		h.m.auth.WithLabelValues("rejected", res.Class).Inc()
+		h.log.Info("push refused", "owner", owner, "id", id, "class", res.Class, "reason", res.Reason)
+		unlock()
+		// Read what the client is still sending so that it reads our answer
+		// instead of failing on a reset connection (without holding the
+		// repository: other pushes need not wait for a refused pack).
+		_, _ = io.Copy(io.Discard, body)
+		writeReceiveResult(w, rejection(cmds, res))
+		h.finish("push", start, runResult{rejected: true, in: wire.n})
+		return
+	}
+	h.m.auth.WithLabelValues("accepted", res.Class).Inc()
+
+	env, _ := protocolEnv(r)
+	rr := h.runService(w, r, runSpec{
+		kind: "push", svc: svcReceive, dir: dir, env: env,
+		body:        io.MultiReader(bytes.NewReader(raw), body),
+		contentType: receiveResultType,
+	})
+	rr.in = wire.n
+
+	applied, err := h.applied(ctx, dir, cmds.Updates)
+	if err != nil && rr.err == nil {
+		rr.err = err
+	}
+	if applied && rr.err != nil {
+		// Refs moved even though the response could not be delivered.
+		h.log.Warn("push applied but the client did not get the whole answer", "owner", owner, "id", id, "error", rr.err)
+		rr.err = nil
+	}
+	if !applied && rr.err == nil {
+		rr.err = errors.New("receive-pack did not apply every ref update")
+	}
+	if applied && res.State != nil {
+		if head := res.State.HeadRef(); head != "" {
+			if err := h.repos.setHeadAt(ctx, dir, head); err != nil {
+				h.log.Error("align HEAD after push", "owner", owner, "id", id, "error", err)
+			}
+		}
+	}
+	unlock()
+	h.finish("push", start, rr)
+	if applied && h.hooks != nil {
+		pr := PushResult{Owner: owner, Identifier: id, Updates: cmds.Updates, State: res.State, Placeholders: res.Placeholders}
+		if res.State != nil {
+			pr.StateEventID = res.State.EventID
+		}
+		h.hooks.OnPush(ctx, pr)
+	}
+}
+
+// authorize gathers the inputs of Authorize: current refs, and the states
+// and PR tips only when the push needs them.
+func (h *handler) authorize(ctx context.Context, owner, id, dir string, updates []RefUpdate) (Result, error) {
+	current, err := h.repos.refsAt(ctx, dir)
+	if err != nil {
+		return Result{}, err
+	}
+	var states []StateCandidate
+	prTips := map[string]string{}
+	needStates := false
+	for _, u := range updates {
+		if isStateRef(u.Ref) && !u.IsNoop() {
+			needStates = true
+		}
+		if evID, ok := strings.CutPrefix(u.Ref, "refs/nostr/"); ok && isHex64(evID) && !u.IsNoop() && !u.IsDelete() {
+			tip, known, err := h.auth.PRTip(ctx, evID)
+			if err != nil {
+				return Result{}, fmt.Errorf("look up PR event %s: %w", evID, err)
+			}
+			if known {
+				prTips[evID] = tip
+			}
+		}
+	}
+	if needStates {
+		if states, err = h.auth.States(ctx, owner, id); err != nil {
+			return Result{}, fmt.Errorf("load state events for %s/%s: %w", owner, id, err)
+		}
+	}
+	return Authorize(current, updates, states, prTips), nil
+}
+
+// applied reports whether every update is now reflected in the refs; git
+// applies refs one by one, so this is what tells a complete push.
+func (h *handler) applied(ctx context.Context, dir string, updates []RefUpdate) (bool, error) {
+	refs, err := h.repos.refsAt(ctx, dir)
+	if err != nil {
+		return false, err
+	}
+	for _, u := range updates {
+		oid, ok := refs[u.Ref]
+		if u.IsDelete() && ok || !u.IsDelete() && oid != u.New {
+			return false, nil
+		}
+	}
+	return true, nil
+}
+
+func writeReceiveResult(w http.ResponseWriter, body []byte) {
+	noCache(w)
+	w.Header().Set("Content-Type", receiveResultType)
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(body)
+}
+
+// rejection builds receive-pack's answer to a refused push: a report-status
+// with "unpack ok" and one "ng <ref> <reason>" per ref (inside side-band
+// when the client asked for it, plus the summary on the progress band so it
+// shows as "remote: …"), or an ERR packet for clients without report-status.
+func rejection(cmds PushCommands, res Result) []byte {
+	if !cmds.Has("report-status") && !cmds.Has("report-status-v2") {
+		return pktLine("ERR " + oneLine(res.Reason) + "\n")
+	}
+	var report bytes.Buffer
+	report.Write(pktLine("unpack ok\n"))
+	for _, u := range cmds.Updates {
+		reason := res.RefReasons[u.Ref]
+		if reason == "" {
+			reason = res.Reason
+		}
+		report.Write(pktLine("ng " + u.Ref + " " + oneLine(reason) + "\n"))
+	}
+	report.WriteString(pktFlush)
+
+	band := 0
+	switch {
+	case cmds.Has("side-band-64k"):
+		band = maxPktLen - 5
+	case cmds.Has("side-band"):
+		band = 1000 - 5
+	default:
+		return report.Bytes()
+	}
+	var out bytes.Buffer
+	out.Write(sideband(2, []byte(oneLine(res.Reason)+"\n"), band))
+	out.Write(sideband(1, report.Bytes(), band))
+	out.WriteString(pktFlush)
+	return out.Bytes()
+}
+
+func sideband(ch byte, data []byte, max int) []byte {
+	var out bytes.Buffer
+	for len(data) > 0 {
+		n := min(len(data), max)
+		fmt.Fprintf(&out, "%04x", n+5)
+		out.WriteByte(ch)
+		out.Write(data[:n])
+		data = data[n:]
+	}
+	return out.Bytes()
+}
+
+// oneLine keeps a reason on one pkt-line.
+func oneLine(s string) string {
+	s = strings.Map(func(r rune) rune {
+		if r == '\n' || r == '\r' || r == 0 {
+			return ' '
+		}
+		return r
+	}, s)
+	return truncate(s, 1000)
+}

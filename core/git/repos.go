@@ -1,0 +1,571 @@
+package git
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/hashicorp/go-hclog"
+)
+
+// ErrNotFound is returned when a repository does not exist on disk.
+var ErrNotFound = errors.New("repository not found")
+
+// RepoOptions configures a Repos.
+type RepoOptions struct {
+	// GitBinary is the git executable; "" means "git" from PATH.
+	GitBinary string
+	// Logger is the process logger; the store logs under the name "git".
+	Logger hclog.Logger
+}
+
+// Repos is the bare-repository store: <root>/<npub>/<identifier>.git, the
+// identifier verbatim. It is safe for concurrent use; writes to one
+// repository are serialised by a per-repository lock.
+type Repos struct {
+	root  string
+	git   string
+	log   hclog.Logger
+	locks repoLocks
+}
+
+// NewRepos opens (creating if needed) the store rooted at root, normally
+// <data_dir>/git.
+func NewRepos(root string, opts RepoOptions) (*Repos, error) {
+	abs, err := filepath.Abs(root)
+	if err != nil {
+		return nil, fmt.Errorf("resolve git root %q: %w", root, err)
+	}
+	if err := os.MkdirAll(abs, 0o755); err != nil {
+		return nil, fmt.Errorf("create git root %q: %w", abs, err)
+	}
+	bin := opts.GitBinary
+	if bin == "" {
+		bin = "git"
+	}
+	path, err := exec.LookPath(bin)
+	if err != nil {
+		return nil, fmt.Errorf("find git binary %q: %w", bin, err)
+	}
+	log := opts.Logger
+	if log == nil {
+		log = hclog.NewNullLogger()
+	}
+	return &Repos{root: abs, git: path, log: log.Named("git")}, nil
+}
+
+// Root is the directory the store lives in.
+func (r *Repos) Root() string { return r.root }
+
+// Path validates owner (an npub) and id and returns the repository
+// directory. No combination of inputs yields a path outside the owner's
+// directory under the root.
+func (r *Repos) Path(owner, id string) (string, error) {
+	if _, err := DecodeNpub(owner); err != nil {
+		return "", err
+	}
+	if err := ValidateIdentifier(id); err != nil {
+		return "", err
+	}
+	ownerDir := filepath.Join(r.root, owner)
+	dir := filepath.Join(ownerDir, id+".git")
+	if filepath.Dir(dir) != ownerDir {
+		return "", fmt.Errorf("invalid: identifier %q escapes the owner directory", id)
+	}
+	return dir, nil
+}
+
+// Exists reports whether the bare repository exists.
+func (r *Repos) Exists(owner, id string) bool {
+	dir, err := r.Path(owner, id)
+	if err != nil {
+		return false
+	}
+	st, err := os.Stat(filepath.Join(dir, "HEAD"))
+	return err == nil && st.Mode().IsRegular()
+}
+
+// Create makes an empty bare repository; it is a no-op if one exists. The
+// repository is initialised in a temporary directory and renamed into
+// place, so a reader never sees a half-created repository.
+func (r *Repos) Create(ctx context.Context, owner, id string) error {
+	dir, err := r.Path(owner, id)
+	if err != nil {
+		return err
+	}
+	if r.Exists(owner, id) {
+		return nil
+	}
+	ownerDir := filepath.Dir(dir)
+	if err := os.MkdirAll(ownerDir, 0o755); err != nil {
+		return fmt.Errorf("create owner directory for %s/%s: %w", owner, id, err)
+	}
+	tmp, err := os.MkdirTemp(ownerDir, ".init-*")
+	if err != nil {
+		return fmt.Errorf("create temp directory for %s/%s: %w", owner, id, err)
+	}
+	defer os.RemoveAll(tmp)
+	if _, err := r.run(ctx, "", nil, "init", "--bare", "--quiet", "--template=", "--initial-branch=main", tmp); err != nil {
+		return fmt.Errorf("init bare repository %s/%s: %w", owner, id, err)
+	}
+	if err := os.Rename(tmp, dir); err != nil {
+		if r.Exists(owner, id) {
+			return nil
+		}
+		return fmt.Errorf("move new repository %s/%s into place: %w", owner, id, err)
+	}
+	r.log.Debug("created repository", "owner", owner, "id", id)
+	return nil
+}
+
+// Delete removes a repository. Repositories of the same identifier that
+// borrow its objects through alternates first take copies of what they
+// borrow (git repack -a -d), so deleting one maintainer's copy never breaks
+// another's.
+func (r *Repos) Delete(ctx context.Context, owner, id string) error {
+	dir, err := r.Path(owner, id)
+	if err != nil {
+		return err
+	}
+	objects := filepath.Join(dir, "objects")
+	dependents, err := r.dependents(id, objects)
+	if err != nil {
+		return err
+	}
+	keys := append([]string{dir}, dependents...)
+	sort.Strings(keys)
+	for _, k := range keys {
+		unlock, err := r.locks.acquire(ctx, k)
+		if err != nil {
+			return fmt.Errorf("delete %s/%s: %w", owner, id, err)
+		}
+		defer unlock()
+	}
+	for _, dep := range dependents {
+		if _, err := r.run(ctx, dep, nil, "repack", "-a", "-d", "-q"); err != nil {
+			return fmt.Errorf("delete %s/%s: copy borrowed objects into %s: %w", owner, id, dep, err)
+		}
+		if err := editAlternates(dep, func(lines []string) []string {
+			out := lines[:0]
+			for _, l := range lines {
+				if filepath.Clean(l) != objects {
+					out = append(out, l)
+				}
+			}
+			return out
+		}); err != nil {
+			return fmt.Errorf("delete %s/%s: %w", owner, id, err)
+		}
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		return fmt.Errorf("delete repository %s/%s: %w", owner, id, err)
+	}
+	return nil
+}
+
+// dependents lists repositories with the same identifier whose alternates
+// name objectsDir.
+func (r *Repos) dependents(id, objectsDir string) ([]string, error) {
+	owners, err := os.ReadDir(r.root)
+	if err != nil {
+		return nil, fmt.Errorf("list owners: %w", err)
+	}
+	var deps []string
+	for _, o := range owners {
+		if !o.IsDir() || !strings.HasPrefix(o.Name(), "npub1") {
+			continue
+		}
+		dir := filepath.Join(r.root, o.Name(), id+".git")
+		if filepath.Join(dir, "objects") == objectsDir {
+			continue
+		}
+		lines, err := readAlternates(dir)
+		if err != nil {
+			continue
+		}
+		for _, l := range lines {
+			if filepath.Clean(l) == objectsDir {
+				deps = append(deps, dir)
+				break
+			}
+		}
+	}
+	return deps, nil
+}
+
+// Refs returns every ref of the repository with the object it names.
+func (r *Repos) Refs(ctx context.Context, owner, id string) (map[string]string, error) {
+	dir, err := r.existing(owner, id)
+	if err != nil {
+		return nil, err
+	}
+	return r.refsAt(ctx, dir)
+}
+
+func (r *Repos) refsAt(ctx context.Context, dir string) (map[string]string, error) {
+	out, err := r.run(ctx, dir, nil, "for-each-ref", "--format=%(objectname) %(refname)")
+	if err != nil {
+		return nil, fmt.Errorf("list refs of %s: %w", dir, err)
+	}
+	refs := map[string]string{}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		if oid, ref, ok := strings.Cut(line, " "); ok {
+			refs[ref] = oid
+		}
+	}
+	return refs, nil
+}
+
+// Head returns the ref HEAD points at ("refs/heads/main").
+func (r *Repos) Head(ctx context.Context, owner, id string) (string, error) {
+	dir, err := r.existing(owner, id)
+	if err != nil {
+		return "", err
+	}
+	out, err := r.run(ctx, dir, nil, "symbolic-ref", "HEAD")
+	if err != nil {
+		return "", fmt.Errorf("read HEAD of %s/%s: %w", owner, id, err)
+	}
+	return strings.TrimSpace(string(out)), nil
+}
+
+// SetHead points HEAD at ref, which may be given as "ref: refs/heads/x" or
+// "refs/heads/x" (G01-G4 part 2).
+func (r *Repos) SetHead(ctx context.Context, owner, id, ref string) error {
+	dir, err := r.existing(owner, id)
+	if err != nil {
+		return err
+	}
+	unlock, err := r.locks.acquire(ctx, dir)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	return r.setHeadAt(ctx, dir, ref)
+}
+
+func (r *Repos) setHeadAt(ctx context.Context, dir, ref string) error {
+	target := StateCandidate{HEAD: ref}.HeadRef()
+	if !strings.HasPrefix(target, "refs/heads/") {
+		return fmt.Errorf("invalid: HEAD %q must name a branch under refs/heads/", truncate(ref, 120))
+	}
+	if _, err := r.run(ctx, dir, nil, "symbolic-ref", "HEAD", target); err != nil {
+		return fmt.Errorf("set HEAD of %s to %s: %w", dir, target, err)
+	}
+	return nil
+}
+
+// HasObjects reports which of oids exist in the repository (its alternates
+// included), using one `git cat-file --batch-check` process.
+func (r *Repos) HasObjects(ctx context.Context, owner, id string, oids []string) (map[string]bool, error) {
+	dir, err := r.existing(owner, id)
+	if err != nil {
+		return nil, err
+	}
+	res := make(map[string]bool, len(oids))
+	var in bytes.Buffer
+	for _, o := range oids {
+		// Only object ids reach cat-file: it would also resolve revision
+		// expressions such as "HEAD~3".
+		if !isOID(o) {
+			return nil, fmt.Errorf("invalid: %q is not an object id", truncate(o, 80))
+		}
+		res[o] = false
+		in.WriteString(o + "\n")
+	}
+	if len(oids) == 0 {
+		return res, nil
+	}
+	out, err := r.run(ctx, dir, &in, "cat-file", "--batch-check=%(objectname) %(objecttype)")
+	if err != nil {
+		return nil, fmt.Errorf("check objects in %s/%s: %w", owner, id, err)
+	}
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	for sc.Scan() {
+		oid, kind, _ := strings.Cut(sc.Text(), " ")
+		if kind != "missing" && kind != "" {
+			res[oid] = true
+		}
+	}
+	return res, nil
+}
+
+// Align makes the repository's refs/heads/* and refs/tags/* exactly equal
+// refs (creating, moving and deleting refs in one atomic `git update-ref
+// --stdin` transaction; peeled "^{}" entries and other namespaces are
+// ignored) and, if head is not empty, points HEAD at it. refs/nostr/* are
+// left alone. Every object must already exist; otherwise nothing changes.
+func (r *Repos) Align(ctx context.Context, owner, id string, refs map[string]string, head string) error {
+	dir, err := r.existing(owner, id)
+	if err != nil {
+		return err
+	}
+	unlock, err := r.locks.acquire(ctx, dir)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	return r.alignAt(ctx, dir, refs, head)
+}
+
+func (r *Repos) alignAt(ctx context.Context, dir string, refs map[string]string, head string) error {
+	want := StateRefs(refs)
+	cur, err := r.refsAt(ctx, dir)
+	if err != nil {
+		return err
+	}
+	var tx bytes.Buffer
+	names := make([]string, 0, len(want))
+	for ref := range want {
+		names = append(names, ref)
+	}
+	sort.Strings(names)
+	for _, ref := range names {
+		oid := want[ref]
+		if err := CheckRefName(ref); err != nil {
+			return err
+		}
+		if !isOID(oid) || isZeroOID(oid) {
+			return fmt.Errorf("invalid: %s points at %q, not an object id", ref, truncate(oid, 80))
+		}
+		old, ok := cur[ref]
+		if ok && old == oid {
+			continue
+		}
+		if !ok {
+			old = strings.Repeat("0", len(oid))
+		}
+		fmt.Fprintf(&tx, "update %s %s %s\n", ref, oid, old)
+	}
+	for ref, old := range cur {
+		if _, keep := want[ref]; !keep && isStateRef(ref) {
+			fmt.Fprintf(&tx, "delete %s %s\n", ref, old)
+		}
+	}
+	if tx.Len() > 0 {
+		if _, err := r.run(ctx, dir, &tx, "update-ref", "--stdin"); err != nil {
+			return fmt.Errorf("align refs of %s: %w", dir, err)
+		}
+	}
+	if head != "" {
+		return r.setHeadAt(ctx, dir, head)
+	}
+	return nil
+}
+
+// Propagate brings the repositories of toOwners (same identifier) to refs
+// and head, borrowing fromOwner's objects through objects/info/alternates
+// instead of copying them (G01-G4 part 3). Owners without a repository here
+// are skipped. Each target is locked on its own, never together with the
+// source, so concurrent propagations cannot deadlock.
+func (r *Repos) Propagate(ctx context.Context, fromOwner string, toOwners []string, id string, refs map[string]string, head string) error {
+	src, err := r.existing(fromOwner, id)
+	if err != nil {
+		return fmt.Errorf("propagate from %s/%s: %w", fromOwner, id, err)
+	}
+	srcObjects := filepath.Join(src, "objects")
+	var errs []error
+	for _, to := range toOwners {
+		if to == fromOwner {
+			continue
+		}
+		dst, err := r.existing(to, id)
+		if errors.Is(err, ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if err := r.propagateOne(ctx, srcObjects, dst, refs, head); err != nil {
+			errs = append(errs, fmt.Errorf("propagate %s/%s to %s: %w", fromOwner, id, to, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (r *Repos) propagateOne(ctx context.Context, srcObjects, dst string, refs map[string]string, head string) error {
+	unlock, err := r.locks.acquire(ctx, dst)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	if err := editAlternates(dst, func(lines []string) []string {
+		for _, l := range lines {
+			if filepath.Clean(l) == srcObjects {
+				return lines
+			}
+		}
+		return append(lines, srcObjects)
+	}); err != nil {
+		return err
+	}
+	return r.alignAt(ctx, dst, refs, head)
+}
+
+func readAlternates(repoDir string) ([]string, error) {
+	b, err := os.ReadFile(filepath.Join(repoDir, "objects", "info", "alternates"))
+	if err != nil {
+		return nil, err
+	}
+	var lines []string
+	for _, l := range strings.Split(string(b), "\n") {
+		if l = strings.TrimSpace(l); l != "" && !strings.HasPrefix(l, "#") {
+			lines = append(lines, l)
+		}
+	}
+	return lines, nil
+}
+
+// editAlternates rewrites objects/info/alternates atomically (temp file +
+// rename), so a concurrent git reader sees the old or the new list.
+func editAlternates(repoDir string, edit func([]string) []string) error {
+	lines, err := readAlternates(repoDir)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("read alternates of %s: %w", repoDir, err)
+	}
+	before := strings.Join(lines, "\n")
+	lines = edit(lines)
+	if strings.Join(lines, "\n") == before {
+		return nil
+	}
+	infoDir := filepath.Join(repoDir, "objects", "info")
+	if err := os.MkdirAll(infoDir, 0o755); err != nil {
+		return fmt.Errorf("create %s: %w", infoDir, err)
+	}
+	final := filepath.Join(infoDir, "alternates")
+	if len(lines) == 0 {
+		if err := os.Remove(final); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("remove alternates of %s: %w", repoDir, err)
+		}
+		return nil
+	}
+	tmp := final + ".tmp"
+	if err := os.WriteFile(tmp, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
+		return fmt.Errorf("write alternates of %s: %w", repoDir, err)
+	}
+	if err := os.Rename(tmp, final); err != nil {
+		return fmt.Errorf("install alternates of %s: %w", repoDir, err)
+	}
+	return nil
+}
+
+func (r *Repos) existing(owner, id string) (string, error) {
+	dir, err := r.Path(owner, id)
+	if err != nil {
+		return "", err
+	}
+	if !r.Exists(owner, id) {
+		return "", fmt.Errorf("%s/%s: %w", owner, id, ErrNotFound)
+	}
+	return dir, nil
+}
+
+// gitEnv is the environment of every git process: the caller's environment
+// without GIT_* variables (a stray GIT_DIR would redirect git elsewhere) and
+// without the user's global and system config, so the server behaves the
+// same on every machine; what it needs is passed with -c.
+func gitEnv(extra ...string) []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "GIT_") {
+			env = append(env, kv)
+		}
+	}
+	env = append(env, "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null", "GIT_TERMINAL_PROMPT=0")
+	return append(env, extra...)
+}
+
+// run executes a short git command and returns its stdout; stderr becomes
+// part of the error.
+func (r *Repos) run(ctx context.Context, dir string, stdin io.Reader, args ...string) ([]byte, error) {
+	name := ""
+	for _, a := range args {
+		if !strings.HasPrefix(a, "-") && !strings.Contains(a, "=") {
+			name = a
+			break
+		}
+	}
+	if dir != "" {
+		args = append([]string{"--git-dir=" + dir}, args...)
+	}
+	cmd := exec.CommandContext(ctx, r.git, args...)
+	cmd.Env = gitEnv()
+	cmd.Stdin = stdin
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout = &stdout
+	cmd.Stderr = &stderr
+	if err := cmd.Run(); err != nil {
+		msg := strings.TrimSpace(stderr.String())
+		if len(msg) > 400 {
+			msg = msg[:400] + "…"
+		}
+		return nil, fmt.Errorf("git %s: %w: %s", name, err, msg)
+	}
+	return stdout.Bytes(), nil
+}
+
+// Maintain runs `git gc --auto` on a repository. Pushes run with
+// receive.autogc=false so that no request waits for a repack; the
+// maintenance loop calls this instead.
+func (r *Repos) Maintain(ctx context.Context, owner, id string) error {
+	dir, err := r.existing(owner, id)
+	if err != nil {
+		return err
+	}
+	if _, err := r.run(ctx, dir, nil, "-c", "gc.autoDetach=false", "gc", "--auto", "--quiet"); err != nil {
+		return fmt.Errorf("maintain %s/%s: %w", owner, id, err)
+	}
+	return nil
+}
+
+// SetRef points one ref at oid (e.g. refs/nostr/<id> for a PR whose commit
+// already exists, G01-G5c). oldOID, if not empty, must be the ref's current
+// value (ZeroOID: the ref must not exist), so a concurrent change is not
+// overwritten.
+func (r *Repos) SetRef(ctx context.Context, owner, id, ref, oid, oldOID string) error {
+	if !isOID(oid) || isZeroOID(oid) {
+		return fmt.Errorf("invalid: %q is not an object id", truncate(oid, 80))
+	}
+	return r.updateRef(ctx, owner, id, ref, "update "+ref+" "+oid, oldOID)
+}
+
+// DeleteRef removes one ref, e.g. an expired refs/nostr/<id> placeholder
+// (G01-G5f). oldOID, if not empty, must be its current value; deleting a
+// ref that does not exist is not an error.
+func (r *Repos) DeleteRef(ctx context.Context, owner, id, ref, oldOID string) error {
+	return r.updateRef(ctx, owner, id, ref, "delete "+ref, oldOID)
+}
+
+func (r *Repos) updateRef(ctx context.Context, owner, id, ref, cmd, oldOID string) error {
+	if err := CheckRefName(ref); err != nil {
+		return err
+	}
+	if oldOID != "" {
+		if !isOID(oldOID) {
+			return fmt.Errorf("invalid: %q is not an object id", truncate(oldOID, 80))
+		}
+		cmd += " " + oldOID
+	}
+	dir, err := r.existing(owner, id)
+	if err != nil {
+		return err
+	}
+	unlock, err := r.locks.acquire(ctx, dir)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	if _, err := r.run(ctx, dir, strings.NewReader(cmd+"\n"), "update-ref", "--stdin"); err != nil {
+		return fmt.Errorf("%s in %s/%s: %w", strings.SplitN(cmd, " ", 2)[0], owner, id, err)
+	}
+	return nil
+}

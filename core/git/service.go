@@ -1,0 +1,386 @@
+package git
+
+import (
+	"bytes"
+	"compress/flate"
+	"compress/gzip"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os/exec"
+	"strconv"
+	"syscall"
+	"time"
+)
+
+var errBodyTooLarge = errors.New("request body too large")
+
+// killGrace is how long git may keep running after its input was cut at
+// MaxDuration before it is terminated.
+const killGrace = 30 * time.Second
+
+// limitReader fails with errBodyTooLarge once more than n bytes were read,
+// instead of io.LimitReader's silent EOF that git would take for a
+// truncated request.
+type limitReader struct {
+	r io.Reader
+	n int64
+}
+
+func (l *limitReader) Read(p []byte) (int, error) {
+	if l.n <= 0 {
+		// Probe one byte: a body of exactly the limit is fine.
+		var one [1]byte
+		n, err := l.r.Read(one[:])
+		if n > 0 {
+			return 0, errBodyTooLarge
+		}
+		return 0, err
+	}
+	if int64(len(p)) > l.n {
+		p = p[:l.n]
+	}
+	n, err := l.r.Read(p)
+	l.n -= int64(n)
+	return n, err
+}
+
+// countReader counts bytes read (request bytes for metrics).
+type countReader struct {
+	r io.Reader
+	n int64
+}
+
+func (c *countReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, err
+}
+
+// requestBody returns the request body, gzip-decoded and bounded when the
+// client compressed it (git gzips large want lists), and bounded by max
+// (0 = unbounded) otherwise.
+func (h *handler) requestBody(r *http.Request, max int64) (io.Reader, *countReader, func(), error) {
+	wire := &countReader{r: r.Body}
+	var body io.Reader = wire
+	closer := func() {}
+	switch enc := r.Header.Get("Content-Encoding"); enc {
+	case "", "identity":
+		if max > 0 {
+			body = &limitReader{r: body, n: max}
+		}
+	case "gzip", "x-gzip":
+		zr, err := gzip.NewReader(wire)
+		if err != nil {
+			return nil, nil, nil, fmt.Errorf("invalid: gzip request body: %w", err)
+		}
+		closer = func() { _ = zr.Close() }
+		bound := h.opts.MaxGzipBytes
+		if max > 0 && max < bound {
+			bound = max
+		}
+		body = &limitReader{r: zr, n: bound}
+	default:
+		return nil, nil, nil, fmt.Errorf("invalid: unsupported Content-Encoding %q", enc)
+	}
+	return body, wire, closer, nil
+}
+
+type runSpec struct {
+	kind        string
+	svc         string
+	dir         string
+	advertise   bool
+	env         []string
+	body        io.Reader // nil for advertisements
+	preamble    []byte    // written before git's output (the "# service=" lines)
+	contentType string
+}
+
+type runResult struct {
+	in, out  int64
+	started  bool // the response status was written
+	rejected bool // refused by push authorisation
+	err      error
+	stderr   string
+}
+
+// serviceArgs builds the git command line. Settings are passed with -c so
+// that every repository behaves alike whatever its own config says.
+func (h *handler) serviceArgs(spec runSpec) []string {
+	args := []string{
+		// G01-G6: serve any reachable oid and partial clones.
+		"-c", "uploadpack.allowTipSHA1InWant=true",
+		"-c", "uploadpack.allowReachableSHA1InWant=true",
+		"-c", "uploadpack.allowFilter=true",
+		// Bound pack-objects memory and CPU per clone (relays.md §4).
+		"-c", "pack.windowMemory=" + h.opts.PackWindowMemory,
+		"-c", "pack.threads=" + strconv.Itoa(h.opts.PackThreads),
+		// No hooks from templates or operators' leftovers, and no gc inside a
+		// request: maintenance is a separate loop (Repos.Maintain).
+		"-c", "core.hooksPath=/dev/null",
+		"-c", "receive.autogc=false",
+		// Keep small pushes as packs too: unpacking into thousands of loose
+		// objects is slower and leaves more files to clean.
+		"-c", "receive.unpackLimit=1",
+	}
+	args = append(args, spec.svc[len("git-"):], "--stateless-rpc")
+	if spec.advertise {
+		args = append(args, "--advertise-refs")
+	}
+	return append(args, spec.dir)
+}
+
+// runService runs one git service process with the request streamed into
+// stdin and stdout streamed to the response: no buffering of either, no
+// gzip of the (already compressed) pack, and no tiny flushes (see stream). The status is written only once git has
+// produced output, so failures before that still get a proper status.
+func (h *handler) runService(w http.ResponseWriter, r *http.Request, spec runSpec) runResult {
+	var res runResult
+	cmd := exec.Command(h.repos.git, h.serviceArgs(spec)...)
+	cmd.Env = gitEnv(spec.env...)
+	// Own process group, so that a stop reaches pack-objects/index-pack too.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	stderr := &tailBuffer{max: 4096}
+	cmd.Stderr = stderr
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		res.err = fmt.Errorf("%s: stdout pipe: %w", spec.svc, err)
+		http.Error(w, "error: could not start git", http.StatusInternalServerError)
+		return res
+	}
+	var stdin io.WriteCloser
+	if spec.body != nil {
+		if stdin, err = cmd.StdinPipe(); err != nil {
+			res.err = fmt.Errorf("%s: stdin pipe: %w", spec.svc, err)
+			http.Error(w, "error: could not start git", http.StatusInternalServerError)
+			return res
+		}
+	}
+	if err := cmd.Start(); err != nil {
+		res.err = fmt.Errorf("start %s: %w", spec.svc, err)
+		http.Error(w, "error: could not start git", http.StatusInternalServerError)
+		return res
+	}
+	// A request that outlives MaxDuration first loses its input: git then
+	// fails on a truncated request exactly as when a client disconnects, and
+	// its quarantine removes the partial objects. Signalling receive-pack
+	// instead leaks the quarantine, because its index-pack child keeps
+	// writing into it. Only if git still runs after a grace period (stuck
+	// writing to a client that does not read) is its whole process group
+	// sent SIGTERM, never SIGKILL.
+	pid := cmd.Process.Pid
+	stopInput := h.opts.Clock.AfterFunc(h.opts.MaxDuration, func() {
+		if stdin != nil {
+			_ = stdin.Close()
+		}
+	})
+	defer stopInput.Stop()
+	terminate := h.opts.Clock.AfterFunc(h.opts.MaxDuration+killGrace, func() { _ = syscall.Kill(-pid, syscall.SIGTERM) })
+	defer terminate.Stop()
+
+	copied := make(chan copyResult, 1)
+	if stdin != nil {
+		go func() {
+			n, err := io.Copy(stdin, spec.body)
+			copied <- copyResult{n: n, err: err}
+			// A failed read (client gone, body too large) closes stdin, so git
+			// sees a truncated request and fails on its own, cleaning up.
+			_ = stdin.Close()
+		}()
+	}
+
+	buf := make([]byte, 64<<10)
+	n, rerr := io.ReadAtLeast(stdout, buf, 1)
+	if n > 0 {
+		noCache(w)
+		w.Header().Set("Content-Type", spec.contentType)
+		w.WriteHeader(http.StatusOK)
+		res.started = true
+		cw := &countWriter{w: w}
+		_, werr := cw.Write(spec.preamble)
+		if werr == nil {
+			_, werr = cw.Write(buf[:n])
+		}
+		if werr == nil {
+			werr = h.stream(cw, w, stdout, buf)
+		}
+		res.out = cw.n
+		if werr != nil {
+			// The client went away: stop git (SIGPIPE on its next write).
+			_ = stdout.Close()
+			res.err = fmt.Errorf("%s: stream response: %w", spec.svc, werr)
+		}
+	} else if rerr != nil && rerr != io.EOF {
+		res.err = fmt.Errorf("%s: read output: %w", spec.svc, rerr)
+	}
+	waitErr := cmd.Wait()
+	res.stderr = stderr.String()
+	// The copy result is there whenever git stopped because of its input;
+	// if git exited first, the copy may still be blocked on the client.
+	var in copyResult
+	select {
+	case in = <-copied:
+		res.in = in.n
+	default:
+	}
+	if waitErr != nil && res.err == nil {
+		res.err = fmt.Errorf("%s exited: %w: %s", spec.svc, waitErr, truncate(res.stderr, 300))
+	}
+	if res.started {
+		return res
+	}
+	// Nothing was written yet: answer with a status that says why.
+	switch {
+	case errors.Is(in.err, errBodyTooLarge):
+		res.err = fmt.Errorf("%s: %w", spec.svc, errBodyTooLarge)
+		http.Error(w, "error: request body exceeds the server's size limit", http.StatusRequestEntityTooLarge)
+	case in.err != nil && isGzipErr(in.err):
+		res.err = fmt.Errorf("%s: %w", spec.svc, in.err)
+		http.Error(w, "invalid: corrupt gzip request body", http.StatusBadRequest)
+	case waitErr != nil:
+		// Protocol-level failure: a 200 with an ERR pkt-line is what git
+		// clients print readably (ngit-grasp does the same).
+		noCache(w)
+		w.Header().Set("Content-Type", spec.contentType)
+		w.WriteHeader(http.StatusOK)
+		msg := firstLine(res.stderr)
+		if msg == "" {
+			msg = "git " + spec.svc[len("git-"):] + " failed"
+		}
+		_, _ = w.Write(pktLine("ERR error: " + msg + "\n"))
+	default:
+		// git succeeded with no output (e.g. a v0 fetch with no wants).
+		noCache(w)
+		w.Header().Set("Content-Type", spec.contentType)
+		w.WriteHeader(http.StatusOK)
+		_, _ = w.Write(spec.preamble)
+	}
+	return res
+}
+
+type copyResult struct {
+	n   int64
+	err error
+}
+
+func isGzipErr(err error) bool {
+	var corrupt flate.CorruptInputError
+	return errors.Is(err, gzip.ErrChecksum) || errors.Is(err, gzip.ErrHeader) || errors.As(err, &corrupt)
+}
+
+// flushEvery bounds how often a trickle of output is pushed to the client.
+const flushEvery = time.Second
+
+// stream copies git's output to the response in reads of up to 64 KiB,
+// which net/http sends as they come (its own buffer is 4 KiB). It flushes
+// only a short read (git is producing slowly: progress, keep-alives) and
+// at most once per flushEvery, so a fast pack never meets a tiny flush
+// while a long "counting objects" phase still reaches the client.
+func (h *handler) stream(dst io.Writer, w http.ResponseWriter, src io.Reader, buf []byte) error {
+	flusher, _ := w.(http.Flusher)
+	last := h.opts.Clock.Now()
+	for {
+		n, rerr := src.Read(buf)
+		if n > 0 {
+			if _, err := dst.Write(buf[:n]); err != nil {
+				return err
+			}
+			if flusher != nil && n < len(buf) && h.opts.Clock.Since(last) >= flushEvery {
+				flusher.Flush()
+				last = h.opts.Clock.Now()
+			}
+		}
+		if rerr == io.EOF {
+			return nil
+		}
+		if rerr != nil {
+			return fmt.Errorf("read git output: %w", rerr)
+		}
+	}
+}
+
+type countWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
+}
+
+// tailBuffer keeps the first max bytes of stderr for logs and ERR lines.
+type tailBuffer struct {
+	bytes.Buffer
+	max int
+}
+
+func (t *tailBuffer) Write(p []byte) (int, error) {
+	if room := t.max - t.Len(); room > 0 {
+		if len(p) > room {
+			t.Buffer.Write(p[:room])
+		} else {
+			t.Buffer.Write(p)
+		}
+	}
+	return len(p), nil
+}
+
+func firstLine(s string) string {
+	for _, l := range bytes.Split([]byte(s), []byte("\n")) {
+		if t := bytes.TrimSpace(l); len(t) > 0 {
+			return truncate(string(bytes.TrimPrefix(t, []byte("fatal: "))), 300)
+		}
+	}
+	return ""
+}
+
+// serveUploadPack streams a fetch or clone.
+func (h *handler) serveUploadPack(w http.ResponseWriter, r *http.Request, dir string) {
+	start := h.opts.Clock.Now()
+	body, wire, closeBody, err := h.requestBody(r, 0)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		h.finish("fetch", start, runResult{err: err})
+		return
+	}
+	defer closeBody()
+	env, _ := protocolEnv(r)
+	sniff := &sniffer{max: 64 << 10}
+	res := h.runService(w, r, runSpec{
+		kind: "fetch", svc: svcUpload, dir: dir, env: env,
+		body:        io.TeeReader(body, sniff),
+		contentType: "application/x-git-upload-pack-result",
+	})
+	res.in = wire.n
+	h.finish(sniff.kind(), start, res)
+}
+
+// sniffer keeps the start of an upload-pack request to tell an ls-refs, a
+// clone (wants only) and a fetch (with haves) apart for metrics.
+type sniffer struct {
+	buf bytes.Buffer
+	max int
+}
+
+func (s *sniffer) Write(p []byte) (int, error) {
+	if room := s.max - s.buf.Len(); room > 0 {
+		s.buf.Write(p[:min(room, len(p))])
+	}
+	return len(p), nil
+}
+
+func (s *sniffer) kind() string {
+	b := s.buf.Bytes()
+	switch {
+	case bytes.Contains(b, []byte("command=ls-refs")):
+		return "ls"
+	case bytes.Contains(b, []byte("have ")):
+		return "fetch"
+	default:
+		return "clone"
+	}
+}
