@@ -1,0 +1,140 @@
+package throttle
+
+import (
+	"context"
+	"strings"
+	"sync"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/grasp-dev/grasp/core/purgatory"
+)
+
+// Options configure a Resolver. Zero values take the package defaults.
+type Options struct {
+	Defaults purgatory.Limits // [throttle] concurrent, per_minute
+	Max      purgatory.Limits // [throttle] max_concurrent, max_per_minute
+	// Tuners run in order, each getting the previous result (the plugin
+	// chain; the lead passes the plugins.Host here).
+	Tuners []purgatory.ThrottleTuner
+	Table  Table // from LoadFiles; applied after the tuners
+	Logger hclog.Logger
+}
+
+// Resolver computes and memoises the limits of each domain:
+// defaults < tuners (in order) < tuning files, clamped to [1, Max].
+// It is safe for concurrent use.
+type Resolver struct {
+	log hclog.Logger
+
+	mu   sync.Mutex
+	opts Options
+	gen  uint64
+	memo map[string]purgatory.Limits
+}
+
+// NewResolver returns a Resolver for opts.
+func NewResolver(opts Options) *Resolver {
+	if opts.Logger == nil {
+		opts.Logger = hclog.NewNullLogger()
+	}
+	opts = withDefaults(opts)
+	return &Resolver{log: opts.Logger, opts: opts, memo: map[string]purgatory.Limits{}}
+}
+
+func withDefaults(o Options) Options {
+	if o.Defaults.Concurrency <= 0 {
+		o.Defaults.Concurrency = DefaultConcurrent
+	}
+	if o.Defaults.PerMinute <= 0 {
+		o.Defaults.PerMinute = DefaultPerMinute
+	}
+	if o.Max.Concurrency <= 0 {
+		o.Max.Concurrency = DefaultMaxConcurrent
+	}
+	if o.Max.PerMinute <= 0 {
+		o.Max.PerMinute = DefaultMaxPerMinute
+	}
+	return o
+}
+
+// Update replaces the options (after a config or plugin reload) and forgets
+// every memoised domain.
+func (r *Resolver) Update(opts Options) {
+	if opts.Logger == nil {
+		opts.Logger = r.log
+	}
+	opts = withDefaults(opts)
+	r.mu.Lock()
+	r.opts = opts
+	r.gen++
+	r.memo = map[string]purgatory.Limits{}
+	r.mu.Unlock()
+}
+
+// Invalidate forgets every memoised domain, so the next lookup asks the
+// tuners again (call it after the plugin set was swapped).
+func (r *Resolver) Invalidate() {
+	r.mu.Lock()
+	r.gen++
+	r.memo = map[string]purgatory.Limits{}
+	r.mu.Unlock()
+}
+
+// Limits returns the limits for domain, computing them on first use.
+func (r *Resolver) Limits(ctx context.Context, domain string) purgatory.Limits {
+	domain = strings.ToLower(domain)
+	r.mu.Lock()
+	if l, ok := r.memo[domain]; ok {
+		r.mu.Unlock()
+		return l
+	}
+	opts, gen := r.opts, r.gen
+	r.mu.Unlock()
+
+	l := Fold(ctx, domain, opts, r.log)
+
+	r.mu.Lock()
+	if r.gen == gen { // do not memoise a result computed from replaced options
+		r.memo[domain] = l
+	}
+	r.mu.Unlock()
+	return l
+}
+
+// Fold is the pure-ish decision behind Resolver.Limits: defaults, then each
+// tuner (a failing tuner keeps the value it was given: fail open, so the
+// hunter keeps running), then the tuning table, then the hard caps.
+func Fold(ctx context.Context, domain string, opts Options, log hclog.Logger) purgatory.Limits {
+	opts = withDefaults(opts)
+	cur := opts.Defaults
+	for i, t := range opts.Tuners {
+		next, err := t.Throttle(ctx, domain, cur)
+		if err != nil {
+			if log != nil {
+				log.Warn("throttle tuner failed; keeping previous limits", "domain", domain, "tuner", i, "error", err)
+			}
+			continue
+		}
+		cur = next
+	}
+	cur = opts.Table.Apply(domain, cur)
+	return Clamp(cur, opts.Max)
+}
+
+// Clamp bounds l to [1, max] field by field.
+func Clamp(l, max purgatory.Limits) purgatory.Limits {
+	l.Concurrency = clampInt(l.Concurrency, max.Concurrency)
+	l.PerMinute = clampInt(l.PerMinute, max.PerMinute)
+	return l
+}
+
+func clampInt(v, max int) int {
+	if v < 1 {
+		return 1
+	}
+	if max > 0 && v > max {
+		return max
+	}
+	return v
+}

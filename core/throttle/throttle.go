@@ -1,0 +1,82 @@
+// Package throttle owns the per-domain git-fetch limits of the git-data
+// hunter: the operator's tuning files (throttle.d/*.toml) and the Resolver
+// that folds defaults, the configured ThrottleTuner chain (JS plugins) and
+// the tuning files into one clamped purgatory.Limits per domain. It never
+// imports plugins/; tuners arrive as purgatory.ThrottleTuner values.
+package throttle
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/grasp-dev/grasp/core/purgatory"
+)
+
+// Built-in defaults and hard caps, used when the config leaves them at zero.
+const (
+	DefaultConcurrent    = 5
+	DefaultPerMinute     = 30
+	DefaultMaxConcurrent = 32
+	DefaultMaxPerMinute  = 600
+)
+
+// Entry is one domain's override from a tuning file. A nil field keeps the
+// value computed so far, so a file can tune only per_minute.
+type Entry struct {
+	Concurrent *int `toml:"concurrent"`
+	PerMinute  *int `toml:"per_minute"`
+	// File is the tuning file the entry came from (for error messages).
+	File string `toml:"-"`
+}
+
+// Table maps a domain to its override. Keys are lower-case host names or
+// suffix wildcards ("*.sr.ht"); an exact entry beats a wildcard, and a longer
+// wildcard beats a shorter one.
+type Table map[string]Entry
+
+// Lookup returns the entry that applies to domain, if any.
+func (t Table) Lookup(domain string) (Entry, bool) {
+	domain = strings.ToLower(strings.TrimSuffix(domain, "."))
+	if e, ok := t[domain]; ok {
+		return e, true
+	}
+	// Walk up the labels: for a.b.example.com try *.b.example.com, then
+	// *.example.com, then *.com — most specific first.
+	for rest := domain; ; {
+		i := strings.IndexByte(rest, '.')
+		if i < 0 {
+			return Entry{}, false
+		}
+		rest = rest[i+1:]
+		if e, ok := t["*."+rest]; ok {
+			return e, true
+		}
+	}
+}
+
+// Apply overlays the entry for domain (if any) on cur.
+func (t Table) Apply(domain string, cur purgatory.Limits) purgatory.Limits {
+	e, ok := t.Lookup(domain)
+	if !ok {
+		return cur
+	}
+	if e.Concurrent != nil {
+		cur.Concurrency = *e.Concurrent
+	}
+	if e.PerMinute != nil {
+		cur.PerMinute = *e.PerMinute
+	}
+	return cur
+}
+
+// validDomainKey reports whether k is a host name or a "*." suffix wildcard.
+func validDomainKey(k string) error {
+	name := strings.TrimPrefix(k, "*.")
+	if name == "" || strings.ContainsAny(name, "*/: \t@") {
+		return fmt.Errorf("%q is not a domain name or a \"*.suffix\" wildcard", k)
+	}
+	if k != strings.ToLower(k) {
+		return fmt.Errorf("%q must be lower case", k)
+	}
+	return nil
+}
