@@ -1,0 +1,95 @@
+package relay
+
+import (
+	"encoding/json"
+	"net/http"
+)
+
+// info is our NIP-11 document. We build it ourselves rather than through
+// khatru's nip11 type because GRASP-01 needs supported_grasps,
+// repo_acceptance_criteria and an optional curation key (absent, not null,
+// when events are not curated: G01-N4).
+type info struct {
+	Name                   string      `json:"name,omitempty"`
+	Description            string      `json:"description,omitempty"`
+	PubKey                 string      `json:"pubkey,omitempty"`
+	Contact                string      `json:"contact,omitempty"`
+	Icon                   string      `json:"icon,omitempty"`
+	Software               string      `json:"software,omitempty"`
+	Version                string      `json:"version,omitempty"`
+	SupportedNIPs          []int       `json:"supported_nips"`
+	SupportedGrasps        []string    `json:"supported_grasps"`
+	RepoAcceptanceCriteria string      `json:"repo_acceptance_criteria"`
+	Curation               string      `json:"curation,omitempty"`
+	Limitation             *limitation `json:"limitation,omitempty"`
+}
+
+type limitation struct {
+	MaxMessageLength    int   `json:"max_message_length,omitempty"`
+	MaxSubscriptions    int   `json:"max_subscriptions,omitempty"`
+	MaxLimit            int   `json:"max_limit,omitempty"`
+	MaxSubidLength      int   `json:"max_subid_length,omitempty"`
+	MaxEventTags        int   `json:"max_event_tags,omitempty"`
+	MaxContentLength    int   `json:"max_content_length,omitempty"`
+	CreatedAtLowerLimit int64 `json:"created_at_lower_limit,omitempty"`
+	CreatedAtUpperLimit int64 `json:"created_at_upper_limit,omitempty"`
+	DefaultLimit        int   `json:"default_limit,omitempty"`
+}
+
+func positive(v int) int {
+	if v < 0 {
+		return 0
+	}
+	return v
+}
+
+func (s *Server) buildNIP11() ([]byte, error) {
+	// 77 is answered by the websocket front, not by khatru.
+	nips := []int{1, 9, 11, 34}
+	if len(s.khatru.CountEvents) > 0 {
+		nips = append(nips, 45)
+	}
+	nips = append(nips, 77)
+	grasps := s.opts.SupportedGrasps
+	if grasps == nil {
+		grasps = []string{}
+	}
+	criteria := s.opts.AcceptanceCriteria
+	if criteria == "" {
+		criteria = "Repository announcements must list this server in both their clone and relays tags; other events must reference an accepted repository or event."
+	}
+	l := s.limits
+	doc := info{
+		Name:                   s.opts.Name,
+		Description:            s.opts.Description,
+		PubKey:                 s.opts.PubkeyHex,
+		Contact:                s.opts.Contact,
+		Icon:                   s.opts.IconURL,
+		Software:               s.opts.SoftwareURL,
+		Version:                s.opts.Version,
+		SupportedNIPs:          nips,
+		SupportedGrasps:        grasps,
+		RepoAcceptanceCriteria: criteria,
+		Curation:               s.opts.Curation,
+		Limitation: &limitation{
+			MaxMessageLength:    positive(l.MaxMessageBytes),
+			MaxSubscriptions:    positive(l.MaxSubscriptions),
+			MaxLimit:            positive(l.MaxLimit),
+			MaxSubidLength:      positive(l.MaxSubIDLength),
+			MaxEventTags:        positive(l.MaxTags),
+			MaxContentLength:    positive(l.MaxContentBytes),
+			CreatedAtLowerLimit: int64(positive(int(l.CreatedAtLower.Seconds()))),
+			CreatedAtUpperLimit: int64(positive(int(l.CreatedAtUpper.Seconds()))),
+			DefaultLimit:        positive(l.DefaultLimit),
+		},
+	}
+	return json.Marshal(doc)
+}
+
+func (s *Server) serveNIP11(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "application/nostr+json")
+	if r.Method == http.MethodHead {
+		return
+	}
+	_, _ = w.Write(s.nip11)
+}
