@@ -1,0 +1,17 @@
+// Package hunt owns the git-data hunter of purgatory: the queue of
+// repositories whose held events wait for git objects, the per-domain
+// throttle (concurrency, sliding-minute rate, round robin between
+// repositories), the naughty list of unreachable hosts, and the real
+// SyncContext that runs `git fetch` and `git cat-file` against bare repos.
+//
+// One goroutine (Run) owns all of that state; everything else talks to it
+// through a mailbox. Fetch tasks run in their own goroutines and ask the
+// owner for a throttle slot before every request, so the throttle is never
+// polled: a slot is handed out when one frees, when a repository is queued,
+// or when the rate window of a waiting domain opens.
+//
+// The hunter never decides which events are released: after every fetch it
+// calls SyncContext.Arrived and the caller releases whatever is now complete.
+// It never fetches shallow, never follows non-HTTP(S) sources, and never
+// fetches from this server's own URLs.
+package hunt
