@@ -1,0 +1,161 @@
+package store
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/dgraph-io/badger/v4"
+	ebadger "github.com/fiatjaf/eventstore/badger"
+	"github.com/hashicorp/go-hclog"
+	"github.com/nbd-wtf/go-nostr"
+)
+
+var nullLog = hclog.NewNullLogger()
+
+// procField reads one numeric field from a /proc/self file.
+func procField(tb testing.TB, file, field string) int64 {
+	f, err := os.Open("/proc/self/" + file)
+	if err != nil {
+		tb.Fatalf("open /proc/self/%s: %v", file, err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		name, rest, ok := strings.Cut(sc.Text(), ":")
+		if !ok || name != field {
+			continue
+		}
+		v, err := strconv.ParseInt(strings.Fields(rest)[0], 10, 64)
+		if err != nil {
+			tb.Fatalf("parse %s in /proc/self/%s: %v", field, file, err)
+		}
+		return v
+	}
+	tb.Fatalf("no %s in /proc/self/%s", field, file)
+	return 0
+}
+
+var benchContent = strings.Repeat("diff --git a/x b/x\n+line\n", 30) // ~750 B
+
+// benchEvent signs the i-th NIP-34-sized event (patch-like content, a few
+// tags) of a benchmark corpus.
+func benchEvent(tb testing.TB, sk string, i int) *nostr.Event {
+	evt := &nostr.Event{
+		Kind:      1617,
+		CreatedAt: nostr.Timestamp(1_700_000_000 + i),
+		Content:   benchContent,
+		Tags: nostr.Tags{
+			{"a", "30617:" + strings.Repeat("ab", 32) + ":grasp"},
+			{"t", "root"},
+			{"r", fmt.Sprintf("%040x", i)},
+		},
+	}
+	if err := evt.Sign(sk); err != nil {
+		tb.Fatal(err)
+	}
+	return evt
+}
+
+func benchEvents(tb testing.TB, n int) []*nostr.Event {
+	sk := nostr.GeneratePrivateKey()
+	evts := make([]*nostr.Event, n)
+	for i := range evts {
+		evts[i] = benchEvent(tb, sk, i)
+	}
+	return evts
+}
+
+type ingestResult struct {
+	evPerSec   float64
+	bytesPerEv float64
+}
+
+// ingest saves evts from the given number of goroutines and measures the
+// rate and the bytes this process wrote to disk, including the memtable
+// flush on close, per event.
+func ingest(b *testing.B, save func(context.Context, *nostr.Event) error, closeFn func() error, evts []*nostr.Event, writers int) ingestResult {
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	wb0 := procField(b, "io", "write_bytes")
+	start := time.Now()
+	for range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := next.Add(1) - 1
+				if i >= int64(len(evts)) {
+					return
+				}
+				if err := save(context.Background(), evts[i]); err != nil {
+					b.Errorf("save: %v", err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	if err := closeFn(); err != nil {
+		b.Fatalf("close: %v", err)
+	}
+	written := procField(b, "io", "write_bytes") - wb0
+	return ingestResult{
+		evPerSec:   float64(len(evts)) / elapsed.Seconds(),
+		bytesPerEv: float64(written) / float64(len(evts)),
+	}
+}
+
+// BenchmarkDurableSave compares, for the same events and writer count:
+// this store with group commit (sync), the same without fsync (nosync), and
+// the baseline of the plain badger backend with badger's SyncWrites (one
+// msync per transaction). Run with a fixed count, e.g.
+//
+//	go test -run '^$' -bench DurableSave -benchtime 2000x ./core/store/
+func BenchmarkDurableSave(b *testing.B) {
+	for _, writers := range []int{1, 4, 16} {
+		b.Run(fmt.Sprintf("writers=%d", writers), func(b *testing.B) {
+			b.StopTimer()
+			evts := benchEvents(b, b.N)
+			b.StartTimer()
+
+			open := func(noSync bool) *Store {
+				s, err := Open(Options{Dir: b.TempDir(), UnsafeNoSync: noSync}, nil, nil)
+				if err != nil {
+					b.Fatal(err)
+				}
+				return s
+			}
+			s := open(false)
+			group := ingest(b, s.Events().SaveEvent, s.Close, evts, writers)
+			s = open(true)
+			nosync := ingest(b, s.Events().SaveEvent, s.Close, evts, writers)
+
+			plain := &ebadger.BadgerBackend{Path: b.TempDir(), BadgerOptionsModifier: func(o badger.Options) badger.Options {
+				o = (&Store{opts: Options{}.withDefaults(), log: nullLog, vthreshold: maxValueThreshold}).badgerOptions(o)
+				return o.WithSyncWrites(true)
+			}}
+			if err := plain.Init(); err != nil {
+				b.Fatal(err)
+			}
+			baseline := ingest(b, plain.SaveEvent, plain.DB.Close, evts, writers)
+
+			b.ReportMetric(group.evPerSec, "sync-ev/s")
+			b.ReportMetric(nosync.evPerSec, "nosync-ev/s")
+			b.ReportMetric(baseline.evPerSec, "badgersync-ev/s")
+			b.ReportMetric(group.evPerSec/baseline.evPerSec, "sync/badgersync")
+			b.ReportMetric(group.bytesPerEv, "sync-B/ev")
+			b.ReportMetric(nosync.bytesPerEv, "nosync-B/ev")
+			b.ReportMetric(baseline.bytesPerEv, "badgersync-B/ev")
+			b.ReportMetric(float64(procField(b, "status", "VmHWM"))/1024, "peakRSS-MiB")
+		})
+	}
+}

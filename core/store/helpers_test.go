@@ -1,0 +1,72 @@
+package store
+
+import (
+	"context"
+	"sync"
+	"testing"
+
+	"github.com/nbd-wtf/go-nostr"
+)
+
+var (
+	keysOnce sync.Once
+	testKeys []string
+)
+
+// testKey returns one of a few fixed secret keys, generated once per run.
+func testKey(i int) string {
+	keysOnce.Do(func() {
+		for range 8 {
+			testKeys = append(testKeys, nostr.GeneratePrivateKey())
+		}
+	})
+	return testKeys[i%len(testKeys)]
+}
+
+func signed(t testing.TB, sk string, kind int, createdAt nostr.Timestamp, content string, tags ...nostr.Tag) *nostr.Event {
+	t.Helper()
+	evt := &nostr.Event{Kind: kind, CreatedAt: createdAt, Content: content, Tags: nostr.Tags(tags)}
+	if err := evt.Sign(sk); err != nil {
+		t.Fatalf("sign event: %v", err)
+	}
+	return evt
+}
+
+func openTest(t testing.TB, opts Options) *Store {
+	t.Helper()
+	if opts.Dir == "" {
+		opts.Dir = t.TempDir()
+	}
+	s, err := Open(opts, nil, nil)
+	if err != nil {
+		t.Fatalf("open store: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := s.Close(); err != nil {
+			t.Errorf("close store: %v", err)
+		}
+	})
+	return s
+}
+
+func query(t testing.TB, ctx context.Context, es EventStore, f nostr.Filter) []*nostr.Event {
+	t.Helper()
+	ch, err := es.QueryEvents(ctx, f)
+	if err != nil {
+		t.Fatalf("query %v: %v", f, err)
+	}
+	var out []*nostr.Event
+	for e := range ch {
+		out = append(out, e)
+	}
+	return out
+}
+
+func mustSave(t testing.TB, es EventStore, evts ...*nostr.Event) {
+	t.Helper()
+	for _, e := range evts {
+		if err := es.SaveEvent(context.Background(), e); err != nil {
+			t.Fatalf("save %s: %v", e.ID, err)
+		}
+	}
+}

@@ -1,0 +1,320 @@
+// Package store owns grasp's durable state: the Nostr event store wired into
+// khatru and the side tables that hold non-event state (purgatory entries,
+// relay health, rejected and expired ids, placeholders).
+//
+// Both live in one badger database under <data dir>/store, on disjoint key
+// prefixes, so they share one write-ahead log, one memtable and cache budget
+// and one fsync per group commit. A write is acknowledged only after it is
+// fsynced: an OK true from the relay means the event survives kill -9 and a
+// power cut. Concurrent writes are funnelled through a single writer goroutine
+// that applies a batch and syncs once for all of it (strfry's design), because
+// badger's own SyncWrites issues one msync per transaction.
+//
+// With Backend "postgres" events live in PostgreSQL instead (its commit is
+// durable on its own, and it is shared between instances); the side tables
+// stay in the local badger database.
+//
+// This package never decides whether an event is acceptable; it only refuses
+// what it cannot store faithfully (malformed ids, fields beyond the binary
+// encoding's limits).
+package store
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+
+	"github.com/dgraph-io/badger/v4"
+	"github.com/fiatjaf/eventstore"
+	ebadger "github.com/fiatjaf/eventstore/badger"
+	pgstore "github.com/fiatjaf/eventstore/postgresql"
+	"github.com/grasp-dev/grasp/core/clock"
+	"github.com/hashicorp/go-hclog"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Options configures Open. The zero value of every field except Dir selects
+// the default documented on it.
+type Options struct {
+	// Dir is the data directory; the database lives in Dir/store.
+	Dir string
+
+	// Backend selects where events live: "badger" (default, embedded) or
+	// "postgres" (scale-out; PostgresURL is then required). Side tables
+	// always stay in the local badger database.
+	Backend string
+	// PostgresURL is the lib/pq connection string for Backend "postgres".
+	PostgresURL string
+
+	// MaxLimit is the largest REQ limit honoured (default 5000). A REQ
+	// asking for more gets exactly MaxLimit.
+	MaxLimit int
+	// DefaultLimit is applied to a REQ without a limit (default 500).
+	DefaultLimit int
+	// NegentropyMax is how many events a query made for a negentropy
+	// session (eventstore.SetNegentropy) may see (default 1,000,000).
+	NegentropyMax int
+
+	// MemTableMB is the size of one memtable (default 16). Badger's default,
+	// 64 MiB times 5 memtables, lets memtable arenas alone reach ~400 MiB.
+	MemTableMB int
+	// NumMemtables bounds memtables held in memory before writes stall
+	// (default 3).
+	NumMemtables int
+	// BlockCacheMB is the block cache (default 32; badger's is 256).
+	BlockCacheMB int
+	// IndexCacheMB caps memory for table indexes and bloom filters
+	// (default 16). With 0 badger keeps every index in memory.
+	IndexCacheMB int
+	// NumCompactors is the number of compaction goroutines (default 2).
+	NumCompactors int
+	// ValueLogFileMB is the size of one value-log file (default 64).
+	ValueLogFileMB int
+
+	// MaxBatch caps how many writes share one fsync (default 1024).
+	MaxBatch int
+
+	// UnsafeNoSync skips the fsync after each group commit. Only for
+	// benchmarks and throwaway test relays: OK no longer means durable.
+	UnsafeNoSync bool
+
+	// Clock is used for side-table expiry and latency metrics
+	// (default: the wall clock).
+	Clock clock.Clock
+}
+
+// Backends for Options.Backend.
+const (
+	BackendBadger   = "badger"
+	BackendPostgres = "postgres"
+)
+
+// Defaults for Options.
+const (
+	DefaultMaxLimit       = 5000
+	DefaultDefaultLimit   = 500
+	DefaultNegentropyMax  = 1_000_000
+	DefaultMemTableMB     = 16
+	DefaultNumMemtables   = 3
+	DefaultBlockCacheMB   = 32
+	DefaultIndexCacheMB   = 16
+	DefaultNumCompactors  = 2
+	DefaultValueLogFileMB = 64
+	DefaultMaxBatch       = 1024
+)
+
+func (o Options) withDefaults() Options {
+	setInt := func(v *int, def int) {
+		if *v == 0 {
+			*v = def
+		}
+	}
+	setInt(&o.MaxLimit, DefaultMaxLimit)
+	setInt(&o.DefaultLimit, DefaultDefaultLimit)
+	setInt(&o.NegentropyMax, DefaultNegentropyMax)
+	setInt(&o.MemTableMB, DefaultMemTableMB)
+	setInt(&o.NumMemtables, DefaultNumMemtables)
+	setInt(&o.BlockCacheMB, DefaultBlockCacheMB)
+	setInt(&o.IndexCacheMB, DefaultIndexCacheMB)
+	setInt(&o.NumCompactors, DefaultNumCompactors)
+	setInt(&o.ValueLogFileMB, DefaultValueLogFileMB)
+	setInt(&o.MaxBatch, DefaultMaxBatch)
+	if o.Clock == nil {
+		o.Clock = clock.New()
+	}
+	if o.Backend == "" {
+		o.Backend = BackendBadger
+	}
+	return o
+}
+
+func (o Options) validate() error {
+	if o.Dir == "" {
+		return errors.New("store: Dir is required")
+	}
+	switch o.Backend {
+	case BackendBadger:
+	case BackendPostgres:
+		if o.PostgresURL == "" {
+			return errors.New("store: backend postgres needs PostgresURL")
+		}
+	default:
+		return fmt.Errorf("store: unknown backend %q (want %q or %q)", o.Backend, BackendBadger, BackendPostgres)
+	}
+	for _, f := range []struct {
+		name string
+		v    int
+	}{
+		{"MaxLimit", o.MaxLimit}, {"DefaultLimit", o.DefaultLimit},
+		{"NegentropyMax", o.NegentropyMax}, {"MemTableMB", o.MemTableMB},
+		{"NumMemtables", o.NumMemtables}, {"BlockCacheMB", o.BlockCacheMB},
+		{"IndexCacheMB", o.IndexCacheMB}, {"NumCompactors", o.NumCompactors},
+		{"ValueLogFileMB", o.ValueLogFileMB}, {"MaxBatch", o.MaxBatch},
+	} {
+		if f.v < 0 {
+			return fmt.Errorf("store: %s must not be negative (got %d)", f.name, f.v)
+		}
+	}
+	if o.DefaultLimit > o.MaxLimit {
+		return fmt.Errorf("store: DefaultLimit %d exceeds MaxLimit %d", o.DefaultLimit, o.MaxLimit)
+	}
+	if o.NumMemtables < 2 {
+		return fmt.Errorf("store: NumMemtables must be at least 2 (got %d)", o.NumMemtables)
+	}
+	// Badger refuses fewer than two compactors unless compaction is off.
+	if o.NumCompactors < 2 {
+		return fmt.Errorf("store: NumCompactors must be at least 2 (got %d)", o.NumCompactors)
+	}
+	return nil
+}
+
+// Store is the open database: events and side tables.
+type Store struct {
+	opts    Options
+	log     hclog.Logger
+	dbDir   string
+	backend *ebadger.BadgerBackend
+	pg      *pgstore.PostgresBackend // nil unless Backend is postgres
+	db      *badger.DB
+	m       *metrics
+	w       *writer
+	wals    *walSyncer
+	// vthreshold is badger's value-log threshold as configured.
+	vthreshold int64
+	events     *events
+	side       *Side
+	closed     atomic.Bool
+	// sideMu serialises side-table write transactions (see Side.commit).
+	sideMu sync.Mutex
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// Open opens (creating if needed) the store under opts.Dir.
+func Open(opts Options, log hclog.Logger, reg prometheus.Registerer) (*Store, error) {
+	if log == nil {
+		log = hclog.NewNullLogger()
+	}
+	opts = opts.withDefaults()
+	if err := opts.validate(); err != nil {
+		return nil, err
+	}
+	dbDir := filepath.Join(opts.Dir, "store")
+	if err := os.MkdirAll(dbDir, 0o700); err != nil {
+		return nil, fmt.Errorf("store: create %s: %w", dbDir, err)
+	}
+	m := newMetrics()
+
+	s := &Store{opts: opts, log: log, dbDir: dbDir, m: m,
+		vthreshold: valueThreshold(int64(opts.MemTableMB) << 20)}
+	s.backend = &ebadger.BadgerBackend{
+		Path:                  dbDir,
+		MaxLimit:              opts.MaxLimit,
+		BadgerOptionsModifier: s.badgerOptions,
+	}
+	if err := s.backend.Init(); err != nil {
+		if s.backend.DB != nil { // opened, then a migration failed
+			s.backend.DB.Close()
+		}
+		return nil, fmt.Errorf("store: open badger at %s: %w", dbDir, err)
+	}
+	// Init ties the negentropy cap to MaxLimit whenever MaxLimit is set;
+	// negentropy sessions need the whole matching set, so set it afterwards.
+	s.backend.MaxLimitNegentropy = opts.NegentropyMax
+	s.db = s.backend.DB
+
+	s.wals = newWALSyncer(dbDir)
+	s.w = newWriter(s, opts.MaxBatch)
+	s.events = &events{s: s, be: s.backend}
+	if opts.Backend == BackendPostgres {
+		var err error
+		if s.pg, err = openPostgres(opts); err != nil {
+			s.db.Close()
+			return nil, err
+		}
+		s.events = &events{s: s, be: s.pg, direct: true}
+	}
+	// Registered last, so a failed Open leaves the registry as it was.
+	if err := m.register(reg); err != nil {
+		s.db.Close()
+		if s.pg != nil {
+			s.pg.DB.Close()
+		}
+		return nil, err
+	}
+	s.side = &Side{s: s}
+	go s.w.run()
+	log.Info("store opened", "dir", dbDir, "backend", opts.Backend, "max_limit", opts.MaxLimit,
+		"default_limit", opts.DefaultLimit, "negentropy_max", opts.NegentropyMax,
+		"sync", !opts.UnsafeNoSync)
+	return s, nil
+}
+
+// badgerOptions replaces badger's defaults with a budget sized for a relay:
+// see the Options fields for the reasons.
+func (s *Store) badgerOptions(o badger.Options) badger.Options {
+	const mb = 1 << 20
+	o = o.WithLogger(badgerLogger{s.log.Named("badger")}).
+		WithMemTableSize(int64(s.opts.MemTableMB) * mb).
+		WithNumMemtables(s.opts.NumMemtables).
+		WithBlockCacheSize(int64(s.opts.BlockCacheMB) * mb).
+		WithIndexCacheSize(int64(s.opts.IndexCacheMB) * mb).
+		WithNumCompactors(s.opts.NumCompactors).
+		WithValueLogFileSize(int64(s.opts.ValueLogFileMB) * mb).
+		WithValueThreshold(s.vthreshold).
+		WithMetricsEnabled(false).
+		// The writer goroutine syncs once per batch (see sync.go); badger's
+		// SyncWrites would add one msync per transaction on top.
+		WithSyncWrites(false)
+	return o
+}
+
+// Events returns the event store to wire into khatru. It also implements
+// eventstore.Counter.
+func (s *Store) Events() EventStore { return s.events }
+
+// Notifier returns the cross-instance event fan-out of the postgres backend
+// (LISTEN/NOTIFY), or nil with badger. khatru v0.19.1 does not use it by
+// itself: call Notify from OnEventSaved, and broadcast what Notifications
+// delivers, skipping this instance's own events.
+func (s *Store) Notifier() eventstore.Notifier {
+	if s.pg == nil {
+		return nil
+	}
+	return s.pg
+}
+
+// Side returns the durable side tables.
+func (s *Store) Side() *Side { return s.side }
+
+// Close stops accepting writes, commits and syncs what is queued, and closes
+// the database. Call it after the relay stopped serving and the scheduler
+// stopped calling Maintain. It is safe to call more than once; later calls
+// return the first call's result.
+func (s *Store) Close() error {
+	s.closeOnce.Do(func() {
+		s.closed.Store(true)
+		werr := s.w.stop()
+		s.wals.close()
+		// The backend's Close drops badger's error; close the DB directly.
+		cerr := s.db.Close()
+		var perr error
+		if s.pg != nil {
+			perr = s.pg.DB.Close()
+		}
+		switch {
+		case werr != nil:
+			s.closeErr = fmt.Errorf("store: final sync on close: %w", werr)
+		case cerr != nil:
+			s.closeErr = fmt.Errorf("store: close badger at %s: %w", s.dbDir, cerr)
+		case perr != nil:
+			s.closeErr = fmt.Errorf("store: close postgres connections: %w", perr)
+		}
+		s.log.Info("store closed", "dir", s.dbDir)
+	})
+	return s.closeErr
+}
