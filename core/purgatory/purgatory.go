@@ -36,6 +36,9 @@ type Entry struct {
 	// coordinate for announcements, the state's "30617:<author>:<d>" for
 	// states, and the referenced repo for PRs and events held with a repo.
 	Repo Repo `json:"repo"`
+	// Also lists further repos (other maintainers' copies here) whose git
+	// data releases the event too.
+	Also []Repo `json:"also,omitempty"`
 	// Needs are the git objects whose presence releases the event (a state's
 	// ref tips, a PR's `c`). Empty for announcements and for events held
 	// with a repo: those are released with the repo's first git data.
@@ -347,7 +350,7 @@ func (p *Purgatory) Release(r Repo, repoHasData bool, has func(oids []string) bo
 				out = append(out, e)
 			}
 		default:
-			if e.Repo == r && len(e.Needs) > 0 && has(e.Needs) {
+			if e.waitsOn(r) && len(e.Needs) > 0 && has(e.Needs) {
 				out = append(out, e)
 			}
 		}
@@ -376,6 +379,18 @@ func (p *Purgatory) Release(r Repo, repoHasData bool, has func(oids []string) bo
 		evs = append(evs, e.Event)
 	}
 	return evs, nil
+}
+
+func (e *Entry) waitsOn(r Repo) bool {
+	if e.Repo == r {
+		return true
+	}
+	for _, a := range e.Also {
+		if a == r {
+			return true
+		}
+	}
+	return false
 }
 
 // releaseOrder publishes announcements before states before everything else,

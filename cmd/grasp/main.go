@@ -1,0 +1,216 @@
+// Command grasp runs a GRASP server: a Nostr relay for NIP-34 git events and a
+// git smart-HTTP host whose pushes are authorised by signed state events.
+//
+//	grasp serve [--config grasp.toml]          run the server
+//	grasp check-config [--config grasp.toml]   validate config and plugins, then exit
+//	grasp plugin test --config grasp.toml      print the accept chain's verdict per event (stdin: JSONL)
+//	grasp version                              print version and commit
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"runtime/debug"
+	"syscall"
+
+	"github.com/grasp-dev/grasp/core/config"
+	"github.com/grasp-dev/grasp/core/logging"
+	"github.com/grasp-dev/grasp/core/server"
+	"github.com/grasp-dev/grasp/plugins"
+)
+
+// Set with -ldflags "-X main.version=... -X main.commit=..."; otherwise the
+// module's build information is used.
+var (
+	version = ""
+	commit  = ""
+)
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+}
+
+const usage = `usage:
+  grasp serve [--config FILE]          run the server (no FILE: built-in defaults)
+  grasp check-config [--config FILE]   validate the config and its plugins
+  grasp plugin test --config FILE      read events (JSON lines) on stdin, print each verdict
+  grasp version                        print version and commit
+`
+
+func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return 2
+	}
+	switch args[0] {
+	case "serve":
+		return serve(args[1:], stderr)
+	case "check-config":
+		return checkConfig(args[1:], stdout, stderr)
+	case "plugin":
+		if len(args) < 2 || args[1] != "test" {
+			fmt.Fprint(stderr, usage)
+			return 2
+		}
+		return pluginTest(args[2:], stdin, stdout, stderr)
+	case "version", "--version", "-v":
+		v, c := buildVersion()
+		fmt.Fprintf(stdout, "grasp %s (commit %s)\n", v, c)
+		return 0
+	case "help", "-h", "--help":
+		fmt.Fprint(stdout, usage)
+		return 0
+	}
+	fmt.Fprintf(stderr, "grasp: unknown command %q\n%s", args[0], usage)
+	return 2
+}
+
+// loadConfig parses --config (if any) from args.
+func loadConfig(name string, args []string, stderr io.Writer) (config.Config, string, bool) {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	path := fs.String("config", "", "path to grasp.toml (default: built-in defaults)")
+	if err := fs.Parse(args); err != nil {
+		return config.Config{}, "", false
+	}
+	if *path == "" {
+		return config.Default(), "", true
+	}
+	cfg, err := config.Load(*path)
+	if err != nil {
+		fmt.Fprintf(stderr, "%v\n", err)
+		return config.Config{}, *path, false
+	}
+	return cfg, *path, true
+}
+
+func serve(args []string, stderr io.Writer) int {
+	cfg, path, ok := loadConfig("serve", args, stderr)
+	if !ok {
+		return 1
+	}
+	log, err := logging.New(cfg.Log.Level, cfg.Log.Format, stderr)
+	if err != nil {
+		fmt.Fprintf(stderr, "grasp: %v\n", err)
+		return 1
+	}
+	v, c := buildVersion()
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	var ext server.Extensions
+	var host *plugins.Host
+	counter := &storeCounter{}
+	if hasPlugins(cfg) {
+		host, err = plugins.New(pluginOptions(cfg, counter, log.Named("plugins"), nil))
+		if err != nil {
+			log.Error("cannot load plugins", "error", err)
+			return 1
+		}
+		ext = server.Extensions{Accept: host, AcceptNames: pluginNames(cfg), Tuner: host, Selector: host}
+	}
+	srv, err := server.New(cfg, server.Build{Version: v, Commit: c, ConfigPath: path}, log, ext)
+	if err != nil {
+		log.Error("cannot start", "error", err)
+		return 1
+	}
+	counter.set(srv.Events())
+	if host != nil {
+		host.OnReload(srv.ThrottleChanged)
+	}
+
+	reload := func() {
+		if path == "" || host == nil {
+			log.Info("reload: nothing to reload (no config file or no plugins)")
+			return
+		}
+		next, err := config.Load(path)
+		if err != nil {
+			log.Error("reload: config rejected; keeping the running set", "error", err)
+			return
+		}
+		if keys := config.RestartNeeded(cfg, next); len(keys) > 0 {
+			log.Warn("reload: these settings change only on restart", "keys", keys)
+		}
+		if err := host.Reload(pluginOptions(next, counter, log.Named("plugins"), nil)); err != nil {
+			log.Error("reload: plugins rejected; keeping the running set", "error", err)
+			return
+		}
+		log.Info("reload: plugins swapped")
+	}
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	go func() {
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-hup:
+				reload()
+			}
+		}
+	}()
+	if host != nil && cfg.Plugins.Watch && path != "" {
+		go host.Watch(ctx, append(host.Current().Files(), path), reload)
+	}
+	if err := srv.Run(ctx); err != nil && !errors.Is(err, context.Canceled) {
+		log.Error("server stopped", "error", err)
+		return 1
+	}
+	return 0
+}
+
+func checkConfig(args []string, stdout, stderr io.Writer) int {
+	cfg, path, ok := loadConfig("check-config", args, stderr)
+	if !ok {
+		return 1
+	}
+	if err := checkPlugins(cfg); err != nil {
+		fmt.Fprintf(stderr, "%v\n", err)
+		return 1
+	}
+	if path == "" {
+		path = "built-in defaults"
+	}
+	fmt.Fprintf(stdout, "%s: ok\n", path)
+	return 0
+}
+
+func pluginTest(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	cfg, _, ok := loadConfig("plugin test", args, stderr)
+	if !ok {
+		return 1
+	}
+	if err := testPlugins(context.Background(), cfg, stdin, stdout); err != nil {
+		fmt.Fprintf(stderr, "%v\n", err)
+		return 1
+	}
+	return 0
+}
+
+func buildVersion() (string, string) {
+	v, c := version, commit
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		if v == "" && bi.Main.Version != "" {
+			v = bi.Main.Version
+		}
+		for _, s := range bi.Settings {
+			if s.Key == "vcs.revision" && c == "" {
+				c = s.Value
+			}
+		}
+	}
+	if v == "" {
+		v = "(devel)"
+	}
+	if c == "" {
+		c = "unknown"
+	}
+	return v, c
+}

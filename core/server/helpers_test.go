@@ -1,0 +1,325 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+	"github.com/grasp-dev/grasp/core/clock"
+	"github.com/grasp-dev/grasp/core/config"
+	"github.com/grasp-dev/grasp/core/nip34"
+	"github.com/hashicorp/go-hclog"
+	"github.com/nbd-wtf/go-nostr"
+)
+
+// env is one grasp server on 127.0.0.1 with its own data dir.
+type env struct {
+	t    *testing.T
+	srv  *Server
+	base string // http://127.0.0.1:port
+	ws   string // ws://127.0.0.1:port
+	clk  *clock.Fake
+	stop context.CancelFunc
+}
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// newEnv starts a server with a fake clock (set to now) so purgatory
+// expiry can be driven without sleeping.
+func newEnv(t *testing.T, mutate func(c *config.Config)) *env {
+	t.Helper()
+	port := freePort(t)
+	cfg := config.Default()
+	cfg.Server.Listen = fmt.Sprintf("127.0.0.1:%d", port)
+	cfg.Server.PublicURL = fmt.Sprintf("http://127.0.0.1:%d", port)
+	cfg.Server.DataDir = t.TempDir()
+	cfg.Metrics.Enabled = false
+	if mutate != nil {
+		mutate(&cfg)
+	}
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	clk := clock.NewFake(time.Now())
+	var log hclog.Logger
+	if os.Getenv("GRASP_TEST_LOG") != "" {
+		log = hclog.New(&hclog.LoggerOptions{Level: hclog.Debug, Output: os.Stderr})
+	}
+	srv, err := New(cfg, Build{Version: "test"}, log, Extensions{}, WithClock(clk))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	if err := srv.Start(ctx); err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	e := &env{t: t, srv: srv, base: cfg.Server.PublicURL, ws: cfg.RelayURL(), clk: clk, stop: cancel}
+	t.Cleanup(func() {
+		cancel()
+		if err := srv.Wait(); err != nil {
+			t.Errorf("server stopped with %v", err)
+		}
+	})
+	return e
+}
+
+type key struct {
+	sk, pk, npub string
+}
+
+func newKey(t *testing.T) key {
+	sk := nostr.GeneratePrivateKey()
+	pk, _ := nostr.GetPublicKey(sk)
+	return key{sk: sk, pk: pk, npub: nip34.Npub(pk)}
+}
+
+func (e *env) sign(k key, kind int, tags nostr.Tags, content string) *nostr.Event {
+	e.t.Helper()
+	evt := &nostr.Event{Kind: kind, Tags: tags, Content: content, CreatedAt: nostr.Timestamp(e.clk.Now().Unix())}
+	if err := evt.Sign(k.sk); err != nil {
+		e.t.Fatal(err)
+	}
+	return evt
+}
+
+func (e *env) cloneURL(k key, d string) string {
+	return e.base + "/" + k.npub + "/" + nip34.EscapeIdentifier(d) + ".git"
+}
+
+// announcement lists this server in clone and relays, plus extra tags.
+func (e *env) announcement(k key, d string, extra ...nostr.Tag) *nostr.Event {
+	tags := nostr.Tags{{"d", d}, {"clone", e.cloneURL(k, d)}, {"relays", e.ws}}
+	tags = append(tags, extra...)
+	return e.sign(k, 30617, tags, "")
+}
+
+// state builds a 30618 with refs (name -> oid) and HEAD.
+func (e *env) state(k key, d string, refs map[string]string, head string) *nostr.Event {
+	tags := nostr.Tags{{"d", d}}
+	for name, oid := range refs {
+		tags = append(tags, nostr.Tag{name, oid})
+	}
+	if head != "" {
+		tags = append(tags, nostr.Tag{"HEAD", "ref: " + head})
+	}
+	return e.sign(k, 30618, tags, "")
+}
+
+// client is a raw websocket connection so tests see the exact OK message.
+type client struct {
+	t    *testing.T
+	c    *websocket.Conn
+	mu   sync.Mutex
+	msgs chan []json.RawMessage
+}
+
+func (e *env) dial() *client {
+	e.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	c, _, err := websocket.Dial(ctx, e.ws, nil)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	c.SetReadLimit(16 << 20)
+	cl := &client{t: e.t, c: c, msgs: make(chan []json.RawMessage, 1024)}
+	go func() {
+		defer close(cl.msgs)
+		for {
+			_, b, err := c.Read(context.Background())
+			if err != nil {
+				return
+			}
+			var arr []json.RawMessage
+			if json.Unmarshal(b, &arr) == nil {
+				cl.msgs <- arr
+			}
+		}
+	}()
+	e.t.Cleanup(func() { c.Close(websocket.StatusNormalClosure, "") })
+	return cl
+}
+
+func (cl *client) send(v ...any) {
+	cl.t.Helper()
+	b, _ := json.Marshal(v)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := cl.c.Write(ctx, websocket.MessageText, b); err != nil {
+		cl.t.Fatal(err)
+	}
+}
+
+func label(m []json.RawMessage) string {
+	var s string
+	json.Unmarshal(m[0], &s)
+	return s
+}
+
+func str(m json.RawMessage) string {
+	var s string
+	json.Unmarshal(m, &s)
+	return s
+}
+
+// next waits for the next message satisfying keep.
+func (cl *client) next(keep func([]json.RawMessage) bool) []json.RawMessage {
+	cl.t.Helper()
+	deadline := time.After(10 * time.Second)
+	for {
+		select {
+		case m, ok := <-cl.msgs:
+			if !ok {
+				cl.t.Fatal("connection closed")
+			}
+			if keep(m) {
+				return m
+			}
+		case <-deadline:
+			cl.t.Fatal("timed out waiting for a message")
+		}
+	}
+}
+
+// publish sends evt and returns the OK flag and message.
+func (cl *client) publish(evt *nostr.Event) (bool, string) {
+	cl.t.Helper()
+	cl.send("EVENT", evt)
+	m := cl.next(func(m []json.RawMessage) bool { return label(m) == "OK" && str(m[1]) == evt.ID })
+	var ok bool
+	json.Unmarshal(m[2], &ok)
+	return ok, str(m[3])
+}
+
+func (cl *client) mustAccept(evt *nostr.Event, msgPrefix string) {
+	cl.t.Helper()
+	ok, msg := cl.publish(evt)
+	if !ok || !strings.HasPrefix(msg, msgPrefix) {
+		cl.t.Fatalf("kind %d: OK %v %q, want true with prefix %q", evt.Kind, ok, msg, msgPrefix)
+	}
+}
+
+func (cl *client) mustReject(evt *nostr.Event, msgPart string) {
+	cl.t.Helper()
+	ok, msg := cl.publish(evt)
+	if ok || !strings.Contains(msg, msgPart) {
+		cl.t.Fatalf("kind %d: OK %v %q, want false containing %q", evt.Kind, ok, msg, msgPart)
+	}
+}
+
+var subSeq int
+
+// query runs a REQ to EOSE and returns the events.
+func (cl *client) query(f nostr.Filter) []*nostr.Event {
+	cl.t.Helper()
+	subSeq++
+	id := fmt.Sprintf("q%d", subSeq)
+	cl.send("REQ", id, f)
+	var out []*nostr.Event
+	for {
+		m := cl.next(func(m []json.RawMessage) bool {
+			return (label(m) == "EVENT" || label(m) == "EOSE" || label(m) == "CLOSED") && str(m[1]) == id
+		})
+		if label(m) != "EVENT" {
+			cl.send("CLOSE", id)
+			return out
+		}
+		var evt nostr.Event
+		json.Unmarshal(m[2], &evt)
+		out = append(out, &evt)
+	}
+}
+
+func (cl *client) served(id string) bool {
+	return len(cl.query(nostr.Filter{IDs: []string{id}})) == 1
+}
+
+// ---- git ----------------------------------------------------------------
+
+func gitRun(t *testing.T, dir string, args ...string) (string, error) {
+	t.Helper()
+	cmd := exec.Command("git", args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GIT_TERMINAL_PROMPT=0", "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@t",
+		"GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@t", "GIT_CONFIG_NOSYSTEM=1", "HOME="+dir)
+	out, err := cmd.CombinedOutput()
+	return strings.TrimSpace(string(out)), err
+}
+
+func mustGit(t *testing.T, dir string, args ...string) string {
+	t.Helper()
+	out, err := gitRun(t, dir, args...)
+	if err != nil {
+		t.Fatalf("git %v: %v\n%s", args, err, out)
+	}
+	return out
+}
+
+// work is a local working repository with helpers to commit.
+type work struct {
+	t   *testing.T
+	dir string
+}
+
+func newWork(t *testing.T) *work {
+	dir := t.TempDir()
+	mustGit(t, dir, "init", "-q", "-b", "main")
+	return &work{t: t, dir: dir}
+}
+
+func (w *work) commit(msg string) string {
+	w.t.Helper()
+	os.WriteFile(filepath.Join(w.dir, "f.txt"), []byte(msg+"\n"), 0o644)
+	mustGit(w.t, w.dir, "add", "-A")
+	mustGit(w.t, w.dir, "commit", "-q", "-m", msg)
+	return mustGit(w.t, w.dir, "rev-parse", "HEAD")
+}
+
+func (w *work) push(url string, refspecs ...string) (string, error) {
+	return gitRun(w.t, w.dir, append([]string{"push", "--porcelain", url}, refspecs...)...)
+}
+
+func lsRemote(t *testing.T, url string) map[string]string {
+	t.Helper()
+	out := mustGit(t, t.TempDir(), "ls-remote", url)
+	refs := map[string]string{}
+	for _, line := range strings.Split(out, "\n") {
+		if f := strings.Fields(line); len(f) == 2 {
+			refs[f[1]] = f[0]
+		}
+	}
+	return refs
+}
+
+func infoRefsStatus(t *testing.T, url string) int {
+	t.Helper()
+	resp, err := http.Get(url + "/info/refs?service=git-upload-pack")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+type jsonMsg = json.RawMessage
+
+func unmarshal(b json.RawMessage, v any) { json.Unmarshal(b, v) }
