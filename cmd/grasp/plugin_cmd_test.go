@@ -1,0 +1,176 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestPluginTestCommand runs the documented example:
+// grasp plugin test --config examples/custom-policy/grasp.toml < events.jsonl
+func TestPluginTestCommand(t *testing.T) {
+	events, err := os.ReadFile(filepath.Join(repoRoot, "examples/custom-policy/events.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// One line that is not an event: it gets its own verdict line too.
+	input := string(events) + "\n{not json\n"
+	// Blank lines are skipped; verdicts name other lines by their number.
+	var lines []string
+	var lineNo []int
+	for i, l := range strings.Split(input, "\n") {
+		if strings.TrimSpace(l) != "" {
+			lines = append(lines, l)
+			lineNo = append(lineNo, i+1)
+		}
+	}
+	code, out, errOut := runGrasp(t, repoRoot, []byte(input), nil, "plugin", "test", "--config", "examples/custom-policy/grasp.toml")
+	if code != 0 {
+		t.Fatalf("plugin test exited %d: %s", code, errOut)
+	}
+	verdicts := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+	if len(verdicts) != len(lines) {
+		t.Fatalf("%d verdicts for %d input lines:\n%s", len(verdicts), len(lines), out)
+	}
+	// What the example policy (git_only.js) documents for each event.
+	want := map[string]string{
+		"0100000000000000000000000000000000000000000000000000000000000000": "accept",                      // an issue
+		"0200000000000000000000000000000000000000000000000000000000000000": "reject blocked: this server", // kind 1
+		"0400000000000000000000000000000000000000000000000000000000000000": "shadowReject",                // synced from an untrusted relay
+		"0500000000000000000000000000000000000000000000000000000000000000": "accept",                      // synced from a trusted relay
+	}
+	for i, l := range lines {
+		v := verdicts[i]
+		var probe struct {
+			ID    string `json:"id"`
+			Event struct {
+				ID string `json:"id"`
+			} `json:"event"`
+		}
+		if json.Unmarshal([]byte(l), &probe) != nil {
+			if !strings.HasPrefix(v, fmt.Sprintf("line %d: invalid: ", lineNo[i])) {
+				t.Errorf("verdict for the malformed line %d = %q, want \"line %d: invalid: ...\"", lineNo[i], v, lineNo[i])
+			}
+			continue
+		}
+		id := probe.ID + probe.Event.ID
+		if !strings.HasPrefix(v, id+" ") {
+			t.Errorf("verdict %d = %q, want it to start with the event id %s", i+1, v, id)
+			continue
+		}
+		if w, ok := want[id]; ok && !strings.HasPrefix(strings.TrimPrefix(v, id+" "), w) {
+			t.Errorf("verdict for %s = %q, want %q...", id[:4], v, w)
+		}
+	}
+
+	// A plugin that does not compile fails the command, naming the file.
+	dir := t.TempDir()
+	broken := writePolicy(t, dir, "module.exports = { accept(event { }")
+	code, _, errOut = runGrasp(t, dir, []byte(string(events)), nil, "plugin", "test", "--config", broken)
+	if code == 0 || !strings.Contains(errOut, "gate.js") {
+		t.Errorf("plugin test with a broken plugin = %d %q, want non-zero naming gate.js", code, errOut)
+	}
+	code, _, errOut = runGrasp(t, dir, nil, nil, "check-config", "--config", broken)
+	if code == 0 || !strings.Contains(errOut, "gate.js") {
+		t.Errorf("check-config with a broken plugin = %d %q, want non-zero naming gate.js", code, errOut)
+	}
+}
+
+// writePolicy writes plugins/gate.js under dir and a config that makes it
+// the accept chain; it returns the config path.
+func writePolicy(t *testing.T, dir, js string) string {
+	t.Helper()
+	pdir := filepath.Join(dir, "plugins")
+	if err := os.MkdirAll(pdir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(pdir, "gate.js"), []byte(js), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg := filepath.Join(dir, "policy.toml")
+	body := fmt.Sprintf("[plugins]\ndir = %q\n\n[[plugins.accept]]\nname = \"gate\"\nfile = \"gate.js\"\n", pdir)
+	if err := os.WriteFile(cfg, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
+
+const (
+	policyV1 = `module.exports = {
+  accept(event, ctx) {
+    if (event.kind === 10317) return "blocked: v1 refuses grasp lists";
+  },
+};
+`
+	policyV2 = `module.exports = {
+  accept(event, ctx) {
+    if (event.content.includes("forbidden")) return "blocked: v2 refuses forbidden words";
+  },
+};
+`
+	policyBroken = `module.exports = {
+  accept(event, ctx) {
+    if (event.kind === 10317 return "blocked: never compiles";
+  },
+};
+`
+)
+
+// TestSIGHUPReloadsPlugins: SIGHUP swaps in the edited accept plugin; a
+// plugin that does not compile leaves the running policy in place.
+func TestSIGHUPReloadsPlugins(t *testing.T) {
+	pdir := filepath.Join(t.TempDir(), "plugins")
+	if err := os.MkdirAll(pdir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	gate := filepath.Join(pdir, "gate.js")
+	write := func(js string) {
+		t.Helper()
+		if err := os.WriteFile(gate, []byte(js), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(policyV1)
+	// watch = false: only the signal may trigger the reload under test.
+	in := newInstance(t, fmt.Sprintf("[plugins]\ndir = %q\nwatch = false\n\n[[plugins.accept]]\nname = \"gate\"\nfile = \"gate.js\"\n", pdir))
+	p := startServer(t, in)
+
+	expect := func(when, content string, wantOK bool, wantMsg string) {
+		t.Helper()
+		ok, msg := publishOK(t, in.Relay(), graspList(t, newKey(t), in, content))
+		if ok != wantOK || msg != wantMsg {
+			t.Errorf("%s: grasp list %q: OK %v %q, want %v %q", when, content, ok, msg, wantOK, wantMsg)
+		}
+	}
+	expect("policy v1", "hello", false, "blocked: v1 refuses grasp lists")
+
+	write(policyV2)
+	if err := p.cmd.Process.Signal(syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	p.waitLog(t, 30*time.Second, func(m logLine) bool { return m.Msg() == "reload: plugins swapped" })
+	expect("policy v2", "hello", true, "")
+	expect("policy v2", "forbidden words", false, "blocked: v2 refuses forbidden words")
+
+	write(policyBroken)
+	if err := p.cmd.Process.Signal(syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	rec := p.waitLog(t, 30*time.Second, func(m logLine) bool {
+		return m.Msg() == "reload: plugins rejected; keeping the running set"
+	})
+	if !strings.Contains(rec.Str("error"), "gate.js") {
+		t.Errorf("rejected reload does not name the broken file: %v", rec)
+	}
+	expect("after a broken reload", "hello", true, "")
+	expect("after a broken reload", "forbidden words", false, "blocked: v2 refuses forbidden words")
+
+	if code := p.stop(t, syscall.SIGTERM, 30*time.Second); code != 0 {
+		t.Errorf("exit code after SIGTERM = %d, want 0", code)
+	}
+}

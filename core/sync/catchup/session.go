@@ -1,0 +1,230 @@
+package catchup
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/nbd-wtf/go-nostr"
+)
+
+// session is one connection used by one CatchUp call. Only the calling
+// goroutine writes and handles frames; a reader goroutine turns the socket
+// into a channel so every wait can also watch a timer and ctx.
+type session struct {
+	c       *Client
+	url     string
+	opts    Options
+	ctx     context.Context
+	cancel  context.CancelFunc
+	conn    Conn
+	frames  chan []byte
+	readErr error // set by the reader before it closes frames
+	sent    int64
+	recv    int64 // written by the reader only; read after frames is closed
+	seq     int
+	closed  bool
+}
+
+var errTimeout = errors.New("no answer from the peer in time")
+
+func (c *Client) open(ctx context.Context, url string, opts Options) (*session, error) {
+	sctx, cancel := context.WithCancel(ctx)
+	// The dial is bounded by the round timeout on the injected clock, since a
+	// peer that accepts TCP and never finishes the handshake would hang it.
+	t := c.clk.AfterFunc(opts.RoundTimeout, cancel)
+	conn, err := c.dial(sctx, url)
+	t.Stop()
+	if err != nil {
+		cancel()
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("dial: %w", ctx.Err())
+		}
+		return nil, fmt.Errorf("dial: %w: %w", errConn, err)
+	}
+	s := &session{c: c, url: url, opts: opts, ctx: sctx, cancel: cancel, conn: conn, frames: make(chan []byte, 64)}
+	go s.read()
+	return s, nil
+}
+
+func (s *session) read() {
+	defer close(s.frames)
+	for {
+		var buf bytes.Buffer
+		if err := s.conn.ReadMessage(s.ctx, &buf); err != nil {
+			s.readErr = err
+			return
+		}
+		s.recv += int64(buf.Len())
+		select {
+		case s.frames <- buf.Bytes():
+		case <-s.ctx.Done():
+			s.readErr = s.ctx.Err()
+			return
+		}
+	}
+}
+
+// close drops the connection, waits for the reader to finish and adds the
+// session's byte counts to res. It is idempotent.
+func (s *session) close(res *Result) {
+	if s.closed {
+		return
+	}
+	s.closed = true
+	s.cancel()
+	_ = s.conn.Close()
+	for range s.frames {
+		// drain so the reader can see ctx and exit
+	}
+	res.BytesSent += s.sent
+	res.BytesReceived += s.recv
+}
+
+func (s *session) send(msg []byte) error {
+	s.sent += int64(len(msg))
+	if err := s.conn.WriteMessage(s.ctx, msg); err != nil {
+		if s.ctx.Err() != nil {
+			return fmt.Errorf("write: %w", context.Cause(s.ctx))
+		}
+		return fmt.Errorf("write: %w: %w", errConn, err)
+	}
+	return nil
+}
+
+// frame is one message from the peer. EVENT frames come parsed and with id
+// and signature already checked, in parallel across a batch: signature
+// checks dominate a bulk catch-up's CPU time.
+type frame struct {
+	raw   []byte
+	label string
+	sub   string       // EVENT only
+	evt   *nostr.Event // EVENT only; nil if it did not parse
+	why   string       // why evt failed verification, "" if it passed or was not checked
+}
+
+// maxBatch bounds how many queued frames are taken (and verified) at once.
+const maxBatch = 128
+
+// nextFrames waits (one round timeout at most) for the next frame, then takes
+// whatever else is already queued, and verifies the batch's events except
+// those wanted reports it will ignore (known, duplicate, not asked for).
+func (s *session) nextFrames(wanted func(sub, id string) bool) ([]frame, error) {
+	f, err := s.next()
+	if err != nil {
+		return nil, err
+	}
+	batch := []frame{{raw: f}}
+more:
+	for len(batch) < maxBatch {
+		select {
+		case f, ok := <-s.frames:
+			if !ok {
+				break more // handle what arrived; the next read reports the close
+			}
+			batch = append(batch, frame{raw: f})
+		default:
+			break more
+		}
+	}
+	var events []int
+	for i := range batch {
+		fr := &batch[i]
+		fr.label = label(fr.raw)
+		if fr.label != "EVENT" {
+			continue
+		}
+		var env nostr.EventEnvelope
+		if env.FromJSON(string(fr.raw)) != nil || env.SubscriptionID == nil {
+			continue
+		}
+		fr.sub, fr.evt = *env.SubscriptionID, &env.Event
+		if wanted(fr.sub, fr.evt.ID) {
+			events = append(events, i)
+		}
+	}
+	verifyAll(batch, events)
+	return batch, nil
+}
+
+// next waits for the next frame for at most one round timeout.
+func (s *session) next() ([]byte, error) {
+	t := s.c.clk.NewTimer(s.opts.RoundTimeout)
+	defer t.Stop()
+	select {
+	case f, ok := <-s.frames:
+		if !ok {
+			if s.ctx.Err() != nil {
+				return nil, fmt.Errorf("read: %w", s.ctx.Err())
+			}
+			return nil, fmt.Errorf("read: %w: %w", errConn, s.readErr)
+		}
+		return f, nil
+	case <-t.C():
+		return nil, errTimeout
+	case <-s.ctx.Done():
+		return nil, fmt.Errorf("read: %w", s.ctx.Err())
+	}
+}
+
+// pause waits d on the injected clock, or until ctx ends.
+func (s *session) pause(d time.Duration) error {
+	t := s.c.clk.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C():
+		return nil
+	case <-s.ctx.Done():
+		return s.ctx.Err()
+	}
+}
+
+func (s *session) subID(prefix string) string {
+	s.seq++
+	return prefix + strconv.Itoa(s.seq)
+}
+
+func (s *session) sendReq(sub string, f nostr.Filter) error {
+	b, err := nostr.ReqEnvelope{SubscriptionID: sub, Filters: nostr.Filters{f}}.MarshalJSON()
+	if err != nil {
+		return fmt.Errorf("encode REQ: %w", err)
+	}
+	return s.send(b)
+}
+
+func (s *session) sendClose(sub string) error {
+	b, err := nostr.CloseEnvelope(sub).MarshalJSON()
+	if err != nil {
+		return fmt.Errorf("encode CLOSE: %w", err)
+	}
+	return s.send(b)
+}
+
+// label reads the verb of a relay frame (`["EVENT",...`) without parsing the
+// rest, so frames we do not care about cost nothing.
+func label(f []byte) string {
+	i := 0
+	skip := func() {
+		for i < len(f) && (f[i] == ' ' || f[i] == '\n' || f[i] == '\r' || f[i] == '\t') {
+			i++
+		}
+	}
+	skip()
+	if i >= len(f) || f[i] != '[' {
+		return ""
+	}
+	i++
+	skip()
+	if i >= len(f) || f[i] != '"' {
+		return ""
+	}
+	i++
+	j := bytes.IndexByte(f[i:], '"')
+	if j < 0 || j > 16 {
+		return ""
+	}
+	return string(f[i : i+j])
+}
