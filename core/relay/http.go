@@ -42,6 +42,8 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request) {
 		s.serveNIP11(w, r)
 	case r.URL.Path == "/":
 		s.landing(w, r)
+	case r.URL.Path == "/icon.png" && (r.Method == http.MethodGet || r.Method == http.MethodHead):
+		s.serveIcon(w, r)
 	default:
 		s.notFound(w, r)
 	}

@@ -150,7 +150,7 @@ func TestG01C1_CORSAndRouting(t *testing.T) {
 	}
 	assertCORS(t, "landing", resp)
 
-	for _, p := range []string{"/nope", "/npubx/repo.git", "/icon.png"} {
+	for _, p := range []string{"/nope", "/npubx/repo.git", "/icon.jpg"} {
 		resp, body = get(t, http.MethodGet, tr.base+p, nil)
 		if resp.StatusCode != 404 || !strings.Contains(body, "Not found") {
 			t.Errorf("%s: want an HTML 404, got %d", p, resp.StatusCode)

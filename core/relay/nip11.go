@@ -3,6 +3,7 @@ package relay
 import (
 	"encoding/json"
 	"net/http"
+	"strings"
 )
 
 // info is our NIP-11 document. We build it ourselves rather than through
@@ -64,7 +65,7 @@ func (s *Server) buildNIP11() ([]byte, error) {
 		Description:            s.opts.Description,
 		PubKey:                 s.opts.PubkeyHex,
 		Contact:                s.opts.Contact,
-		Icon:                   s.opts.IconURL,
+		Icon:                   s.iconURL(),
 		Software:               s.opts.SoftwareURL,
 		Version:                s.opts.Version,
 		SupportedNIPs:          nips,
@@ -92,4 +93,12 @@ func (s *Server) serveNIP11(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	_, _ = w.Write(s.nip11)
+}
+
+// iconURL is the configured icon, or the one this server draws itself.
+func (s *Server) iconURL() string {
+	if s.opts.IconURL != "" || s.opts.PublicURL == "" {
+		return s.opts.IconURL
+	}
+	return strings.TrimSuffix(s.opts.PublicURL, "/") + "/icon.png"
 }
