@@ -99,6 +99,9 @@ func serve(args []string, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "grasp: %v\n", err)
 		return 1
 	}
+	if cfg.Server.MemoryLimitMB > 0 {
+		debug.SetMemoryLimit(int64(cfg.Server.MemoryLimitMB) << 20)
+	}
 	v, c := buildVersion()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

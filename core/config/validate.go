@@ -177,6 +177,9 @@ func (c *Config) checkServer(k *checker) {
 	if strings.TrimSpace(c.Server.DataDir) == "" {
 		k.fail("server.data_dir", "must not be empty")
 	}
+	if c.Server.MemoryLimitMB < 0 {
+		k.fail("server.memory_limit_mb", "must be 0 (no limit) or a positive number of MiB")
+	}
 }
 
 func (c *Config) checkRelay(k *checker) {
