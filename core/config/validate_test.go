@@ -2,6 +2,7 @@ package config
 
 import (
 	"encoding/hex"
+	"github.com/grasp-dev/grasp/core/nip34"
 	"strings"
 	"testing"
 )
@@ -124,13 +125,13 @@ func TestBech32RoundTrip(t *testing.T) {
 		for j := range b {
 			b[j] = byte(i*31 + j*7)
 		}
-		npub := encodeBech32("npub", b)
+		npub := nip34.Npub(hex.EncodeToString(b))
 		got, err := NormalizePubkey(npub)
 		if err != nil || got != hex.EncodeToString(b) {
 			t.Fatalf("round trip of %x via %s: %s, %v", b, npub, got, err)
 		}
 	}
-	if got := encodeBech32("npub", mustHex(t, nip19Hex)); got != nip19Npub {
+	if got := nip34.Npub(nip19Hex); got != nip19Npub {
 		t.Fatalf("encode NIP-19 vector: %s", got)
 	}
 	if _, err := NormalizePubkey(strings.Replace(nip19Npub, "npub", "nsec", 1)); err == nil {
