@@ -142,15 +142,6 @@ func TestBech32RoundTrip(t *testing.T) {
 	}
 }
 
-func mustHex(t *testing.T, s string) []byte {
-	t.Helper()
-	b, err := hex.DecodeString(s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
-
 func TestParseRepoPattern(t *testing.T) {
 	cases := []struct {
 		in   string
