@@ -324,15 +324,28 @@ func (p *Purgatory) Release(r Repo, repoHasData bool, has func(oids []string) bo
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	var out []*Entry
+	// A state whose objects are all present brings the repo its first
+	// refs (the caller aligns to it), so it counts as data for the
+	// announcement: both go out together, announcement first.
+	for _, e := range p.held {
+		if e.Event.Kind == 30618 && e.Repo.Identifier == r.Identifier {
+			if (len(e.Needs) > 0 && has(e.Needs)) || (len(e.Needs) == 0 && repoHasData) {
+				out = append(out, e)
+				repoHasData = true
+			}
+		}
+	}
 	annHeld := false
 	for _, e := range p.held {
-		if e.Event.Kind == 30617 && e.Repo == r {
+		if e.Event.Kind == 30617 && !e.WithRepo && e.Repo == r {
 			annHeld = true
 		}
 	}
 	annHeld = annHeld && repoHasData
 	for _, e := range p.held {
 		switch {
+		case e.Event.Kind == 30618:
+			// decided above
 		case e.Event.Kind == 30617 && !e.WithRepo:
 			if e.Repo == r && repoHasData {
 				out = append(out, e)
@@ -341,12 +354,6 @@ func (p *Purgatory) Release(r Repo, repoHasData bool, has func(oids []string) bo
 			// released with the event it waits for, below
 		case e.WithRepo:
 			if e.Repo == r && annHeld {
-				out = append(out, e)
-			}
-		case e.Event.Kind == 30618:
-			if e.Repo.Identifier == r.Identifier && len(e.Needs) > 0 && has(e.Needs) {
-				out = append(out, e)
-			} else if e.Repo.Identifier == r.Identifier && len(e.Needs) == 0 && repoHasData {
 				out = append(out, e)
 			}
 		default:

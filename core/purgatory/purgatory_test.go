@@ -269,3 +269,20 @@ func TestAwaitEventReleasedWithItsRoot(t *testing.T) {
 		t.Fatalf("release %v", got)
 	}
 }
+
+func TestStateWithItsDataReleasesTheEmptyRepoAnnouncementFirst(t *testing.T) {
+	clk := clock.NewFake(t0)
+	p := newP(t, newMemKV(), clk)
+	sk := nostr.GeneratePrivateKey()
+	pk, _ := nostr.GetPublicKey(sk)
+	repo := Repo{pk, "r"}
+	ann := signed(t, sk, 30617, t0, nostr.Tags{{"d", "r"}})
+	st := signed(t, sk, 30618, t0.Add(time.Second), nostr.Tags{{"d", "r"}, {"refs/heads/main", "aa"}})
+	p.Hold(Entry{Event: st, Repo: repo, Needs: []string{"aa"}})
+	p.Hold(Entry{Event: ann, Repo: repo})
+	// fetched objects, no refs yet: the state's data releases both
+	got, _ := p.Release(repo, false, func([]string) bool { return true })
+	if len(got) != 2 || got[0].ID != ann.ID || got[1].ID != st.ID {
+		t.Fatalf("released %v, want [announcement state]", got)
+	}
+}

@@ -324,11 +324,6 @@ func (g *grasp) releaseRepo(ctx context.Context, r purgatory.Repo) {
 	}
 	if alignState {
 		g.alignLatest(ctx, r)
-		if !hasData {
-			// the repo got its first refs from the released state: its
-			// held announcement (and what waits with it) goes out now
-			g.releaseRepo(ctx, r)
-		}
 	}
 }
 
