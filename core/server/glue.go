@@ -295,15 +295,34 @@ func (g *grasp) releaseRepo(ctx context.Context, r purgatory.Repo) {
 	}
 	hasData := len(git.StateRefs(refs)) > 0
 	evs, err := g.purg.Release(r, hasData, has)
-	alignState := false
 	if err != nil {
 		g.log.Error("release from purgatory", "repo", r.Address(), "error", err)
+	}
+	// In release order (announcement first, so the events after it pass
+	// their re-check), each event is re-checked, its git side made right,
+	// then published: a client that sees a released state or PR can fetch
+	// its refs at once.
+	var newest *nostr.Event
+	for _, evt := range evs {
+		if evt.Kind == nip34.KindState && (newest == nil || evt.CreatedAt > newest.CreatedAt) {
+			newest = evt
+		}
 	}
 	for _, evt := range evs {
 		d := g.rules.Decide(ctx, evt, policy.Meta{Source: policy.SourcePurgatory, ReceivedAt: g.clk.Now()})
 		if d.Outcome != policy.Store {
 			g.log.Info("released event refused on re-check", "id", evt.ID, "msg", d.Msg)
 			continue
+		}
+		switch evt.Kind {
+		case nip34.KindState:
+			if evt == newest {
+				g.alignLatest(ctx, r, evt)
+			}
+		case nip34.KindPR, nip34.KindPRUpdate:
+			if pr, err := nip34.ParsePR(evt); err == nil {
+				g.bindNostrRef(ctx, nip34.RepoRef{Pubkey: r.Owner, Identifier: r.Identifier}, evt.ID, pr.Tip)
+			}
 		}
 		if err := g.publish(ctx, evt); err != nil {
 			g.log.Error("publish released event", "id", evt.ID, "error", err)
@@ -313,17 +332,6 @@ func (g *grasp) releaseRepo(ctx context.Context, r purgatory.Repo) {
 		if g.hunter != nil {
 			g.hunter.ForgetEvent(r, evt.ID)
 		}
-		switch evt.Kind {
-		case nip34.KindState:
-			alignState = true
-		case nip34.KindPR, nip34.KindPRUpdate:
-			if pr, err := nip34.ParsePR(evt); err == nil {
-				g.bindNostrRef(ctx, nip34.RepoRef{Pubkey: r.Owner, Identifier: r.Identifier}, evt.ID, pr.Tip)
-			}
-		}
-	}
-	if alignState {
-		g.alignLatest(ctx, r)
 	}
 }
 

@@ -132,11 +132,21 @@ func (g *grasp) arrived(ctx context.Context, r hunt.Repo) {
 	g.alignLatest(ctx, r) // a re-check's fetch has no held event to release
 }
 
-// alignLatest brings a hosted repo to its latest stored authoritative state
-// when every object of that state is present: data fetched by the hunter
-// (or pushed to another maintainer's repo) lands as a push would.
-func (g *grasp) alignLatest(ctx context.Context, r purgatory.Repo) {
+// alignLatest brings a hosted repo to its latest authoritative state (the
+// newest stored one, or released, a state being released right now) when
+// every object of that state is present: data fetched by the hunter (or
+// pushed to another maintainer's repo) lands as a push would.
+func (g *grasp) alignLatest(ctx context.Context, r purgatory.Repo, released ...*nostr.Event) {
 	st, ok := g.latestState(ctx, r)
+	for _, evt := range released {
+		p, err := nip34.ParseState(evt)
+		if err != nil || (ok && st.CreatedAt > int64(evt.CreatedAt)) {
+			continue
+		}
+		refs, head := stateRefs(p)
+		st = git.StateCandidate{EventID: evt.ID, Author: evt.PubKey, CreatedAt: int64(evt.CreatedAt), Refs: refs, HEAD: head}
+		ok = true
+	}
 	if !ok {
 		return
 	}

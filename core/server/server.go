@@ -175,6 +175,9 @@ func (s *Server) assemble(ext Extensions) error {
 	}
 
 	grasps := []string{"GRASP-01"}
+	if cfg.Sync.Enabled {
+		grasps = append(grasps, "GRASP-02")
+	}
 	s.relay, err = relay.New(relay.Options{
 		Name:               cfg.Relay.Name,
 		Description:        cfg.Relay.Description,
@@ -226,6 +229,9 @@ func (s *Server) assemble(ext Extensions) error {
 	}, s.repos, s.grasp, s.grasp))
 
 	s.sched = scheduler.New(s.clk, s.log.Named("scheduler"), reg)
+	if err := s.startSync(svc, ext.Selector); err != nil {
+		return err
+	}
 	s.sched.Every("purgatory-sweep", cfg.Purgatory.SweepInterval.D(), s.grasp.sweep)
 	s.sched.Every("store-maintenance", 10*time.Minute, s.store.Maintain)
 	// pushes run with receive.autogc off; packing happens here, off the

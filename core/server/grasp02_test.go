@@ -1,0 +1,242 @@
+package server
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/grasp-dev/grasp/core/config"
+	"github.com/nbd-wtf/go-nostr"
+)
+
+// countServed counts the ids e serves, asking in chunks under the REQ cap.
+func countServed(cl *client, ids []string) int {
+	n := 0
+	for start := 0; start < len(ids); start += 100 {
+		n += len(cl.query(nostr.Filter{IDs: ids[start:min(start+100, len(ids))]}))
+	}
+	return n
+}
+
+func repoCoord(k key, d string) string { return "30617:" + k.pk + ":" + d }
+
+// servedAll reports whether every id is served by e.
+func servedAll(cl *client, ids ...string) bool {
+	return len(cl.query(nostr.Filter{IDs: ids})) == len(ids)
+}
+
+// G02-1 (events part) and G02-7: the announcement, once accepted here,
+// makes the server fetch from the relay it lists: a newer state, an issue,
+// a comment on the issue (layer 3, found only after the issue is in), and
+// events quoting or tagging the repo with q and A (layer 2). An
+// announcement on the same relay that does not list this server is neither
+// accepted nor followed: the relay only it lists is never contacted.
+func TestG02_1_G02_7_HistoricSyncFromListedRelay(t *testing.T) {
+	u := newKhatruPeer(t, khatruOpts{negentropy: true})
+	elsewhere := newKhatruPeer(t, khatruOpts{negentropy: true})
+	e := newSyncEnv(t, nil)
+	cl := e.dial()
+	a, b := newKey(t), newKey(t)
+	w := newWork(t)
+	c1 := w.commit("one")
+
+	ann := e.announcement(a, "repo", nostr.Tag{"relays", u.url})
+	st2 := e.sign(a, 30618, nostr.Tags{{"d", "repo"}, {"refs/heads/main", c1}, {"refs/tags/v1", c1}, {"HEAD", "ref: refs/heads/main"}}, "")
+	st2.CreatedAt += 5
+	st2.Sign(a.sk)
+	issue := e.sign(b, 1621, nostr.Tags{{"a", repoCoord(a, "repo")}, {"p", a.pk}, {"subject", "bug"}}, "it breaks")
+	comment := e.sign(a, 1111, nostr.Tags{{"E", issue.ID, "", b.pk}, {"K", "1621"}, {"P", b.pk}, {"e", issue.ID, "", b.pk}, {"k", "1621"}, {"p", b.pk}}, "thanks")
+	quote := e.sign(b, 1, nostr.Tags{{"q", repoCoord(a, "repo")}}, "look at this repo")
+	upper := e.sign(b, 1111, nostr.Tags{{"A", repoCoord(a, "repo")}, {"K", "30617"}, {"P", a.pk}, {"a", repoCoord(a, "repo")}, {"k", "30617"}, {"p", a.pk}}, "nice repo")
+	// B's repository lists only other relays, not this server
+	foreign := e.sign(b, 30617, nostr.Tags{{"d", "theirs"}, {"clone", "http://example.com/" + b.npub + "/theirs.git"}, {"relays", u.url, elsewhere.url}}, "")
+	foreignIssue := e.sign(b, 1621, nostr.Tags{{"a", repoCoord(b, "theirs")}}, "not ours")
+	u.put(ann, st2, issue, comment, quote, upper, foreign, foreignIssue)
+
+	e.release(a, "repo", w, c1, nostr.Tag{"relays", u.url})
+	e.eventually("the listed relay's history", syncStep, func() bool {
+		return servedAll(cl, st2.ID, issue.ID, comment.ID, quote.ID, upper.ID)
+	})
+	// one more round of batches so anything the foreign announcement would
+	// trigger has had its chance
+	e.eventually("sync idle", syncStep, func() bool { return e.metric("grasp_sync_pending_batches", "") == 0 })
+	e.clk.Advance(time.Second)
+	if cl.served(foreign.ID) || cl.served(foreignIssue.ID) {
+		t.Fatal("G02-7: an announcement not listing this server (or its issue) was synced")
+	}
+	if n := elsewhere.dials.Load(); n != 0 {
+		t.Fatalf("G02-7: dialled a relay only a non-listing announcement names (%d times)", n)
+	}
+	if e.metric("grasp_sync_events_total", "catchup") == 0 {
+		t.Fatal("no events counted as catch-up")
+	}
+}
+
+// G02-5: a relay without NIP-77 that caps every REQ at 500 results still
+// yields its whole history, through REQ paging with until. (Notes tagging
+// the repo, not issues: each issue would be a root event with layer 3
+// subscriptions of its own, which is not what this test is about.)
+func TestG02_5_NegentropyFallbackPagesPastTheRelayCap(t *testing.T) {
+	u := newKhatruPeer(t, khatruOpts{negentropy: false, reqCap: 500})
+	e := newSyncEnv(t, func(c *config.Config) { c.Sync.Negentropy = true })
+	cl := e.dial()
+	a := newKey(t)
+	w := newWork(t)
+	c1 := w.commit("one")
+	const n = 1100
+	ids := make([]string, 0, n)
+	base := e.clk.Now().Add(-time.Hour)
+	for i := 0; i < n; i++ {
+		evt := &nostr.Event{Kind: 1, CreatedAt: nostr.Timestamp(base.Add(time.Duration(i/3) * time.Second).Unix()),
+			Tags: nostr.Tags{{"a", repoCoord(a, "repo")}}, Content: fmt.Sprintf("note %d", i)}
+		if err := evt.Sign(a.sk); err != nil {
+			t.Fatal(err)
+		}
+		u.put(evt)
+		ids = append(ids, evt.ID)
+	}
+	e.release(a, "repo", w, c1, nostr.Tag{"relays", u.url})
+	e.eventually("all capped history", syncStep, func() bool {
+		return countServed(cl, ids) == n
+	})
+}
+
+// G02-2 and G02-6 against a second instance of this server: the
+// announcement names a relay this server did not know (discovery); once
+// connected, an issue (layer 2, `a`) and then a comment on it (layer 3,
+// `E`) published only there arrive without a reconnect and without any
+// timer firing here: the live subscriptions carry them.
+func TestG02_2_G02_6_LiveSyncOfLayers2And3FromADiscoveredRelay(t *testing.T) {
+	e := newSyncEnv(t, nil)
+	peer := newSyncEnv(t, func(c *config.Config) { c.Sync.Enabled = false })
+	cl, pcl := e.dial(), peer.dial()
+	a, b := newKey(t), newKey(t)
+	w := newWork(t)
+	c1 := w.commit("one")
+	both := []nostr.Tag{{"clone", peer.cloneURL(a, "repo")}, {"relays", peer.ws}}
+	peer.release(a, "repo", w, c1, nostr.Tag{"clone", e.cloneURL(a, "repo")}, nostr.Tag{"relays", e.ws})
+	if e.metric("grasp_sync_relay_connected", peer.ws) != 0 {
+		t.Fatal("connected to the peer before any announcement named it")
+	}
+	e.release(a, "repo", w, c1, both...)
+	e.eventually("G02-6: connection to the relay the announcement lists", syncStep, func() bool {
+		return e.metric("grasp_sync_relay_connected", peer.ws) == 1 && e.metric("grasp_sync_pending_batches", "") == 0 &&
+			e.metric("grasp_sync_filters", peer.ws) >= 4
+	})
+
+	issue := e.sign(b, 1621, nostr.Tags{{"a", repoCoord(a, "repo")}, {"p", a.pk}}, "live issue")
+	pcl.mustAccept(issue, "")
+	e.eventually("live issue", 0, func() bool { return cl.served(issue.ID) })
+
+	// the issue is a new root event: layer 3 for it opens after a batch
+	e.eventually("layer 3 subscription for the issue", syncStep, func() bool {
+		return e.metric("grasp_sync_filters", peer.ws) >= 7 && e.metric("grasp_sync_pending_batches", "") == 0
+	})
+	comment := e.sign(a, 1111, nostr.Tags{{"E", issue.ID, "", b.pk}, {"K", "1621"}, {"P", b.pk}, {"e", issue.ID}, {"k", "1621"}, {"p", b.pk}}, "on it")
+	pcl.mustAccept(comment, "")
+	quote := e.sign(b, 1, nostr.Tags{{"q", issue.ID}}, "see this issue")
+	pcl.mustAccept(quote, "")
+	e.eventually("live comment and quote", 0, func() bool { return servedAll(cl, comment.ID, quote.ID) })
+	if e.metric("grasp_sync_events_total", "live") < 3 {
+		t.Fatalf("live events counted: %v", e.metric("grasp_sync_events_total", "live"))
+	}
+}
+
+// The 15-minute rule end to end: events published while the relay was
+// unreachable arrive after a reconnect within the window (catch-up from
+// just before the gap) and after one beyond it (fresh sync).
+func TestG02_ReconnectWithinAndAfter15MinutesLosesNothing(t *testing.T) {
+	u := newKhatruPeer(t, khatruOpts{negentropy: true})
+	e := newSyncEnv(t, nil)
+	cl := e.dial()
+	a, b := newKey(t), newKey(t)
+	w := newWork(t)
+	c1 := w.commit("one")
+	first := e.sign(b, 1621, nostr.Tags{{"a", repoCoord(a, "repo")}}, "before")
+	u.put(e.announcement(a, "repo", nostr.Tag{"relays", u.url}), first)
+	e.release(a, "repo", w, c1, nostr.Tag{"relays", u.url})
+	connected := func() bool {
+		return e.metric("grasp_sync_relay_connected", u.url) == 1 && e.metric("grasp_sync_pending_batches", "") == 0
+	}
+	e.eventually("initial sync", syncStep, func() bool { return connected() && cl.served(first.ID) })
+
+	for _, gap := range []time.Duration{10 * time.Second, 20 * time.Minute} {
+		u.drop()
+		e.eventually("the drop noticed", 0, func() bool { return e.metric("grasp_sync_relay_connected", u.url) == 0 })
+		missed := e.sign(b, 1621, nostr.Tags{{"a", repoCoord(a, "repo")}}, "while away "+gap.String())
+		u.put(missed)
+		u.up()
+		e.clk.Advance(gap)
+		// a fresh client: the advance may have timed out idle connections
+		cl = e.dial()
+		e.eventually("reconnect after "+gap.String(), syncStep, func() bool { return connected() && cl.served(missed.ID) })
+	}
+	if e.metric("grasp_sync_connection_attempts_total", "lost") < 2 {
+		t.Fatal("the drops were not seen as lost connections")
+	}
+}
+
+// G02-9 and cfg.Sync.Enabled: GRASP-02 is advertised only when sync runs,
+// and with sync off nothing of it is built.
+func TestG02_9_SupportedGraspsFollowsSyncSwitch(t *testing.T) {
+	grasps := func(e *env) []string {
+		req, _ := http.NewRequest("GET", e.base, nil)
+		req.Header.Set("Accept", "application/nostr+json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		var doc struct {
+			Grasps []string `json:"supported_grasps"`
+		}
+		if err := json.Unmarshal(body, &doc); err != nil {
+			t.Fatalf("NIP-11: %v: %s", err, body)
+		}
+		return doc.Grasps
+	}
+	on := newSyncEnv(t, nil)
+	if !slices.Contains(grasps(on), "GRASP-02") {
+		t.Fatalf("sync on: supported_grasps %v lacks GRASP-02", grasps(on))
+	}
+	off := newSyncEnv(t, func(c *config.Config) { c.Sync.Enabled = false })
+	if slices.Contains(grasps(off), "GRASP-02") {
+		t.Fatalf("sync off: supported_grasps %v has GRASP-02", grasps(off))
+	}
+	if hasMetric(off.srv, "grasp_sync_relays_tracked") {
+		t.Fatal("sync off, yet the sync manager was built")
+	}
+}
+
+// G02-1, the held half: an announcement still in purgatory (no git data
+// yet) is already followed, so what its relays hold arrives; an issue
+// found there waits in purgatory with the repository and is served once
+// the first push releases both.
+func TestG02_1_HeldAnnouncementIsSyncedFromItsRelays(t *testing.T) {
+	u := newKhatruPeer(t, khatruOpts{negentropy: true})
+	e := newSyncEnv(t, func(c *config.Config) { c.Sync.PurgatoryRegisterInterval = config.Duration(200 * time.Millisecond) })
+	cl := e.dial()
+	a, b := newKey(t), newKey(t)
+	w := newWork(t)
+	c1 := w.commit("one")
+	issue := e.sign(b, 1621, nostr.Tags{{"a", repoCoord(a, "repo")}}, "found upstream")
+	u.put(issue)
+	cl.mustAccept(e.announcement(a, "repo", nostr.Tag{"relays", u.url}), purg)
+	cl.mustAccept(e.state(a, "repo", map[string]string{"refs/heads/main": c1}, "refs/heads/main"), purg)
+	e.eventually("sync of the held repository's relay", syncStep, func() bool {
+		return e.metric("grasp_sync_relay_connected", u.url) == 1 && e.metric("grasp_sync_pending_batches", "") == 0 &&
+			e.metric("grasp_sync_events_total", "catchup") >= 1
+	})
+	if cl.served(issue.ID) {
+		t.Fatal("issue of a held repository served before the repository")
+	}
+	if out, err := w.push(e.cloneURL(a, "repo"), "main:refs/heads/main"); err != nil {
+		t.Fatalf("push: %v\n%s", err, out)
+	}
+	e.eventually("the issue released with its repository", 0, func() bool { return cl.served(issue.ID) })
+}

@@ -1,0 +1,224 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/fiatjaf/eventstore"
+	"github.com/grasp-dev/grasp/core/health"
+	"github.com/grasp-dev/grasp/core/nip34"
+	"github.com/grasp-dev/grasp/core/purgatory"
+	gsync "github.com/grasp-dev/grasp/core/sync"
+	"github.com/grasp-dev/grasp/core/sync/catchup"
+	"github.com/grasp-dev/grasp/core/sync/conn"
+	"github.com/nbd-wtf/go-nostr"
+)
+
+// historyPage is how many events one start-up history query reads.
+const historyPage = 2000
+
+// startSync wires GRASP-02 event sync: the relay health tracker (persisted
+// in the side tables), the connection layer (events enter through the
+// relay's Ingest, the same pipeline as client events), the sync manager,
+// and the self-subscription that feeds it. It registers the "sync" loop
+// with the scheduler, so Start runs it and shutdown stops it before the
+// store closes; and a loop that registers announcements held in purgatory
+// with the manager. With sync disabled it does nothing.
+//
+// The self-subscription has one code path: the relay's OnStored callback
+// (client events, synced events, releases from purgatory) and, when the
+// loop starts, the store's history both go to Manager.Observe. The callback
+// is registered before the history is read, so nothing stored in between
+// is missed; seeing an event twice is harmless.
+func (s *Server) startSync(svc nip34.Service, sel gsync.RelaySelector) error {
+	sc := s.cfg.Sync
+	if !sc.Enabled {
+		return nil
+	}
+	reg := s.metrics.Registerer()
+	hc := s.cfg.Health
+	tracker, err := health.New(health.Options{
+		Schedule: health.Schedule{
+			Base: hc.BaseBackoff.D(), Max: hc.MaxBackoff.D(), DeadAfter: hc.DeadAfter.D(), DeadRetry: hc.DeadRetry.D(),
+			Cooldown: sc.RateLimitCooldown.D(),
+		},
+		KV: s.store.Side(), Logger: s.log, Registerer: reg,
+	})
+	if err != nil {
+		return fmt.Errorf("start sync: %w", err)
+	}
+	pool, err := conn.New(conn.Options{
+		Sink:  s.relay,
+		Local: catchup.StoreLocal{Store: s.store.Events()},
+		Clock: s.clk, Logger: s.log.Named("sync"), Registerer: reg,
+	})
+	if err != nil {
+		return fmt.Errorf("start sync: %w", err)
+	}
+	mgr, err := gsync.NewManager(gsync.Options{
+		Conns:    pool,
+		Health:   tracker,
+		Selector: sel, // relay selection plugins; nil keeps every listed relay
+		Self:     svc.RelayURL(),
+		// Bootstrap relays from the config; a URL without a scheme gets wss://.
+		Bootstrap: bootstrapURLs(sc.BootstrapRelays),
+		Archive:   s.cfg.Grasp.ArchiveAll,
+		// "Lists this server" has one definition: the one the GRASP rules
+		// apply to announcements.
+		ListsSelf: func(evt *nostr.Event) bool {
+			a, err := nip34.ParseAnnouncement(evt)
+			return err == nil && nip34.ListsService(a, svc)
+		},
+		BatchWindow:             sc.BatchWindow.D(),
+		ConsolidateAbove:        sc.ConsolidateAbove,
+		TagsPerFilter:           sc.TagsPerFilter,
+		QuickReconnectWindow:    sc.QuickReconnectWindow.D(),
+		DailyMin:                sc.DailyMin.D(),
+		DailyMax:                sc.DailyMax.D(),
+		DisconnectCheckInterval: sc.DisconnectCheckInterval.D(),
+		Negentropy:              sc.Negentropy,
+		Clock:                   s.clk,
+		Logger:                  s.log,
+		Registerer:              reg,
+	})
+	if err != nil {
+		return fmt.Errorf("start sync: %w", err)
+	}
+	pool.Bind(mgr)
+	s.relay.OnStored(func(_ context.Context, evt *nostr.Event) { mgr.Observe(evt) })
+	events := s.store.Events()
+	s.sched.Go("sync", func(ctx context.Context) error {
+		errc := make(chan error, 1)
+		go func() { errc <- mgr.Run(ctx) }()
+		if err := replayHistory(ctx, events, mgr.Observe); err != nil && ctx.Err() == nil {
+			// Repositories whose history could not be read are synced once
+			// they next see an event; sync of the rest goes on.
+			s.log.Error("reading stored announcements for sync failed", "error", err)
+		}
+		err := <-errc
+		// The manager has stopped asking; close the connections and wait,
+		// so no synced event reaches the store after this returns.
+		pool.Stop()
+		return err
+	})
+	// Held announcements are synced too (their states and events are how
+	// their git data and history arrive, G02-1), registered as they appear:
+	// purgatory has no hold callback for sync to hang on.
+	seen := map[string]bool{}
+	every := sc.PurgatoryRegisterInterval.D()
+	if every <= 0 {
+		every = 5 * time.Second
+	}
+	s.sched.Every("sync-purgatory-register", every, func(context.Context) error {
+		registerHeld(s.purg.Find, seen, mgr.Observe)
+		return nil
+	})
+	return nil
+}
+
+// registerHeld observes the held announcements not observed yet; seen (owned
+// by the one loop calling it) forgets ids no longer held, so it stays as
+// small as purgatory.
+func registerHeld(find func(keep func(*purgatory.Entry) bool) []purgatory.Entry, seen map[string]bool, observe func(*nostr.Event)) {
+	held := find(func(e *purgatory.Entry) bool { return e.Event.Kind == nip34.KindAnnouncement })
+	now := make(map[string]bool, len(held))
+	for _, e := range held {
+		now[e.Event.ID] = true
+		if !seen[e.Event.ID] {
+			observe(e.Event)
+		}
+	}
+	clear(seen)
+	for id := range now {
+		seen[id] = true
+	}
+}
+
+// bootstrapURLs gives scheme-less entries wss://, as the config documents.
+func bootstrapURLs(in []string) []string {
+	out := make([]string, 0, len(in))
+	for _, u := range in {
+		if u == "" {
+			continue
+		}
+		if !hasScheme(u) {
+			u = "wss://" + u
+		}
+		out = append(out, u)
+	}
+	return out
+}
+
+func hasScheme(u string) bool {
+	for i := 0; i < len(u); i++ {
+		switch c := u[i]; {
+		case c == ':':
+			return i > 0 && len(u) > i+2 && u[i+1] == '/' && u[i+2] == '/'
+		case c == '/' || c == '.':
+			return false
+		}
+	}
+	return false
+}
+
+// syncKinds are what the self-subscription follows: announcements and the
+// root events layer 3 tracks.
+func syncKinds() []int { return append([]int{nip34.KindAnnouncement}, gsync.RootKinds...) }
+
+// replayHistory streams every stored announcement and root event to observe,
+// newest first, in pages walked by until. A negentropy-marked query lifts
+// the REQ cap (the store caps it at its negentropy maximum instead); a page
+// that is all one second is read whole, then the walk continues below it.
+func replayHistory(ctx context.Context, events eventstore.Store, observe func(*nostr.Event)) error {
+	kinds := syncKinds()
+	var until *nostr.Timestamp
+	for {
+		n, oldest, newest, err := queryInto(ctx, events, nostr.Filter{Kinds: kinds, Until: until, Limit: historyPage}, observe)
+		if err != nil {
+			return err
+		}
+		if n < historyPage {
+			return nil
+		}
+		if oldest == newest {
+			sec := oldest
+			if _, _, _, err := queryInto(ctx, events, nostr.Filter{Kinds: kinds, Since: &sec, Until: &sec}, observe); err != nil {
+				return err
+			}
+			if oldest == 0 {
+				return nil
+			}
+			oldest--
+		}
+		// The page's oldest second is read again from the top: events share
+		// it beyond the page, and observing one twice changes nothing.
+		u := oldest
+		until = &u
+	}
+}
+
+func queryInto(ctx context.Context, events eventstore.Store, f nostr.Filter, observe func(*nostr.Event)) (n int, oldest, newest nostr.Timestamp, err error) {
+	ch, err := events.QueryEvents(eventstore.SetNegentropy(ctx), f)
+	if err != nil {
+		return 0, 0, 0, fmt.Errorf("query stored events for sync: %w", err)
+	}
+	for {
+		select {
+		case evt, ok := <-ch:
+			if !ok {
+				return n, oldest, newest, nil
+			}
+			if n == 0 || evt.CreatedAt < oldest {
+				oldest = evt.CreatedAt
+			}
+			if evt.CreatedAt > newest {
+				newest = evt.CreatedAt
+			}
+			n++
+			observe(evt)
+		case <-ctx.Done():
+			return n, oldest, newest, fmt.Errorf("query stored events for sync: %w", ctx.Err())
+		}
+	}
+}

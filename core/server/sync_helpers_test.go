@@ -1,0 +1,250 @@
+package server
+
+import (
+	"context"
+	"io"
+	"log"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/fiatjaf/eventstore"
+	"github.com/fiatjaf/eventstore/slicestore"
+	"github.com/fiatjaf/khatru"
+	"github.com/grasp-dev/grasp/core/config"
+	"github.com/nbd-wtf/go-nostr"
+)
+
+// newSyncEnv starts a server with GRASP-02 sync on (50 ms batch window so
+// the fake clock needs little advancing).
+func newSyncEnv(t *testing.T, mutate func(c *config.Config)) *env {
+	t.Helper()
+	return newEnv(t, func(c *config.Config) {
+		c.Sync.Enabled = true
+		c.Sync.BatchWindow = config.Duration(50 * time.Millisecond)
+		if mutate != nil {
+			mutate(c)
+		}
+	})
+}
+
+func hasMetric(s *Server, name string) bool {
+	mfs, err := s.metrics.Gatherer().Gather()
+	if err != nil {
+		return false
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == name {
+			return true
+		}
+	}
+	return false
+}
+
+// metric is the value of name with the given label value ("" for none),
+// summed over matching series.
+func (e *env) metric(name, labelValue string) float64 {
+	mfs, err := e.srv.metrics.Gatherer().Gather()
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	sum := 0.0
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			match := labelValue == ""
+			for _, l := range m.GetLabel() {
+				if l.GetValue() == labelValue {
+					match = true
+				}
+			}
+			if !match {
+				continue
+			}
+			switch {
+			case m.Gauge != nil:
+				sum += m.GetGauge().GetValue()
+			case m.Counter != nil:
+				sum += m.GetCounter().GetValue()
+			}
+		}
+	}
+	return sum
+}
+
+// eventually polls cond, advancing the fake clock by step between polls so
+// batch windows and reconnect timers fire; it fails after 20 s of real time.
+// step 0 leaves the clock alone (for what must happen without timers).
+func (e *env) eventually(what string, step time.Duration, cond func() bool) {
+	e.t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			e.t.Fatalf("timed out waiting for %s", what)
+		}
+		if step > 0 {
+			e.clk.Advance(step)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+const syncStep = 50 * time.Millisecond
+
+// release makes repo d of k accepted (stored) on e: announcement (with
+// extra tags), state, push.
+func (e *env) release(k key, d string, w *work, tip string, extra ...nostr.Tag) *nostr.Event {
+	e.t.Helper()
+	cl := e.dial()
+	ann := e.announcement(k, d, extra...)
+	st := e.state(k, d, map[string]string{"refs/heads/main": tip}, "refs/heads/main")
+	cl.mustAccept(ann, purg)
+	cl.mustAccept(st, purg)
+	if out, err := w.push(e.cloneURL(k, d), "main:refs/heads/main"); err != nil {
+		e.t.Fatalf("push: %v\n%s", err, out)
+	}
+	e.eventually("announcement released", 0, func() bool { return cl.served(ann.ID) })
+	return ann
+}
+
+// upstream is a plain khatru relay (slicestore) standing in for a foreign
+// peer. The store is guarded by our own lock: slicestore is not safe for
+// concurrent writes and queries, and its query goroutine races if the
+// reader stops early, so every query is drained under the lock.
+type khatruPeer struct {
+	t     testing.TB
+	url   string
+	rl    *khatru.Relay
+	mu    sync.Mutex
+	store *slicestore.SliceStore
+
+	connMu sync.Mutex
+	conns  map[net.Conn]bool
+	down   atomic.Bool
+	dials  atomic.Int64 // websocket upgrades served
+}
+
+type khatruOpts struct {
+	negentropy bool
+	reqCap     int // results per REQ (not per negentropy session); 0: none
+}
+
+func newKhatruPeer(tb testing.TB, o khatruOpts) *khatruPeer {
+	tb.Helper()
+	u := &khatruPeer{t: tb, store: &slicestore.SliceStore{MaxLimit: 1 << 30}, conns: map[net.Conn]bool{}}
+	if err := u.store.Init(); err != nil {
+		tb.Fatal(err)
+	}
+	rl := khatru.NewRelay()
+	rl.Log = log.New(io.Discard, "", 0)
+	rl.Negentropy = o.negentropy
+	rl.MaxMessageSize = 4 << 20
+	rl.QueryEvents = append(rl.QueryEvents, func(ctx context.Context, f nostr.Filter) (chan *nostr.Event, error) {
+		if o.reqCap > 0 && !eventstore.IsNegentropySession(ctx) && (f.Limit == 0 || f.Limit > o.reqCap) {
+			f.Limit = o.reqCap
+		}
+		return u.query(ctx, f)
+	})
+	rl.StoreEvent = append(rl.StoreEvent, func(ctx context.Context, evt *nostr.Event) error {
+		u.mu.Lock()
+		defer u.mu.Unlock()
+		return u.store.SaveEvent(ctx, evt)
+	})
+	rl.ReplaceEvent = append(rl.ReplaceEvent, func(ctx context.Context, evt *nostr.Event) error {
+		u.mu.Lock()
+		defer u.mu.Unlock()
+		return u.store.ReplaceEvent(ctx, evt)
+	})
+	u.rl = rl
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if u.down.Load() {
+			http.Error(w, "down", http.StatusServiceUnavailable)
+			return
+		}
+		if r.Header.Get("Upgrade") != "" {
+			u.dials.Add(1)
+		}
+		rl.ServeHTTP(w, r)
+	}))
+	srv.Config.ConnState = func(c net.Conn, st http.ConnState) {
+		u.connMu.Lock()
+		defer u.connMu.Unlock()
+		switch st {
+		case http.StateNew:
+			u.conns[c] = true
+		case http.StateClosed:
+			delete(u.conns, c)
+		}
+	}
+	srv.Start()
+	tb.Cleanup(srv.Close)
+	u.url = "ws" + strings.TrimPrefix(srv.URL, "http")
+	return u
+}
+
+// query answers from a fully drained copy (since inclusive, as NIP-01 says;
+// slicestore's search leaves out events at exactly since).
+func (u *khatruPeer) query(ctx context.Context, f nostr.Filter) (chan *nostr.Event, error) {
+	q := f
+	if f.Since != nil && *f.Since > 0 {
+		s := *f.Since - 1
+		q.Since = &s
+	}
+	u.mu.Lock()
+	in, err := u.store.QueryEvents(ctx, q)
+	if err != nil {
+		u.mu.Unlock()
+		return nil, err
+	}
+	var all []*nostr.Event
+	for e := range in {
+		if f.Matches(e) {
+			all = append(all, e)
+		}
+	}
+	u.mu.Unlock()
+	out := make(chan *nostr.Event, len(all))
+	for _, e := range all {
+		out <- e
+	}
+	close(out)
+	return out, nil
+}
+
+// put stores events directly, without broadcasting (khatru's broadcast
+// races with subscription changes; live tests use our own server).
+func (u *khatruPeer) put(evts ...*nostr.Event) {
+	u.t.Helper()
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	for _, e := range evts {
+		var err error
+		if nostr.IsAddressableKind(e.Kind) || nostr.IsReplaceableKind(e.Kind) {
+			err = u.store.ReplaceEvent(context.Background(), e)
+		} else {
+			err = u.store.SaveEvent(context.Background(), e)
+		}
+		if err != nil {
+			u.t.Fatalf("upstream save: %v", err)
+		}
+	}
+}
+
+// drop cuts every connection and refuses new ones until up.
+func (u *khatruPeer) drop() {
+	u.down.Store(true)
+	u.connMu.Lock()
+	defer u.connMu.Unlock()
+	for c := range u.conns {
+		c.Close()
+	}
+}
+
+func (u *khatruPeer) up() { u.down.Store(false) }

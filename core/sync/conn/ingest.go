@@ -1,0 +1,257 @@
+package conn
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/coder/websocket"
+	"github.com/grasp-dev/grasp/core/policy"
+	gsync "github.com/grasp-dev/grasp/core/sync"
+	"github.com/grasp-dev/grasp/core/sync/catchup"
+	"github.com/nbd-wtf/go-nostr"
+)
+
+// read turns frames into queued events and owner commands. It blocks on a
+// full event queue, which stops reading the socket: backpressure instead of
+// unbounded buffering (go-nostr's Relay spawns a goroutine per event).
+func (r *relay) read() {
+	defer r.wg.Done()
+	for {
+		typ, data, err := r.ws.Read(r.ctx)
+		if err != nil {
+			if r.ctx.Err() == nil {
+				var ce websocket.CloseError
+				if errors.As(err, &ce) && ce.Code == websocket.StatusMessageTooBig {
+					r.p.m.dropped.WithLabelValues("oversized").Inc()
+				}
+				r.shut(fmt.Errorf("read from %s: %w", r.url, err))
+			}
+			return
+		}
+		if typ != websocket.MessageText {
+			r.p.m.dropped.WithLabelValues("malformed").Inc()
+			continue
+		}
+		if !r.frame(data) {
+			return
+		}
+	}
+}
+
+// frame handles one frame; false means the connection is ending.
+func (r *relay) frame(data []byte) bool {
+	switch label(data) {
+	case "EVENT":
+		var env nostr.EventEnvelope
+		if err := env.FromJSON(string(data)); err != nil || env.SubscriptionID == nil {
+			r.p.m.dropped.WithLabelValues("malformed").Inc()
+			return true
+		}
+		filters := r.lookup(*env.SubscriptionID)
+		if filters == nil {
+			r.p.m.dropped.WithLabelValues("unknown_sub").Inc()
+			return true
+		}
+		if !matchesAny(filters, &env.Event) {
+			r.p.m.dropped.WithLabelValues("unmatched").Inc()
+			return true
+		}
+		evt := env.Event
+		select {
+		case r.events <- inbound{evt: &evt, at: r.p.clk.Now()}:
+			return true
+		case <-r.ctx.Done():
+			return false
+		}
+	case "CLOSED":
+		var env nostr.ClosedEnvelope
+		if err := env.FromJSON(string(data)); err != nil {
+			r.p.m.dropped.WithLabelValues("malformed").Inc()
+			return true
+		}
+		return r.command(command{op: opClosed, id: env.SubscriptionID, msg: env.Reason})
+	case "NOTICE":
+		var env nostr.NoticeEnvelope
+		if err := env.FromJSON(string(data)); err != nil {
+			r.p.m.dropped.WithLabelValues("malformed").Inc()
+			return true
+		}
+		return r.command(command{op: opNotice, msg: string(env)})
+	case "EOSE", "OK", "AUTH", "COUNT":
+		// Live subscriptions ask for no stored events, so EOSE carries
+		// nothing; we publish nothing and do not authenticate.
+		return true
+	default:
+		r.p.m.dropped.WithLabelValues("malformed").Inc()
+		return true
+	}
+}
+
+// command queues a frame's command for the owner, first waiting (bounded by
+// ctx) while the owner is far behind, so a peer spamming CLOSED or NOTICE
+// cannot grow the queue without limit.
+func (r *relay) command(c command) bool {
+	for r.pending() > 1024 {
+		t := r.p.clk.NewTimer(10 * time.Millisecond)
+		select {
+		case <-t.C():
+		case <-r.ctx.Done():
+			t.Stop()
+			return false
+		}
+	}
+	r.enqueue(c)
+	return true
+}
+
+// matchesAny checks an event against the subscription's filters, ignoring
+// since: the live half asked from a later since than the filter, and an
+// event a peer sends for the right tags is wanted whatever its timestamp.
+func matchesAny(filters []nostr.Filter, evt *nostr.Event) bool {
+	for _, f := range filters {
+		if f.MatchesIgnoringTimestampConstraints(evt) {
+			return true
+		}
+	}
+	return false
+}
+
+// ingest feeds live events to the Sink at the peer's rate cap.
+func (r *relay) ingest() {
+	defer r.wg.Done()
+	for {
+		select {
+		case <-r.ctx.Done():
+			return
+		case in := <-r.events:
+			waited, err := r.pe.lim.wait(r.ctx)
+			if err != nil {
+				return
+			}
+			if waited {
+				r.p.m.paced.Inc()
+			}
+			res := r.deliver(r.ctx, in.evt, in.at)
+			r.p.m.events.WithLabelValues(sourceLive, res).Inc()
+			r.p.m.liveDelay.Observe(r.p.clk.Since(in.at).Seconds())
+			r.p.log.Debug("live event", "relay", r.url, "id", in.evt.ID, "kind", in.evt.Kind, "result", res)
+		}
+	}
+}
+
+// Pipeline results as metric labels.
+const (
+	resStored    = "stored"
+	resHeld      = "held"
+	resDuplicate = "duplicate"
+	resRejected  = "rejected"
+)
+
+func (r *relay) deliver(ctx context.Context, evt *nostr.Event, at time.Time) string {
+	ok, msg := r.p.o.Sink.Ingest(ctx, evt, policy.Meta{Source: policy.SourceSync, Remote: r.url, ReceivedAt: at})
+	switch {
+	case !ok:
+		return resRejected
+	case strings.HasPrefix(msg, "duplicate:"):
+		return resDuplicate
+	case strings.HasPrefix(msg, "purgatory:"):
+		return resHeld
+	default:
+		return resStored
+	}
+}
+
+// catchUp fetches the history of s's filters and reports the outcome to the
+// owner. Sessions are bounded per relay and in total; each is its own
+// websocket (catchup never shares one), closed when it ends.
+func (r *relay) catchUp(ctx context.Context, s *sub, mode gsync.CatchUp) {
+	defer r.wg.Done()
+	select {
+	case r.slots <- struct{}{}:
+	case <-ctx.Done():
+		return
+	}
+	defer func() { <-r.slots }()
+	select {
+	case r.p.slots <- struct{}{}:
+	case <-ctx.Done():
+		return
+	}
+	defer func() { <-r.p.slots }()
+	r.p.m.catchUps.Inc()
+	defer r.p.m.catchUps.Dec()
+
+	opts := r.p.o.CatchUpOptions
+	opts.Negentropy = mode == gsync.CatchUpNegentropy
+	for _, f := range s.filters {
+		sink := &catchUpSink{r: r, started: r.p.clk.Now(), full: f.Since == nil}
+		res, err := r.p.catchUp.CatchUp(ctx, r.url, f, r.p.o.Local, sink, opts)
+		if ctx.Err() != nil {
+			return // unsubscribed, or the connection ended
+		}
+		if err != nil {
+			r.enqueue(command{op: opCatchUpFailed, id: s.id, gen: s.gen, err: err})
+			return
+		}
+		r.p.log.Debug("subscription caught up", "relay", r.url, "sub", s.id, "method", res.Method,
+			"delivered", res.Delivered, "rejected", res.Rejected, "bad", res.Bad, "gaps", sink.gaps)
+	}
+	r.enqueue(command{op: opCatchUpDone, id: s.id, gen: s.gen})
+}
+
+// catchUpSink passes catch-up events to the Sink under the same rate cap as
+// live events and spots the ones live sync should have brought.
+type catchUpSink struct {
+	r       *relay
+	started time.Time
+	full    bool // no since: a fresh or daily sync
+	gaps    int
+}
+
+var _ catchup.Sink = (*catchUpSink)(nil)
+
+func (c *catchUpSink) Deliver(ctx context.Context, evt *nostr.Event) bool {
+	r := c.r
+	waited, err := r.pe.lim.wait(ctx)
+	if err != nil {
+		return false
+	}
+	if waited {
+		r.p.m.paced.Inc()
+	}
+	res := r.deliver(ctx, evt, r.p.clk.Now())
+	r.p.m.events.WithLabelValues(sourceCatchUp, res).Inc()
+	if (res == resStored || res == resHeld) && r.pe.missedLive(evt, c.started, r.p.o.GapGrace) {
+		c.gaps++
+		if c.full {
+			r.p.m.gaps.WithLabelValues(gapDaily).Inc()
+			r.p.log.Error("sustained sync gap: full resync found an event live sync and earlier catch-ups missed",
+				"relay", r.url, "id", evt.ID, "kind", evt.Kind)
+		} else {
+			r.p.m.gaps.WithLabelValues(gapCatchUp).Inc()
+			r.p.log.Warn("sync gap: catch-up found an event live sync missed", "relay", r.url, "id", evt.ID, "kind", evt.Kind)
+		}
+	}
+	return res != resRejected
+}
+
+// label reads a frame's verb (`["EVENT",...`) without parsing the rest.
+func label(f []byte) string {
+	f = bytes.TrimLeft(f, " \t\r\n")
+	if len(f) == 0 || f[0] != '[' {
+		return ""
+	}
+	f = bytes.TrimLeft(f[1:], " \t\r\n")
+	if len(f) == 0 || f[0] != '"' {
+		return ""
+	}
+	end := bytes.IndexByte(f[1:], '"')
+	if end < 0 || end > 16 {
+		return ""
+	}
+	return string(f[1 : 1+end])
+}

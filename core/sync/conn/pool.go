@@ -1,0 +1,322 @@
+// Package conn owns GRASP-02's relay connections: one websocket per peer
+// relay URL, each owned by one goroutine, implementing sync.Conns for the
+// manager. A subscription opens a live REQ at once and then catches up on the
+// filter's history through core/sync/catchup (negentropy first, REQ paging as
+// the fallback), so nothing published meanwhile falls between the two; the
+// manager hears SubscriptionDone when the history is in.
+//
+// Everything a peer sends is untrusted. Frames are size-capped, events must
+// match the subscription they arrive on, and every event goes to the Sink
+// (the relay's Ingest: id, signature and the full acceptance pipeline) at no
+// more than a per-relay rate, through bounded queues: a flooding peer is
+// slowed down, never buffered without limit. The package never decides what
+// is acceptable, never writes to the store itself and never blocks the
+// manager: every sync.Conns method only queues work.
+package conn
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/coder/websocket"
+	"github.com/grasp-dev/grasp/core/clock"
+	"github.com/grasp-dev/grasp/core/policy"
+	gsync "github.com/grasp-dev/grasp/core/sync"
+	"github.com/grasp-dev/grasp/core/sync/catchup"
+	"github.com/hashicorp/go-hclog"
+	"github.com/nbd-wtf/go-nostr"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Reporter receives what happens on the connections; *sync.Manager
+// implements it. Calls come from connection goroutines, never while the pool
+// holds a lock, so a Reporter may block briefly.
+type Reporter interface {
+	Connected(url string)
+	Disconnected(url string, err error)
+	SubscriptionDone(url, subID string)
+	SubscriptionClosed(url, subID, reason string)
+	Notice(url, msg string)
+}
+
+// Sink takes an event from a peer through the same checks and pipeline as a
+// client EVENT; ok and msg are what an OK would carry. *relay.Server's
+// Ingest has this signature.
+type Sink interface {
+	Ingest(ctx context.Context, evt *nostr.Event, meta policy.Meta) (ok bool, msg string)
+}
+
+// SinkFunc adapts a function to Sink.
+type SinkFunc func(ctx context.Context, evt *nostr.Event, meta policy.Meta) (bool, string)
+
+func (f SinkFunc) Ingest(ctx context.Context, evt *nostr.Event, meta policy.Meta) (bool, string) {
+	return f(ctx, evt, meta)
+}
+
+// CatchUpper fetches a filter's history from a peer; *catchup.Client
+// implements it.
+type CatchUpper interface {
+	CatchUp(ctx context.Context, url string, filter nostr.Filter, local catchup.Local, sink catchup.Sink, opts catchup.Options) (catchup.Result, error)
+}
+
+// Dialer opens a websocket to a relay URL.
+type Dialer func(ctx context.Context, url string) (*websocket.Conn, error)
+
+func dialWebsocket(ctx context.Context, url string) (*websocket.Conn, error) {
+	c, resp, err := websocket.Dial(ctx, url, &websocket.DialOptions{HTTPHeader: http.Header{"User-Agent": {"grasp-sync"}}})
+	if resp != nil && resp.Body != nil {
+		resp.Body.Close()
+	}
+	return c, err
+}
+
+// Options configure a Pool. Zero values take the defaults noted.
+type Options struct {
+	Sink  Sink          // required: where events go (relay.Ingest)
+	Local catchup.Local // required: what we hold, for negentropy
+	// CatchUp runs history catch-ups; nil builds a catchup.Client with this
+	// pool's clock, logger and registerer.
+	CatchUp CatchUpper
+	// CatchUpOptions tune each catch-up; Negentropy is set per subscription
+	// from the manager's CatchUp mode.
+	CatchUpOptions catchup.Options
+	Dial           Dialer        // nil: a plain websocket
+	DialTimeout    time.Duration // default 10s
+	PingInterval   time.Duration // default 29s; three failed pings close the socket
+	WriteTimeout   time.Duration // per frame, default 10s
+	// MaxMessageBytes caps one frame from a peer; default 1 MiB (events are
+	// capped far below that by the relay limits).
+	MaxMessageBytes int64
+	// EventsPerSecond and Burst cap what one relay delivers, live and
+	// catch-up together; defaults 500/s and 2,000.
+	EventsPerSecond float64
+	Burst           int
+	// QueueSize bounds the live events read but not yet ingested per relay;
+	// when full the socket is not read (backpressure). Default 256.
+	QueueSize int
+	// CatchUpsPerRelay and MaxCatchUps bound concurrent catch-up sessions
+	// (each its own websocket); defaults 2 and 16.
+	CatchUpsPerRelay int
+	MaxCatchUps      int
+	// LiveSlack is how far before now a live subscription's since starts, so
+	// an event whose created_at is a little behind the peer's clock still
+	// matches; the history before it is the catch-up's. Default 2m.
+	LiveSlack time.Duration
+	// GapGrace is how long after its created_at an event may still be on
+	// its way live before catch-up finding it counts as a gap. Default 1m.
+	GapGrace time.Duration
+	// NoticesPerMinute caps NOTICEs passed on per relay; default 30.
+	NoticesPerMinute int
+
+	Clock      clock.Clock
+	Logger     hclog.Logger
+	Registerer prometheus.Registerer
+}
+
+func (o *Options) defaults() error {
+	if o.Sink == nil {
+		return errors.New("conn options: Sink is required")
+	}
+	if o.Local == nil {
+		return errors.New("conn options: Local is required")
+	}
+	if o.Dial == nil {
+		o.Dial = dialWebsocket
+	}
+	dur := func(d *time.Duration, v time.Duration) {
+		if *d <= 0 {
+			*d = v
+		}
+	}
+	dur(&o.DialTimeout, 10*time.Second)
+	dur(&o.PingInterval, 29*time.Second)
+	dur(&o.WriteTimeout, 10*time.Second)
+	dur(&o.LiveSlack, 2*time.Minute)
+	dur(&o.GapGrace, time.Minute)
+	if o.MaxMessageBytes <= 0 {
+		o.MaxMessageBytes = 1 << 20
+	}
+	if o.EventsPerSecond <= 0 {
+		o.EventsPerSecond = 500
+	}
+	if o.Burst <= 0 {
+		o.Burst = 2000
+	}
+	if o.QueueSize <= 0 {
+		o.QueueSize = 256
+	}
+	if o.CatchUpsPerRelay <= 0 {
+		o.CatchUpsPerRelay = 2
+	}
+	if o.MaxCatchUps <= 0 {
+		o.MaxCatchUps = 16
+	}
+	if o.NoticesPerMinute <= 0 {
+		o.NoticesPerMinute = 30
+	}
+	if o.Clock == nil {
+		o.Clock = clock.New()
+	}
+	if o.Logger == nil {
+		o.Logger = hclog.NewNullLogger()
+	}
+	return nil
+}
+
+// Pool is the connection layer: it implements sync.Conns. Bind the Reporter
+// (the manager) before the manager runs.
+type Pool struct {
+	o       Options
+	clk     clock.Clock
+	log     hclog.Logger
+	m       *metrics
+	catchUp CatchUpper
+	slots   chan struct{} // global catch-up sessions
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	mu      sync.Mutex
+	rep     Reporter
+	relays  map[string]*relay
+	peers   map[string]*peer // outlives reconnects: rate cap and gap memory
+	stopped bool
+}
+
+// New builds a Pool.
+func New(opts Options) (*Pool, error) {
+	if err := opts.defaults(); err != nil {
+		return nil, err
+	}
+	m, err := newMetrics(opts.Registerer)
+	if err != nil {
+		return nil, fmt.Errorf("register sync connection metrics: %w", err)
+	}
+	p := &Pool{
+		o: opts, clk: opts.Clock, log: opts.Logger.Named("conn"), m: m, catchUp: opts.CatchUp,
+		slots: make(chan struct{}, opts.MaxCatchUps), relays: map[string]*relay{}, peers: map[string]*peer{},
+	}
+	if p.catchUp == nil {
+		c, err := catchup.New(catchup.Config{Logger: opts.Logger.Named("catchup"), Registerer: opts.Registerer, Clock: opts.Clock})
+		if err != nil {
+			return nil, err
+		}
+		p.catchUp = c
+	}
+	p.ctx, p.cancel = context.WithCancel(context.Background())
+	return p, nil
+}
+
+// Bind sets the Reporter. Call it once, before the manager runs.
+func (p *Pool) Bind(r Reporter) {
+	p.mu.Lock()
+	p.rep = r
+	p.mu.Unlock()
+}
+
+// Stop closes every connection and waits for the pool's goroutines, so no
+// event reaches the Sink after it returns. Nothing is reported.
+func (p *Pool) Stop() {
+	p.mu.Lock()
+	p.stopped = true
+	p.mu.Unlock()
+	p.cancel()
+	p.wg.Wait()
+}
+
+var _ gsync.Conns = (*Pool)(nil)
+
+// Connect opens a websocket to url in the background and reports Connected
+// or Disconnected. A Connect for a URL that is already connecting or
+// connected is ignored.
+func (p *Pool) Connect(url string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.stopped || p.relays[url] != nil {
+		return
+	}
+	pe := p.peers[url]
+	if pe == nil {
+		pe = newPeer(p.clk, p.o)
+		p.peers[url] = pe
+	}
+	r := newRelay(p, url, pe)
+	p.relays[url] = r
+	p.wg.Add(1)
+	go func() {
+		defer p.wg.Done()
+		r.run()
+	}()
+}
+
+// Subscribe queues subscription subID on url's connection: a live REQ now,
+// then a catch-up of the filters' history, then SubscriptionDone.
+func (p *Pool) Subscribe(url, subID string, filters []nostr.Filter, mode gsync.CatchUp) {
+	if r := p.relay(url); r != nil {
+		r.enqueue(command{op: opSubscribe, id: subID, filters: filters, mode: mode})
+	}
+}
+
+// Unsubscribe queues a CLOSE for subID and stops its catch-up.
+func (p *Pool) Unsubscribe(url, subID string) {
+	if r := p.relay(url); r != nil {
+		r.enqueue(command{op: opUnsubscribe, id: subID})
+	}
+}
+
+// Close drops the connection to url without reporting Disconnected and
+// forgets the peer's history.
+func (p *Pool) Close(url string) {
+	p.mu.Lock()
+	r := p.relays[url]
+	delete(p.relays, url)
+	delete(p.peers, url)
+	p.mu.Unlock()
+	if r != nil {
+		r.shut(errClosedByUs)
+	}
+}
+
+func (p *Pool) relay(url string) *relay {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.relays[url]
+}
+
+// forget removes r from the pool if it is still the connection for its URL,
+// and reports whether it was (only then may its end be reported).
+func (p *Pool) forget(r *relay) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.relays[r.url] != r {
+		return false
+	}
+	delete(p.relays, r.url)
+	return !p.stopped
+}
+
+func (p *Pool) reporter() Reporter {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.rep
+}
+
+// report runs f with the reporter if r is still the pool's connection
+// for its URL: a connection replaced or closed by the manager must not speak
+// for its successor.
+func (p *Pool) report(r *relay, f func(Reporter)) {
+	p.mu.Lock()
+	ok := p.relays[r.url] == r && !p.stopped && p.rep != nil
+	rep := p.rep
+	p.mu.Unlock()
+	if ok {
+		f(rep)
+	}
+}
+
+var errClosedByUs = errors.New("closed by the sync manager")
