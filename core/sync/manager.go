@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"runtime/debug"
 	"slices"
 	"strings"
 	stdsync "sync"
@@ -200,11 +201,23 @@ func (m *Manager) Run(ctx context.Context) error {
 			m.shutdown()
 			return nil
 		case f := <-m.inbox:
-			f()
+			m.safely("message", f)
 		case <-tick.C():
-			m.checkRelays()
+			m.safely("disconnect check", m.checkRelays)
 		}
 	}
+}
+
+// safely runs one step of the actor. A panic in one message must not end
+// sync for the whole process (Run cannot be restarted: its channels are
+// single-use), so it is logged with its stack and the actor goes on.
+func (m *Manager) safely(what string, f func()) {
+	defer func() {
+		if r := recover(); r != nil {
+			m.log.Error("sync manager step panicked; continuing", "step", what, "panic", r, "stack", string(debug.Stack()))
+		}
+	}()
+	f()
 }
 
 // send queues f for the actor; it is dropped once Run has returned.
