@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/grasp-dev/grasp/core/negguard"
 	"time"
 
 	"github.com/fiatjaf/eventstore"
@@ -64,7 +65,7 @@ func (c *conn) negOpen(f *frame, b []byte, subid string) bool {
 	if !ok {
 		return c.negErr(subid, "invalid: negentropy message must be a hex string")
 	}
-	msg, err := checkNegMessage(raw)
+	msg, err := negguard.Check(raw)
 	if err != nil {
 		return c.negErr(subid, "invalid: negentropy message: "+err.Error())
 	}
@@ -133,7 +134,7 @@ func (c *conn) negMsg(f *frame, b []byte, subid string) bool {
 		c.dropNegSession(subid)
 		return c.negErr(subid, "invalid: negentropy message must be a hex string")
 	}
-	msg, err := checkNegMessage(raw)
+	msg, err := negguard.Check(raw)
 	if err != nil {
 		c.dropNegSession(subid)
 		return c.negErr(subid, "invalid: negentropy message: "+err.Error())
@@ -150,7 +151,7 @@ func (c *conn) negMsg(f *frame, b []byte, subid string) bool {
 }
 
 // reconcile runs go-nostr's engine, turning a panic on input that passed
-// checkNegMessage into an error rather than a crashed process.
+// negguard.Check into an error rather than a crashed process.
 func reconcile(neg *negentropy.Negentropy, msg string) (out string, err error) {
 	defer func() {
 		if p := recover(); p != nil {

@@ -427,3 +427,21 @@ func counterValue(c prometheus.Counter) float64 {
 	}
 	return m.GetCounter().GetValue()
 }
+
+// A hostile peer's negentropy reply that would panic go-nostr's engine
+// (a bound whose id length does not fit) ends negentropy with a protocol
+// error; the catch-up completes by REQ and the process lives on.
+func TestR2_HostileNegentropyReplyFallsBackInsteadOfPanicking(t *testing.T) {
+	evts := corpus(t, 30, 0)
+	for _, payload := range []string{"6100ffffffffffffffff7f00", "6100210000", "61000003", "6100000205"} {
+		url := (&scripted{events: evts, hostile: payload}).serve(t)
+		local := newMem()
+		res, err := newClient(t, Config{}).CatchUp(ctxFor(t), url, allKinds, local, local, Options{Negentropy: true})
+		if err != nil {
+			t.Fatalf("%s: %v", payload, err)
+		}
+		if res.Method != MethodReq || !strings.HasPrefix(res.FallbackReason, "protocol:") || res.Delivered != len(evts) {
+			t.Fatalf("%s: result %+v, want a REQ fallback after a protocol error", payload, res)
+		}
+	}
+}

@@ -237,6 +237,7 @@ type scripted struct {
 	errReason string
 	loseFirst bool          // answer the first NEG-MSG with NEG-ERROR "CLOSED"
 	silentNeg bool          // never answer NEG-OPEN
+	hostile   string        // answer NEG-OPEN with this raw NEG-MSG payload
 	gotOpen   chan struct{} // receives one value per NEG-OPEN
 	extra     func(sub string, f nostr.Filter) []*nostr.Event
 
@@ -285,6 +286,10 @@ func (p *scripted) handle(ctx context.Context, c *websocket.Conn) {
 				p.gotOpen <- struct{}{}
 			}
 			if p.silentNeg {
+				continue
+			}
+			if p.hostile != "" {
+				sendRaw(fmt.Sprintf(`["NEG-MSG",%q,%q]`, env.SubscriptionID, p.hostile))
 				continue
 			}
 			if p.errLabel != "" {

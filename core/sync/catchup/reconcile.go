@@ -3,6 +3,7 @@ package catchup
 import (
 	"errors"
 	"fmt"
+	"github.com/grasp-dev/grasp/core/negguard"
 	"strings"
 	gosync "sync"
 	"time"
@@ -109,7 +110,14 @@ func (s *session) negSession(filter nostr.Filter, vec *vector.Vector, attempt in
 			}
 			replied = true
 			res.Rounds++
-			out, err := neg.Reconcile(env.Message)
+			// the peer is untrusted: a crafted message must not panic the
+			// engine (and with it the process)
+			checked, err := negguard.Check(env.Message)
+			if err != nil {
+				s.negClose(sub)
+				return fail(negEnd{fallback: "protocol: " + err.Error()})
+			}
+			out, err := reconcile(neg, checked)
 			if err != nil {
 				s.negClose(sub)
 				return fail(negEnd{fallback: "protocol: " + err.Error()})
@@ -185,4 +193,15 @@ func drainIDs(ch <-chan string, stop <-chan struct{}, max int) map[string]struct
 			return ids
 		}
 	}
+}
+
+// reconcile runs one engine round, turning a panic the checks did not
+// foresee into an error instead of a crashed process.
+func reconcile(neg *negentropy.Negentropy, msg string) (out string, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("negentropy engine failed on the peer's message: %v", r)
+		}
+	}()
+	return neg.Reconcile(msg)
 }

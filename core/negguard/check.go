@@ -1,4 +1,10 @@
-package gate
+// Package negguard owns the validation of NIP-77 negentropy messages before
+// go-nostr's negentropy engine sees them. The engine trusts its input: a
+// bound with a huge or negative id length panics on slicing, an id-list
+// count of 2^40 allocates a map that size. Both sides of NIP-77 are exposed
+// to hostile peers — the gate answers clients, the sync catch-up client
+// reads other relays' replies — so both go through Check.
+package negguard
 
 import (
 	"errors"
@@ -24,15 +30,18 @@ const (
 	negMaxTimestamp = 1 << 48
 )
 
-var errNegEmpty = errors.New("empty negentropy message")
+var (
+	errNegEmpty  = errors.New("empty negentropy message")
+	errTruncated = errors.New("message is truncated")
+)
 
-// checkNegMessage validates a hex negentropy message before go-nostr's engine
+// Check validates a hex negentropy message before go-nostr's engine
 // sees it, and returns it in lowercase. The engine trusts its input: a bound
 // with a huge or negative id length panics on slicing, an id-list count of
 // 2^40 allocates a map of that size, and non-hex ids are compared as
 // strings. Messages of another protocol version are returned unchecked,
 // because the engine answers those with our version (protocol upgrade).
-func checkNegMessage(msg string) (string, error) {
+func Check(msg string) (string, error) {
 	if msg == "" {
 		return "", errNegEmpty
 	}
@@ -164,4 +173,8 @@ func unhex(c byte) byte {
 	default:
 		return c - 'a' + 10
 	}
+}
+
+func isHex(c byte) bool {
+	return ('0' <= c && c <= '9') || ('a' <= c && c <= 'f') || ('A' <= c && c <= 'F')
 }

@@ -1,4 +1,4 @@
-package gate
+package negguard
 
 import (
 	"fmt"
@@ -10,7 +10,7 @@ import (
 	"github.com/nbd-wtf/go-nostr/nip77/negentropy/storage/vector"
 )
 
-func TestR2_CheckNegMessage(t *testing.T) {
+func TestR2_Check(t *testing.T) {
 	valid := []string{
 		"61",                                    // nothing to reconcile
 		"6100000200",                            // empty id list over everything
@@ -23,7 +23,7 @@ func TestR2_CheckNegMessage(t *testing.T) {
 		strings.ToUpper("6100000200"),
 	}
 	for _, m := range valid {
-		out, err := checkNegMessage(m)
+		out, err := Check(m)
 		if err != nil {
 			t.Errorf("%s: %v", m, err)
 		}
@@ -41,7 +41,7 @@ func TestR2_CheckNegMessage(t *testing.T) {
 		"6100000201" + strings.Repeat("cd", 31),
 	}
 	for _, m := range invalid {
-		if _, err := checkNegMessage(m); err == nil {
+		if _, err := Check(m); err == nil {
 			t.Errorf("%q accepted", m)
 		}
 	}
@@ -56,7 +56,7 @@ func serverVector(n int) *vector.Vector {
 	return vec
 }
 
-// FuzzNegMessage checks that whatever checkNegMessage lets through cannot
+// FuzzNegMessage checks that whatever Check lets through cannot
 // panic go-nostr's engine (the gate recovers anyway; this proves the check
 // is the real guard).
 func FuzzNegMessage(f *testing.F) {
@@ -66,7 +66,7 @@ func FuzzNegMessage(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, msg string) {
-		checked, err := checkNegMessage(msg)
+		checked, err := Check(msg)
 		if err != nil {
 			return
 		}
