@@ -45,7 +45,7 @@ func base() Config {
 			Limits: Limits{
 				MaxMessageBytes:         131072,
 				MaxEventBytes:           65536,
-				MaxContentBytes:         65536,
+				MaxContentBytes:         65535, // badger encodes content length in 16 bits
 				MaxEventTags:            2000,
 				MaxTagValueBytes:        1024,
 				CreatedAtLowerLimit:     Duration(3 * 365 * day),

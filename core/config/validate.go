@@ -251,7 +251,6 @@ func (c *Config) checkGrasp(k *checker) {
 		key  string
 		list []string
 	}{
-		{"grasp.archive_whitelist", g.ArchiveWhitelist},
 		{"grasp.repository_whitelist", g.RepositoryWhitelist},
 		{"grasp.repository_blacklist", g.RepositoryBlacklist},
 	} {
@@ -270,13 +269,19 @@ func (c *Config) checkGrasp(k *checker) {
 		g.EventBlacklist[i] = hex
 	}
 	k.nonNegative("grasp.max_repos_per_pubkey", g.MaxReposPerPubkey)
-	if g.Archiving() && g.ArchiveReadOnly && len(g.RepositoryWhitelist) > 0 {
-		k.fail("grasp.repository_whitelist", "cannot be combined with a read-only archive (grasp.archive_read_only): whitelisted repos would accept pushes the archive forbids")
+	// The keys are part of the config contract, but this version does not
+	// implement the behaviour: refusing them is honest, silently ignoring
+	// them would make an operator believe they archive or host /prs/.
+	if g.ArchiveAll {
+		k.fail("grasp.archive_all", "GRASP-05 archive mode is not implemented in this version; leave it false")
+	}
+	if len(g.ArchiveWhitelist) > 0 {
+		k.fail("grasp.archive_whitelist", "GRASP-05 archive mode is not implemented in this version; leave it empty")
+	}
+	if g.Grasp06 {
+		k.fail("grasp.grasp06", "GRASP-06 /prs/ hosting is not implemented in this version; leave it false")
 	}
 }
-
-// Archiving reports whether GRASP-05 archive mode is on for anything.
-func (g Grasp) Archiving() bool { return g.ArchiveAll || len(g.ArchiveWhitelist) > 0 }
 
 func (c *Config) checkTimers(k *checker) {
 	pg := c.Purgatory
