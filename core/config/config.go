@@ -119,6 +119,11 @@ type Purgatory struct {
 	HuntInterval          Duration `toml:"hunt_interval"`
 	RecheckInterval       Duration `toml:"recheck_interval"`
 	NaughtyTTL            Duration `toml:"naughty_ttl"`
+	// FetchPrivateAddresses lets the git-data hunter fetch from clone URLs
+	// on loopback, private and link-local addresses. Off by default: clone
+	// URLs come from anyone's announcements (SSRF into the operator's
+	// network).
+	FetchPrivateAddresses bool     `toml:"fetch_private_addresses"`
 	ExpiredMemory         Duration `toml:"expired_memory"`
 	RejectedHotTTL        Duration `toml:"rejected_hot_ttl"`
 	RejectedColdTTL       Duration `toml:"rejected_cold_ttl"`

@@ -52,6 +52,7 @@ func newEnv(t *testing.T, mutate func(c *config.Config)) *env {
 	cfg.Server.PublicURL = fmt.Sprintf("http://127.0.0.1:%d", port)
 	cfg.Server.DataDir = t.TempDir()
 	cfg.Metrics.Enabled = false
+	cfg.Purgatory.FetchPrivateAddresses = true // every git host in these tests is on 127.0.0.1
 	if mutate != nil {
 		mutate(&cfg)
 	}

@@ -43,9 +43,10 @@ func (s *Server) assembleHunter(ext Extensions, reg prometheus.Registerer) error
 			p, _ := s.repos.Path(npub(r.Owner), r.Identifier)
 			return p
 		},
-		OnArrived:   s.grasp.arrived,
-		FindDrifted: s.grasp.drifted,
-		Log:         s.log.Named("hunt"),
+		OnArrived:    s.grasp.arrived,
+		AllowPrivate: cfg.Purgatory.FetchPrivateAddresses,
+		FindDrifted:  s.grasp.drifted,
+		Log:          s.log.Named("hunt"),
 	}
 	h, err := hunt.New(hunt.Options{
 		UserDelay:    cfg.Purgatory.UserFetchDelay.D(),

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -28,10 +29,16 @@ func plainGit(t *testing.T) (root, base string) {
 	root = t.TempDir()
 	h := &cgi.Handler{Path: gitBin, Args: []string{"http-backend"},
 		Env: []string{"GIT_PROJECT_ROOT=" + root, "GIT_HTTP_EXPORT_ALL=1", "GIT_CONFIG_NOSYSTEM=1"}, Stderr: io.Discard}
-	srv := httptest.NewServer(h)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		plainGitRequests.Add(1)
+		h.ServeHTTP(w, r)
+	}))
 	t.Cleanup(srv.Close)
 	return root, srv.URL
 }
+
+// plainGitRequests counts requests to every plainGit host of the process.
+var plainGitRequests atomic.Int64
 
 // seedBare pushes w's HEAD into a new bare repo root/name.git.
 func seedBare(t *testing.T, root, name string, w *work, refspecs ...string) {
@@ -191,4 +198,33 @@ func TestG02_HourlyRecheckRestoresADriftedRepo(t *testing.T) {
 	}
 	// no new event: the hourly re-check finds the drift and hunts the data
 	e.advanceUntil(5*time.Minute, func() bool { return lsRemote(t, e.cloneURL(a, "repo"))["refs/heads/main"] == x })
+}
+
+// The hunter's SSRF guard is on by default: a clone URL on an internal
+// address is never fetched, and the event stays held.
+func TestG02_HuntRefusesInternalSourcesByDefault(t *testing.T) {
+	gitRoot, gitURL := plainGit(t)
+	e := newEnv(t, func(c *config.Config) { c.Purgatory.FetchPrivateAddresses = false })
+	cl := e.dial()
+	a := newKey(t)
+	w := newWork(t)
+	x := w.commit("x")
+	seedBare(t, gitRoot, "repo", w, "main:refs/heads/main")
+	cl.mustAccept(e.announcement(a, "repo", nostr.Tag{"clone", gitURL + "/repo.git"}), purg)
+	st := e.state(a, "repo", map[string]string{"refs/heads/main": x}, "refs/heads/main")
+	before := plainGitRequests.Load()
+	if ok, _ := e.srv.relay.Ingest(context.Background(), st, policy.Meta{Source: policy.SourceSync}); !ok {
+		t.Fatal("synced state refused")
+	}
+	waitFor(t, func() bool {
+		e.clk.Advance(time.Second)
+		return e.srv.grasp.hunter.Stats().Fetches > 0
+	})
+	cl = e.dial()
+	if cl.served(st.ID) {
+		t.Fatal("state released from an internal source")
+	}
+	if n := plainGitRequests.Load() - before; n != 0 {
+		t.Fatalf("the internal git host saw %d requests", n)
+	}
 }

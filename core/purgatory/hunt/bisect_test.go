@@ -51,7 +51,7 @@ func TestG02_MultiOIDFetchBisectsWhenTheRemoteNamesNoObject(t *testing.T) {
 		}
 	}
 	t.Setenv("FAKE_STATE", dir)
-	gc := &GitContext{Git: bin, RepoPath: func(Repo) string { return dir }}
+	gc := &GitContext{Git: bin, RepoPath: func(Repo) string { return dir }, AllowPrivate: true}
 	want := []string{oid("a"), oid("m1"), oid("b"), oid("c"), oid("m2"), oid("d")}
 	got, err := gc.Fetch(context.Background(), repoN("r"), "https://x.example/r.git", want)
 	if !reflect.DeepEqual(sorted(got), sorted(has)) {

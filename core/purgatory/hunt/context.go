@@ -65,9 +65,14 @@ const (
 	KindTimeout
 	// KindLocal is a failure on this side (missing bare repo, git binary).
 	KindLocal
+	// KindRefused is a source this server will not contact: its host is
+	// (or resolves to) a loopback, private, link-local or otherwise
+	// internal address. Clone URLs come from anyone's announcements, so
+	// fetching them must not reach the operator's internal network (SSRF).
+	KindRefused
 )
 
-var kindNames = [...]string{"other", "network", "missing", "protocol", "timeout", "local"}
+var kindNames = [...]string{"other", "network", "missing", "protocol", "timeout", "local", "refused"}
 
 func (k Kind) String() string {
 	if k < 0 || int(k) >= len(kindNames) {

@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"strings"
@@ -28,6 +29,15 @@ type GitContext struct {
 	FindDrifted func(ctx context.Context) ([]Need, error)
 	// Git is the git binary (default "git").
 	Git string
+	// AllowPrivate lets fetches reach loopback, private and link-local
+	// addresses (tests, or an operator whose git hosts are internal).
+	// Otherwise every source host is resolved once, refused if any of its
+	// addresses is internal, and git is pinned to the checked address with
+	// redirects off, so DNS rebinding and redirects cannot get around it.
+	AllowPrivate bool
+	// Resolver resolves source hosts when AllowPrivate is off (default
+	// net.DefaultResolver).
+	Resolver *net.Resolver
 	// Timeout bounds one Fetch, fallbacks included (default 10 min).
 	Timeout time.Duration
 	Log     hclog.Logger
@@ -118,6 +128,10 @@ func (g *GitContext) Fetch(ctx context.Context, repo Repo, url string, oids []st
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	dir := g.RepoPath(repo)
+	pin, err := g.pinSource(ctx, url)
+	if err != nil {
+		return nil, err
+	}
 
 	present, err := g.Has(ctx, repo, oids)
 	if err != nil {
@@ -150,7 +164,7 @@ func (g *GitContext) Fetch(ctx context.Context, repo Repo, url string, oids []st
 			continue
 		}
 		budget--
-		ferr := g.fetchOnce(ctx, dir, url, set)
+		ferr := g.fetchOnce(ctx, dir, url, pin, set)
 		switch {
 		case ferr == nil:
 		case ferr.Kind != KindMissing:
@@ -190,15 +204,16 @@ func (g *GitContext) Fetch(ctx context.Context, repo Repo, url string, oids []st
 }
 
 // fetchOnce runs one git fetch and classifies its failure.
-func (g *GitContext) fetchOnce(ctx context.Context, dir, url string, oids []string) *FetchError {
-	args := []string{
+func (g *GitContext) fetchOnce(ctx context.Context, dir, url string, pin []string, oids []string) *FetchError {
+	args := append([]string{}, pin...)
+	args = append(args,
 		"-c", "protocol.version=2",
 		"-c", "credential.helper=",
 		"-c", "http.lowSpeedLimit=1000", "-c", "http.lowSpeedTime=60",
 		"-C", dir,
 		"fetch", "--quiet", "--no-tags", "--no-write-fetch-head", "--no-recurse-submodules", "--no-auto-gc",
 		"--end-of-options", url,
-	}
+	)
 	args = append(args, oids...)
 	cmd := exec.CommandContext(ctx, g.git(), args...)
 	cmd.Env = gitEnv()

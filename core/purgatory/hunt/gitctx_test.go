@@ -83,7 +83,7 @@ func (f *fixture) localRepo(t *testing.T, id string) {
 }
 
 func (f *fixture) gitContext() *GitContext {
-	return &GitContext{RepoPath: func(r Repo) string { return filepath.Join(f.local, r.Identifier+".git") }, Timeout: time.Minute}
+	return &GitContext{RepoPath: func(r Repo) string { return filepath.Join(f.local, r.Identifier+".git") }, Timeout: time.Minute, AllowPrivate: true}
 }
 
 // gitServer serves root over smart HTTP with git http-backend, counting

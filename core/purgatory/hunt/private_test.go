@@ -1,0 +1,63 @@
+package hunt
+
+import (
+	"context"
+	"errors"
+	"net/netip"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestInternalAddresses(t *testing.T) {
+	for addr, internal := range map[string]bool{
+		"127.0.0.1": true, "10.1.2.3": true, "172.16.0.1": true, "192.168.1.1": true,
+		"169.254.169.254": true, "100.64.0.1": true, "0.0.0.0": true, "::1": true,
+		"fe80::1": true, "fc00::1": true, "::ffff:127.0.0.1": true, "224.0.0.1": true,
+		"93.184.216.34": false, "2606:4700::1111": false, "1.1.1.1": false,
+	} {
+		if got := internalAddr(netip.MustParseAddr(addr)); got != internal {
+			t.Errorf("%s: internal=%v, want %v", addr, got, internal)
+		}
+	}
+}
+
+// Clone URLs come from anyone's announcement: without the operator's
+// consent the hunter never fetches from an internal address, named by IP or
+// by a hostname that resolves to one, and such a source is not a "dead
+// host" either.
+func TestSourcesOnInternalAddressesAreRefused(t *testing.T) {
+	f := newFixture(t)
+	srv := serveGit(t, f.rootA, 0)
+	f.localRepo(t, "r")
+	gc := f.gitContext()
+	gc.AllowPrivate = false
+	oid := f.c2
+	for _, url := range []string{
+		srv.URL + "/r.git",
+		strings.Replace(srv.URL, "127.0.0.1", "localhost", 1) + "/r.git",
+		"http://169.254.169.254/latest/meta-data.git",
+	} {
+		_, err := gc.Fetch(context.Background(), repoN("r"), url, []string{oid})
+		var fe *FetchError
+		if !errors.As(err, &fe) || fe.Kind != KindRefused {
+			t.Fatalf("%s: %v, want a refused fetch", url, err)
+		}
+	}
+	if srv.total.Load() != 0 {
+		t.Fatalf("the internal git host saw %d requests", srv.total.Load())
+	}
+}
+
+func TestPublicSourceIsPinnedWithoutRedirects(t *testing.T) {
+	gc := &GitContext{RepoPath: func(Repo) string { return filepath.Join(t.TempDir(), "x.git") }, Timeout: time.Second}
+	pin, err := gc.pinSource(context.Background(), "https://93.184.216.34/owner/repo.git")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"-c", "http.curloptResolve=93.184.216.34:443:93.184.216.34", "-c", "http.followRedirects=false"}
+	if strings.Join(pin, " ") != strings.Join(want, " ") {
+		t.Fatalf("pin %v, want %v", pin, want)
+	}
+}
