@@ -72,6 +72,7 @@ type Limits struct {
 	DefaultLimit            int      `toml:"default_limit"`
 	MaxPendingOutboundBytes int      `toml:"max_pending_outbound_bytes"`
 	NegentropyMaxEvents     int      `toml:"negentropy_max_events"`
+	NegentropyMaxSessions   int      `toml:"negentropy_max_sessions"`
 	NegentropyIdleTimeout   Duration `toml:"negentropy_idle_timeout"`
 }
 

@@ -57,6 +57,7 @@ func TestDefaultsAreTheSeedValues(t *testing.T) {
 		"relay.limits.max_subid_length":           64,
 		"relay.limits.max_limit":                  500,
 		"relay.limits.negentropy_max_events":      1000000,
+		"relay.limits.negentropy_max_sessions":    64,
 		"relay.limits.max_pending_outbound_bytes": 32 << 20,
 		"store.backend":                           "badger",
 		"grasp.max_repos_per_pubkey":              0,

@@ -58,6 +58,7 @@ func base() Config {
 				DefaultLimit:            500,
 				MaxPendingOutboundBytes: 32 << 20,
 				NegentropyMaxEvents:     1000000,
+				NegentropyMaxSessions:   64,
 				NegentropyIdleTimeout:   Duration(time.Minute),
 			},
 		},

@@ -213,6 +213,7 @@ func (c *Config) checkRelay(k *checker) {
 	k.positive(p+"default_limit", l.DefaultLimit)
 	k.positive(p+"max_pending_outbound_bytes", l.MaxPendingOutboundBytes)
 	k.positive(p+"negentropy_max_events", l.NegentropyMaxEvents)
+	k.positive(p+"negentropy_max_sessions", l.NegentropyMaxSessions)
 	k.positiveDur(p+"negentropy_idle_timeout", l.NegentropyIdleTimeout)
 	if l.MaxEventBytes > l.MaxMessageBytes {
 		k.fail(p+"max_event_bytes", "%d exceeds max_message_bytes %d: such an event could never arrive in one message", l.MaxEventBytes, l.MaxMessageBytes)

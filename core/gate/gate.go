@@ -62,6 +62,10 @@ type Options struct {
 	// NegentropyFrameSize bounds one NEG-MSG reply in bytes before hex
 	// encoding (500000); larger reconciliations take more rounds.
 	NegentropyFrameSize int
+	// MaxNegSessions bounds negentropy sessions open at once on the whole
+	// relay (default 64): many connections each opening their allowance
+	// must not exhaust memory.
+	MaxNegSessions int
 	// MaxNegSessionsPerConn bounds concurrent negentropy sessions on one
 	// connection (4); each holds a vector of up to NegentropyMaxEvents ids.
 	MaxNegSessionsPerConn int
@@ -119,6 +123,9 @@ func (o *Options) setDefaults() {
 	if o.NegentropyFrameSize < 4096 { // go-nostr's engine panics below 4096
 		o.NegentropyFrameSize = 500000
 	}
+	if o.MaxNegSessions <= 0 {
+		o.MaxNegSessions = 64
+	}
 	if o.MaxNegSessionsPerConn <= 0 {
 		o.MaxNegSessionsPerConn = 4
 	}
@@ -158,6 +165,10 @@ type Gate struct {
 
 	nextID atomic.Uint64
 	conns  sync.Map // conn id -> *conn
+	// negOpen counts negentropy sessions open (or being built) across
+	// every connection: each holds an id vector of up to
+	// NegentropyMaxEvents, so the total is what bounds memory.
+	negOpen atomic.Int64
 }
 
 // New returns a gate in front of backend (khatru's relay, or any handler

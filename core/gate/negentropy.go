@@ -87,6 +87,19 @@ func (c *conn) negOpen(f *frame, b []byte, subid string) bool {
 	if filter.LimitZero {
 		return c.negErr(subid, "invalid: a filter with limit 0 matches nothing to reconcile")
 	}
+	// Reserve a relay-wide slot before the vector is built; it is given
+	// back unless the session stays open (then its end gives it back).
+	if c.g.negOpen.Add(1) > int64(c.g.opts.MaxNegSessions) {
+		c.g.negOpen.Add(-1)
+		c.g.metrics.limit("neg_sessions_total")
+		return c.negErr(subid, "blocked: too many negentropy sessions on this relay right now; try again later")
+	}
+	kept := false
+	defer func() {
+		if !kept {
+			c.g.negOpen.Add(-1)
+		}
+	}()
 	vec, err := c.buildVector(filter)
 	switch {
 	case errors.Is(err, errTooManyEvents):
@@ -110,6 +123,7 @@ func (c *conn) negOpen(f *frame, b []byte, subid string) bool {
 		s.lastUsed = c.g.clk.Now()
 		c.neg[subid] = s
 		c.negMu.Unlock()
+		kept = true
 		c.g.metrics.negSessions.Inc()
 	}
 	return c.send(appendEnvelope(nil, "NEG-MSG", subid, out))
@@ -176,7 +190,7 @@ func (c *conn) negIdle(subid string, s *negSession) {
 	}
 	delete(c.neg, subid)
 	c.negMu.Unlock()
-	c.g.metrics.negSessions.Dec()
+	c.g.negEnded()
 	c.negErr(subid, "closed: negentropy session idle for too long")
 }
 
@@ -187,7 +201,7 @@ func (c *conn) dropNegSession(subid string) {
 	c.negMu.Unlock()
 	if s != nil {
 		s.timer.Stop()
-		c.g.metrics.negSessions.Dec()
+		c.g.negEnded()
 	}
 }
 
@@ -198,8 +212,14 @@ func (c *conn) closeNegSessions() {
 	c.negMu.Unlock()
 	for _, s := range sessions {
 		s.timer.Stop()
-		c.g.metrics.negSessions.Dec()
+		c.g.negEnded()
 	}
+}
+
+// negEnded gives back the relay-wide slot of a session that was open.
+func (g *Gate) negEnded() {
+	g.negOpen.Add(-1)
+	g.metrics.negSessions.Dec()
 }
 
 func (c *conn) negErr(subid, reason string) bool {

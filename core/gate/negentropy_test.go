@@ -543,3 +543,39 @@ func TestR2_NegentropyFilterHookRefuses(t *testing.T) {
 		t.Fatalf("got %v, want NEG-MSG", v)
 	}
 }
+
+// Sessions on many connections are bounded relay-wide, since each holds an
+// id vector; a slot comes back when a session ends, on any connection.
+func TestR2_RelayWideSessionLimit(t *testing.T) {
+	e := newEnv(t, Options{MaxNegSessions: 2, MaxNegSessionsPerConn: 4})
+	for i := 0; i < 40; i++ {
+		e.store.SaveEvent(context.Background(), fakeEvent(1_700_000_000+int64(i)))
+	}
+	a, b, c := e.dial(), e.dial(), e.dial()
+	a.send(`["NEG-OPEN","s",{"kinds":[1]},"6100000200"]`)
+	if v := a.read(); v[0] != "NEG-MSG" {
+		t.Fatalf("first session: %v", v)
+	}
+	b.send(`["NEG-OPEN","s",{"kinds":[1]},"6100000200"]`)
+	if v := b.read(); v[0] != "NEG-MSG" {
+		t.Fatalf("second session: %v", v)
+	}
+	c.send(`["NEG-OPEN","s",{"kinds":[1]},"6100000200"]`)
+	if v := c.read(); v[0] != "NEG-ERR" || !strings.HasPrefix(v[2].(string), "blocked:") {
+		t.Fatalf("third session: got %v, want NEG-ERR blocked: over the relay-wide limit", v)
+	}
+	a.send(`["NEG-CLOSE","s"]`)
+	// the freed slot is usable from another connection (NEG-CLOSE has no
+	// reply, so retry until the close has been processed)
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		c.send(`["NEG-OPEN","s",{"kinds":[1]},"6100000200"]`)
+		v := c.read()
+		if v[0] == "NEG-MSG" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("slot never came back: %v", v)
+		}
+	}
+}

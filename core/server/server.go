@@ -167,6 +167,7 @@ func (s *Server) assemble(ext Extensions) error {
 		MaxFiltersPerReq:        lim.MaxFiltersPerReq,
 		MaxPendingOutboundBytes: lim.MaxPendingOutboundBytes,
 		NegentropyMaxEvents:     lim.NegentropyMaxEvents,
+		MaxNegSessions:          lim.NegentropyMaxSessions,
 		NegentropyIdle:          lim.NegentropyIdleTimeout.D(),
 		Query: func(ctx context.Context, f nostr.Filter) (chan *nostr.Event, error) {
 			return events.QueryEvents(eventstore.SetNegentropy(ctx), f)
