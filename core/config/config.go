@@ -60,7 +60,9 @@ type Limits struct {
 	MaxContentBytes  int `toml:"max_content_bytes"`
 	MaxEventTags     int `toml:"max_event_tags"`
 	MaxTagValueBytes int `toml:"max_tag_value_bytes"`
-	// CreatedAtLowerLimit: events older than now minus this are rejected.
+	// CreatedAtLowerLimit: events older than now minus this are rejected;
+	// 0 (the default) means no lower bound, because a GRASP server syncs
+	// repository history that is as old as the repository.
 	CreatedAtLowerLimit Duration `toml:"created_at_lower_limit"`
 	// CreatedAtUpperLimit: events newer than now plus this are rejected.
 	CreatedAtUpperLimit     Duration `toml:"created_at_upper_limit"`

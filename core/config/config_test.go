@@ -50,7 +50,7 @@ func TestDefaultsAreTheSeedValues(t *testing.T) {
 		"relay.limits.max_event_bytes":            65536,
 		"relay.limits.max_event_tags":             2000,
 		"relay.limits.max_tag_value_bytes":        1024,
-		"relay.limits.created_at_lower_limit":     Duration(94608000 * time.Second),
+		"relay.limits.created_at_lower_limit":     Duration(0),
 		"relay.limits.created_at_upper_limit":     Duration(900 * time.Second),
 		"relay.limits.max_filters_per_req":        200,
 		"relay.limits.max_subscriptions":          200,

@@ -48,7 +48,7 @@ func base() Config {
 				MaxContentBytes:         65535, // badger encodes content length in 16 bits
 				MaxEventTags:            2000,
 				MaxTagValueBytes:        1024,
-				CreatedAtLowerLimit:     Duration(3 * 365 * day),
+				CreatedAtLowerLimit:     0, // history is as old as the repository
 				CreatedAtUpperLimit:     Duration(15 * time.Minute),
 				MaxFiltersPerReq:        200,
 				MaxTagsPerFilter:        3,

@@ -203,7 +203,7 @@ func (c *Config) checkRelay(k *checker) {
 	k.positive(p+"max_content_bytes", l.MaxContentBytes)
 	k.positive(p+"max_event_tags", l.MaxEventTags)
 	k.positive(p+"max_tag_value_bytes", l.MaxTagValueBytes)
-	k.positiveDur(p+"created_at_lower_limit", l.CreatedAtLowerLimit)
+	k.nonNegativeDur(p+"created_at_lower_limit", l.CreatedAtLowerLimit)
 	k.positiveDur(p+"created_at_upper_limit", l.CreatedAtUpperLimit)
 	k.positive(p+"max_filters_per_req", l.MaxFiltersPerReq)
 	k.positive(p+"max_tags_per_filter", l.MaxTagsPerFilter)
