@@ -21,12 +21,8 @@ func (r *Rules) announcement(ctx context.Context, evt *nostr.Event, meta Meta) D
 		return reject("blocked: %s is blacklisted on this server", r.repoBlack.why(a.Pubkey, a.Identifier))
 	}
 	release := meta.Source == SourcePurgatory
-	if !release {
-		if dup, err := r.isHeldID(ctx, evt.ID); err != nil {
-			return r.internal("check purgatory", evt, err)
-		} else if dup {
-			return Decision{Outcome: Shadow, Msg: "duplicate: in purgatory"}
-		}
+	if d, stop := r.resubmitted(ctx, evt, release); stop {
+		return d
 	}
 	v, err := r.loadRepo(ctx, a.Identifier, evt.ID)
 	if err != nil {

@@ -18,12 +18,8 @@ func (r *Rules) pr(ctx context.Context, evt *nostr.Event, meta Meta) Decision {
 		return reject("invalid: PR event: %v", err)
 	}
 	release := meta.Source == SourcePurgatory
-	if !release {
-		if dup, err := r.isHeldID(ctx, evt.ID); err != nil {
-			return r.internal("check purgatory", evt, err)
-		} else if dup {
-			return Decision{Outcome: Shadow, Msg: "duplicate: in purgatory"}
-		}
+	if d, stop := r.resubmitted(ctx, evt, release); stop {
+		return d
 	}
 	repos := p.Repos
 	if len(repos) == 0 && p.Root != "" {

@@ -19,12 +19,8 @@ func (r *Rules) state(ctx context.Context, evt *nostr.Event, meta Meta) Decision
 		return reject("blocked: %s is blacklisted on this server", r.repoBlack.why(s.Pubkey, s.Identifier))
 	}
 	release := meta.Source == SourcePurgatory
-	if !release {
-		if dup, err := r.isHeldID(ctx, evt.ID); err != nil {
-			return r.internal("check purgatory", evt, err)
-		} else if dup {
-			return Decision{Outcome: Shadow, Msg: "duplicate: in purgatory"}
-		}
+	if d, stop := r.resubmitted(ctx, evt, release); stop {
+		return d
 	}
 	v, err := r.loadRepo(ctx, s.Identifier, "")
 	if err != nil {
@@ -103,4 +99,21 @@ func (r *Rules) anyHas(ctx context.Context, repos []nip34.Announcement, oid stri
 		}
 	}
 	return false, nil
+}
+
+// resubmitted answers a client or sync peer that sends an event purgatory
+// already holds: OK true "duplicate: in purgatory" (G01-P6), nothing done.
+// Releases from purgatory (release) are not resubmissions.
+func (r *Rules) resubmitted(ctx context.Context, evt *nostr.Event, release bool) (Decision, bool) {
+	if release {
+		return Decision{}, false
+	}
+	dup, err := r.isHeldID(ctx, evt.ID)
+	if err != nil {
+		return r.internal("check purgatory", evt, err), true
+	}
+	if dup {
+		return Decision{Outcome: Shadow, Msg: "duplicate: in purgatory"}, true
+	}
+	return Decision{}, false
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/grasp-dev/grasp/core/nip34"
 	"math"
 	"strconv"
 	"sync"
@@ -176,12 +177,12 @@ func (s *Server) checkFilter(f nostr.Filter) string {
 		return fmt.Sprintf("blocked: too many ids, authors or kinds in a filter (max %d)", l.MaxFilterItems)
 	}
 	for _, id := range f.IDs {
-		if !isHex64(id) {
+		if !nip34.IsHex64(id) {
 			return "invalid: ids must be 64-character lowercase hex"
 		}
 	}
 	for _, pk := range f.Authors {
-		if !isHex64(pk) {
+		if !nip34.IsHex64(pk) {
 			return "invalid: authors must be 64-character lowercase hex"
 		}
 	}
@@ -267,19 +268,6 @@ func subscriptionID(ctx context.Context) (id string, ok bool) {
 		}
 	}()
 	return khatru.GetSubscriptionID(ctx), true
-}
-
-func isHex64(s string) bool {
-	if len(s) != 64 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
-			return false
-		}
-	}
-	return true
 }
 
 // reqCounter counts the filters seen per REQ. khatru hands every filter of

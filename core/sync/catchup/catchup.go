@@ -17,6 +17,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/grasp-dev/grasp/core/nip34"
 	"io"
 	"strings"
 	gosync "sync"
@@ -298,22 +299,9 @@ func fallbackKind(reason string) string {
 func validItems(items []Item) []Item {
 	out := make([]Item, 0, len(items))
 	for _, it := range items {
-		if isHexID(it.ID) {
+		if nip34.IsHex64(it.ID) {
 			out = append(out, it)
 		}
 	}
 	return out
-}
-
-func isHexID(s string) bool {
-	if len(s) != 64 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
-			return false
-		}
-	}
-	return true
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/grasp-dev/grasp/core/negguard"
+	"github.com/grasp-dev/grasp/core/nip34"
 	"strings"
 	gosync "sync"
 	"time"
@@ -186,7 +187,7 @@ func drainIDs(ch <-chan string, stop <-chan struct{}, max int) map[string]struct
 			if !ok {
 				return ids
 			}
-			if (max == 0 || len(ids) < max) && isHexID(id) {
+			if (max == 0 || len(ids) < max) && nip34.IsHex64(id) {
 				ids[id] = struct{}{}
 			}
 		case <-stop:
