@@ -13,6 +13,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	stdlog "log"
 	"os"
 	"os/signal"
 	"runtime/debug"
@@ -22,6 +23,7 @@ import (
 	"github.com/grasp-dev/grasp/core/logging"
 	"github.com/grasp-dev/grasp/core/server"
 	"github.com/grasp-dev/grasp/plugins"
+	"github.com/hashicorp/go-hclog"
 )
 
 // Set with -ldflags "-X main.version=... -X main.commit=..."; otherwise the
@@ -99,6 +101,10 @@ func serve(args []string, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "grasp: %v\n", err)
 		return 1
 	}
+	// Libraries that print through the standard logger (eventstore's badger
+	// migrations) go through hclog too, in the configured format.
+	stdlog.SetFlags(0)
+	stdlog.SetOutput(log.Named("lib").StandardWriter(&hclog.StandardLoggerOptions{InferLevels: true}))
 	if cfg.Server.MemoryLimitMB > 0 {
 		debug.SetMemoryLimit(int64(cfg.Server.MemoryLimitMB) << 20)
 	}
