@@ -434,3 +434,57 @@ func TestG01G5c_PRWhoseTipIsAlreadyHereIsServedAndBound(t *testing.T) {
 		t.Fatalf("refs/nostr/%s = %q, want the PR tip %s", pr.ID, got, q)
 	}
 }
+
+func TestG01G5f_UnboundPlaceholderRefIsCollected(t *testing.T) {
+	e := newEnv(t, func(c *config.Config) {
+		c.Purgatory.NostrRefTTL = config.Duration(20 * time.Minute)
+		c.Purgatory.SweepInterval = config.Duration(time.Minute)
+	})
+	cl := e.dial()
+	a := newKey(t)
+	w := newWork(t)
+	x := w.commit("x")
+	url := e.cloneURL(a, "repo")
+	cl.mustAccept(e.announcement(a, "repo"), purg)
+	cl.mustAccept(e.state(a, "repo", map[string]string{"refs/heads/main": x}, ""), purg)
+	if out, err := w.push(url, "main:refs/heads/main"); err != nil {
+		t.Fatalf("push: %v\n%s", err, out)
+	}
+	p := w.commit("proposal")
+	id := strings.Repeat("ab", 32) // no PR event will ever come
+	if out, err := w.push(url, p+":refs/nostr/"+id); err != nil {
+		t.Fatalf("placeholder push: %v\n%s", err, out)
+	}
+	e.clk.Advance(10 * time.Minute)
+	if lsRemote(t, url)["refs/nostr/"+id] != p {
+		t.Fatal("placeholder collected before its TTL")
+	}
+	e.advanceUntil(time.Minute, func() bool { _, ok := lsRemote(t, url)["refs/nostr/"+id]; return !ok })
+	if lsRemote(t, url)["refs/heads/main"] != x {
+		t.Fatal("collecting the placeholder touched other refs")
+	}
+}
+
+// N34-2 / G01-G2e: ngit's states list annotated tags twice, the tag object
+// and the peeled commit (`^{}`); the peeled entry is not a ref to align.
+func TestG01G2e_AnnotatedTagWithPeeledEntry(t *testing.T) {
+	e := newEnv(t, nil)
+	cl := e.dial()
+	a := newKey(t)
+	w := newWork(t)
+	x := w.commit("x")
+	mustGit(t, w.dir, "tag", "-a", "v1", "-m", "release one")
+	tagObj := mustGit(t, w.dir, "rev-parse", "v1")
+	url := e.cloneURL(a, "repo")
+	cl.mustAccept(e.announcement(a, "repo"), purg)
+	st := e.sign(a, 30618, nostr.Tags{{"d", "repo"}, {"refs/heads/main", x}, {"refs/tags/v1", tagObj}, {"refs/tags/v1^{}", x}, {"HEAD", "ref: refs/heads/main"}}, "")
+	cl.mustAccept(st, purg)
+	if out, err := w.push(url, "main:refs/heads/main", "refs/tags/v1:refs/tags/v1"); err != nil {
+		t.Fatalf("push with an annotated tag: %v\n%s", err, out)
+	}
+	refs := lsRemote(t, url)
+	if refs["refs/tags/v1"] != tagObj || refs["refs/tags/v1^{}"] != x {
+		t.Fatalf("refs %v", refs)
+	}
+	waitFor(t, func() bool { return cl.served(st.ID) })
+}
