@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"time"
@@ -487,4 +488,34 @@ func TestG01G2e_AnnotatedTagWithPeeledEntry(t *testing.T) {
 		t.Fatalf("refs %v", refs)
 	}
 	waitFor(t, func() bool { return cl.served(st.ID) })
+}
+
+// grasp.md §10 item 6: the latest stored state authorises a push too, so a
+// repo that lost its data is healed by pushing it again, with no new state
+// event (ngit-grasp only looks in purgatory and refuses).
+func TestG01G2_StoredStateAuthorisesAHealingPush(t *testing.T) {
+	e := newEnv(t, nil)
+	cl := e.dial()
+	a := newKey(t)
+	w := newWork(t)
+	x := w.commit("x")
+	url := e.cloneURL(a, "repo")
+	cl.mustAccept(e.announcement(a, "repo"), purg)
+	cl.mustAccept(e.state(a, "repo", map[string]string{"refs/heads/main": x}, "refs/heads/main"), purg)
+	if out, err := w.push(url, "main:refs/heads/main"); err != nil {
+		t.Fatalf("push: %v\n%s", err, out)
+	}
+	ctx := context.Background()
+	if err := e.srv.repos.Delete(ctx, a.npub, "repo"); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.srv.repos.Create(ctx, a.npub, "repo"); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := w.push(url, "main:refs/heads/main"); err != nil {
+		t.Fatalf("healing push refused: %v\n%s", err, out)
+	}
+	if lsRemote(t, url)["refs/heads/main"] != x {
+		t.Fatal("repo not healed")
+	}
 }
