@@ -8,9 +8,11 @@ import (
 	"strings"
 )
 
-// RepoID is a repository's position in a RepoSyncIndex. IDs are dense and
-// never reused, so per-relay state can key on four bytes instead of the
-// ~80-byte "30617:<hex>:<d>" coordinate.
+// RepoID is a repository's position in a RepoSyncIndex, so per-relay state
+// can key on four bytes instead of the ~80-byte "30617:<hex>:<d>"
+// coordinate. The id of a removed repository is reused by the next new one:
+// whoever removes a repository must drop every per-relay reference to its id
+// in the same step (the manager does, in forget).
 type RepoID uint32
 
 // RepoSyncIndex is what we want to sync: for every repository coordinate the
@@ -24,11 +26,14 @@ type RepoID uint32
 // per repo rather than a set of ids, which is what keeps 10,000 repos × 50
 // root events × 5 relays within the memory budget.
 type RepoSyncIndex struct {
-	byAddr map[string]RepoID
-	repos  []repoEntry
+	byAddr    map[string]RepoID
+	repos     []repoEntry
+	freeRepos []RepoID // removed positions, reused first
 
 	relayByURL map[string]uint32
 	relayURLs  []string
+	relayRefs  []uint32 // repositories listing each interned relay
+	freeRelays []uint32
 
 	// Event ids are stored once. The lookup map keys on the first 8 bytes;
 	// ids sharing a prefix with a different stored id (possible only by
@@ -38,6 +43,12 @@ type RepoSyncIndex struct {
 	events        [][32]byte
 	eventRepo     []RepoID            // first repo that listed the event
 	eventMore     map[uint32][]RepoID // further repos, rare
+	freeEvents    []uint32
+
+	// Go maps keep their storage after deletes, and churn grows them;
+	// each lookup map is rebuilt once it has seen as many deletes as it
+	// holds entries (compact, in forget_index.go).
+	delAddrs, delRelays, delEvents int
 }
 
 type repoEntry struct {
@@ -46,6 +57,7 @@ type repoEntry struct {
 	roots     []uint32 // event indexes, in arrival order
 	announced bool
 	listsSelf bool
+	held      bool // announced only by an announcement still in purgatory
 }
 
 // NewRepoSyncIndex returns an empty index.
@@ -60,7 +72,10 @@ func NewRepoSyncIndex() *RepoSyncIndex {
 }
 
 // Len is the number of repositories known.
-func (x *RepoSyncIndex) Len() int { return len(x.repos) }
+func (x *RepoSyncIndex) Len() int { return len(x.byAddr) }
+
+// RootEventCount is the number of distinct root events known.
+func (x *RepoSyncIndex) RootEventCount() int { return len(x.events) - len(x.freeEvents) }
 
 // Lookup returns the id of a repository coordinate.
 func (x *RepoSyncIndex) Lookup(addr string) (RepoID, bool) {
@@ -99,8 +114,15 @@ func (x *RepoSyncIndex) repo(addr string) RepoID {
 	if id, ok := x.byAddr[addr]; ok {
 		return id
 	}
-	id := RepoID(len(x.repos))
-	x.repos = append(x.repos, repoEntry{addr: addr})
+	var id RepoID
+	if n := len(x.freeRepos); n > 0 {
+		id = x.freeRepos[n-1]
+		x.freeRepos = x.freeRepos[:n-1]
+		x.repos[id] = repoEntry{addr: addr}
+	} else {
+		id = RepoID(len(x.repos))
+		x.repos = append(x.repos, repoEntry{addr: addr})
+	}
 	x.byAddr[addr] = id
 	return id
 }
@@ -109,8 +131,16 @@ func (x *RepoSyncIndex) relay(u string) uint32 {
 	if i, ok := x.relayByURL[u]; ok {
 		return i
 	}
-	i := uint32(len(x.relayURLs))
-	x.relayURLs = append(x.relayURLs, u)
+	var i uint32
+	if n := len(x.freeRelays); n > 0 {
+		i = x.freeRelays[n-1]
+		x.freeRelays = x.freeRelays[:n-1]
+		x.relayURLs[i], x.relayRefs[i] = u, 0
+	} else {
+		i = uint32(len(x.relayURLs))
+		x.relayURLs = append(x.relayURLs, u)
+		x.relayRefs = append(x.relayRefs, 0)
+	}
 	x.relayByURL[u] = i
 	return i
 }
@@ -121,8 +151,8 @@ func (x *RepoSyncIndex) relay(u string) uint32 {
 // this server, which decides whether it is synced outside archive mode.
 func (x *RepoSyncIndex) SetAnnouncement(addr string, relays []string, listsSelf bool) RepoID {
 	id := x.repo(addr)
-	e := &x.repos[id]
-	e.relays = e.relays[:0]
+	old := x.repos[id].relays
+	var list []uint32
 	for _, r := range relays {
 		n, err := NormalizeRelayURL(r)
 		if err != nil {
@@ -130,18 +160,27 @@ func (x *RepoSyncIndex) SetAnnouncement(addr string, relays []string, listsSelf 
 		}
 		ri := x.relay(n)
 		dup := false
-		for _, have := range e.relays {
+		for _, have := range list {
 			if have == ri {
 				dup = true
 				break
 			}
 		}
 		if !dup {
-			e.relays = append(e.relays, ri)
+			list = append(list, ri)
+			x.relayRefs[ri]++
 		}
 	}
+	// The new list holds its references before the old one lets go, so a
+	// relay in both stays interned under the same index.
+	for _, ri := range old {
+		x.releaseRelay(ri)
+	}
+	e := &x.repos[id]
+	e.relays = list
 	e.announced = true
 	e.listsSelf = listsSelf
+	e.held = false
 	return id
 }
 
@@ -185,9 +224,16 @@ func (x *RepoSyncIndex) findEvent(raw [32]byte) (uint32, bool) {
 }
 
 func (x *RepoSyncIndex) storeEvent(raw [32]byte, repo RepoID) uint32 {
-	i := uint32(len(x.events))
-	x.events = append(x.events, raw)
-	x.eventRepo = append(x.eventRepo, repo)
+	var i uint32
+	if n := len(x.freeEvents); n > 0 {
+		i = x.freeEvents[n-1]
+		x.freeEvents = x.freeEvents[:n-1]
+		x.events[i], x.eventRepo[i] = raw, repo
+	} else {
+		i = uint32(len(x.events))
+		x.events = append(x.events, raw)
+		x.eventRepo = append(x.eventRepo, repo)
+	}
 	p := binary.LittleEndian.Uint64(raw[:8])
 	if _, taken := x.eventByPrefix[p]; taken {
 		x.eventOverflow[raw] = i

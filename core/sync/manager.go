@@ -295,7 +295,7 @@ func (m *Manager) Snapshot(ctx context.Context) (Snapshot, error) {
 }
 
 func (m *Manager) snapshot() Snapshot {
-	s := Snapshot{Repos: m.repos.Len(), RootEvents: len(m.repos.events)}
+	s := Snapshot{Repos: m.repos.Len(), RootEvents: m.repos.RootEventCount()}
 	for _, rs := range m.relays {
 		r, e := rs.ConfirmedCounts()
 		s.Relays = append(s.Relays, RelaySnapshot{

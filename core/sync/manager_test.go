@@ -468,8 +468,13 @@ func TestG02_DisconnectCheckClosesIdleRelaysNotBootstrap(t *testing.T) {
 	h.observe(announcement(0, "wss://self.example", "wss://r2.example"))
 	h.take1("connect")
 	h.clk.Advance(time.Minute)
-	h.snap()
-	c := h.conns.take()
+	// The tick and the snapshot request reach the actor on different
+	// channels: collect until the check has run.
+	var c []call
+	for i := 0; i < 200 && len(c) == 0; i++ {
+		h.snap()
+		c = h.conns.take()
+	}
 	if len(c) != 1 || c[0].op != "close" || c[0].url != r1 {
 		t.Fatalf("disconnect check calls %+v, want close r1", c)
 	}

@@ -19,6 +19,8 @@ type update struct {
 	listsSelf bool
 	id        string   // root event id
 	addrs     []string // repositories the root event tags
+	forget    bool     // Forget(addr)
+	held      bool     // ObserveHeld
 }
 
 // Observe feeds the self-subscriber with an accepted event: announcements
@@ -32,6 +34,11 @@ func (m *Manager) Observe(evt *nostr.Event) {
 	if !ok {
 		return
 	}
+	m.enqueue(u)
+}
+
+// enqueue adds u to the current batch, starting the window if none is open.
+func (m *Manager) enqueue(u update) {
 	m.obsMu.Lock()
 	m.obs = append(m.obs, u)
 	arm := !m.obsArmed
@@ -42,12 +49,17 @@ func (m *Manager) Observe(evt *nostr.Event) {
 	}
 }
 
+// flushObserved hands the batch to the actor. It sends while holding obsMu
+// so that batches reach the actor in the order they were collected: the
+// next batch's timer may fire as soon as obsArmed is cleared, and a Forget
+// overtaken by the Observe before it would be undone. The actor never takes
+// obsMu, so the wait is bounded by the actor draining its inbox.
 func (m *Manager) flushObserved() {
 	m.obsMu.Lock()
+	defer m.obsMu.Unlock()
 	batch := m.obs
 	m.obs = nil
 	m.obsArmed = false
-	m.obsMu.Unlock()
 	if len(batch) > 0 {
 		m.send(func() { m.applyUpdates(batch) })
 	}

@@ -10,6 +10,16 @@ import (
 func (m *Manager) applyUpdates(batch []update) {
 	changed := map[RepoID]struct{}{}
 	for _, u := range batch {
+		if u.forget {
+			m.forget(u.addr, changed)
+			continue
+		}
+		if u.held {
+			if id, ok := m.repos.HoldAnnouncement(u.addr, u.relays, u.listsSelf); ok {
+				changed[id] = struct{}{}
+			}
+			continue
+		}
 		if u.id == "" {
 			changed[m.repos.SetAnnouncement(u.addr, u.relays, u.listsSelf)] = struct{}{}
 			continue
@@ -97,7 +107,7 @@ func (m *Manager) coolingDown(url string) bool {
 // wanted reports whether url should stay connected.
 func (m *Manager) wanted(url string) bool {
 	t, ok := m.targets[url]
-	return ok && (t.Bootstrap || len(t.Repos) > 0)
+	return ok && (t.Bootstrap || len(t.Repos) > 0 || t.Held > 0)
 }
 
 // checkRelays is the periodic check: it forgets confirmed repositories that

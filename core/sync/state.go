@@ -67,6 +67,7 @@ type RelayState struct {
 type subscription struct {
 	batch *PendingBatch // nil for layer 1 and catch-up subscriptions
 	items bool          // layer 2+3 (closed by consolidation)
+	group *subGroup     // the repositories it serves; nil for layer 1
 }
 
 func newRelayState(url string, bootstrap bool) *RelayState {

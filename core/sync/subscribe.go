@@ -17,10 +17,10 @@ func (m *Manager) subscribeLayer1(rs *RelayState, since *nostr.Timestamp, mode C
 // subscribeItems opens one subscription per layer 2+3 filter. One filter per
 // subscription keeps each REQ small (relays cap message sizes) and lets
 // negentropy, which reconciles one filter per session, report per filter.
-func (m *Manager) subscribeItems(rs *RelayState, filters []nostr.Filter, mode CatchUp, b *PendingBatch) {
+func (m *Manager) subscribeItems(rs *RelayState, filters []nostr.Filter, mode CatchUp, b *PendingBatch, g *subGroup) {
 	for _, f := range filters {
 		id := m.newID("s-")
-		rs.subs[id] = &subscription{batch: b, items: true}
+		rs.subs[id] = &subscription{batch: b, items: true, group: g}
 		if b != nil {
 			b.Outstanding = append(b.Outstanding, id)
 			b.subs = append(b.subs, id)
@@ -36,7 +36,7 @@ func (m *Manager) subscribeBatch(rs *RelayState, items []ItemRange, filters []no
 	m.pending[rs.URL] = append(m.pending[rs.URL], b)
 	m.nPending++
 	m.m.pending.Set(float64(m.nPending))
-	m.subscribeItems(rs, filters, b.CatchUp, b)
+	m.subscribeItems(rs, filters, b.CatchUp, b, newSubGroup(items))
 }
 
 // addFilters is handle_add_filters. If the new filters would take the
@@ -72,7 +72,7 @@ func (m *Manager) consolidate(rs *RelayState, a Action) {
 	items := m.confirmedRanges(rs)
 	addrs, events := itemValues(m.repos, items, countEvents(items))
 	k := PackSize([]ItemCount{{len(addrs), len(events)}, {len(a.Addrs), len(a.Events)}}, m.consolidateBudget(), m.o.TagsPerFilter)
-	m.subscribeItems(rs, ItemFilters(addrs, events, k, timestamp(now.Add(-m.o.QuickReconnectWindow))), CatchUpReq, nil)
+	m.subscribeItems(rs, ItemFilters(addrs, events, k, timestamp(now.Add(-m.o.QuickReconnectWindow))), CatchUpReq, nil, newSubGroup(items))
 	m.subscribeBatch(rs, a.Items, ItemFilters(a.Addrs, a.Events, k, nil))
 	m.log.Info("consolidated filters", "relay", rs.URL, "filters", rs.Filters, "values_per_filter", k)
 }
@@ -87,7 +87,7 @@ func (m *Manager) resubscribeConfirmed(rs *RelayState, since time.Time) {
 	}
 	addrs, events := itemValues(m.repos, items, countEvents(items))
 	k := PackSize([]ItemCount{{len(addrs), len(events)}}, m.consolidateBudget(), m.o.TagsPerFilter)
-	m.subscribeItems(rs, ItemFilters(addrs, events, k, timestamp(since)), CatchUpReq, nil)
+	m.subscribeItems(rs, ItemFilters(addrs, events, k, timestamp(since)), CatchUpReq, nil, newSubGroup(items))
 }
 
 // confirmedRanges is the confirmed prefix of every repository still targeted

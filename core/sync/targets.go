@@ -12,6 +12,10 @@ type Selection map[string][]string
 type Targets struct {
 	Repos     []RepoID
 	Bootstrap bool
+	// Held counts repositories announced only from purgatory that list the
+	// relay: they keep it connected, for its layer 1 stream, but have no
+	// layer 2+3 items until their announcement is stored.
+	Held int
 }
 
 // DeriveRelayTargets inverts the repository index into per-relay targets.
@@ -43,7 +47,11 @@ func DeriveRelayTargets(repos *RepoSyncIndex, self string, bootstrap []string, s
 			}
 			u := repos.relayURLs[ri]
 			t := out[u]
-			t.Repos = append(t.Repos, RepoID(i))
+			if e.held {
+				t.Held++
+			} else {
+				t.Repos = append(t.Repos, RepoID(i))
+			}
 			out[u] = t
 		}
 	}
