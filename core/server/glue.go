@@ -35,6 +35,9 @@ type grasp struct {
 	// hunter fetches missing git data from other servers; nil in tests
 	// that build the glue alone.
 	hunter *hunt.Hunter
+	// forgetRepo tells GRASP-02 sync a repo is no longer hosted here (nil
+	// when sync is off).
+	forgetRepo func(address string)
 	// maintainers is the one maintainer-set function the rules use too.
 	maintainers nip34.MaintainerSet
 	// publish stores and broadcasts a released event (relay.Publish).
@@ -343,6 +346,7 @@ func (g *grasp) evictAnnouncement(ctx context.Context, ref nip34.RepoRef) {
 		}
 	}
 	g.retireRepo(ctx, ref, "held announcement evicted")
+	g.unsync(ctx, ref)
 }
 
 // retireRepo removes a bare repo that is no longer announced here. Only
@@ -393,6 +397,26 @@ func (g *grasp) applyDeletion(ctx context.Context, del *nostr.Event) {
 			g.retireRepo(ctx, nip34.RepoRef{Pubkey: e.Repo.Owner, Identifier: e.Repo.Identifier}, "announcement deleted by its author")
 		}
 	}
+	// a deleted stored announcement (the store already dropped it) or a
+	// held one: sync of that repo stops unless another version remains
+	for _, a := range addrs {
+		if ref, err := nip34.ParseRepoRef(a); err == nil && ref.Pubkey == del.PubKey {
+			g.unsync(ctx, ref)
+		}
+	}
+}
+
+// unsync stops GRASP-02 sync of a repo whose announcement is gone from both
+// the store and purgatory.
+func (g *grasp) unsync(ctx context.Context, ref nip34.RepoRef) {
+	if g.forgetRepo == nil {
+		return
+	}
+	if len(g.query(ctx, nostr.Filter{Kinds: []int{nip34.KindAnnouncement}, Authors: []string{ref.Pubkey}, Tags: nostr.TagMap{"d": {ref.Identifier}}})) > 0 ||
+		g.purg.HasAnnouncement(repoOf(ref)) {
+		return
+	}
+	g.forgetRepo(ref.String())
 }
 
 // ---- refs/nostr/<id> (G01-G5) ------------------------------------------
@@ -548,7 +572,9 @@ func (g *grasp) sweep(ctx context.Context) error {
 			g.hunter.ForgetEvent(e.Repo, e.Event.ID)
 		}
 		if e.Event.Kind == nip34.KindAnnouncement {
-			g.retireRepo(ctx, nip34.RepoRef{Pubkey: e.Repo.Owner, Identifier: e.Repo.Identifier}, "announcement expired from purgatory")
+			ref := nip34.RepoRef{Pubkey: e.Repo.Owner, Identifier: e.Repo.Identifier}
+			g.retireRepo(ctx, ref, "announcement expired from purgatory")
+			g.unsync(ctx, ref)
 		}
 	}
 	for _, ph := range phs {

@@ -244,3 +244,25 @@ func TestG02_1_HeldAnnouncementIsSyncedFromItsRelays(t *testing.T) {
 	}
 	e.eventually("the issue released with its repository", 0, func() bool { return cl.served(issue.ID) })
 }
+
+// A repo whose held announcement expires is no longer synced: the manager
+// forgets it and the disconnect check closes the relay only it used.
+func TestG02_ExpiredRepoIsNoLongerSynced(t *testing.T) {
+	e := newSyncEnv(t, func(c *config.Config) {
+		c.Purgatory.TTL = config.Duration(time.Minute)
+		c.Purgatory.SweepInterval = config.Duration(time.Second)
+		c.Sync.DisconnectCheckInterval = config.Duration(time.Second)
+		c.Sync.PurgatoryRegisterInterval = config.Duration(time.Second)
+	})
+	peer := newSyncEnv(t, func(c *config.Config) { c.Sync.Enabled = false })
+	cl := e.dial()
+	a := newKey(t)
+	cl.mustAccept(e.announcement(a, "repo", nostr.Tag{"relays", peer.ws}), purg)
+	e.eventually("sync of the held repo's relay", 200*time.Millisecond, func() bool {
+		return e.metric("grasp_sync_relay_connected", peer.ws) == 1
+	})
+	// past the TTL: the announcement expires, sync forgets the repo
+	e.eventually("the relay only the expired repo used is closed", time.Second, func() bool {
+		return e.metric("grasp_sync_relay_connected", peer.ws) == 0 && e.srv.purg.Len() == 0
+	})
+}

@@ -86,6 +86,7 @@ func (s *Server) startSync(svc nip34.Service, sel gsync.RelaySelector) error {
 		return fmt.Errorf("start sync: %w", err)
 	}
 	pool.Bind(mgr)
+	s.grasp.forgetRepo = mgr.Forget
 	s.relay.OnStored(func(_ context.Context, evt *nostr.Event) { mgr.Observe(evt) })
 	events := s.store.Events()
 	s.sched.Go("sync", func(ctx context.Context) error {
