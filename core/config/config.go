@@ -148,6 +148,10 @@ type Sync struct {
 	DisconnectCheckInterval   Duration `toml:"disconnect_check_interval"`
 	RateLimitCooldown         Duration `toml:"rate_limit_cooldown"`
 	PurgatoryRegisterInterval Duration `toml:"purgatory_register_interval"`
+	// ConnectPrivateAddresses lets sync connect to relay URLs (taken from
+	// anyone's announcements) on loopback, private and link-local
+	// addresses. Off by default (SSRF); bootstrap relays are always allowed.
+	ConnectPrivateAddresses bool `toml:"connect_private_addresses"`
 }
 
 // Health is the relay connection health tracker (backoff, dead relays).

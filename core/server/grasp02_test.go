@@ -266,3 +266,29 @@ func TestG02_ExpiredRepoIsNoLongerSynced(t *testing.T) {
 		return e.metric("grasp_sync_relay_connected", peer.ws) == 0 && e.srv.purg.Len() == 0
 	})
 }
+
+// Relay URLs come from anyone's announcements: by default sync does not
+// connect to internal addresses, but the operator's bootstrap relays are
+// always dialled.
+func TestG02_SyncRefusesInternalRelaysButNotBootstrap(t *testing.T) {
+	peer := newSyncEnv(t, func(c *config.Config) { c.Sync.Enabled = false })
+	boot := newSyncEnv(t, func(c *config.Config) { c.Sync.Enabled = false })
+	e := newSyncEnv(t, func(c *config.Config) {
+		c.Sync.ConnectPrivateAddresses = false
+		c.Sync.BootstrapRelays = []string{boot.ws}
+		c.Sync.PurgatoryRegisterInterval = config.Duration(time.Second)
+	})
+	cl := e.dial()
+	a := newKey(t)
+	cl.mustAccept(e.announcement(a, "repo", nostr.Tag{"relays", peer.ws}), purg)
+	e.eventually("the bootstrap relay connected and the announced one refused", 200*time.Millisecond, func() bool {
+		return e.metric("grasp_sync_relay_connected", boot.ws) == 1 &&
+			e.metric("grasp_sync_connection_attempts_total", "failed") >= 1
+	})
+	if e.metric("grasp_sync_relay_connected", peer.ws) != 0 {
+		t.Fatal("connected to a relay on an internal address")
+	}
+	if n := peer.metric("grasp_gate_connections_total", ""); n != 0 {
+		t.Fatalf("the internal relay saw %v connections", n)
+	}
+}

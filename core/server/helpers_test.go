@@ -52,7 +52,9 @@ func newEnv(t *testing.T, mutate func(c *config.Config)) *env {
 	cfg.Server.PublicURL = fmt.Sprintf("http://127.0.0.1:%d", port)
 	cfg.Server.DataDir = t.TempDir()
 	cfg.Metrics.Enabled = false
-	cfg.Purgatory.FetchPrivateAddresses = true // every git host in these tests is on 127.0.0.1
+	// every git host and relay in these tests is on 127.0.0.1
+	cfg.Purgatory.FetchPrivateAddresses = true
+	cfg.Sync.ConnectPrivateAddresses = true
 	if mutate != nil {
 		mutate(&cfg)
 	}

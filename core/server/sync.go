@@ -3,6 +3,9 @@ package server
 import (
 	"context"
 	"fmt"
+	"github.com/coder/websocket"
+	"github.com/grasp-dev/grasp/core/netguard"
+	"net/http"
 	"time"
 
 	"github.com/fiatjaf/eventstore"
@@ -48,10 +51,17 @@ func (s *Server) startSync(svc nip34.Service, sel gsync.RelaySelector) error {
 	if err != nil {
 		return fmt.Errorf("start sync: %w", err)
 	}
+	dial, catchUpDial := guardedDialers(sc.ConnectPrivateAddresses, bootstrapURLs(sc.BootstrapRelays))
+	cu, err := catchup.New(catchup.Config{Logger: s.log.Named("sync").Named("catchup"), Registerer: reg, Clock: s.clk, Dial: catchUpDial})
+	if err != nil {
+		return fmt.Errorf("start sync: %w", err)
+	}
 	pool, err := conn.New(conn.Options{
-		Sink:  s.relay,
-		Local: catchup.StoreLocal{Store: s.store.Events()},
-		Clock: s.clk, Logger: s.log.Named("sync"), Registerer: reg,
+		Sink:    s.relay,
+		Local:   catchup.StoreLocal{Store: s.store.Events()},
+		Dial:    dial,
+		CatchUp: cu,
+		Clock:   s.clk, Logger: s.log.Named("sync"), Registerer: reg,
 	})
 	if err != nil {
 		return fmt.Errorf("start sync: %w", err)
@@ -134,6 +144,39 @@ func registerHeld(find func(keep func(*purgatory.Entry) bool) []purgatory.Entry,
 	for id := range now {
 		seen[id] = true
 	}
+}
+
+// guardedDialers returns the dialers sync uses: relay URLs come from
+// anyone's announcements, so unless the operator allows it they may not
+// reach internal addresses (core/netguard checks the address actually
+// connected to). Bootstrap relays are the operator's own choice and are
+// dialled as given.
+func guardedDialers(allowPrivate bool, bootstrap []string) (conn.Dialer, catchup.Dialer) {
+	if allowPrivate {
+		return conn.HTTPDialer(nil), catchup.HTTPDialer(nil)
+	}
+	trusted := map[string]bool{}
+	norm := func(u string) string {
+		if n, err := gsync.NormalizeRelayURL(u); err == nil {
+			return n
+		}
+		return u
+	}
+	for _, u := range bootstrap {
+		trusted[norm(u)] = true
+	}
+	guarded := netguard.HTTPClient()
+	pick := func(url string) *http.Client {
+		if trusted[norm(url)] {
+			return nil
+		}
+		return guarded
+	}
+	return func(ctx context.Context, url string) (*websocket.Conn, error) {
+			return conn.HTTPDialer(pick(url))(ctx, url)
+		}, func(ctx context.Context, url string) (catchup.Conn, error) {
+			return catchup.HTTPDialer(pick(url))(ctx, url)
+		}
 }
 
 // bootstrapURLs gives scheme-less entries wss://, as the config documents.

@@ -67,11 +67,22 @@ type CatchUpper interface {
 type Dialer func(ctx context.Context, url string) (*websocket.Conn, error)
 
 func dialWebsocket(ctx context.Context, url string) (*websocket.Conn, error) {
-	c, resp, err := websocket.Dial(ctx, url, &websocket.DialOptions{HTTPHeader: http.Header{"User-Agent": {"grasp-sync"}}})
-	if resp != nil && resp.Body != nil {
-		resp.Body.Close()
+	return HTTPDialer(nil)(ctx, url)
+}
+
+// HTTPDialer returns a Dialer whose handshakes go through client (nil: the
+// default client), e.g. one whose connections refuse internal addresses.
+func HTTPDialer(client *http.Client) Dialer {
+	return func(ctx context.Context, url string) (*websocket.Conn, error) {
+		c, resp, err := websocket.Dial(ctx, url, &websocket.DialOptions{
+			HTTPClient: client,
+			HTTPHeader: http.Header{"User-Agent": {"grasp-sync"}},
+		})
+		if resp != nil && resp.Body != nil {
+			resp.Body.Close()
+		}
+		return c, err
 	}
-	return c, err
 }
 
 // Options configure a Pool. Zero values take the defaults noted.
