@@ -113,16 +113,19 @@ func (s *Server) startSync(svc nip34.Service, sel gsync.RelaySelector) error {
 		pool.Stop()
 		return err
 	})
-	// Held announcements are synced too (their states and events are how
-	// their git data and history arrive, G02-1), registered as they appear:
-	// purgatory has no hold callback for sync to hang on.
+	// Held announcements are synced at the state-only level (the seed's
+	// StateOnly: their relays connected for announcements and states, which
+	// is how a state and then its git data arrive, G02-1); full sync of
+	// their issues and comments starts once they are stored, so a flood of
+	// announcements that never get data costs few subscriptions. They are
+	// registered as they appear: purgatory has no hold callback.
 	seen := map[string]bool{}
 	every := sc.PurgatoryRegisterInterval.D()
 	if every <= 0 {
 		every = 5 * time.Second
 	}
 	s.sched.Every("sync-purgatory-register", every, func(context.Context) error {
-		registerHeld(s.purg.Find, seen, mgr.Observe)
+		registerHeld(s.purg.Find, seen, mgr.ObserveHeld)
 		return nil
 	})
 	return nil
