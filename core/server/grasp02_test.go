@@ -294,3 +294,41 @@ func TestG02_SyncRefusesInternalRelaysButNotBootstrap(t *testing.T) {
 		t.Fatalf("the internal relay saw %v connections", n)
 	}
 }
+
+// A stored repo that is deleted (forgotten by sync) and announced again is
+// synced again in full: its root events stored before are replayed to the
+// manager, so comments on an old issue are fetched (layer 3).
+func TestG02_ReturningRepoGetsItsRootEventsBack(t *testing.T) {
+	u := newKhatruPeer(t, khatruOpts{negentropy: true})
+	e := newSyncEnv(t, func(c *config.Config) { c.Sync.DisconnectCheckInterval = config.Duration(time.Second) })
+	cl := e.dial()
+	a, b := newKey(t), newKey(t)
+	w := newWork(t)
+	c1 := w.commit("one")
+	e.release(a, "repo", w, c1, nostr.Tag{"relays", u.url})
+	issue := e.sign(b, 1621, nostr.Tags{{"a", repoCoord(a, "repo")}}, "old issue")
+	cl.mustAccept(issue, "")
+	e.eventually("layer 3 for the issue", syncStep, func() bool {
+		return e.metric("grasp_sync_relay_connected", u.url) == 1 && e.metric("grasp_sync_pending_batches", "") == 0 &&
+			e.metric("grasp_sync_filters", u.url) >= 7
+	})
+	// the author deletes the announcement: sync forgets the repo
+	e.clk.Advance(time.Second)
+	cl.mustAccept(e.sign(a, 5, nostr.Tags{{"a", repoCoord(a, "repo")}}, ""), "")
+	e.eventually("the forgotten repo's relay closed", 500*time.Millisecond, func() bool {
+		return e.metric("grasp_sync_relay_connected", u.url) == 0
+	})
+	// a comment on the old issue appears upstream while the repo is gone
+	comment := e.sign(b, 1111, nostr.Tags{{"E", issue.ID, "", b.pk}, {"K", "1621"}, {"P", b.pk}}, "still broken")
+	u.put(comment)
+	// announced again, with new data pushed: stored, and synced in full
+	e.clk.Advance(time.Second)
+	c2 := w.commit("two")
+	cl = e.dial()
+	e.release(a, "repo", w, c2, nostr.Tag{"relays", u.url})
+	e.eventually("the returning repo synced in full again", syncStep, func() bool {
+		return e.metric("grasp_sync_relay_connected", u.url) == 1 && e.metric("grasp_sync_pending_batches", "") == 0 &&
+			e.metric("grasp_sync_filters", u.url) >= 7
+	})
+	e.eventually("the comment on the old issue, via its replayed layer 3", syncStep, func() bool { return cl.served(comment.ID) })
+}

@@ -14,6 +14,7 @@ import (
 	"net"
 	"net/http"
 	"path/filepath"
+	stdsync "sync"
 	"time"
 
 	"github.com/fiatjaf/eventstore"
@@ -74,6 +75,11 @@ type Server struct {
 	sched    *scheduler.Scheduler
 	throttle *throttle.Resolver
 
+	// life ends when the server stops; background work that is not a
+	// scheduled loop hangs on it so it never outlives the store.
+	life     context.Context
+	endLife  context.CancelFunc
+	bg       stdsync.WaitGroup // background work hanging on life
 	ln       net.Listener
 	metricLn net.Listener
 	done     chan struct{}
@@ -98,6 +104,7 @@ func New(cfg config.Config, b Build, log hclog.Logger, ext Extensions, opt ...Op
 		log = hclog.NewNullLogger()
 	}
 	s := &Server{cfg: cfg, log: log, clk: o.clk, build: b, done: make(chan struct{})}
+	s.life, s.endLife = context.WithCancel(context.Background())
 	if err := s.assemble(ext); err != nil {
 		s.closeStore()
 		return nil, err
@@ -284,6 +291,7 @@ func (s *Server) Start(ctx context.Context) error {
 	go func() {
 		defer close(s.done)
 		err := s.relay.Serve(ctx, ln)
+		s.endLife()
 		s.sched.Stop()
 		if cerr := s.closeStore(); err == nil {
 			err = cerr
@@ -324,7 +332,19 @@ func (s *Server) metricsAddr() string {
 // cmd/grasp, which owns it; here only the log says what happened.
 func (s *Server) Reload() { s.log.Info("reload requested") }
 
+// background runs fn on its own goroutine, owned by the server: it gets
+// the server's life context, and the store is closed only after it ends.
+func (s *Server) background(fn func(ctx context.Context)) {
+	s.bg.Add(1)
+	go func() {
+		defer s.bg.Done()
+		fn(s.life)
+	}()
+}
+
 func (s *Server) closeStore() error {
+	s.endLife()
+	s.bg.Wait()
 	if s.store == nil {
 		return nil
 	}

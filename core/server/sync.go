@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"github.com/coder/websocket"
 	"github.com/grasp-dev/grasp/core/netguard"
+	"github.com/hashicorp/go-hclog"
 	"net/http"
+	stdsync "sync"
 	"time"
 
 	"github.com/fiatjaf/eventstore"
@@ -96,9 +98,32 @@ func (s *Server) startSync(svc nip34.Service, sel gsync.RelaySelector) error {
 		return fmt.Errorf("start sync: %w", err)
 	}
 	pool.Bind(mgr)
-	s.grasp.forgetRepo = mgr.Forget
-	s.relay.OnStored(func(_ context.Context, evt *nostr.Event) { mgr.Observe(evt) })
 	events := s.store.Events()
+	// A forgotten repo that comes back (its announcement stored again) is
+	// re-added by Observe, but its root events stored before were observed
+	// once and forgotten with it: replay them, off the writing goroutine.
+	var forgottenMu stdsync.Mutex
+	forgotten := map[string]bool{}
+	s.grasp.forgetRepo = func(addr string) {
+		forgottenMu.Lock()
+		forgotten[addr] = true
+		forgottenMu.Unlock()
+		mgr.Forget(addr)
+	}
+	s.relay.OnStored(func(_ context.Context, evt *nostr.Event) {
+		mgr.Observe(evt)
+		if evt.Kind != nip34.KindAnnouncement {
+			return
+		}
+		addr := nip34.RepoRef{Pubkey: evt.PubKey, Identifier: evt.Tags.GetD()}.String()
+		forgottenMu.Lock()
+		back := forgotten[addr]
+		delete(forgotten, addr)
+		forgottenMu.Unlock()
+		if back {
+			s.background(func(ctx context.Context) { replayRoots(ctx, events, addr, mgr.Observe, s.log) })
+		}
+	})
 	s.sched.Go("sync", func(ctx context.Context) error {
 		errc := make(chan error, 1)
 		go func() { errc <- mgr.Run(ctx) }()
@@ -212,6 +237,15 @@ func hasScheme(u string) bool {
 // syncKinds are what the self-subscription follows: announcements and the
 // root events layer 3 tracks.
 func syncKinds() []int { return append([]int{nip34.KindAnnouncement}, gsync.RootKinds...) }
+
+// replayRoots observes the stored root events of one repo again.
+func replayRoots(ctx context.Context, events eventstore.Store, addr string, observe func(*nostr.Event), log hclog.Logger) {
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	if _, _, _, err := queryInto(ctx, events, nostr.Filter{Kinds: gsync.RootKinds, Tags: nostr.TagMap{"a": {addr}}}, observe); err != nil {
+		log.Warn("replaying root events of a returning repo for sync", "repo", addr, "error", err)
+	}
+}
 
 // replayHistory streams every stored announcement and root event to observe,
 // newest first, in pages walked by until. A negentropy-marked query lifts
