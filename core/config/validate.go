@@ -274,13 +274,13 @@ func (c *Config) checkGrasp(k *checker) {
 	// implement the behaviour: refusing them is honest, silently ignoring
 	// them would make an operator believe they archive or host /prs/.
 	if g.ArchiveAll {
-		k.fail("grasp.archive_all", "GRASP-05 archive mode is not implemented in this version; leave it false")
+		k.fail("grasp.archive_all", "GRASP-05 archive mode is not available in this version; leave it false")
 	}
 	if len(g.ArchiveWhitelist) > 0 {
-		k.fail("grasp.archive_whitelist", "GRASP-05 archive mode is not implemented in this version; leave it empty")
+		k.fail("grasp.archive_whitelist", "GRASP-05 archive mode is not available in this version; leave it empty")
 	}
 	if g.Grasp06 {
-		k.fail("grasp.grasp06", "GRASP-06 /prs/ hosting is not implemented in this version; leave it false")
+		k.fail("grasp.grasp06", "GRASP-06 /prs/ hosting is not available in this version; leave it false")
 	}
 }
 

@@ -292,11 +292,7 @@ func TestG01G5_PRGitFirstThenEvent(t *testing.T) {
 	w := newWork(t)
 	x := w.commit("x")
 	url := e.cloneURL(a, "repo")
-	cl.mustAccept(e.announcement(a, "repo"), purg)
-	cl.mustAccept(e.state(a, "repo", map[string]string{"refs/heads/main": x}, "refs/heads/main"), purg)
-	if out, err := w.push(url, "main:refs/heads/main"); err != nil {
-		t.Fatalf("push: %v\n%s", err, out)
-	}
+	e.release(a, "repo", w, x)
 	coord := "30617:" + a.pk + ":repo"
 
 	// G5a: not an event id
@@ -441,16 +437,11 @@ func TestG01G5f_UnboundPlaceholderRefIsCollected(t *testing.T) {
 		c.Purgatory.NostrRefTTL = config.Duration(20 * time.Minute)
 		c.Purgatory.SweepInterval = config.Duration(time.Minute)
 	})
-	cl := e.dial()
 	a := newKey(t)
 	w := newWork(t)
 	x := w.commit("x")
 	url := e.cloneURL(a, "repo")
-	cl.mustAccept(e.announcement(a, "repo"), purg)
-	cl.mustAccept(e.state(a, "repo", map[string]string{"refs/heads/main": x}, ""), purg)
-	if out, err := w.push(url, "main:refs/heads/main"); err != nil {
-		t.Fatalf("push: %v\n%s", err, out)
-	}
+	e.release(a, "repo", w, x)
 	p := w.commit("proposal")
 	id := strings.Repeat("ab", 32) // no PR event will ever come
 	if out, err := w.push(url, p+":refs/nostr/"+id); err != nil {
@@ -495,16 +486,11 @@ func TestG01G2e_AnnotatedTagWithPeeledEntry(t *testing.T) {
 // event (ngit-grasp only looks in purgatory and refuses).
 func TestG01G2_StoredStateAuthorisesAHealingPush(t *testing.T) {
 	e := newEnv(t, nil)
-	cl := e.dial()
 	a := newKey(t)
 	w := newWork(t)
 	x := w.commit("x")
 	url := e.cloneURL(a, "repo")
-	cl.mustAccept(e.announcement(a, "repo"), purg)
-	cl.mustAccept(e.state(a, "repo", map[string]string{"refs/heads/main": x}, "refs/heads/main"), purg)
-	if out, err := w.push(url, "main:refs/heads/main"); err != nil {
-		t.Fatalf("push: %v\n%s", err, out)
-	}
+	e.release(a, "repo", w, x)
 	ctx := context.Background()
 	if err := e.srv.repos.Delete(ctx, a.npub, "repo"); err != nil {
 		t.Fatal(err)

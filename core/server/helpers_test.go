@@ -127,6 +127,22 @@ func (e *env) state(k key, d string, refs map[string]string, head string) *nostr
 	return e.sign(k, 30618, tags, "")
 }
 
+// release makes repo d of k accepted (stored) on e: announcement (with
+// extra tags), state, push.
+func (e *env) release(k key, d string, w *work, tip string, extra ...nostr.Tag) *nostr.Event {
+	e.t.Helper()
+	cl := e.dial()
+	ann := e.announcement(k, d, extra...)
+	st := e.state(k, d, map[string]string{"refs/heads/main": tip}, "refs/heads/main")
+	cl.mustAccept(ann, purg)
+	cl.mustAccept(st, purg)
+	if out, err := w.push(e.cloneURL(k, d), "main:refs/heads/main"); err != nil {
+		e.t.Fatalf("push: %v\n%s", err, out)
+	}
+	e.eventually("announcement released", 0, func() bool { return cl.served(ann.ID) })
+	return ann
+}
+
 // client is a raw websocket connection so tests see the exact OK message.
 type client struct {
 	t    *testing.T

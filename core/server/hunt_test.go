@@ -103,11 +103,7 @@ func TestG02_HuntFetchesPRTipFromItsCloneURL(t *testing.T) {
 	a, k := newKey(t), newKey(t)
 	w := newWork(t)
 	x := w.commit("x")
-	cl.mustAccept(e.announcement(a, "repo"), purg)
-	cl.mustAccept(e.state(a, "repo", map[string]string{"refs/heads/main": x}, ""), purg)
-	if out, err := w.push(e.cloneURL(a, "repo"), "main:refs/heads/main"); err != nil {
-		t.Fatalf("push: %v\n%s", err, out)
-	}
+	e.release(a, "repo", w, x)
 	p := w.commit("proposal")
 	seedBare(t, gitRoot, "fork", w, "main:refs/heads/pr")
 	pr := e.sign(k, 1618, nostr.Tags{{"a", "30617:" + a.pk + ":repo"}, {"c", p}, {"clone", gitURL + "/fork.git"}}, "")
@@ -175,16 +171,11 @@ func TestG02_EventExpiresCleanlyWhenNoServerHasTheData(t *testing.T) {
 func TestG02_HourlyRecheckRestoresADriftedRepo(t *testing.T) {
 	gitRoot, gitURL := plainGit(t)
 	e := newEnv(t, func(c *config.Config) { c.Purgatory.RecheckInterval = config.Duration(time.Hour) })
-	cl := e.dial()
 	a := newKey(t)
 	w := newWork(t)
 	x := w.commit("x")
 	seedBare(t, gitRoot, "repo", w, "main:refs/heads/main")
-	cl.mustAccept(e.announcement(a, "repo", nostr.Tag{"clone", gitURL + "/repo.git"}), purg)
-	cl.mustAccept(e.state(a, "repo", map[string]string{"refs/heads/main": x}, "refs/heads/main"), purg)
-	if out, err := w.push(e.cloneURL(a, "repo"), "main:refs/heads/main"); err != nil {
-		t.Fatalf("push: %v\n%s", err, out)
-	}
+	e.release(a, "repo", w, x, nostr.Tag{"clone", gitURL + "/repo.git"})
 	// the repo loses its data (disk replaced, operator mistake ...)
 	ctx := context.Background()
 	if err := e.srv.repos.Delete(ctx, a.npub, "repo"); err != nil {

@@ -98,22 +98,6 @@ func (e *env) eventually(what string, step time.Duration, cond func() bool) {
 
 const syncStep = 50 * time.Millisecond
 
-// release makes repo d of k accepted (stored) on e: announcement (with
-// extra tags), state, push.
-func (e *env) release(k key, d string, w *work, tip string, extra ...nostr.Tag) *nostr.Event {
-	e.t.Helper()
-	cl := e.dial()
-	ann := e.announcement(k, d, extra...)
-	st := e.state(k, d, map[string]string{"refs/heads/main": tip}, "refs/heads/main")
-	cl.mustAccept(ann, purg)
-	cl.mustAccept(st, purg)
-	if out, err := w.push(e.cloneURL(k, d), "main:refs/heads/main"); err != nil {
-		e.t.Fatalf("push: %v\n%s", err, out)
-	}
-	e.eventually("announcement released", 0, func() bool { return cl.served(ann.ID) })
-	return ann
-}
-
 // upstream is a plain khatru relay (slicestore) standing in for a foreign
 // peer. The store is guarded by our own lock: slicestore is not safe for
 // concurrent writes and queries, and its query goroutine races if the
