@@ -35,6 +35,9 @@ type grasp struct {
 	// hunter fetches missing git data from other servers; nil in tests
 	// that build the glue alone.
 	hunter *hunt.Hunter
+	// spawn runs work in the background, owned by the server (nil in
+	// tests that build the glue alone).
+	spawn func(func(ctx context.Context))
 	// forgetRepo tells GRASP-02 sync a repo is no longer hosted here (nil
 	// when sync is off).
 	forgetRepo func(address string)
@@ -154,6 +157,12 @@ func (g *grasp) Hold(ctx context.Context, evt *nostr.Event, meta policy.Meta) (s
 		// 500 ms right after publishing the announcement (grasp.md §7.1).
 		if err := g.repos.Create(ctx, npub(entry.Repo.Owner), entry.Repo.Identifier); err != nil {
 			g.log.Error("create bare repo", "repo", entry.Repo.Address(), "error", err)
+		} else if g.spawn != nil {
+			// The data may already be here: the repo was announced before,
+			// or another maintainer's copy holds the latest state. Then the
+			// announcement need not wait for a push; this runs after the OK.
+			r := entry.Repo
+			g.spawn(func(ctx context.Context) { g.adopt(ctx, r) })
 		}
 	}
 	if evt.Kind == nip34.KindPR || evt.Kind == nip34.KindPRUpdate {
@@ -335,6 +344,39 @@ func (g *grasp) releaseRepo(ctx context.Context, r purgatory.Repo) {
 		if g.hunter != nil {
 			g.hunter.ForgetEvent(r, evt.ID)
 		}
+	}
+}
+
+// adopt brings a newly announced repo to the latest authoritative state when
+// the data is already on this server — in the repo itself (announced again)
+// or in another maintainer's copy (objects shared through alternates) —
+// and releases what that makes servable (G01-G4 part 3 for maintainers who
+// announce after the push).
+func (g *grasp) adopt(ctx context.Context, r purgatory.Repo) {
+	st, ok := g.latestState(ctx, r)
+	if !ok {
+		return
+	}
+	oids := values(st.Refs)
+	if has, err := g.repos.HasObjects(ctx, npub(r.Owner), r.Identifier, oids); err == nil && allTrue(has, oids) {
+		g.alignLatest(ctx, r)
+		g.releaseRepo(ctx, r)
+		return
+	}
+	for _, o := range g.authoritativeOwners(ctx, st.Author, r.Identifier) {
+		if o == r.Owner || !g.repos.Exists(npub(o), r.Identifier) {
+			continue
+		}
+		has, err := g.repos.HasObjects(ctx, npub(o), r.Identifier, oids)
+		if err != nil || !allTrue(has, oids) {
+			continue
+		}
+		if err := g.repos.Propagate(ctx, npub(o), []string{npub(r.Owner)}, r.Identifier, st.Refs, st.HEAD); err != nil {
+			g.log.Error("bring a newly announced repo to its state", "repo", r.Address(), "from", o, "error", err)
+			return
+		}
+		g.releaseRepo(ctx, r)
+		return
 	}
 }
 

@@ -505,3 +505,41 @@ func TestG01G2_StoredStateAuthorisesAHealingPush(t *testing.T) {
 		t.Fatal("repo not healed")
 	}
 }
+
+// A maintainer who announces after the push gets a repo already at the
+// latest state (objects shared with the owner's copy) and a served
+// announcement, with no push of their own (G01-G4 part 3, late joiner).
+func TestG01G4_LateMaintainerRepoIsBroughtToTheState(t *testing.T) {
+	e := newEnv(t, nil)
+	cl := e.dial()
+	a, b := newKey(t), newKey(t)
+	w := newWork(t)
+	x := w.commit("x")
+	e.release(a, "repo", w, x, nostr.Tag{"maintainers", b.pk})
+	annB := e.announcement(b, "repo", nostr.Tag{"maintainers", a.pk})
+	cl.mustAccept(annB, purg)
+	waitFor(t, func() bool { return cl.served(annB.ID) })
+	if refs := lsRemote(t, e.cloneURL(b, "repo")); refs["refs/heads/main"] != x {
+		t.Fatalf("late maintainer's repo: %v, want main=%s", refs, x)
+	}
+}
+
+// An announcement deleted by its author and published again is served at
+// once when the repo's data is still here: it does not wait for a push.
+func TestG01P1_ReannouncedRepoWithDataIsServedAtOnce(t *testing.T) {
+	e := newEnv(t, nil)
+	cl := e.dial()
+	a := newKey(t)
+	w := newWork(t)
+	x := w.commit("x")
+	e.release(a, "repo", w, x)
+	e.clk.Advance(time.Second)
+	cl.mustAccept(e.sign(a, 5, nostr.Tags{{"a", "30617:" + a.pk + ":repo"}}, ""), "")
+	e.clk.Advance(time.Second)
+	again := e.announcement(a, "repo", nostr.Tag{"name", "back"})
+	cl.mustAccept(again, purg)
+	waitFor(t, func() bool { return cl.served(again.ID) })
+	if lsRemote(t, e.cloneURL(a, "repo"))["refs/heads/main"] != x {
+		t.Fatal("repo data lost")
+	}
+}

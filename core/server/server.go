@@ -152,6 +152,7 @@ func (s *Server) assemble(ext Extensions) error {
 		return err
 	}
 	s.grasp = newGrasp(s.log.Named("grasp"), s.clk, events, s.purg, s.repos)
+	s.grasp.spawn = s.background
 
 	var plugins policy.Chain
 	if ext.Accept != nil {
