@@ -105,6 +105,9 @@ type Grasp struct {
 	// are rejected whatever their kind.
 	EventBlacklist    []string `toml:"event_blacklist"`
 	MaxReposPerPubkey int      `toml:"max_repos_per_pubkey"` // 0 = unlimited
+	// MaxPushMB bounds one git push (the request body, decompressed); a
+	// larger push fails and writes nothing. 0 means no bound.
+	MaxPushMB int `toml:"max_push_mb"`
 }
 
 // Purgatory holds the timers of held events and of the git-data hunter.

@@ -270,6 +270,7 @@ func (c *Config) checkGrasp(k *checker) {
 		g.EventBlacklist[i] = hex
 	}
 	k.nonNegative("grasp.max_repos_per_pubkey", g.MaxReposPerPubkey)
+	k.nonNegative("grasp.max_push_mb", g.MaxPushMB)
 	// The keys are part of the config contract, but this version does not
 	// implement the behaviour: refusing them is honest, silently ignoring
 	// them would make an operator believe they archive or host /prs/.

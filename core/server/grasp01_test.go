@@ -2,6 +2,9 @@ package server
 
 import (
 	"context"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -541,5 +544,30 @@ func TestG01P1_ReannouncedRepoWithDataIsServedAtOnce(t *testing.T) {
 	waitFor(t, func() bool { return cl.served(again.ID) })
 	if lsRemote(t, e.cloneURL(a, "repo"))["refs/heads/main"] != x {
 		t.Fatal("repo data lost")
+	}
+}
+
+// G01-G5 "MAY reject based on size": a push over grasp.max_push_mb fails,
+// the client is told, and nothing is written.
+func TestG01G5_PushOverTheSizeLimitWritesNothing(t *testing.T) {
+	e := newEnv(t, func(c *config.Config) { c.Grasp.MaxPushMB = 1 })
+	a := newKey(t)
+	w := newWork(t)
+	x := w.commit("x")
+	e.release(a, "repo", w, x)
+	big := make([]byte, 3<<20)
+	rand.NewChaCha8([32]byte{1}).Read(big) // incompressible
+	if err := os.WriteFile(filepath.Join(w.dir, "big.bin"), big, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	mustGit(t, w.dir, "add", "big.bin")
+	mustGit(t, w.dir, "commit", "-q", "-m", "big")
+	id := strings.Repeat("cd", 32)
+	out, err := w.push(e.cloneURL(a, "repo"), "main:refs/nostr/"+id)
+	if err == nil {
+		t.Fatalf("a 3 MiB push passed a 1 MiB limit:\n%s", out)
+	}
+	if _, ok := lsRemote(t, e.cloneURL(a, "repo"))["refs/nostr/"+id]; ok {
+		t.Fatal("the refused push wrote its ref")
 	}
 }

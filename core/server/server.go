@@ -234,7 +234,8 @@ func (s *Server) assemble(ext Extensions) error {
 	s.relay.OnStored(s.grasp.OnStored)
 	s.relay.HandleGit(git.NewHandler(git.Options{
 		Logger: s.log.Named("git"), Registerer: reg, Clock: s.clk,
-		PublicURL: cfg.Server.PublicURL,
+		PublicURL:    cfg.Server.PublicURL,
+		MaxPushBytes: int64(cfg.Grasp.MaxPushMB) << 20,
 	}, s.repos, s.grasp, s.grasp))
 
 	s.sched = scheduler.New(s.clk, s.log.Named("scheduler"), reg)
