@@ -206,7 +206,7 @@ level = "error"
 		}
 		ext = server.Extensions{Accept: host, AcceptNames: pluginNames(cfg), Tuner: host, Selector: host}
 	}
-	srv, err := server.New(cfg, server.Build{Version: "bench", Commit: "bench", ConfigPath: path}, log, ext)
+	srv, err := server.New(cfg, server.Build{Version: "bench", Commit: "bench"}, log, ext)
 	if err != nil {
 		b.Fatalf("build %s server: %v", name, err)
 	}

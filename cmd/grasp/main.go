@@ -123,7 +123,7 @@ func serve(args []string, stderr io.Writer) int {
 		}
 		ext = server.Extensions{Accept: host, AcceptNames: pluginNames(cfg), Tuner: host, Selector: host}
 	}
-	srv, err := server.New(cfg, server.Build{Version: v, Commit: c, ConfigPath: path}, log, ext)
+	srv, err := server.New(cfg, server.Build{Version: v, Commit: c}, log, ext)
 	if err != nil {
 		log.Error("cannot start", "error", err)
 		return 1

@@ -37,9 +37,8 @@ import (
 
 // Build identifies the binary.
 type Build struct {
-	Version    string
-	Commit     string
-	ConfigPath string
+	Version string
+	Commit  string
 }
 
 // Extensions are the operator's customisations, as core interfaces.
@@ -77,13 +76,14 @@ type Server struct {
 
 	// life ends when the server stops; background work that is not a
 	// scheduled loop hangs on it so it never outlives the store.
-	life     context.Context
-	endLife  context.CancelFunc
-	bg       stdsync.WaitGroup // background work hanging on life
-	ln       net.Listener
-	metricLn net.Listener
-	done     chan struct{}
-	runErr   error
+	life      context.Context
+	endLife   context.CancelFunc
+	bg        stdsync.WaitGroup // background work hanging on life
+	ln        net.Listener
+	metricLn  net.Listener
+	metricSrv *http.Server
+	done      chan struct{}
+	runErr    error
 }
 
 // Option adjusts construction (tests inject a fake clock).
@@ -279,12 +279,8 @@ func (s *Server) Start(ctx context.Context) error {
 			return fmt.Errorf("listen for metrics on %s: %w", s.cfg.Metrics.Listen, err)
 		}
 		s.metricLn = mln
-		msrv := &http.Server{Handler: s.metrics.Handler(), ReadHeaderTimeout: 10 * time.Second}
-		go msrv.Serve(mln)
-		go func() {
-			<-ctx.Done()
-			msrv.Close()
-		}()
+		s.metricSrv = &http.Server{Handler: s.metrics.Handler(), ReadHeaderTimeout: 10 * time.Second}
+		go s.metricSrv.Serve(mln) // ends when the shutdown below closes it
 	}
 	s.sched.Start(ctx)
 	s.grasp.requeueHeld(ctx)
@@ -293,6 +289,9 @@ func (s *Server) Start(ctx context.Context) error {
 	go func() {
 		defer close(s.done)
 		err := s.relay.Serve(ctx, ln)
+		if s.metricSrv != nil {
+			s.metricSrv.Close()
+		}
 		s.endLife()
 		s.sched.Stop()
 		if cerr := s.closeStore(); err == nil {
@@ -329,10 +328,6 @@ func (s *Server) metricsAddr() string {
 	}
 	return s.metricLn.Addr().String()
 }
-
-// Reload re-reads what can change at runtime. The plugin set is reloaded by
-// cmd/grasp, which owns it; here only the log says what happened.
-func (s *Server) Reload() { s.log.Info("reload requested") }
 
 // background runs fn on its own goroutine, owned by the server: it gets
 // the server's life context, and the store is closed only after it ends.

@@ -106,6 +106,11 @@ func (s *Server) startSync(svc nip34.Service, sel gsync.RelaySelector) error {
 	forgotten := map[string]bool{}
 	s.grasp.forgetRepo = func(addr string) {
 		forgottenMu.Lock()
+		if len(forgotten) >= maxForgotten {
+			// repos that never come back: forgetting them costs a returning
+			// one its replay (its new root events still sync), not memory
+			clear(forgotten)
+		}
 		forgotten[addr] = true
 		forgottenMu.Unlock()
 		mgr.Forget(addr)
@@ -237,6 +242,9 @@ func hasScheme(u string) bool {
 // syncKinds are what the self-subscription follows: announcements and the
 // root events layer 3 tracks.
 func syncKinds() []int { return append([]int{nip34.KindAnnouncement}, gsync.RootKinds...) }
+
+// maxForgotten bounds the memory of forgotten repos awaiting a return.
+const maxForgotten = 10000
 
 // replayRoots observes the stored root events of one repo again.
 func replayRoots(ctx context.Context, events eventstore.Store, addr string, observe func(*nostr.Event), log hclog.Logger) {
