@@ -126,8 +126,9 @@ func TestKVTTLAndRateLimitUseInjectedClock(t *testing.T) {
 	if got := run("get"); got != "blocked: missing" {
 		t.Fatal(got)
 	}
-	if run("rl") != "" || run("rl") != "" || run("rl") != "rate-limited: slow" {
-		t.Fatal("burst of 2 not enforced")
+	first, second, third := run("rl"), run("rl"), run("rl")
+	if first != "" || second != "" || third != "rate-limited: slow" {
+		t.Fatalf("burst of 2 not enforced: %q %q %q", first, second, third)
 	}
 	clk.Advance(time.Second) // 60/min = one token per second
 	if run("rl") != "" || run("rl") != "rate-limited: slow" {

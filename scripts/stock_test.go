@@ -85,8 +85,8 @@ func TestRateLimitPerPubkeyAndIP(t *testing.T) {
 		t.Fatalf("third event by one pubkey: %q", m)
 	}
 	// Per IP: bob from one address, after alice used it once.
-	if accept(bob, "10.0.0.1", policy.SourceClient) != "" || accept(bob, "10.0.0.1", policy.SourceClient) != "" {
-		t.Fatal("ip burst not allowed")
+	if a, b := accept(bob, "10.0.0.1", policy.SourceClient), accept(bob, "10.0.0.1", policy.SourceClient); a != "" || b != "" {
+		t.Fatalf("ip burst not allowed: %q %q", a, b)
 	}
 	if m := accept(strings.Repeat("c", 64), "10.0.0.1", policy.SourceClient); !strings.Contains(m, "address") {
 		t.Fatalf("fourth event from one IP: %q", m)

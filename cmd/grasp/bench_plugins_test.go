@@ -465,7 +465,8 @@ func benchPipeline(ctx context.Context, c *websocket.Conn, frames []benchFrame, 
 					return fmt.Errorf("read OK %d of %d: %w", len(lats)+1, len(frames), err)
 				}
 				got := time.Now()
-				ok, isOK := nostr.ParseMessage(string(msg)).(*nostr.OKEnvelope)
+				env, _ := nostr.NewMessageParser().ParseMessage(string(msg))
+				ok, isOK := env.(*nostr.OKEnvelope)
 				if !isOK {
 					return fmt.Errorf("unexpected message while waiting for OKs: %.200s", msg)
 				}

@@ -35,18 +35,6 @@ func dialRelay(ctx context.Context, url string) (*wsClient, error) {
 	return &wsClient{c: c}, nil
 }
 
-func mustDial(t *testing.T, url string) *wsClient {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
-	defer cancel()
-	w, err := dialRelay(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(w.close)
-	return w
-}
-
 func (w *wsClient) close() { w.c.Close(websocket.StatusNormalClosure, "") }
 
 func (w *wsClient) send(ctx context.Context, env nostr.Envelope) error {
@@ -63,7 +51,7 @@ func (w *wsClient) next(ctx context.Context) (nostr.Envelope, error) {
 		if err != nil {
 			return nil, err
 		}
-		if env := nostr.ParseMessage(string(b)); env != nil {
+		if env, err := nostr.NewMessageParser().ParseMessage(string(b)); err == nil && env != nil {
 			return env, nil
 		}
 	}

@@ -210,13 +210,6 @@ func kindClass(kind int) string {
 	return "other"
 }
 
-func shortID(id string) string {
-	if len(id) > 12 {
-		return id[:12]
-	}
-	return id
-}
-
 func quoteList(xs []string) string {
 	q := make([]string, len(xs))
 	for i, x := range xs {

@@ -72,7 +72,7 @@ func (s *Server) broadcast(evt *nostr.Event) int {
 	for key, e := range s.subs.subs {
 		for i := range e.filters {
 			if e.filters[i].Matches(evt) {
-				targets = append(targets, delivery{key.ws, key.id})
+				targets = append(targets, delivery(key))
 				break
 			}
 		}

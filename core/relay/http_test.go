@@ -158,7 +158,7 @@ func TestG01C1_CORSAndRouting(t *testing.T) {
 		assertCORS(t, "404 "+p, resp)
 	}
 
-	resp, body = get(t, http.MethodPost, tr.base+"/", nil)
+	resp, _ = get(t, http.MethodPost, tr.base+"/", nil)
 	if resp.StatusCode != http.StatusMethodNotAllowed {
 		t.Errorf("POST / = %d", resp.StatusCode)
 	}

@@ -10,7 +10,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -147,7 +146,6 @@ func (e *env) release(k key, d string, w *work, tip string, extra ...nostr.Tag) 
 type client struct {
 	t    *testing.T
 	c    *websocket.Conn
-	mu   sync.Mutex
 	msgs chan []json.RawMessage
 }
 

@@ -3,7 +3,6 @@ package hunt
 import (
 	"context"
 	"fmt"
-	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -254,14 +253,5 @@ func callURLs(cs []call) []string {
 	for i, c := range cs {
 		out[i] = c.url
 	}
-	return out
-}
-
-func sortedKeys(m map[string]int) []string {
-	var out []string
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
 	return out
 }
