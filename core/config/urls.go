@@ -39,43 +39,6 @@ func (c Config) CloneURL(npub, identifier string) string {
 	return c.Server.PublicURL + "/" + npub + "/" + url.PathEscape(identifier) + ".git"
 }
 
-// NormalizeRelayURL checks a relay URL and returns it canonical: a bare host
-// gets wss:// (as ngit-grasp does), scheme and host are lower-cased, a
-// default port and a lone trailing slash are dropped.
-func NormalizeRelayURL(s string) (string, error) {
-	s = strings.TrimSpace(s)
-	if s == "" {
-		return "", errors.New("empty relay URL")
-	}
-	if !strings.Contains(s, "://") {
-		s = "wss://" + s
-	}
-	u, err := url.Parse(s)
-	if err != nil {
-		return "", fmt.Errorf("relay URL %q: %w", s, err)
-	}
-	scheme := strings.ToLower(u.Scheme)
-	if scheme != "ws" && scheme != "wss" {
-		return "", fmt.Errorf("relay URL %q: scheme must be ws or wss", s)
-	}
-	if u.Hostname() == "" || u.User != nil || u.Fragment != "" {
-		return "", fmt.Errorf("relay URL %q: want ws[s]://host[:port][/path]", s)
-	}
-	port := u.Port()
-	if scheme == "ws" && port == "80" || scheme == "wss" && port == "443" {
-		u.Host = u.Hostname()
-		if strings.Contains(u.Host, ":") {
-			u.Host = "[" + u.Host + "]"
-		}
-	}
-	u.Scheme = scheme
-	u.Host = strings.ToLower(u.Host)
-	if u.Path == "/" {
-		u.Path = ""
-	}
-	return u.String(), nil
-}
-
 // RepoPattern is one entry of a repository or archive list. Pubkey is hex or
 // empty (any owner); Identifier is empty for "every repo of this owner".
 type RepoPattern struct {

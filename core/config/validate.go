@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"github.com/grasp-dev/grasp/core/nip34"
 	"net"
 	"net/url"
 	"path/filepath"
@@ -325,7 +326,7 @@ func (c *Config) checkSync(k *checker) {
 	s := &c.Sync
 	for i, r := range s.BootstrapRelays {
 		key := fmt.Sprintf("sync.bootstrap_relays[%d]", i)
-		norm, err := NormalizeRelayURL(r)
+		norm, err := nip34.NormalizeRelayURL(r)
 		if err != nil {
 			k.fail(key, "%v", err)
 			continue

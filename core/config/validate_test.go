@@ -175,7 +175,7 @@ func TestNormalizeRelayURL(t *testing.T) {
 		"wss://relay.example.com/nostr": "wss://relay.example.com/nostr",
 	}
 	for in, want := range cases {
-		got, err := NormalizeRelayURL(in)
+		got, err := nip34.NormalizeRelayURL(in)
 		if err != nil || got != want {
 			t.Errorf("NormalizeRelayURL(%q) = %q, %v; want %q", in, got, err, want)
 		}

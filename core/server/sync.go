@@ -190,7 +190,7 @@ func guardedDialers(allowPrivate bool, bootstrap []string) (conn.Dialer, catchup
 	}
 	trusted := map[string]bool{}
 	norm := func(u string) string {
-		if n, err := gsync.NormalizeRelayURL(u); err == nil {
+		if n, err := nip34.NormalizeRelayURL(u); err == nil {
 			return n
 		}
 		return u
@@ -212,31 +212,17 @@ func guardedDialers(allowPrivate bool, bootstrap []string) (conn.Dialer, catchup
 		}
 }
 
-// bootstrapURLs gives scheme-less entries wss://, as the config documents.
+// bootstrapURLs normalises the configured bootstrap relays (a URL without a
+// scheme gets wss://); entries that are not relay URLs were refused when the
+// config was validated, and are skipped here.
 func bootstrapURLs(in []string) []string {
 	out := make([]string, 0, len(in))
 	for _, u := range in {
-		if u == "" {
-			continue
+		if n, err := nip34.NormalizeRelayURL(u); err == nil {
+			out = append(out, n)
 		}
-		if !hasScheme(u) {
-			u = "wss://" + u
-		}
-		out = append(out, u)
 	}
 	return out
-}
-
-func hasScheme(u string) bool {
-	for i := 0; i < len(u); i++ {
-		switch c := u[i]; {
-		case c == ':':
-			return i > 0 && len(u) > i+2 && u[i+1] == '/' && u[i+2] == '/'
-		case c == '/' || c == '.':
-			return false
-		}
-	}
-	return false
 }
 
 // syncKinds are what the self-subscription follows: announcements and the

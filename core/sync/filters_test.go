@@ -140,25 +140,3 @@ func TestDailyDelay(t *testing.T) {
 		t.Errorf("inverted bounds: %s", got)
 	}
 }
-
-func TestNormalizeRelayURL(t *testing.T) {
-	cases := []struct{ in, want string }{
-		{"wss://Relay.Example.com/", "wss://relay.example.com"},
-		{"wss://relay.example.com:443", "wss://relay.example.com"},
-		{"ws://relay.example.com:80/path/", "ws://relay.example.com/path"},
-		{"https://relay.example.com", "wss://relay.example.com"},
-		{"ws://127.0.0.1:7777", "ws://127.0.0.1:7777"},
-		{"  wss://r.example#frag ", "wss://r.example"},
-	}
-	for _, c := range cases {
-		got, err := NormalizeRelayURL(c.in)
-		if err != nil || got != c.want {
-			t.Errorf("NormalizeRelayURL(%q) = %q, %v; want %q", c.in, got, err, c.want)
-		}
-	}
-	for _, bad := range []string{"", "ftp://x", "wss://", "relay.example.com", "::"} {
-		if got, err := NormalizeRelayURL(bad); err == nil {
-			t.Errorf("NormalizeRelayURL(%q) = %q, want error", bad, got)
-		}
-	}
-}

@@ -4,8 +4,7 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"fmt"
-	"net/url"
-	"strings"
+	"github.com/grasp-dev/grasp/core/nip34"
 )
 
 // RepoID is a repository's position in a RepoSyncIndex, so per-relay state
@@ -154,7 +153,7 @@ func (x *RepoSyncIndex) SetAnnouncement(addr string, relays []string, listsSelf 
 	old := x.repos[id].relays
 	var list []uint32
 	for _, r := range relays {
-		n, err := NormalizeRelayURL(r)
+		n, err := nip34.NormalizeRelayURL(r)
 		if err != nil {
 			continue
 		}
@@ -248,44 +247,4 @@ func (x *RepoSyncIndex) storeEvent(raw [32]byte, repo RepoID) uint32 {
 func (x *RepoSyncIndex) sharedEvent(ei uint32) bool {
 	_, ok := x.eventMore[ei]
 	return ok
-}
-
-// NormalizeRelayURL canonicalises a relay URL so that the same relay written
-// two ways is one connection: lower-case scheme and host, http(s) mapped to
-// ws(s), default ports and trailing slashes removed, fragments dropped.
-func NormalizeRelayURL(raw string) (string, error) {
-	u, err := url.Parse(strings.TrimSpace(raw))
-	if err != nil {
-		return "", fmt.Errorf("normalise relay URL %q: %w", raw, err)
-	}
-	scheme := strings.ToLower(u.Scheme)
-	switch scheme {
-	case "https":
-		scheme = "wss"
-	case "http":
-		scheme = "ws"
-	case "ws", "wss":
-	default:
-		return "", fmt.Errorf("normalise relay URL %q: invalid: scheme must be ws or wss", raw)
-	}
-	host := strings.ToLower(u.Hostname())
-	if host == "" {
-		return "", fmt.Errorf("normalise relay URL %q: invalid: no host", raw)
-	}
-	port := u.Port()
-	if (scheme == "wss" && port == "443") || (scheme == "ws" && port == "80") {
-		port = ""
-	}
-	if strings.Contains(host, ":") {
-		host = "[" + host + "]"
-	}
-	out := scheme + "://" + host
-	if port != "" {
-		out += ":" + port
-	}
-	out += strings.TrimRight(u.EscapedPath(), "/")
-	if u.RawQuery != "" {
-		out += "?" + u.RawQuery
-	}
-	return out, nil
 }

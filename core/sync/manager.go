@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/grasp-dev/grasp/core/nip34"
 	"math/rand/v2"
 	"runtime/debug"
 	"slices"
@@ -124,7 +125,7 @@ func (o *Options) defaults() error {
 		o.Logger = hclog.NewNullLogger()
 	}
 	if o.Self != "" {
-		n, err := NormalizeRelayURL(o.Self)
+		n, err := nip34.NormalizeRelayURL(o.Self)
 		if err != nil {
 			return fmt.Errorf("sync options: self: %w", err)
 		}

@@ -1,6 +1,7 @@
 package sync
 
 import (
+	"github.com/grasp-dev/grasp/core/nip34"
 	"strings"
 
 	"github.com/nbd-wtf/go-nostr"
@@ -81,7 +82,7 @@ func (m *Manager) parse(evt *nostr.Event) (update, bool) {
 			u.listsSelf = m.o.ListsSelf(evt)
 		} else {
 			for _, r := range u.relays {
-				if n, err := NormalizeRelayURL(r); err == nil && n == m.o.Self {
+				if n, err := nip34.NormalizeRelayURL(r); err == nil && n == m.o.Self {
 					u.listsSelf = true
 					break
 				}

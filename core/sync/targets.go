@@ -1,5 +1,7 @@
 package sync
 
+import "github.com/grasp-dev/grasp/core/nip34"
+
 // Selection is the relay-selection result per repository: coordinate →
 // the ordered relays chosen for it. A repository with no entry uses every
 // relay its announcement lists; URLs that the announcement does not list are
@@ -23,10 +25,10 @@ type Targets struct {
 // repository whose announcement does not list this server is not synced
 // (G02-7), and a repository without an announcement has no relays yet.
 func DeriveRelayTargets(repos *RepoSyncIndex, self string, bootstrap []string, sel Selection, archive bool) map[string]Targets {
-	selfURL, _ := NormalizeRelayURL(self)
+	selfURL, _ := nip34.NormalizeRelayURL(self)
 	out := make(map[string]Targets)
 	for _, b := range bootstrap {
-		n, err := NormalizeRelayURL(b)
+		n, err := nip34.NormalizeRelayURL(b)
 		if err != nil || n == selfURL {
 			continue
 		}
@@ -64,7 +66,7 @@ func selectRelays(repos *RepoSyncIndex, e *repoEntry, sel Selection, buf []uint3
 		return append(buf, e.relays...)
 	}
 	for _, p := range picked {
-		n, err := NormalizeRelayURL(p)
+		n, err := nip34.NormalizeRelayURL(p)
 		if err != nil {
 			continue
 		}

@@ -37,7 +37,7 @@ func TestG02_6_G02_7_DeriveRelayTargets(t *testing.T) {
 		},
 		{
 			name:      "bootstrap relays present with no repos, self never",
-			bootstrap: []string{"wss://boot.example", self, "bogus"},
+			bootstrap: []string{"wss://boot.example", self, "https://bogus"},
 			want:      want{"wss://boot.example": nil, "wss://r1.example": {0}, "wss://r2.example": {0, 2}, "wss://r3.example": {2}},
 			boot:      []string{"wss://boot.example"},
 		},
