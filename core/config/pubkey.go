@@ -1,7 +1,6 @@
 package config
 
 import (
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"strings"
@@ -24,9 +23,8 @@ func NormalizePubkey(s string) (string, error) {
 	if len(s) != 64 {
 		return "", fmt.Errorf("want 64 hex characters or an npub, got %d characters", len(s))
 	}
-	b, err := hex.DecodeString(s)
-	if err != nil {
-		return "", errors.New("want 64 hex characters or an npub")
+	if h := strings.ToLower(s); nip34.IsHex64(h) {
+		return h, nil
 	}
-	return hex.EncodeToString(b), nil
+	return "", errors.New("want 64 hex characters or an npub")
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/grasp-dev/grasp/core/negguard"
+	"github.com/grasp-dev/grasp/core/nip34"
 	"time"
 
 	"github.com/fiatjaf/eventstore"
@@ -265,7 +266,7 @@ func (c *conn) buildVector(filter nostr.Filter) (*vector.Vector, error) {
 	vec := vector.New()
 	n := 0
 	for evt := range ch {
-		if !isLowerHex64(evt.ID) {
+		if !nip34.IsHex64(evt.ID) {
 			continue // the vector panics on malformed ids; a store should never hold one
 		}
 		n++
@@ -281,16 +282,4 @@ func (c *conn) buildVector(filter nostr.Filter) (*vector.Vector, error) {
 	}
 	vec.Seal()
 	return vec, nil
-}
-
-func isLowerHex64(s string) bool {
-	if len(s) != 64 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; !(c >= '0' && c <= '9') && !(c >= 'a' && c <= 'f') {
-			return false
-		}
-	}
-	return true
 }

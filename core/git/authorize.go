@@ -2,6 +2,7 @@ package git
 
 import (
 	"fmt"
+	"github.com/grasp-dev/grasp/core/nip34"
 	"sort"
 	"strings"
 )
@@ -121,7 +122,7 @@ func Authorize(current map[string]string, updates []RefUpdate, states []StateCan
 				continue
 			}
 			id := strings.TrimPrefix(u.Ref, "refs/nostr/")
-			if !isHex64(id) {
+			if !nip34.IsHex64(id) {
 				reject(u.Ref, ClassBadRef, "Invalid event ID format in ref: "+u.Ref)
 				continue
 			}
@@ -296,5 +297,3 @@ func shortID(s string) string {
 	}
 	return s
 }
-
-func isHex64(s string) bool { return len(s) == 64 && isOID(s) }

@@ -9,5 +9,5 @@
 // It must never buffer a pack in memory, never run receive-pack before a
 // push has been authorised, and never depend on how state events are stored
 // or verified: callers hand it authorised states through the Authority
-// interface. It imports nothing of grasp except core/clock.
+// interface. It imports nothing of grasp except core/clock and core/nip34.
 package git

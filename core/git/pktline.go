@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"github.com/grasp-dev/grasp/core/nip34"
 	"io"
 	"strconv"
 	"strings"
@@ -80,7 +81,7 @@ func ReadPushCommands(r io.Reader, maxBytes, maxCommands int) (PushCommands, []b
 		}
 		line := strings.TrimSuffix(string(raw.Bytes()[start:]), "\n")
 		if oid, ok := strings.CutPrefix(line, "shallow "); ok && len(cmds.Updates) == 0 {
-			if !isOID(oid) {
+			if !nip34.IsObjectID(oid) {
 				return cmds, raw.Bytes(), fmt.Errorf("%w: bad shallow line", errPktFormat)
 			}
 			cmds.Shallow = append(cmds.Shallow, oid)
@@ -131,7 +132,7 @@ func parseCommand(line string) (RefUpdate, error) {
 		return RefUpdate{}, fmt.Errorf("%w: command %q is not \"<old> <new> <ref>\"", errPktFormat, truncate(line, 120))
 	}
 	u := RefUpdate{Old: parts[0], New: parts[1], Ref: parts[2]}
-	if !isOID(u.Old) || !isOID(u.New) || len(u.Old) != len(u.New) {
+	if !nip34.IsObjectID(u.Old) || !nip34.IsObjectID(u.New) || len(u.Old) != len(u.New) {
 		return RefUpdate{}, fmt.Errorf("%w: command %q has a bad object id", errPktFormat, truncate(line, 120))
 	}
 	if err := CheckRefName(u.Ref); err != nil {
@@ -170,19 +171,6 @@ func CheckRefName(ref string) error {
 		}
 	}
 	return nil
-}
-
-func isOID(s string) bool {
-	if len(s) != 40 && len(s) != 64 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
-			return false
-		}
-	}
-	return true
 }
 
 func isZeroOID(s string) bool {

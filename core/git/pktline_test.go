@@ -2,6 +2,7 @@ package git
 
 import (
 	"bytes"
+	"github.com/grasp-dev/grasp/core/nip34"
 	"reflect"
 	"strings"
 	"testing"
@@ -99,7 +100,7 @@ func FuzzReadPushCommands(f *testing.F) {
 			return
 		}
 		for _, u := range cmds.Updates {
-			if CheckRefName(u.Ref) != nil || !isOID(u.Old) || !isOID(u.New) {
+			if CheckRefName(u.Ref) != nil || !nip34.IsObjectID(u.Old) || !nip34.IsObjectID(u.New) {
 				t.Fatalf("accepted bad update %+v", u)
 			}
 		}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/grasp-dev/grasp/core/nip34"
 	"io"
 	"net/http"
 	"strings"
@@ -125,7 +126,7 @@ func (h *handler) authorize(ctx context.Context, owner, id, dir string, updates 
 		if isStateRef(u.Ref) && !u.IsNoop() {
 			needStates = true
 		}
-		if evID, ok := strings.CutPrefix(u.Ref, "refs/nostr/"); ok && isHex64(evID) && !u.IsNoop() && !u.IsDelete() {
+		if evID, ok := strings.CutPrefix(u.Ref, "refs/nostr/"); ok && nip34.IsHex64(evID) && !u.IsNoop() && !u.IsDelete() {
 			tip, known, err := h.auth.PRTip(ctx, evID)
 			if err != nil {
 				return Result{}, fmt.Errorf("look up PR event %s: %w", evID, err)

@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/grasp-dev/grasp/core/nip34"
 	"io"
 	"os"
 	"os/exec"
@@ -275,7 +276,7 @@ func (r *Repos) HasObjects(ctx context.Context, owner, id string, oids []string)
 	for _, o := range oids {
 		// Only object ids reach cat-file: it would also resolve revision
 		// expressions such as "HEAD~3".
-		if !isOID(o) {
+		if !nip34.IsObjectID(o) {
 			return nil, fmt.Errorf("invalid: %q is not an object id", truncate(o, 80))
 		}
 		res[o] = false
@@ -333,7 +334,7 @@ func (r *Repos) alignAt(ctx context.Context, dir string, refs map[string]string,
 		if err := CheckRefName(ref); err != nil {
 			return err
 		}
-		if !isOID(oid) || isZeroOID(oid) {
+		if !nip34.IsObjectID(oid) || isZeroOID(oid) {
 			return fmt.Errorf("invalid: %s points at %q, not an object id", ref, truncate(oid, 80))
 		}
 		old, ok := cur[ref]
@@ -532,7 +533,7 @@ func (r *Repos) Maintain(ctx context.Context, owner, id string) error {
 // value (ZeroOID: the ref must not exist), so a concurrent change is not
 // overwritten.
 func (r *Repos) SetRef(ctx context.Context, owner, id, ref, oid, oldOID string) error {
-	if !isOID(oid) || isZeroOID(oid) {
+	if !nip34.IsObjectID(oid) || isZeroOID(oid) {
 		return fmt.Errorf("invalid: %q is not an object id", truncate(oid, 80))
 	}
 	return r.updateRef(ctx, owner, id, ref, "update "+ref+" "+oid, oldOID)
@@ -550,7 +551,7 @@ func (r *Repos) updateRef(ctx context.Context, owner, id, ref, cmd, oldOID strin
 		return err
 	}
 	if oldOID != "" {
-		if !isOID(oldOID) {
+		if !nip34.IsObjectID(oldOID) {
 			return fmt.Errorf("invalid: %q is not an object id", truncate(oldOID, 80))
 		}
 		cmd += " " + oldOID

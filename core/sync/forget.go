@@ -1,6 +1,9 @@
 package sync
 
-import "strings"
+import (
+	"github.com/grasp-dev/grasp/core/nip34"
+	"strings"
+)
 
 // Forget stops syncing the repository at address ("30617:<hex>:<d>"): its
 // announcement expired from purgatory, was evicted, or was deleted (NIP-09).
@@ -16,7 +19,7 @@ import "strings"
 // before its deletion and still waiting in the batch window would be
 // re-added after the deletion had been applied.
 func (m *Manager) Forget(address string) {
-	if !strings.HasPrefix(address, "30617:") || !isHex64(strings.SplitN(address[len("30617:"):], ":", 2)[0]) {
+	if !strings.HasPrefix(address, "30617:") || !nip34.IsHex64(strings.SplitN(address[len("30617:"):], ":", 2)[0]) {
 		return
 	}
 	m.enqueue(update{addr: address, forget: true})

@@ -188,8 +188,8 @@ func (x *RepoSyncIndex) SetAnnouncement(addr string, relays []string, listsSelf 
 // the pair is new.
 func (x *RepoSyncIndex) AddRootEvent(addr, eventID string) (bool, error) {
 	var raw [32]byte
-	if len(eventID) != 64 {
-		return false, fmt.Errorf("add root event to %s: invalid: event id %q is not 64 hex characters", addr, eventID)
+	if !nip34.IsHex64(eventID) {
+		return false, fmt.Errorf("add root event to %s: invalid: event id %q is not 64 lowercase hex characters", addr, eventID)
 	}
 	if _, err := hex.Decode(raw[:], []byte(eventID)); err != nil {
 		return false, fmt.Errorf("add root event to %s: invalid: event id %q: %w", addr, eventID, err)

@@ -67,7 +67,7 @@ func (m *Manager) flushObserved() {
 }
 
 func (m *Manager) parse(evt *nostr.Event) (update, bool) {
-	if evt == nil || !isHex64(evt.PubKey) {
+	if evt == nil || !nip34.IsHex64(evt.PubKey) {
 		return update{}, false
 	}
 	if evt.Kind == kindAnnouncement {
@@ -94,7 +94,7 @@ func (m *Manager) parse(evt *nostr.Event) (update, bool) {
 		if evt.Kind != k {
 			continue
 		}
-		if !isHex64(evt.ID) {
+		if !nip34.IsHex64(evt.ID) {
 			return update{}, false
 		}
 		u := update{id: evt.ID}
@@ -106,17 +106,4 @@ func (m *Manager) parse(evt *nostr.Event) (update, bool) {
 		return u, len(u.addrs) > 0
 	}
 	return update{}, false
-}
-
-func isHex64(s string) bool {
-	if len(s) != 64 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
-			return false
-		}
-	}
-	return true
 }

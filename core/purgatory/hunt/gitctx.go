@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/grasp-dev/grasp/core/nip34"
 	"net"
 	"os"
 	"os/exec"
@@ -86,7 +87,7 @@ func (g *GitContext) Has(ctx context.Context, repo Repo, oids []string) ([]strin
 	dir := g.RepoPath(repo)
 	var in bytes.Buffer
 	for _, o := range oids {
-		if !validOID(o) {
+		if !nip34.IsObjectID(o) {
 			return nil, fmt.Errorf("check objects in %s: invalid object id %q", repo.Address(), truncate(o, 80))
 		}
 		in.WriteString(o)

@@ -2,6 +2,7 @@ package hunt
 
 import (
 	"context"
+	"github.com/grasp-dev/grasp/core/nip34"
 	"strings"
 	"time"
 )
@@ -49,7 +50,7 @@ func (h *Hunter) applyNeed(m msgNeed) {
 	var oids []string
 	for _, o := range n.OIDs {
 		o = strings.ToLower(strings.TrimSpace(o))
-		if !validOID(o) {
+		if !nip34.IsObjectID(o) {
 			h.log.Warn("ignoring invalid object id in hunt request", "repo", n.Repo.Address(), "oid", truncate(o, 80))
 			continue
 		}

@@ -76,18 +76,4 @@ func (s selfHost) matches(t target) bool {
 	return s.port == t.port
 }
 
-// validOID reports whether s is a lower-case SHA-1 or SHA-256 object name.
-func validOID(s string) bool {
-	if len(s) != 40 && len(s) != 64 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
-			return false
-		}
-	}
-	return true
-}
-
 func repoKey(r Repo) string { return r.Owner + "/" + r.Identifier }
