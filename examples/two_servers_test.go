@@ -14,6 +14,8 @@ import (
 
 	"github.com/coder/websocket"
 	"github.com/grasp-dev/grasp/core/config"
+	"github.com/grasp-dev/grasp/core/env"
+	"github.com/grasp-dev/grasp/core/metrics"
 	"github.com/grasp-dev/grasp/core/nip34"
 	"github.com/grasp-dev/grasp/core/server"
 	"github.com/nbd-wtf/go-nostr"
@@ -101,7 +103,13 @@ func startExample(t *testing.T, file string, peers ...string) instance {
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	srv, err := server.New(cfg, server.Build{Version: "example"}, nil, server.Extensions{})
+	reg := metrics.New("example", "")
+	e := env.Env{Metrics: reg.Registerer()}
+	st, err := server.OpenStore(cfg, e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := server.New(server.Options{Config: cfg, Build: server.Build{Version: "example"}, Metrics: reg, Store: st}, e)
 	if err != nil {
 		t.Fatal(err)
 	}

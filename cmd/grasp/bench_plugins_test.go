@@ -15,9 +15,11 @@ import (
 
 	"github.com/coder/websocket"
 	"github.com/fiatjaf/eventstore"
+	"github.com/grasp-dev/grasp/core/clock"
 	"github.com/grasp-dev/grasp/core/config"
+	"github.com/grasp-dev/grasp/core/env"
+	"github.com/grasp-dev/grasp/core/metrics"
 	"github.com/grasp-dev/grasp/core/server"
-	"github.com/grasp-dev/grasp/plugins"
 	"github.com/hashicorp/go-hclog"
 	"github.com/nbd-wtf/go-nostr"
 )
@@ -196,21 +198,22 @@ level = "error"
 		b.Fatalf("%s config: plugins loaded = %v, want %v", name, hasPlugins(cfg), withPlugins)
 	}
 
-	log := hclog.NewNullLogger()
-	var ext server.Extensions
-	counter := &storeCounter{}
-	if withPlugins {
-		host, err := plugins.New(pluginOptions(cfg, counter, log, nil))
-		if err != nil {
-			b.Fatalf("load stock plugins: %v", err)
-		}
-		ext = server.Extensions{Accept: host, AcceptNames: pluginNames(cfg), Tuner: host, Selector: host}
+	// built as serve() builds it: registry and store, then the plugins
+	reg := metrics.New("bench", "bench")
+	e := env.Env{Clock: clock.New(), Log: hclog.NewNullLogger(), Metrics: reg.Registerer()}
+	st, err := server.OpenStore(cfg, e)
+	if err != nil {
+		b.Fatalf("open %s store: %v", name, err)
 	}
-	srv, err := server.New(cfg, server.Build{Version: "bench", Commit: "bench"}, log, ext)
+	_, ext, err := buildPlugins(cfg, st.Events(), e)
+	if err != nil {
+		st.Close()
+		b.Fatalf("load stock plugins: %v", err)
+	}
+	srv, err := server.New(server.Options{Config: cfg, Build: server.Build{Version: "bench", Commit: "bench"}, Metrics: reg, Store: st, Extensions: ext}, e)
 	if err != nil {
 		b.Fatalf("build %s server: %v", name, err)
 	}
-	counter.set(srv.Events())
 	ctx, cancel := context.WithCancel(context.Background())
 	if err := srv.Start(ctx); err != nil {
 		cancel()

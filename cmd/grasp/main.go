@@ -19,10 +19,12 @@ import (
 	"runtime/debug"
 	"syscall"
 
+	"github.com/grasp-dev/grasp/core/clock"
 	"github.com/grasp-dev/grasp/core/config"
+	"github.com/grasp-dev/grasp/core/env"
 	"github.com/grasp-dev/grasp/core/logging"
+	"github.com/grasp-dev/grasp/core/metrics"
 	"github.com/grasp-dev/grasp/core/server"
-	"github.com/grasp-dev/grasp/plugins"
 	"github.com/hashicorp/go-hclog"
 )
 
@@ -91,88 +93,65 @@ func loadConfig(name string, args []string, stderr io.Writer) (config.Config, st
 	return cfg, *path, true
 }
 
+// serve is the table of contents of a running grasp: load the config, open
+// the store, build the plugins, build the server, serve until a signal.
 func serve(args []string, stderr io.Writer) int {
 	cfg, path, ok := loadConfig("serve", args, stderr)
 	if !ok {
 		return 1
 	}
-	log, err := logging.New(cfg.Log.Level, cfg.Log.Format, stderr)
+	log, err := startLogging(cfg, stderr)
 	if err != nil {
 		fmt.Fprintf(stderr, "grasp: %v\n", err)
 		return 1
 	}
-	// Libraries that print through the standard logger (eventstore's badger
-	// migrations) go through hclog too, in the configured format.
-	stdlog.SetFlags(0)
-	stdlog.SetOutput(log.Named("lib").StandardWriter(&hclog.StandardLoggerOptions{InferLevels: true}))
-	if cfg.Server.MemoryLimitMB > 0 {
-		debug.SetMemoryLimit(int64(cfg.Server.MemoryLimitMB) << 20)
-	}
-	v, c := buildVersion()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
-	var ext server.Extensions
-	var host *plugins.Host
-	counter := &storeCounter{}
-	if hasPlugins(cfg) {
-		host, err = plugins.New(pluginOptions(cfg, counter, log.Named("plugins"), nil))
-		if err != nil {
-			log.Error("cannot load plugins", "error", err)
-			return 1
-		}
-		ext = server.Extensions{Accept: host, AcceptNames: pluginNames(cfg), Tuner: host, Selector: host}
-	}
-	srv, err := server.New(cfg, server.Build{Version: v, Commit: c}, log, ext)
+	v, c := buildVersion()
+	reg := metrics.New(v, c)
+	e := env.Env{Clock: clock.New(), Log: log, Metrics: reg.Registerer()}
+	st, err := server.OpenStore(cfg, e)
 	if err != nil {
 		log.Error("cannot start", "error", err)
 		return 1
 	}
-	counter.set(srv.Events())
+	host, ext, err := buildPlugins(cfg, st.Events(), e)
+	if err != nil {
+		st.Close()
+		log.Error("cannot load plugins", "error", err)
+		return 1
+	}
+	srv, err := server.New(server.Options{Config: cfg, Build: server.Build{Version: v, Commit: c}, Metrics: reg, Store: st, Extensions: ext}, e)
+	if err != nil {
+		log.Error("cannot start", "error", err)
+		return 1
+	}
 	if host != nil {
 		host.OnReload(srv.ThrottleChanged)
 	}
-
-	reload := func() {
-		if path == "" || host == nil {
-			log.Info("reload: nothing to reload (no config file or no plugins)")
-			return
-		}
-		next, err := config.Load(path)
-		if err != nil {
-			log.Error("reload: config rejected; keeping the running set", "error", err)
-			return
-		}
-		if keys := config.RestartNeeded(cfg, next); len(keys) > 0 {
-			log.Warn("reload: these settings change only on restart", "keys", keys)
-		}
-		if err := host.Reload(pluginOptions(next, counter, log.Named("plugins"), nil)); err != nil {
-			log.Error("reload: plugins rejected; keeping the running set", "error", err)
-			return
-		}
-		log.Info("reload: plugins swapped")
-	}
-	hup := make(chan os.Signal, 1)
-	signal.Notify(hup, syscall.SIGHUP)
-	defer signal.Stop(hup)
-	go func() {
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-hup:
-				reload()
-			}
-		}
-	}()
-	if host != nil && cfg.Plugins.Watch && path != "" {
-		go host.Watch(ctx, append(host.Current().Files(), path), reload)
-	}
+	reloadOnSignal(ctx, cfg, path, host, st.Events(), e)
 	if err := srv.Run(ctx); err != nil && !errors.Is(err, context.Canceled) {
 		log.Error("server stopped", "error", err)
 		return 1
 	}
 	return 0
+}
+
+// startLogging builds the root logger from [log]; libraries that print
+// through the standard logger (eventstore's badger migrations) go through it
+// too, in the configured format.
+func startLogging(cfg config.Config, stderr io.Writer) (hclog.Logger, error) {
+	log, err := logging.New(cfg.Log.Level, cfg.Log.Format, stderr)
+	if err != nil {
+		return nil, err
+	}
+	stdlog.SetFlags(0)
+	stdlog.SetOutput(log.Named("lib").StandardWriter(&hclog.StandardLoggerOptions{InferLevels: true}))
+	if cfg.Server.MemoryLimitMB > 0 {
+		debug.SetMemoryLimit(int64(cfg.Server.MemoryLimitMB) << 20)
+	}
+	return log, nil
 }
 
 func checkConfig(args []string, stdout, stderr io.Writer) int {

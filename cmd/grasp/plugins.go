@@ -4,36 +4,90 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"sync/atomic"
+	"os"
+	"os/signal"
+	"syscall"
 
 	"github.com/fiatjaf/eventstore"
 	"github.com/grasp-dev/grasp/core/clock"
 	"github.com/grasp-dev/grasp/core/config"
+	"github.com/grasp-dev/grasp/core/env"
+	"github.com/grasp-dev/grasp/core/server"
 	"github.com/grasp-dev/grasp/plugins"
 	"github.com/hashicorp/go-hclog"
 	"github.com/nbd-wtf/go-nostr"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// storeCounter gives plugins grasp.store.count/exists. The plugin host is
-// built before the server opens its store, so the store is set afterwards;
-// until then (check-config, plugin test) counting fails cleanly.
-type storeCounter struct {
-	st atomic.Pointer[eventstore.Store]
-}
+// storeCounter gives plugins grasp.store.count/exists; without a store
+// (check-config, plugin test) counting fails cleanly.
+type storeCounter struct{ st eventstore.Store }
 
-func (c *storeCounter) set(s eventstore.Store) { c.st.Store(&s) }
-
-func (c *storeCounter) Count(ctx context.Context, f nostr.Filter) (int64, error) {
-	p := c.st.Load()
-	if p == nil {
+func (c storeCounter) Count(ctx context.Context, f nostr.Filter) (int64, error) {
+	if c.st == nil {
 		return 0, fmt.Errorf("error: the event store is not open in this command")
 	}
-	counter, ok := (*p).(eventstore.Counter)
+	counter, ok := c.st.(eventstore.Counter)
 	if !ok {
 		return 0, fmt.Errorf("error: the event store cannot count")
 	}
 	return counter.CountEvents(ctx, f)
+}
+
+// buildPlugins loads the plugins the config names, reading the open store
+// and reporting into the process registry; none configured gives a nil host
+// and no extensions.
+func buildPlugins(cfg config.Config, st eventstore.Store, e env.Env) (*plugins.Host, server.Extensions, error) {
+	if !hasPlugins(cfg) {
+		return nil, server.Extensions{}, nil
+	}
+	host, err := plugins.New(pluginOptions(cfg, storeCounter{st}, e.Log.Named("plugins"), e.Metrics))
+	if err != nil {
+		return nil, server.Extensions{}, err
+	}
+	return host, server.Extensions{Accept: host, AcceptNames: pluginNames(cfg), Tuner: host, Selector: host}, nil
+}
+
+// reloadOnSignal makes SIGHUP (and, with plugins.watch, a changed file)
+// re-read the config and swap the plugin set, keeping the running one if
+// anything fails, until ctx ends.
+func reloadOnSignal(ctx context.Context, cfg config.Config, path string, host *plugins.Host, st eventstore.Store, e env.Env) {
+	log := e.Log
+	reload := func() {
+		if path == "" || host == nil {
+			log.Info("reload: nothing to reload (no config file or no plugins)")
+			return
+		}
+		next, err := config.Load(path)
+		if err != nil {
+			log.Error("reload: config rejected; keeping the running set", "error", err)
+			return
+		}
+		if keys := config.RestartNeeded(cfg, next); len(keys) > 0 {
+			log.Warn("reload: these settings change only on restart", "keys", keys)
+		}
+		if err := host.Reload(pluginOptions(next, storeCounter{st}, log.Named("plugins"), nil)); err != nil {
+			log.Error("reload: plugins rejected; keeping the running set", "error", err)
+			return
+		}
+		log.Info("reload: plugins swapped")
+	}
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	if host != nil && cfg.Plugins.Watch && path != "" {
+		go host.Watch(ctx, append(host.Current().Files(), path), reload)
+	}
+	go func() {
+		defer signal.Stop(hup)
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-hup:
+				reload()
+			}
+		}
+	}()
 }
 
 func specs(ps []config.Plugin) []plugins.Spec {
@@ -79,12 +133,12 @@ func checkPlugins(cfg config.Config) error {
 	if !hasPlugins(cfg) {
 		return nil
 	}
-	return plugins.Check(pluginOptions(cfg, &storeCounter{}, hclog.NewNullLogger(), nil))
+	return plugins.Check(pluginOptions(cfg, storeCounter{}, hclog.NewNullLogger(), nil))
 }
 
 // testPlugins prints the accept chain's verdict for each event on r.
 func testPlugins(ctx context.Context, cfg config.Config, r io.Reader, w io.Writer) error {
-	set, err := plugins.NewSet(pluginOptions(cfg, &storeCounter{}, hclog.NewNullLogger(), nil))
+	set, err := plugins.NewSet(pluginOptions(cfg, storeCounter{}, hclog.NewNullLogger(), nil))
 	if err != nil {
 		return err
 	}

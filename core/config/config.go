@@ -140,17 +140,16 @@ type Sync struct {
 	Enabled bool `toml:"enabled"`
 	// BootstrapRelays are always connected and never dropped as empty. A URL
 	// without a scheme gets wss://.
-	BootstrapRelays           []string `toml:"bootstrap_relays"`
-	BatchWindow               Duration `toml:"batch_window"`
-	ConsolidateAbove          int      `toml:"consolidate_above"`
-	TagsPerFilter             int      `toml:"tags_per_filter"`
-	QuickReconnectWindow      Duration `toml:"quick_reconnect_window"`
-	DailyMin                  Duration `toml:"daily_min"`
-	DailyMax                  Duration `toml:"daily_max"`
-	Negentropy                bool     `toml:"negentropy"`
-	DisconnectCheckInterval   Duration `toml:"disconnect_check_interval"`
-	RateLimitCooldown         Duration `toml:"rate_limit_cooldown"`
-	PurgatoryRegisterInterval Duration `toml:"purgatory_register_interval"`
+	BootstrapRelays         []string `toml:"bootstrap_relays"`
+	BatchWindow             Duration `toml:"batch_window"`
+	ConsolidateAbove        int      `toml:"consolidate_above"`
+	TagsPerFilter           int      `toml:"tags_per_filter"`
+	QuickReconnectWindow    Duration `toml:"quick_reconnect_window"`
+	DailyMin                Duration `toml:"daily_min"`
+	DailyMax                Duration `toml:"daily_max"`
+	Negentropy              bool     `toml:"negentropy"`
+	DisconnectCheckInterval Duration `toml:"disconnect_check_interval"`
+	RateLimitCooldown       Duration `toml:"rate_limit_cooldown"`
 	// ConnectPrivateAddresses lets sync connect to relay URLs (taken from
 	// anyone's announcements) on loopback, private and link-local
 	// addresses. Off by default (SSRF); bootstrap relays are always allowed.

@@ -86,7 +86,6 @@ func TestDefaultsAreTheSeedValues(t *testing.T) {
 		"sync.negentropy":                         true,
 		"sync.disconnect_check_interval":          Duration(60 * time.Second),
 		"sync.rate_limit_cooldown":                Duration(65 * time.Second),
-		"sync.purgatory_register_interval":        Duration(5 * time.Second),
 		"health.base_backoff":                     Duration(5 * time.Second),
 		"health.max_backoff":                      Duration(3600 * time.Second),
 		"health.dead_after":                       Duration(24 * time.Hour),

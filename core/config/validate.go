@@ -341,7 +341,6 @@ func (c *Config) checkSync(k *checker) {
 	k.positiveDur("sync.daily_max", s.DailyMax)
 	k.positiveDur("sync.disconnect_check_interval", s.DisconnectCheckInterval)
 	k.positiveDur("sync.rate_limit_cooldown", s.RateLimitCooldown)
-	k.positiveDur("sync.purgatory_register_interval", s.PurgatoryRegisterInterval)
 	if s.DailyMin > s.DailyMax {
 		k.fail("sync.daily_min", "%s exceeds daily_max %s", s.DailyMin, s.DailyMax)
 	}

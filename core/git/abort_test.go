@@ -69,7 +69,7 @@ func startPartialPush(t *testing.T, ts *testServer, owner, id string) net.Conn {
 // waitIdle waits until no request holds the repository's lock.
 func waitIdle(t *testing.T, ts *testServer, owner, id string) {
 	t.Helper()
-	dir, _ := ts.repos.Path(owner, id)
+	dir, _ := ts.repos.Path(ref(owner, id))
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	unlock, err := ts.repos.locks.acquire(ctx, dir)
@@ -83,7 +83,7 @@ func waitIdle(t *testing.T, ts *testServer, owner, id string) {
 // objects and no quarantine directory behind.
 func assertNothingWritten(t *testing.T, ts *testServer, owner, id string) {
 	t.Helper()
-	dir, _ := ts.repos.Path(owner, id)
+	dir, _ := ts.repos.Path(ref(owner, id))
 	if refs := ts.refs(owner, id); len(refs) != 0 {
 		t.Fatalf("refs after aborted push: %v", refs)
 	}
@@ -104,7 +104,7 @@ func TestClientAbortMidPackLeavesNothing(t *testing.T) {
 	ts := newTestServer(t, Options{})
 	owner, _ := ts.newRepo("proj")
 	conn := startPartialPush(t, ts, owner, "proj")
-	dir, _ := ts.repos.Path(owner, "proj")
+	dir, _ := ts.repos.Path(ref(owner, "proj"))
 	waitFor(t, func() bool { return len(quarantines(dir)) > 0 })
 	conn.Close()
 	waitIdle(t, ts, owner, "proj")
@@ -119,7 +119,7 @@ func TestStalledPushStoppedAfterMaxDuration(t *testing.T) {
 	owner, _ := ts.newRepo("proj")
 	conn := startPartialPush(t, ts, owner, "proj")
 	defer conn.Close()
-	dir, _ := ts.repos.Path(owner, "proj")
+	dir, _ := ts.repos.Path(ref(owner, "proj"))
 	waitFor(t, func() bool { return len(quarantines(dir)) > 0 })
 	if !fake.BlockUntil(2, 30*time.Second) {
 		t.Fatal("no MaxDuration timer armed")

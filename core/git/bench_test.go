@@ -65,7 +65,7 @@ func gitRunB(b *testing.B, dir string, args ...string) {
 func BenchmarkCloneVsNative(b *testing.B) {
 	ts := newTestServer(b, Options{})
 	owner := randomNpub(b)
-	dir, err := ts.repos.Path(owner, "bench")
+	dir, err := ts.repos.Path(ref(owner, "bench"))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -149,7 +149,7 @@ func BenchmarkPush200MBPeakRSS(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		b.StopTimer()
 		owner := randomNpub(b)
-		if err := ts.repos.Create(context.Background(), owner, "big"); err != nil {
+		if err := ts.repos.Create(context.Background(), ref(owner, "big")); err != nil {
 			b.Fatal(err)
 		}
 		ts.auth.addState(owner, "big", state("s", 1, "", "refs/heads/main", x))
@@ -161,7 +161,7 @@ func BenchmarkPush200MBPeakRSS(b *testing.B) {
 		gitRunB(b, work, "-c", "pack.compression=0", "push", "-q", ts.srv.URL+RepoURLPath(owner, "big"), "main")
 		b.StopTimer()
 		peak = max(peak, procStatusKB(b, "VmHWM"))
-		refs, err := ts.repos.Refs(context.Background(), owner, "big")
+		refs, err := ts.repos.Refs(context.Background(), ref(owner, "big"))
 		if err != nil || refs["refs/heads/main"] != x {
 			b.Fatalf("push did not land: %v %v", refs, err)
 		}
@@ -184,7 +184,7 @@ func BenchmarkCreate(b *testing.B) {
 	ctx := context.Background()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		if err := repos.Create(ctx, owner, "r"+strconv.Itoa(i)); err != nil {
+		if err := repos.Create(ctx, ref(owner, "r"+strconv.Itoa(i))); err != nil {
 			b.Fatal(err)
 		}
 	}

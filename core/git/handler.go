@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/grasp-dev/grasp/core/clock"
+	"github.com/grasp-dev/grasp/core/nip34"
 	"github.com/hashicorp/go-hclog"
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -15,18 +16,17 @@ import (
 // The lead wires it to purgatory and the store.
 type Authority interface {
 	// States returns the authorised state events (kind 30618 by the
-	// recursive maintainer set of owner's announcement) for the repository,
-	// from purgatory and the store alike. owner is the npub of the URL.
-	States(ctx context.Context, owner, identifier string) ([]StateCandidate, error)
+	// maintainer set of the repository's owner) for repo, from purgatory and
+	// the store alike.
+	States(ctx context.Context, repo nip34.RepoRef) ([]StateCandidate, error)
 	// PRTip returns the `c` tip of a known PR or PR-update event.
 	PRTip(ctx context.Context, eventID string) (tip string, known bool, err error)
 }
 
 // PushResult describes a push that receive-pack applied completely.
 type PushResult struct {
-	Owner      string // npub from the URL
-	Identifier string
-	Updates    []RefUpdate
+	Repo    nip34.RepoRef
+	Updates []RefUpdate
 	// StateEventID is the state the repository is now aligned with; "" when
 	// the push touched only refs/nostr/* or changed nothing.
 	StateEventID string
@@ -144,8 +144,13 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.servePage(w, r, owner, id)
 		return
 	}
-	dir, err := h.repos.Path(owner, id)
-	if err != nil || !h.repos.Exists(owner, id) {
+	repo, err := refOf(owner, id)
+	if err != nil {
+		gitNotFound(w)
+		return
+	}
+	dir, err := h.repos.Path(repo)
+	if err != nil || !isRepoDir(dir) {
 		gitNotFound(w)
 		return
 	}
@@ -167,7 +172,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			methodNotAllowed(w, "POST")
 			return
 		}
-		h.serveReceivePack(w, r, owner, id, dir)
+		h.serveReceivePack(w, r, repo, dir)
 	default:
 		gitNotFound(w)
 	}

@@ -14,6 +14,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/grasp-dev/grasp/core/nip34"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -45,7 +46,8 @@ func (f *fakeAuthority) setPR(eventID, tip string) {
 	f.prs[eventID] = tip
 }
 
-func (f *fakeAuthority) States(ctx context.Context, owner, id string) ([]StateCandidate, error) {
+func (f *fakeAuthority) States(ctx context.Context, repo nip34.RepoRef) ([]StateCandidate, error) {
+	owner, id := repo.Npub(), repo.Identifier
 	f.mu.Lock()
 	f.asked = append(f.asked, owner+"/"+id)
 	f.inFlight++
@@ -114,10 +116,19 @@ func newTestServer(t testing.TB, opts Options) *testServer {
 func (ts *testServer) newRepo(id string) (owner, url string) {
 	ts.t.Helper()
 	owner = randomNpub(ts.t)
-	if err := ts.repos.Create(context.Background(), owner, id); err != nil {
+	if err := ts.repos.Create(context.Background(), ref(owner, id)); err != nil {
 		ts.t.Fatal(err)
 	}
 	return owner, ts.srv.URL + RepoURLPath(owner, id)
+}
+
+// ref names the repository of an npub (as in a URL) and identifier.
+func ref(owner, id string) nip34.RepoRef {
+	hex, err := DecodeNpub(owner)
+	if err != nil {
+		panic(err)
+	}
+	return nip34.RepoRef{Pubkey: hex, Identifier: id}
 }
 
 func randomNpub(t testing.TB) string {
@@ -223,7 +234,7 @@ func (ts *testServer) get(path string, hdr ...string) (*http.Response, string) {
 
 func (ts *testServer) refs(owner, id string) map[string]string {
 	ts.t.Helper()
-	refs, err := ts.repos.Refs(context.Background(), owner, id)
+	refs, err := ts.repos.Refs(context.Background(), ref(owner, id))
 	if err != nil {
 		ts.t.Fatal(err)
 	}

@@ -99,10 +99,10 @@ func TestPathTraversalRefused(t *testing.T) {
 		}
 	}
 	for _, id := range []string{"", ".", "..", "a/b", "a\\b", "a\x00b", "../" + "x"} {
-		if _, err := ts.repos.Path(owner, id); err == nil || !strings.HasPrefix(err.Error(), "invalid:") {
+		if _, err := ts.repos.Path(ref(owner, id)); err == nil || !strings.HasPrefix(err.Error(), "invalid:") {
 			t.Errorf("Path(%q) err = %v, want invalid:", id, err)
 		}
-		if err := ts.repos.Create(context.Background(), owner, id); err == nil {
+		if err := ts.repos.Create(context.Background(), ref(owner, id)); err == nil {
 			t.Errorf("Create(%q) succeeded", id)
 		}
 	}

@@ -34,8 +34,7 @@ func (h *handler) servePage(w http.ResponseWriter, r *http.Request, owner, id st
 		return
 	}
 	d := pageData{Owner: owner, ID: id, Title: "Repository not found"}
-	_, perr := h.repos.Path(owner, id)
-	if perr == nil && h.repos.Exists(owner, id) {
+	if repo, err := refOf(owner, id); err == nil && h.repos.Exists(repo) {
 		d.Found = true
 		d.Title = id
 		base := h.opts.PublicURL

@@ -42,6 +42,16 @@ func EncodeNpub(pubkeyHex string) (string, error) {
 	return n, nil
 }
 
+// refOf names the repository of a URL path's owner segment (an npub) and
+// identifier.
+func refOf(owner, id string) (nip34.RepoRef, error) {
+	hex, err := DecodeNpub(owner)
+	if err != nil {
+		return nip34.RepoRef{}, err
+	}
+	return nip34.RepoRef{Pubkey: hex, Identifier: id}, nil
+}
+
 // RepoURLPath is the URL path of a repository: /<npub>/<percent-encoded id>.git.
 func RepoURLPath(npub, id string) string {
 	return "/" + npub + "/" + url.PathEscape(id) + ".git"
@@ -53,6 +63,13 @@ func RepoURLPath(npub, id string) string {
 func IsGitPath(escapedPath string) bool {
 	_, _, _, ok := splitRepoPath(escapedPath)
 	return ok
+}
+
+// Routed reports whether the relay hands a request for escapedPath to the
+// git handler: a repository path (IsGitPath), or anything under /prs/
+// (GRASP-06, reserved: the handler answers 404 until it serves them).
+func Routed(escapedPath string) bool {
+	return strings.HasPrefix(escapedPath, "/prs/") || IsGitPath(escapedPath)
 }
 
 // splitRepoPath splits /<owner>/<pct-id>.git[/<sub>] without validating the

@@ -7,6 +7,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/grasp-dev/grasp/core/nip34"
 )
 
 func TestG01G2a_OwnerStatePushAccepted(t *testing.T) {
@@ -22,7 +24,7 @@ func TestG01G2a_OwnerStatePushAccepted(t *testing.T) {
 		t.Fatalf("main = %q, want %q", got, x)
 	}
 	pushes := ts.hooks.all()
-	if len(pushes) != 1 || pushes[0].StateEventID != "s1" || pushes[0].Owner != owner || pushes[0].Identifier != "proj" {
+	if len(pushes) != 1 || pushes[0].StateEventID != "s1" || pushes[0].Repo != ref(owner, "proj") {
 		t.Fatalf("OnPush calls = %+v", pushes)
 	}
 }
@@ -123,7 +125,7 @@ func TestG01G2f_NoopPushAcceptedWithoutState(t *testing.T) {
 	owner, url := ts.newRepo("proj")
 	work := newWork(t)
 	x := gitRun(t, work, "rev-parse", "HEAD")
-	if err := ts.repos.Create(context.Background(), owner, "proj"); err != nil {
+	if err := ts.repos.Create(context.Background(), ref(owner, "proj")); err != nil {
 		t.Fatal(err)
 	}
 	ts.auth.addState(owner, "proj", state("s1", 10, "", "refs/heads/main", x))
@@ -210,7 +212,7 @@ func TestG01G4_PropagateToOtherMaintainer(t *testing.T) {
 
 	ctx := context.Background()
 	missing := randomNpub(t) // a maintainer without a repository here is skipped
-	if err := ts.repos.Propagate(ctx, ownerB, []string{ownerA, missing, ownerB}, "proj", st.Refs, st.HEAD); err != nil {
+	if err := ts.repos.Propagate(ctx, ref(ownerB, "proj"), []nip34.RepoRef{ref(ownerA, "proj"), ref(missing, "proj"), ref(ownerB, "proj")}, st.Refs, st.HEAD); err != nil {
 		t.Fatal(err)
 	}
 	out := gitRun(t, "", "ls-remote", urlA)
@@ -229,7 +231,7 @@ func TestG01G4_PropagateToOtherMaintainer(t *testing.T) {
 	stA := state("sA", 20, "ref: refs/heads/main", "refs/heads/main", y)
 	ts.auth.addState(ownerA, "proj", stA)
 	gitRun(t, work, "push", urlA, "main")
-	if err := ts.repos.Propagate(ctx, ownerA, []string{ownerB}, "proj", stA.Refs, stA.HEAD); err != nil {
+	if err := ts.repos.Propagate(ctx, ref(ownerA, "proj"), []nip34.RepoRef{ref(ownerB, "proj")}, stA.Refs, stA.HEAD); err != nil {
 		t.Fatal(err)
 	}
 	if got := ts.refs(ownerB, "proj")["refs/heads/main"]; got != y {
@@ -237,10 +239,10 @@ func TestG01G4_PropagateToOtherMaintainer(t *testing.T) {
 	}
 
 	// Deleting B's copy must not break A's: A takes the objects it borrows.
-	if err := ts.repos.Delete(ctx, ownerB, "proj"); err != nil {
+	if err := ts.repos.Delete(ctx, ref(ownerB, "proj")); err != nil {
 		t.Fatal(err)
 	}
-	if ts.repos.Exists(ownerB, "proj") {
+	if ts.repos.Exists(ref(ownerB, "proj")) {
 		t.Fatal("B's repository still exists")
 	}
 	gitRun(t, dirA, "fsck", "--connectivity-only")

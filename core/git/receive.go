@@ -17,7 +17,8 @@ const receiveResultType = "application/x-git-receive-pack-result"
 // runs, then streams the already-read commands plus the rest of the body
 // (the pack) into `git receive-pack`. Pushes to one repository are
 // serialised; a refused push never starts git and so writes nothing.
-func (h *handler) serveReceivePack(w http.ResponseWriter, r *http.Request, owner, id, dir string) {
+func (h *handler) serveReceivePack(w http.ResponseWriter, r *http.Request, repo nip34.RepoRef, dir string) {
+	owner, id := repo.Npub(), repo.Identifier
 	start := h.opts.Clock.Now()
 	body, wire, closeBody, err := h.requestBody(r, h.opts.MaxPushBytes)
 	if err != nil {
@@ -52,7 +53,7 @@ func (h *handler) serveReceivePack(w http.ResponseWriter, r *http.Request, owner
 	}
 	defer unlock()
 
-	res, err := h.authorize(ctx, owner, id, dir, cmds.Updates)
+	res, err := h.authorize(ctx, repo, dir, cmds.Updates)
 	if err != nil {
 		h.log.Error("push authorisation could not be decided", "owner", owner, "id", id, "error", err)
 		res = Result{Class: ClassError, Reason: "error: " + oneLine(err.Error()), RefReasons: map[string]string{}}
@@ -104,7 +105,7 @@ func (h *handler) serveReceivePack(w http.ResponseWriter, r *http.Request, owner
 	unlock()
 	h.finish("push", start, rr)
 	if applied && h.hooks != nil {
-		pr := PushResult{Owner: owner, Identifier: id, Updates: cmds.Updates, State: res.State, Placeholders: res.Placeholders}
+		pr := PushResult{Repo: repo, Updates: cmds.Updates, State: res.State, Placeholders: res.Placeholders}
 		if res.State != nil {
 			pr.StateEventID = res.State.EventID
 		}
@@ -114,7 +115,7 @@ func (h *handler) serveReceivePack(w http.ResponseWriter, r *http.Request, owner
 
 // authorize gathers the inputs of Authorize: current refs, and the states
 // and PR tips only when the push needs them.
-func (h *handler) authorize(ctx context.Context, owner, id, dir string, updates []RefUpdate) (Result, error) {
+func (h *handler) authorize(ctx context.Context, repo nip34.RepoRef, dir string, updates []RefUpdate) (Result, error) {
 	current, err := h.repos.refsAt(ctx, dir)
 	if err != nil {
 		return Result{}, err
@@ -137,8 +138,8 @@ func (h *handler) authorize(ctx context.Context, owner, id, dir string, updates 
 		}
 	}
 	if needStates {
-		if states, err = h.auth.States(ctx, owner, id); err != nil {
-			return Result{}, fmt.Errorf("load state events for %s/%s: %w", owner, id, err)
+		if states, err = h.auth.States(ctx, repo); err != nil {
+			return Result{}, fmt.Errorf("load state events for %s/%s: %w", repo.Npub(), repo.Identifier, err)
 		}
 	}
 	return Authorize(current, updates, states, prTips), nil

@@ -29,8 +29,10 @@ type RepoOptions struct {
 }
 
 // Repos is the bare-repository store: <root>/<npub>/<identifier>.git, the
-// identifier verbatim. It is safe for concurrent use; writes to one
-// repository are serialised by a per-repository lock.
+// identifier verbatim. Repositories are named by nip34.RepoRef; the
+// directory is derived here and nowhere else. It is safe for concurrent use;
+// every write to a repository (push, alignment, propagation, ref edits,
+// fetches, maintenance, deletion) takes that repository's lock.
 type Repos struct {
 	root  string
 	git   string
@@ -66,13 +68,15 @@ func NewRepos(root string, opts RepoOptions) (*Repos, error) {
 // Root is the directory the store lives in.
 func (r *Repos) Root() string { return r.root }
 
-// Path validates owner (an npub) and id and returns the repository
-// directory. No combination of inputs yields a path outside the owner's
-// directory under the root.
-func (r *Repos) Path(owner, id string) (string, error) {
-	if _, err := DecodeNpub(owner); err != nil {
+// Path validates repo and returns its directory, <root>/<npub>/<id>.git. No
+// combination of inputs yields a path outside the owner's directory under
+// the root.
+func (r *Repos) Path(repo nip34.RepoRef) (string, error) {
+	owner, err := EncodeNpub(repo.Pubkey)
+	if err != nil {
 		return "", err
 	}
+	id := repo.Identifier
 	if err := ValidateIdentifier(id); err != nil {
 		return "", err
 	}
@@ -85,26 +89,66 @@ func (r *Repos) Path(owner, id string) (string, error) {
 }
 
 // Exists reports whether the bare repository exists.
-func (r *Repos) Exists(owner, id string) bool {
-	dir, err := r.Path(owner, id)
+func (r *Repos) Exists(repo nip34.RepoRef) bool {
+	dir, err := r.Path(repo)
 	if err != nil {
 		return false
 	}
+	return isRepoDir(dir)
+}
+
+func isRepoDir(dir string) bool {
 	st, err := os.Stat(filepath.Join(dir, "HEAD"))
 	return err == nil && st.Mode().IsRegular()
+}
+
+// List returns every hosted repository, by owner directory then identifier
+// (the one listing of hosted repos: maintenance and the hunter's re-check
+// walk it).
+func (r *Repos) List(ctx context.Context) ([]nip34.RepoRef, error) {
+	owners, err := os.ReadDir(r.root)
+	if err != nil {
+		return nil, fmt.Errorf("list owners: %w", err)
+	}
+	var out []nip34.RepoRef
+	for _, o := range owners {
+		if !o.IsDir() || !strings.HasPrefix(o.Name(), "npub1") {
+			continue
+		}
+		hex, err := DecodeNpub(o.Name())
+		if err != nil {
+			continue
+		}
+		entries, _ := os.ReadDir(filepath.Join(r.root, o.Name()))
+		for _, e := range entries {
+			id, ok := strings.CutSuffix(e.Name(), ".git")
+			if !ok || !e.IsDir() || strings.HasPrefix(e.Name(), ".") {
+				continue
+			}
+			if err := ctx.Err(); err != nil {
+				return out, err
+			}
+			ref := nip34.RepoRef{Pubkey: hex, Identifier: id}
+			if dir, err := r.Path(ref); err == nil && isRepoDir(dir) {
+				out = append(out, ref)
+			}
+		}
+	}
+	return out, nil
 }
 
 // Create makes an empty bare repository; it is a no-op if one exists. The
 // repository is initialised in a temporary directory and renamed into
 // place, so a reader never sees a half-created repository.
-func (r *Repos) Create(ctx context.Context, owner, id string) error {
-	dir, err := r.Path(owner, id)
+func (r *Repos) Create(ctx context.Context, repo nip34.RepoRef) error {
+	dir, err := r.Path(repo)
 	if err != nil {
 		return err
 	}
-	if r.Exists(owner, id) {
+	if isRepoDir(dir) {
 		return nil
 	}
+	owner, id := repo.Npub(), repo.Identifier
 	ownerDir := filepath.Dir(dir)
 	if err := os.MkdirAll(ownerDir, 0o755); err != nil {
 		return fmt.Errorf("create owner directory for %s/%s: %w", owner, id, err)
@@ -118,7 +162,7 @@ func (r *Repos) Create(ctx context.Context, owner, id string) error {
 		return fmt.Errorf("init bare repository %s/%s: %w", owner, id, err)
 	}
 	if err := os.Rename(tmp, dir); err != nil {
-		if r.Exists(owner, id) {
+		if isRepoDir(dir) {
 			return nil
 		}
 		return fmt.Errorf("move new repository %s/%s into place: %w", owner, id, err)
@@ -131,11 +175,12 @@ func (r *Repos) Create(ctx context.Context, owner, id string) error {
 // borrow its objects through alternates first take copies of what they
 // borrow (git repack -a -d), so deleting one maintainer's copy never breaks
 // another's.
-func (r *Repos) Delete(ctx context.Context, owner, id string) error {
-	dir, err := r.Path(owner, id)
+func (r *Repos) Delete(ctx context.Context, repo nip34.RepoRef) error {
+	dir, err := r.Path(repo)
 	if err != nil {
 		return err
 	}
+	owner, id := repo.Npub(), repo.Identifier
 	objects := filepath.Join(dir, "objects")
 	dependents, err := r.dependents(id, objects)
 	if err != nil {
@@ -203,8 +248,8 @@ func (r *Repos) dependents(id, objectsDir string) ([]string, error) {
 }
 
 // Refs returns every ref of the repository with the object it names.
-func (r *Repos) Refs(ctx context.Context, owner, id string) (map[string]string, error) {
-	dir, err := r.existing(owner, id)
+func (r *Repos) Refs(ctx context.Context, repo nip34.RepoRef) (map[string]string, error) {
+	dir, err := r.existing(repo)
 	if err != nil {
 		return nil, err
 	}
@@ -226,22 +271,22 @@ func (r *Repos) refsAt(ctx context.Context, dir string) (map[string]string, erro
 }
 
 // Head returns the ref HEAD points at ("refs/heads/main").
-func (r *Repos) Head(ctx context.Context, owner, id string) (string, error) {
-	dir, err := r.existing(owner, id)
+func (r *Repos) Head(ctx context.Context, repo nip34.RepoRef) (string, error) {
+	dir, err := r.existing(repo)
 	if err != nil {
 		return "", err
 	}
 	out, err := r.run(ctx, dir, nil, "symbolic-ref", "HEAD")
 	if err != nil {
-		return "", fmt.Errorf("read HEAD of %s/%s: %w", owner, id, err)
+		return "", fmt.Errorf("read HEAD of %s: %w", dir, err)
 	}
 	return strings.TrimSpace(string(out)), nil
 }
 
 // SetHead points HEAD at ref, which may be given as "ref: refs/heads/x" or
 // "refs/heads/x" (G01-G4 part 2).
-func (r *Repos) SetHead(ctx context.Context, owner, id, ref string) error {
-	dir, err := r.existing(owner, id)
+func (r *Repos) SetHead(ctx context.Context, repo nip34.RepoRef, ref string) error {
+	dir, err := r.existing(repo)
 	if err != nil {
 		return err
 	}
@@ -266,8 +311,8 @@ func (r *Repos) setHeadAt(ctx context.Context, dir, ref string) error {
 
 // HasObjects reports which of oids exist in the repository (its alternates
 // included), using one `git cat-file --batch-check` process.
-func (r *Repos) HasObjects(ctx context.Context, owner, id string, oids []string) (map[string]bool, error) {
-	dir, err := r.existing(owner, id)
+func (r *Repos) HasObjects(ctx context.Context, repo nip34.RepoRef, oids []string) (map[string]bool, error) {
+	dir, err := r.existing(repo)
 	if err != nil {
 		return nil, err
 	}
@@ -287,7 +332,7 @@ func (r *Repos) HasObjects(ctx context.Context, owner, id string, oids []string)
 	}
 	out, err := r.run(ctx, dir, &in, "cat-file", "--batch-check=%(objectname) %(objecttype)")
 	if err != nil {
-		return nil, fmt.Errorf("check objects in %s/%s: %w", owner, id, err)
+		return nil, fmt.Errorf("check objects in %s: %w", dir, err)
 	}
 	sc := bufio.NewScanner(bytes.NewReader(out))
 	for sc.Scan() {
@@ -304,8 +349,8 @@ func (r *Repos) HasObjects(ctx context.Context, owner, id string, oids []string)
 // --stdin` transaction; peeled "^{}" entries and other namespaces are
 // ignored) and, if head is not empty, points HEAD at it. refs/nostr/* are
 // left alone. Every object must already exist; otherwise nothing changes.
-func (r *Repos) Align(ctx context.Context, owner, id string, refs map[string]string, head string) error {
-	dir, err := r.existing(owner, id)
+func (r *Repos) Align(ctx context.Context, repo nip34.RepoRef, refs map[string]string, head string) error {
+	dir, err := r.existing(repo)
 	if err != nil {
 		return err
 	}
@@ -362,23 +407,27 @@ func (r *Repos) alignAt(ctx context.Context, dir string, refs map[string]string,
 	return nil
 }
 
-// Propagate brings the repositories of toOwners (same identifier) to refs
-// and head, borrowing fromOwner's objects through objects/info/alternates
-// instead of copying them (G01-G4 part 3). Owners without a repository here
-// are skipped. Each target is locked on its own, never together with the
-// source, so concurrent propagations cannot deadlock.
-func (r *Repos) Propagate(ctx context.Context, fromOwner string, toOwners []string, id string, refs map[string]string, head string) error {
-	src, err := r.existing(fromOwner, id)
+// Propagate brings the repositories to (same identifier as from) to refs
+// and head, borrowing from's objects through objects/info/alternates
+// instead of copying them (G01-G4 part 3). Targets without a repository
+// here are skipped. Each target is locked on its own, never together with
+// the source, so concurrent propagations cannot deadlock.
+func (r *Repos) Propagate(ctx context.Context, from nip34.RepoRef, to []nip34.RepoRef, refs map[string]string, head string) error {
+	src, err := r.existing(from)
 	if err != nil {
-		return fmt.Errorf("propagate from %s/%s: %w", fromOwner, id, err)
+		return fmt.Errorf("propagate from %s: %w", from, err)
 	}
 	srcObjects := filepath.Join(src, "objects")
 	var errs []error
-	for _, to := range toOwners {
-		if to == fromOwner {
+	for _, t := range to {
+		if t == from {
 			continue
 		}
-		dst, err := r.existing(to, id)
+		if t.Identifier != from.Identifier {
+			errs = append(errs, fmt.Errorf("propagate %s to %s: identifiers differ", from, t))
+			continue
+		}
+		dst, err := r.existing(t)
 		if errors.Is(err, ErrNotFound) {
 			continue
 		}
@@ -387,7 +436,7 @@ func (r *Repos) Propagate(ctx context.Context, fromOwner string, toOwners []stri
 			continue
 		}
 		if err := r.propagateOne(ctx, srcObjects, dst, refs, head); err != nil {
-			errs = append(errs, fmt.Errorf("propagate %s/%s to %s: %w", fromOwner, id, to, err))
+			errs = append(errs, fmt.Errorf("propagate %s to %s: %w", from, t.Npub(), err))
 		}
 	}
 	return errors.Join(errs...)
@@ -459,13 +508,13 @@ func editAlternates(repoDir string, edit func([]string) []string) error {
 	return nil
 }
 
-func (r *Repos) existing(owner, id string) (string, error) {
-	dir, err := r.Path(owner, id)
+func (r *Repos) existing(repo nip34.RepoRef) (string, error) {
+	dir, err := r.Path(repo)
 	if err != nil {
 		return "", err
 	}
-	if !r.Exists(owner, id) {
-		return "", fmt.Errorf("%s/%s: %w", owner, id, ErrNotFound)
+	if !isRepoDir(dir) {
+		return "", fmt.Errorf("%s/%s: %w", repo.Npub(), repo.Identifier, ErrNotFound)
 	}
 	return dir, nil
 }
@@ -514,16 +563,21 @@ func (r *Repos) run(ctx context.Context, dir string, stdin io.Reader, args ...st
 	return stdout.Bytes(), nil
 }
 
-// Maintain runs `git gc --auto` on a repository. Pushes run with
-// receive.autogc=false so that no request waits for a repack; the
-// maintenance loop calls this instead.
-func (r *Repos) Maintain(ctx context.Context, owner, id string) error {
-	dir, err := r.existing(owner, id)
+// Maintain runs `git gc --auto` on a repository, under its lock like every
+// other write. Pushes run with receive.autogc=false so that no request waits
+// for a repack; the maintenance loop calls this instead.
+func (r *Repos) Maintain(ctx context.Context, repo nip34.RepoRef) error {
+	dir, err := r.existing(repo)
 	if err != nil {
 		return err
 	}
+	unlock, err := r.locks.acquire(ctx, dir)
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	if _, err := r.run(ctx, dir, nil, "-c", "gc.autoDetach=false", "gc", "--auto", "--quiet"); err != nil {
-		return fmt.Errorf("maintain %s/%s: %w", owner, id, err)
+		return fmt.Errorf("maintain %s: %w", dir, err)
 	}
 	return nil
 }
@@ -532,21 +586,21 @@ func (r *Repos) Maintain(ctx context.Context, owner, id string) error {
 // already exists, G01-G5c). oldOID, if not empty, must be the ref's current
 // value (ZeroOID: the ref must not exist), so a concurrent change is not
 // overwritten.
-func (r *Repos) SetRef(ctx context.Context, owner, id, ref, oid, oldOID string) error {
+func (r *Repos) SetRef(ctx context.Context, repo nip34.RepoRef, ref, oid, oldOID string) error {
 	if !nip34.IsObjectID(oid) || isZeroOID(oid) {
 		return fmt.Errorf("invalid: %q is not an object id", truncate(oid, 80))
 	}
-	return r.updateRef(ctx, owner, id, ref, "update "+ref+" "+oid, oldOID)
+	return r.updateRef(ctx, repo, ref, "update "+ref+" "+oid, oldOID)
 }
 
 // DeleteRef removes one ref, e.g. an expired refs/nostr/<id> placeholder
 // (G01-G5f). oldOID, if not empty, must be its current value; deleting a
 // ref that does not exist is not an error.
-func (r *Repos) DeleteRef(ctx context.Context, owner, id, ref, oldOID string) error {
-	return r.updateRef(ctx, owner, id, ref, "delete "+ref, oldOID)
+func (r *Repos) DeleteRef(ctx context.Context, repo nip34.RepoRef, ref, oldOID string) error {
+	return r.updateRef(ctx, repo, ref, "delete "+ref, oldOID)
 }
 
-func (r *Repos) updateRef(ctx context.Context, owner, id, ref, cmd, oldOID string) error {
+func (r *Repos) updateRef(ctx context.Context, repo nip34.RepoRef, ref, cmd, oldOID string) error {
 	if err := CheckRefName(ref); err != nil {
 		return err
 	}
@@ -556,7 +610,7 @@ func (r *Repos) updateRef(ctx context.Context, owner, id, ref, cmd, oldOID strin
 		}
 		cmd += " " + oldOID
 	}
-	dir, err := r.existing(owner, id)
+	dir, err := r.existing(repo)
 	if err != nil {
 		return err
 	}
@@ -566,7 +620,7 @@ func (r *Repos) updateRef(ctx context.Context, owner, id, ref, cmd, oldOID strin
 	}
 	defer unlock()
 	if _, err := r.run(ctx, dir, strings.NewReader(cmd+"\n"), "update-ref", "--stdin"); err != nil {
-		return fmt.Errorf("%s in %s/%s: %w", strings.SplitN(cmd, " ", 2)[0], owner, id, err)
+		return fmt.Errorf("%s in %s: %w", strings.SplitN(cmd, " ", 2)[0], dir, err)
 	}
 	return nil
 }

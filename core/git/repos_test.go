@@ -35,18 +35,18 @@ func TestReposLifecycle(t *testing.T) {
 		t.Fatal(err)
 	}
 	owner := randomNpub(t)
-	if repos.Exists(owner, "p") {
+	if repos.Exists(ref(owner, "p")) {
 		t.Fatal("exists before create")
 	}
 	for i := 0; i < 2; i++ { // idempotent
-		if err := repos.Create(ctx, owner, "p"); err != nil {
+		if err := repos.Create(ctx, ref(owner, "p")); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if !repos.Exists(owner, "p") {
+	if !repos.Exists(ref(owner, "p")) {
 		t.Fatal("not created")
 	}
-	if _, err := repos.Refs(ctx, owner, "missing"); err == nil || !strings.Contains(err.Error(), ErrNotFound.Error()) {
+	if _, err := repos.Refs(ctx, ref(owner, "missing")); err == nil || !strings.Contains(err.Error(), ErrNotFound.Error()) {
 		t.Fatalf("refs of a missing repo: %v", err)
 	}
 
@@ -54,68 +54,68 @@ func TestReposLifecycle(t *testing.T) {
 	work := newWork(t)
 	x := gitRun(t, work, "rev-parse", "HEAD")
 	y := commit(t, work, "y")
-	dir, _ := repos.Path(owner, "p")
+	dir, _ := repos.Path(ref(owner, "p"))
 	gitRun(t, work, "push", "-q", dir, "main", "main:refs/heads/old", "main:refs/nostr/"+strings.Repeat("a", 64))
 
-	has, err := repos.HasObjects(ctx, owner, "p", []string{x, y, strings.Repeat("9", 40)})
+	has, err := repos.HasObjects(ctx, ref(owner, "p"), []string{x, y, strings.Repeat("9", 40)})
 	if err != nil || !has[x] || !has[y] || has[strings.Repeat("9", 40)] {
 		t.Fatalf("HasObjects = %v, %v", has, err)
 	}
-	if _, err := repos.HasObjects(ctx, owner, "p", []string{"HEAD~1"}); err == nil {
+	if _, err := repos.HasObjects(ctx, ref(owner, "p"), []string{"HEAD~1"}); err == nil {
 		t.Fatal("HasObjects accepted a revision expression")
 	}
 
 	// Align: move main back, add dev, drop old, keep refs/nostr, set HEAD.
-	err = repos.Align(ctx, owner, "p", map[string]string{"refs/heads/main": x, "refs/heads/dev": y, "refs/tags/v1^{}": y}, "ref: refs/heads/dev")
+	err = repos.Align(ctx, ref(owner, "p"), map[string]string{"refs/heads/main": x, "refs/heads/dev": y, "refs/tags/v1^{}": y}, "ref: refs/heads/dev")
 	if err != nil {
 		t.Fatal(err)
 	}
-	refs, _ := repos.Refs(ctx, owner, "p")
+	refs, _ := repos.Refs(ctx, ref(owner, "p"))
 	if refs["refs/heads/main"] != x || refs["refs/heads/dev"] != y || refs["refs/heads/old"] != "" || refs["refs/nostr/"+strings.Repeat("a", 64)] != y || len(refs) != 3 {
 		t.Fatalf("refs after align = %v", refs)
 	}
-	if head, _ := repos.Head(ctx, owner, "p"); head != "refs/heads/dev" {
+	if head, _ := repos.Head(ctx, ref(owner, "p")); head != "refs/heads/dev" {
 		t.Fatalf("HEAD = %s", head)
 	}
 
 	// A state naming a missing object changes nothing (atomic transaction).
-	err = repos.Align(ctx, owner, "p", map[string]string{"refs/heads/main": y, "refs/heads/new": strings.Repeat("9", 40)}, "")
+	err = repos.Align(ctx, ref(owner, "p"), map[string]string{"refs/heads/main": y, "refs/heads/new": strings.Repeat("9", 40)}, "")
 	if err == nil {
 		t.Fatal("align with a missing object succeeded")
 	}
-	after, _ := repos.Refs(ctx, owner, "p")
+	after, _ := repos.Refs(ctx, ref(owner, "p"))
 	if after["refs/heads/main"] != x || after["refs/heads/new"] != "" {
 		t.Fatalf("failed align changed refs: %v", after)
 	}
 	pr := "refs/nostr/" + strings.Repeat("b", 64)
-	if err := repos.SetRef(ctx, owner, "p", pr, x, ZeroOID); err != nil {
+	if err := repos.SetRef(ctx, ref(owner, "p"), pr, x, ZeroOID); err != nil {
 		t.Fatal(err)
 	}
-	if err := repos.SetRef(ctx, owner, "p", pr, y, ZeroOID); err == nil {
+	if err := repos.SetRef(ctx, ref(owner, "p"), pr, y, ZeroOID); err == nil {
 		t.Fatal("SetRef overwrote a ref that was expected not to exist")
 	}
-	if err := repos.DeleteRef(ctx, owner, "p", pr, y); err == nil {
+	if err := repos.DeleteRef(ctx, ref(owner, "p"), pr, y); err == nil {
 		t.Fatal("DeleteRef with a wrong old value succeeded")
 	}
-	if err := repos.DeleteRef(ctx, owner, "p", pr, x); err != nil {
+	if err := repos.DeleteRef(ctx, ref(owner, "p"), pr, x); err != nil {
 		t.Fatal(err)
 	}
-	if err := repos.DeleteRef(ctx, owner, "p", pr, ""); err != nil {
+	if err := repos.DeleteRef(ctx, ref(owner, "p"), pr, ""); err != nil {
 		t.Fatalf("deleting a missing ref: %v", err)
 	}
-	if err := repos.SetRef(ctx, owner, "p", "refs/heads/a..b", x, ""); err == nil {
+	if err := repos.SetRef(ctx, ref(owner, "p"), "refs/heads/a..b", x, ""); err == nil {
 		t.Fatal("SetRef accepted a bad ref name")
 	}
-	if refs, _ := repos.Refs(ctx, owner, "p"); refs[pr] != "" {
+	if refs, _ := repos.Refs(ctx, ref(owner, "p")); refs[pr] != "" {
 		t.Fatalf("ref survived deletion: %v", refs)
 	}
-	if err := repos.SetHead(ctx, owner, "p", "refs/tags/v1"); err == nil || !strings.HasPrefix(err.Error(), "invalid:") {
+	if err := repos.SetHead(ctx, ref(owner, "p"), "refs/tags/v1"); err == nil || !strings.HasPrefix(err.Error(), "invalid:") {
 		t.Fatalf("HEAD on a tag: %v", err)
 	}
-	if err := repos.Maintain(ctx, owner, "p"); err != nil {
+	if err := repos.Maintain(ctx, ref(owner, "p")); err != nil {
 		t.Fatal(err)
 	}
-	if err := repos.Delete(ctx, owner, "p"); err != nil || repos.Exists(owner, "p") {
+	if err := repos.Delete(ctx, ref(owner, "p")); err != nil || repos.Exists(ref(owner, "p")) {
 		t.Fatalf("delete: %v", err)
 	}
 }

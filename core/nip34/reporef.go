@@ -39,10 +39,15 @@ func (a Address) String() string {
 }
 
 // RepoRef names one repository: the announcement coordinate
-// "30617:<owner hex>:<identifier>".
+// "30617:<owner hex>:<identifier>". It is the one repository identity of
+// grasp: purgatory entries, hunter needs, git.Repos (which derives the
+// on-disk <npub>/<identifier>.git from it) and the effects all use it.
+//
+// The JSON names are purgatory's durable format (held entries written
+// before a restart must load after it); do not change them.
 type RepoRef struct {
-	Pubkey     string
-	Identifier string
+	Pubkey     string `json:"owner"` // hex
+	Identifier string `json:"d"`
 }
 
 // ParseRepoRef parses "30617:<hex>:<d>" and validates the identifier.
@@ -69,6 +74,9 @@ func (r RepoRef) String() string {
 func (r RepoRef) StateAddress() Address {
 	return Address{Kind: KindState, Pubkey: r.Pubkey, D: r.Identifier}
 }
+
+// Npub is the owner's npub, the first path segment of the repository's URL.
+func (r RepoRef) Npub() string { return Npub(r.Pubkey) }
 
 // IsZero reports whether r is the zero RepoRef.
 func (r RepoRef) IsZero() bool { return r.Pubkey == "" && r.Identifier == "" }

@@ -46,12 +46,12 @@ func (g *fakeGit) add(owner, d string, oids ...string) {
 	}
 }
 
-func (g *fakeGit) HasCommit(_ context.Context, owner, d, oid string) (bool, error) {
+func (g *fakeGit) HasCommit(_ context.Context, repo nip34.RepoRef, oid string) (bool, error) {
 	g.calls++
 	if g.err != nil {
 		return false, g.err
 	}
-	return g.objects[owner+"/"+d+"/"+oid], nil
+	return g.objects[repo.Pubkey+"/"+repo.Identifier+"/"+oid], nil
 }
 
 type env struct {

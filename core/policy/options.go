@@ -28,10 +28,10 @@ type Held interface {
 }
 
 // GitData answers whether the object oid (a commit, or the tag object of an
-// annotated tag) exists in the bare repository of owner's identifier on
-// this server. A repository that does not exist has no objects.
+// annotated tag) exists in the bare repository repo on this server. A
+// repository that does not exist has no objects. git.Repos implements it.
 type GitData interface {
-	HasCommit(ctx context.Context, ownerHex, identifier, oid string) (bool, error)
+	HasCommit(ctx context.Context, repo nip34.RepoRef, oid string) (bool, error)
 }
 
 // Options is the GRASP acceptance configuration ([grasp] in grasp.toml).

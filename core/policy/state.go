@@ -90,7 +90,7 @@ func (r *Rules) anyHas(ctx context.Context, repos []nip34.Announcement, oid stri
 		return false, nil
 	}
 	for _, a := range repos {
-		ok, err := r.git.HasCommit(ctx, a.Pubkey, a.Identifier, oid)
+		ok, err := r.git.HasCommit(ctx, nip34.RepoRef{Pubkey: a.Pubkey, Identifier: a.Identifier}, oid)
 		if err != nil {
 			return false, err
 		}

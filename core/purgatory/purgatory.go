@@ -1,14 +1,17 @@
 package purgatory
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/grasp-dev/grasp/core/nip34"
 	"sort"
 	"sync"
 	"time"
 
 	"github.com/grasp-dev/grasp/core/clock"
+	"github.com/grasp-dev/grasp/core/env"
 	"github.com/hashicorp/go-hclog"
 	"github.com/nbd-wtf/go-nostr"
 	"github.com/prometheus/client_golang/prometheus"
@@ -35,10 +38,10 @@ type Entry struct {
 	// Repo is the repository the event waits for: the announcement's own
 	// coordinate for announcements, the state's "30617:<author>:<d>" for
 	// states, and the referenced repo for PRs and events held with a repo.
-	Repo Repo `json:"repo"`
+	Repo nip34.RepoRef `json:"repo"`
 	// Also lists further repos (other maintainers' copies here) whose git
 	// data releases the event too.
-	Also []Repo `json:"also,omitempty"`
+	Also []nip34.RepoRef `json:"also,omitempty"`
 	// Needs are the git objects whose presence releases the event (a state's
 	// ref tips, a PR's `c`). Empty for announcements and for events held
 	// with a repo: those are released with the repo's first git data.
@@ -53,27 +56,19 @@ type Entry struct {
 	HeldAt     time.Time `json:"held_at"`
 }
 
-// Repo names a repository by its announcement coordinate parts.
-type Repo struct {
-	Owner      string `json:"owner"` // hex pubkey
-	Identifier string `json:"d"`
-}
-
-// Address is the NIP-34 coordinate "30617:<owner>:<d>".
-func (r Repo) Address() string { return fmt.Sprintf("30617:%s:%s", r.Owner, r.Identifier) }
-
 // Placeholder is a refs/nostr/<id> ref pushed before its PR event arrived
 // (git-first PR flow, grasp.md §7.3). It is deleted after the nostr_ref_ttl
 // unless a PR event binds it.
 type Placeholder struct {
-	Repo    Repo      `json:"repo"`
-	EventID string    `json:"event_id"`
-	Commit  string    `json:"commit"`
-	Expires time.Time `json:"expires"`
+	Repo    nip34.RepoRef `json:"repo"`
+	EventID string        `json:"event_id"`
+	Commit  string        `json:"commit"`
+	Expires time.Time     `json:"expires"`
 }
 
 // Options configure a Purgatory.
 type Options struct {
+	KV             KV            // required: where held entries live
 	TTL            time.Duration // how long an event waits for git data (30 min)
 	PlaceholderTTL time.Duration // nostr_ref_ttl (20 min)
 	ExpiredMemory  time.Duration // how long expired ids are remembered (7 days)
@@ -96,16 +91,45 @@ type Purgatory struct {
 
 	sizeGauge *prometheus.GaugeVec
 	events    *prometheus.CounterVec
+
+	// OnHold funcs run after an event is held (durably), OnRemove funcs
+	// after a held event left purgatory, with why it left: "released",
+	// "replaced", "expired", "evicted" or "deleted". They run on the
+	// caller's goroutine, after purgatory's lock is released (they may call
+	// back into it), and must be quick. Append to them before the purgatory
+	// is used; they are read without a lock.
+	OnHold   []func(e Entry)
+	OnRemove []func(e Entry, why string)
 }
 
-// New loads the held entries from kv and returns the purgatory.
-func New(kv KV, clk clock.Clock, log hclog.Logger, reg prometheus.Registerer, opts Options) (*Purgatory, error) {
-	if log == nil {
-		log = hclog.NewNullLogger()
+// change is one hook call, collected under the lock and made after it.
+type change struct {
+	e   Entry
+	why string // "" for a hold
+}
+
+func (p *Purgatory) notify(cs []change) {
+	for _, c := range cs {
+		if c.why == "" {
+			for _, fn := range p.OnHold {
+				fn(c.e)
+			}
+			continue
+		}
+		for _, fn := range p.OnRemove {
+			fn(c.e, c.why)
+		}
 	}
-	if clk == nil {
-		clk = clock.New()
+}
+
+// New loads the held entries from opts.KV and returns the purgatory; its
+// expiry follows e.Clock.
+func New(opts Options, e env.Env) (*Purgatory, error) {
+	if opts.KV == nil {
+		return nil, errors.New("purgatory: Options.KV is required")
 	}
+	e = e.OrDefaults()
+	kv, clk, log, reg := opts.KV, e.Clock, e.Log, e.Metrics
 	if opts.TTL <= 0 {
 		opts.TTL = 30 * time.Minute
 	}
@@ -127,13 +151,11 @@ func New(kv KV, clk clock.Clock, log hclog.Logger, reg prometheus.Registerer, op
 			Name: "grasp_purgatory_events_total", Help: "Purgatory transitions: held, replaced, released, expired, deleted, evicted.",
 		}, []string{"what", "kind"}),
 	}
-	if reg != nil {
-		if err := reg.Register(p.sizeGauge); err != nil {
-			return nil, fmt.Errorf("register purgatory metrics: %w", err)
-		}
-		if err := reg.Register(p.events); err != nil {
-			return nil, fmt.Errorf("register purgatory metrics: %w", err)
-		}
+	if err := reg.Register(p.sizeGauge); err != nil {
+		return nil, fmt.Errorf("register purgatory metrics: %w", err)
+	}
+	if err := reg.Register(p.events); err != nil {
+		return nil, fmt.Errorf("register purgatory metrics: %w", err)
 	}
 	if err := p.load(); err != nil {
 		return nil, err
@@ -196,10 +218,16 @@ func (p *Purgatory) Hold(e Entry) error {
 	e.HeldAt = now
 	e.Expires = now.Add(p.opts.TTL)
 
+	cs, err := p.hold(e)
+	p.notify(cs)
+	return err
+}
+
+func (p *Purgatory) hold(e Entry) ([]change, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if _, ok := p.held[e.Event.ID]; ok {
-		return ErrDuplicate
+		return nil, ErrDuplicate
 	}
 	var replaced []*Entry
 	if isAddressable(e.Event.Kind) {
@@ -207,25 +235,27 @@ func (p *Purgatory) Hold(e Entry) error {
 		for _, old := range p.held {
 			if old.Event.Kind == e.Event.Kind && old.Event.PubKey == e.Event.PubKey && address(old.Event) == addr {
 				if newer(old.Event, e.Event) {
-					return ErrDuplicate
+					return nil, ErrDuplicate
 				}
 				replaced = append(replaced, old)
 			}
 		}
 	}
 	if err := p.put(&e); err != nil {
-		return err
+		return nil, err
 	}
+	cs := []change{{e: e}}
 	for _, old := range replaced {
 		if err := p.kv.Delete(bucketHeld, old.Event.ID); err != nil {
-			return fmt.Errorf("purgatory: drop replaced %s: %w", old.Event.ID, err)
+			return cs, fmt.Errorf("purgatory: drop replaced %s: %w", old.Event.ID, err)
 		}
 		delete(p.held, old.Event.ID)
 		p.events.WithLabelValues("replaced", kindLabel(old.Event.Kind)).Inc()
+		cs = append(cs, change{e: *old, why: "replaced"})
 	}
 	p.events.WithLabelValues("held", kindLabel(e.Event.Kind)).Inc()
 	p.refreshGaugeLocked()
-	return nil
+	return cs, nil
 }
 
 func (p *Purgatory) put(e *Entry) error {
@@ -272,6 +302,12 @@ func (p *Purgatory) Find(keep func(e *Entry) bool) []Entry {
 	return out
 }
 
+// QueryHeld returns the held events that match f (ids, authors, kinds, tag
+// filters; the read side of purgatory the GRASP rules see, policy.Held).
+func (p *Purgatory) QueryHeld(_ context.Context, f nostr.Filter) ([]*nostr.Event, error) {
+	return events(p.Find(func(e *Entry) bool { return f.Matches(e.Event) })), nil
+}
+
 // Announcements returns the held announcements with identifier d.
 func (p *Purgatory) Announcements(d string) []*nostr.Event {
 	return events(p.Find(func(e *Entry) bool { return e.Event.Kind == 30617 && e.Repo.Identifier == d }))
@@ -283,7 +319,7 @@ func (p *Purgatory) States(d string) []*nostr.Event {
 }
 
 // HasAnnouncement reports whether the announcement of repo is held.
-func (p *Purgatory) HasAnnouncement(r Repo) bool {
+func (p *Purgatory) HasAnnouncement(r nip34.RepoRef) bool {
 	return len(p.Find(func(e *Entry) bool {
 		return e.Event.Kind == 30617 && e.Repo == r
 	})) > 0
@@ -292,12 +328,16 @@ func (p *Purgatory) HasAnnouncement(r Repo) bool {
 // Remove drops a held event (it was released through another path, or
 // superseded). It reports whether anything was held.
 func (p *Purgatory) Remove(id, why string) (bool, error) {
+	var cs []change
 	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.removeLocked(id, why)
+	ok, err := p.removeLocked(id, why, &cs)
+	p.mu.Unlock()
+	p.notify(cs)
+	return ok, err
 }
 
-func (p *Purgatory) removeLocked(id, why string) (bool, error) {
+// removeLocked drops a held event and records the hook call in cs.
+func (p *Purgatory) removeLocked(id, why string, cs *[]change) (bool, error) {
 	e, ok := p.held[id]
 	if !ok {
 		return false, nil
@@ -308,6 +348,7 @@ func (p *Purgatory) removeLocked(id, why string) (bool, error) {
 	delete(p.held, id)
 	p.events.WithLabelValues(why, kindLabel(e.Event.Kind)).Inc()
 	p.refreshGaugeLocked()
+	*cs = append(*cs, change{e: *e, why: why})
 	return true, nil
 }
 
@@ -320,9 +361,16 @@ func (p *Purgatory) removeLocked(id, why string) (bool, error) {
 // The caller publishes what it gets back. has reports whether every oid is
 // present in the repo; repoHasData says whether the repo has any branch or
 // tag yet (an announcement is released by git data, not by an empty repo).
-func (p *Purgatory) Release(r Repo, repoHasData bool, has func(oids []string) bool) ([]*nostr.Event, error) {
+func (p *Purgatory) Release(r nip34.RepoRef, repoHasData bool, has func(oids []string) bool) ([]*nostr.Event, error) {
+	var cs []change
 	p.mu.Lock()
-	defer p.mu.Unlock()
+	evs, err := p.release(r, repoHasData, has, &cs)
+	p.mu.Unlock()
+	p.notify(cs)
+	return evs, err
+}
+
+func (p *Purgatory) release(r nip34.RepoRef, repoHasData bool, has func(oids []string) bool, cs *[]change) ([]*nostr.Event, error) {
 	var out []*Entry
 	// A state whose objects are all present brings the repo its first
 	// refs (the caller aligns to it), so it counts as data for the
@@ -380,7 +428,7 @@ func (p *Purgatory) Release(r Repo, repoHasData bool, has func(oids []string) bo
 	sort.Slice(out, func(i, j int) bool { return releaseOrder(out[i]) < releaseOrder(out[j]) })
 	evs := make([]*nostr.Event, 0, len(out))
 	for _, e := range out {
-		if _, err := p.removeLocked(e.Event.ID, "released"); err != nil {
+		if _, err := p.removeLocked(e.Event.ID, "released", cs); err != nil {
 			return evs, err
 		}
 		evs = append(evs, e.Event)
@@ -388,7 +436,7 @@ func (p *Purgatory) Release(r Repo, repoHasData bool, has func(oids []string) bo
 	return evs, nil
 }
 
-func (e *Entry) waitsOn(r Repo) bool {
+func (e *Entry) waitsOn(r nip34.RepoRef) bool {
 	if e.Repo == r {
 		return true
 	}
@@ -429,7 +477,9 @@ func (p *Purgatory) DeleteRequested(author string, ids, addrs []string, at time.
 	for _, a := range addrs {
 		addrset[a] = true
 	}
+	var cs []change
 	p.mu.Lock()
+	defer func() { p.notify(cs) }()
 	defer p.mu.Unlock()
 	var out []Entry
 	for id, e := range p.held {
@@ -441,7 +491,7 @@ func (p *Purgatory) DeleteRequested(author string, ids, addrs []string, at time.
 			hit = true
 		}
 		if hit {
-			if _, err := p.removeLocked(id, "deleted"); err != nil {
+			if _, err := p.removeLocked(id, "deleted", &cs); err != nil {
 				return out, err
 			}
 			out = append(out, *e)
@@ -455,13 +505,15 @@ func (p *Purgatory) DeleteRequested(author string, ids, addrs []string, at time.
 // ExpiredMemory so a sync peer cannot feed the same dataless event back.
 func (p *Purgatory) Sweep() (expired []Entry, placeholders []Placeholder, err error) {
 	now := p.clk.Now()
+	var cs []change
 	p.mu.Lock()
+	defer func() { p.notify(cs) }()
 	defer p.mu.Unlock()
 	for id, e := range p.held {
 		if now.Before(e.Expires) {
 			continue
 		}
-		if _, err := p.removeLocked(id, "expired"); err != nil {
+		if _, err := p.removeLocked(id, "expired", &cs); err != nil {
 			return expired, placeholders, err
 		}
 		forget := now.Add(p.opts.ExpiredMemory)
@@ -503,7 +555,7 @@ func (p *Purgatory) Expired(id string) bool {
 }
 
 // AddPlaceholder records a refs/nostr/<id> ref pushed with no PR event yet.
-func (p *Purgatory) AddPlaceholder(r Repo, eventID, commit string) error {
+func (p *Purgatory) AddPlaceholder(r nip34.RepoRef, eventID, commit string) error {
 	ph := &Placeholder{Repo: r, EventID: eventID, Commit: commit, Expires: p.clk.Now().Add(p.opts.PlaceholderTTL)}
 	b, err := json.Marshal(ph)
 	if err != nil {
@@ -545,7 +597,9 @@ func (p *Purgatory) Len() int {
 	return len(p.held)
 }
 
-func placeholderKey(r Repo, id string) string { return r.Owner + "/" + r.Identifier + "/" + id }
+func placeholderKey(r nip34.RepoRef, id string) string {
+	return r.Pubkey + "/" + r.Identifier + "/" + id
+}
 
 func (p *Purgatory) refreshGauge() {
 	p.mu.Lock()

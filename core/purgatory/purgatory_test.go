@@ -1,13 +1,18 @@
 package purgatory
 
 import (
+	"encoding/json"
 	"errors"
+	"fmt"
 	"sort"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/grasp-dev/grasp/core/clock"
+	"github.com/grasp-dev/grasp/core/env"
+	"github.com/grasp-dev/grasp/core/nip34"
 	"github.com/nbd-wtf/go-nostr"
 )
 
@@ -70,7 +75,7 @@ func signed(t *testing.T, sk string, kind int, at time.Time, tags nostr.Tags) *n
 
 func newP(t *testing.T, kv KV, clk clock.Clock) *Purgatory {
 	t.Helper()
-	p, err := New(kv, clk, nil, nil, Options{TTL: 30 * time.Minute, PlaceholderTTL: 20 * time.Minute, ExpiredMemory: time.Hour})
+	p, err := New(Options{KV: kv, TTL: 30 * time.Minute, PlaceholderTTL: 20 * time.Minute, ExpiredMemory: time.Hour}, env.Env{Clock: clk})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,7 +87,7 @@ func TestG01P6_DuplicateAndReplacement(t *testing.T) {
 	p := newP(t, newMemKV(), clk)
 	sk := nostr.GeneratePrivateKey()
 	pk, _ := nostr.GetPublicKey(sk)
-	repo := Repo{Owner: pk, Identifier: "r"}
+	repo := nip34.RepoRef{Pubkey: pk, Identifier: "r"}
 	a1 := signed(t, sk, 30617, t0, nostr.Tags{{"d", "r"}})
 	if err := p.Hold(Entry{Event: a1, Repo: repo}); err != nil {
 		t.Fatal(err)
@@ -116,7 +121,7 @@ func TestG01P5_ExpiryOnTheClockSurvivesRestart(t *testing.T) {
 	sk := nostr.GeneratePrivateKey()
 	pk, _ := nostr.GetPublicKey(sk)
 	st := signed(t, sk, 30618, t0, nostr.Tags{{"d", "r"}, {"refs/heads/main", "aa"}})
-	if err := p.Hold(Entry{Event: st, Repo: Repo{pk, "r"}, Needs: []string{"aa"}}); err != nil {
+	if err := p.Hold(Entry{Event: st, Repo: nip34.RepoRef{Pubkey: pk, Identifier: "r"}, Needs: []string{"aa"}}); err != nil {
 		t.Fatal(err)
 	}
 	clk.Advance(29 * time.Minute)
@@ -151,16 +156,16 @@ func TestG01P3_ReleaseOrderAndConditions(t *testing.T) {
 	p := newP(t, newMemKV(), clk)
 	sk := nostr.GeneratePrivateKey()
 	pk, _ := nostr.GetPublicKey(sk)
-	repo := Repo{pk, "r"}
+	repo := nip34.RepoRef{Pubkey: pk, Identifier: "r"}
 	ann := signed(t, sk, 30617, t0, nostr.Tags{{"d", "r"}})
 	st := signed(t, sk, 30618, t0.Add(2*time.Second), nostr.Tags{{"d", "r"}, {"refs/heads/main", "aa"}})
 	stMissing := signed(t, nostr.GeneratePrivateKey(), 30618, t0.Add(3*time.Second), nostr.Tags{{"d", "r"}, {"refs/heads/main", "bb"}})
-	issue := signed(t, sk, 1621, t0.Add(time.Second), nostr.Tags{{"a", repo.Address()}})
-	pr := signed(t, sk, 1618, t0.Add(4*time.Second), nostr.Tags{{"a", repo.Address()}, {"c", "cc"}})
+	issue := signed(t, sk, 1621, t0.Add(time.Second), nostr.Tags{{"a", repo.String()}})
+	pr := signed(t, sk, 1618, t0.Add(4*time.Second), nostr.Tags{{"a", repo.String()}, {"c", "cc"}})
 	for _, e := range []Entry{
 		{Event: issue, Repo: repo, WithRepo: true},
 		{Event: st, Repo: repo, Needs: []string{"aa"}},
-		{Event: stMissing, Repo: Repo{stMissing.PubKey, "r"}, Needs: []string{"bb"}},
+		{Event: stMissing, Repo: nip34.RepoRef{Pubkey: stMissing.PubKey, Identifier: "r"}, Needs: []string{"bb"}},
 		{Event: pr, Repo: repo, Needs: []string{"cc"}},
 		{Event: ann, Repo: repo},
 	} {
@@ -210,8 +215,8 @@ func TestG01P7_DeletionByAuthorOnly(t *testing.T) {
 	other, _ := nostr.GetPublicKey(nostr.GeneratePrivateKey())
 	ann := signed(t, sk, 30617, t0, nostr.Tags{{"d", "r"}})
 	st := signed(t, sk, 30618, t0, nostr.Tags{{"d", "r"}})
-	p.Hold(Entry{Event: ann, Repo: Repo{pk, "r"}})
-	p.Hold(Entry{Event: st, Repo: Repo{pk, "r"}})
+	p.Hold(Entry{Event: ann, Repo: nip34.RepoRef{Pubkey: pk, Identifier: "r"}})
+	p.Hold(Entry{Event: st, Repo: nip34.RepoRef{Pubkey: pk, Identifier: "r"}})
 	if got, _ := p.DeleteRequested(other, []string{ann.ID}, []string{"30618:" + pk + ":r"}, t0.Add(time.Hour)); len(got) != 0 {
 		t.Fatal("someone else's deletion removed entries")
 	}
@@ -232,7 +237,7 @@ func TestG01G5f_PlaceholdersExpireAndBind(t *testing.T) {
 	clk := clock.NewFake(t0)
 	kv := newMemKV()
 	p := newP(t, kv, clk)
-	repo := Repo{"ab", "r"}
+	repo := nip34.RepoRef{Pubkey: "ab", Identifier: "r"}
 	id1 := "1111111111111111111111111111111111111111111111111111111111111111"
 	id2 := "2222222222222222222222222222222222222222222222222222222222222222"
 	p.AddPlaceholder(repo, id1, "c1")
@@ -254,8 +259,8 @@ func TestAwaitEventReleasedWithItsRoot(t *testing.T) {
 	p := newP(t, newMemKV(), clk)
 	sk := nostr.GeneratePrivateKey()
 	pk, _ := nostr.GetPublicKey(sk)
-	repo := Repo{pk, "r"}
-	pr := signed(t, sk, 1618, t0, nostr.Tags{{"a", repo.Address()}, {"c", "cc"}})
+	repo := nip34.RepoRef{Pubkey: pk, Identifier: "r"}
+	pr := signed(t, sk, 1618, t0, nostr.Tags{{"a", repo.String()}, {"c", "cc"}})
 	comment := signed(t, sk, 1111, t0.Add(time.Second), nostr.Tags{{"E", pr.ID}})
 	reply := signed(t, sk, 1111, t0.Add(2*time.Second), nostr.Tags{{"e", comment.ID}})
 	p.Hold(Entry{Event: reply, Repo: repo, AwaitEvent: comment.ID})
@@ -275,7 +280,7 @@ func TestStateWithItsDataReleasesTheEmptyRepoAnnouncementFirst(t *testing.T) {
 	p := newP(t, newMemKV(), clk)
 	sk := nostr.GeneratePrivateKey()
 	pk, _ := nostr.GetPublicKey(sk)
-	repo := Repo{pk, "r"}
+	repo := nip34.RepoRef{Pubkey: pk, Identifier: "r"}
 	ann := signed(t, sk, 30617, t0, nostr.Tags{{"d", "r"}})
 	st := signed(t, sk, 30618, t0.Add(time.Second), nostr.Tags{{"d", "r"}, {"refs/heads/main", "aa"}})
 	p.Hold(Entry{Event: st, Repo: repo, Needs: []string{"aa"}})
@@ -284,5 +289,95 @@ func TestStateWithItsDataReleasesTheEmptyRepoAnnouncementFirst(t *testing.T) {
 	got, _ := p.Release(repo, false, func([]string) bool { return true })
 	if len(got) != 2 || got[0].ID != ann.ID || got[1].ID != st.ID {
 		t.Fatalf("released %v, want [announcement state]", got)
+	}
+}
+
+// Held entries survive an upgrade: an entry written in the durable format
+// of the releases before nip34.RepoRef became purgatory's repository
+// identity ({"owner": hex, "d": identifier}) loads with its repository.
+func TestHeldEntryFormatSurvivesUpgrade(t *testing.T) {
+	sk := nostr.GeneratePrivateKey()
+	pk, _ := nostr.GetPublicKey(sk)
+	st := signed(t, sk, 30618, t0, nostr.Tags{{"d", "r"}})
+	evt, _ := st.MarshalJSON()
+	kv := newMemKV()
+	old := `{"event":` + string(evt) + `,"repo":{"owner":"` + pk + `","d":"r"},"also":[{"owner":"` + pk + `","d":"r2"}],"needs":["aa"],"expires":"2026-11-22T12:30:00Z","held_at":"2026-11-22T12:00:00Z"}`
+	if err := kv.Put(bucketHeld, st.ID, []byte(old), 0); err != nil {
+		t.Fatal(err)
+	}
+	p := newP(t, kv, clock.NewFake(t0))
+	e, ok := p.Get(st.ID)
+	if !ok {
+		t.Fatal("entry written in the earlier format was not loaded")
+	}
+	want := nip34.RepoRef{Pubkey: pk, Identifier: "r"}
+	if e.Repo != want || len(e.Also) != 1 || e.Also[0] != (nip34.RepoRef{Pubkey: pk, Identifier: "r2"}) {
+		t.Fatalf("repo %+v also %+v, want %+v", e.Repo, e.Also, want)
+	}
+	b, err := json.Marshal(e)
+	if err != nil || !strings.Contains(string(b), `"repo":{"owner":"`+pk+`","d":"r"}`) {
+		t.Fatalf("entry is written in another format now: %s", b)
+	}
+}
+
+// Every way into and out of purgatory reaches the hooks, after the change is
+// made and outside purgatory's lock (a hook may read purgatory): the
+// GRASP-02 self-subscriber follows held repositories through them instead of
+// polling.
+func TestHooksSeeEveryHoldAndRemoval(t *testing.T) {
+	clk := clock.NewFake(t0)
+	p := newP(t, newMemKV(), clk)
+	var got []string
+	p.OnHold = append(p.OnHold, func(e Entry) {
+		_, held := p.Get(e.Event.ID) // a hook may call back into purgatory
+		got = append(got, fmt.Sprintf("hold %s %v", e.Event.Content, held))
+	})
+	p.OnRemove = append(p.OnRemove, func(e Entry, why string) {
+		_, held := p.Get(e.Event.ID)
+		got = append(got, fmt.Sprintf("%s %s %v", why, e.Event.Content, held))
+	})
+	sk := nostr.GeneratePrivateKey()
+	pk, _ := nostr.GetPublicKey(sk)
+	repo := nip34.RepoRef{Pubkey: pk, Identifier: "r"}
+	ann := func(content string, at time.Time) *nostr.Event {
+		e := signed(t, sk, 30617, at, nostr.Tags{{"d", "r"}})
+		e.Content = content
+		if err := e.Sign(sk); err != nil {
+			t.Fatal(err)
+		}
+		return e
+	}
+	a1, a2 := ann("a1", t0), ann("a2", t0.Add(time.Second))
+	for _, e := range []*nostr.Event{a1, a2} {
+		if err := p.Hold(Entry{Event: e, Repo: repo}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := p.Remove(a2.ID, "evicted"); err != nil {
+		t.Fatal(err)
+	}
+	a3 := ann("a3", t0.Add(2*time.Second))
+	p.Hold(Entry{Event: a3, Repo: repo})
+	if _, err := p.Release(repo, true, func([]string) bool { return true }); err != nil {
+		t.Fatal(err)
+	}
+	a4 := ann("a4", t0.Add(3*time.Second))
+	p.Hold(Entry{Event: a4, Repo: repo})
+	if _, err := p.DeleteRequested(pk, []string{a4.ID}, nil, t0.Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	a5 := ann("a5", t0.Add(4*time.Second))
+	p.Hold(Entry{Event: a5, Repo: repo})
+	clk.Advance(time.Hour)
+	if _, _, err := p.Sweep(); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		"hold a1 true", "hold a2 true", "replaced a1 false", "evicted a2 false",
+		"hold a3 true", "released a3 false", "hold a4 true", "deleted a4 false",
+		"hold a5 true", "expired a5 false",
+	}
+	if strings.Join(got, ", ") != strings.Join(want, ", ") {
+		t.Fatalf("hooks saw\n  %s\nwant\n  %s", strings.Join(got, ", "), strings.Join(want, ", "))
 	}
 }

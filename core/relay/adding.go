@@ -113,8 +113,9 @@ func (s *Server) write(ctx context.Context, evt *nostr.Event, replace bool) erro
 		return errors.New(msgDeleted)
 	}
 
+	var d policy.Decision
 	if md != modePublish {
-		d := remembered
+		d = remembered
 		if !haveDecision {
 			d = s.pipeline.Decide(ctx, evt, metaFor(ctx, s.clock))
 		}
@@ -127,6 +128,9 @@ func (s *Server) write(ctx context.Context, evt *nostr.Event, replace bool) erro
 			}
 			msg = nostr.NormalizeOKMessage(msg, "blocked")
 			s.metrics.rejected.WithLabelValues(kind, reasonClass(msg)).Inc()
+			if len(d.Effects) > 0 && s.effects != nil {
+				s.effects.Apply(ctx, evt, d)
+			}
 			return errors.New(msg)
 		case policy.Shadow:
 			s.note(ctx, evt.ID, d.Msg)
@@ -156,6 +160,9 @@ func (s *Server) write(ctx context.Context, evt *nostr.Event, replace bool) erro
 	}
 	s.metrics.stored.WithLabelValues(kind).Inc()
 	s.broadcast(evt)
+	if s.effects != nil {
+		s.effects.Apply(ctx, evt, d)
+	}
 	for _, fn := range s.storedCallbacks() {
 		fn(ctx, evt)
 	}
@@ -164,12 +171,12 @@ func (s *Server) write(ctx context.Context, evt *nostr.Event, replace bool) erro
 
 func (s *Server) hold(ctx context.Context, evt *nostr.Event, d policy.Decision) error {
 	kind := kindLabel(evt.Kind)
-	if s.holder == nil {
+	if s.effects == nil {
 		s.log.Error("pipeline asked to hold an event but no purgatory is configured", "id", evt.ID)
 		s.metrics.rejected.WithLabelValues(kind, "error").Inc()
 		return errors.New("error: purgatory is not available")
 	}
-	msg, err := s.holder.Hold(ctx, evt, metaFor(ctx, s.clock))
+	msg, err := s.effects.Hold(ctx, evt, d, metaFor(ctx, s.clock))
 	if err != nil {
 		s.log.Error("holding event in purgatory failed", "id", evt.ID, "error", err)
 		s.metrics.rejected.WithLabelValues(kind, "error").Inc()

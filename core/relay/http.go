@@ -4,6 +4,8 @@ import (
 	"html/template"
 	"net/http"
 	"strings"
+
+	"github.com/grasp-dev/grasp/core/git"
 )
 
 // CORS for every response (GRASP-01 C1-C3). Browser git clients send
@@ -29,7 +31,7 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusNoContent)
 	case isWebsocket(r):
 		s.ws.ServeHTTP(w, r)
-	case isGitPath(r.URL.Path):
+	case git.Routed(r.URL.EscapedPath()):
 		s.gitMu.RLock()
 		git := s.git
 		s.gitMu.RUnlock()
@@ -51,16 +53,6 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request) {
 
 func isWebsocket(r *http.Request) bool {
 	return strings.EqualFold(r.Header.Get("Upgrade"), "websocket")
-}
-
-// isGitPath: /<npub…>/… is a repository (GRASP-01), /prs/… is GRASP-06.
-func isGitPath(path string) bool {
-	p := strings.TrimPrefix(path, "/")
-	if strings.HasPrefix(p, "prs/") {
-		return true
-	}
-	first, _, _ := strings.Cut(p, "/")
-	return strings.HasPrefix(first, "npub1")
 }
 
 func acceptsNostrJSON(r *http.Request) bool {

@@ -11,22 +11,35 @@ import (
 
 	"github.com/nbd-wtf/go-nostr"
 
+	"github.com/grasp-dev/grasp/core/nip34"
 	"github.com/grasp-dev/grasp/core/policy"
 )
 
+// fakeHolder is the Effects of the tests: it records held events and the
+// decisions applied.
 type fakeHolder struct {
-	mu    sync.Mutex
-	held  []*nostr.Event
-	metas []policy.Meta
-	msg   string
-	err   error
+	mu      sync.Mutex
+	held    []*nostr.Event
+	metas   []policy.Meta
+	applied []policy.Decision
+	msg     string
+	err     error
 }
 
-func (h *fakeHolder) Hold(_ context.Context, evt *nostr.Event, meta policy.Meta) (string, error) {
+func (h *fakeHolder) Apply(_ context.Context, _ *nostr.Event, d policy.Decision) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.applied = append(h.applied, d)
+}
+
+func (h *fakeHolder) Hold(_ context.Context, evt *nostr.Event, d policy.Decision, meta policy.Meta) (string, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.err != nil {
 		return "", h.err
+	}
+	if d.Outcome != policy.Hold {
+		return "", errors.New("Hold called with a decision that does not hold")
 	}
 	h.held = append(h.held, evt)
 	h.metas = append(h.metas, meta)
@@ -66,7 +79,7 @@ type pipelineRig struct {
 func newPipelineRig(t *testing.T) *pipelineRig {
 	rig := &pipelineRig{pipe: &fakePipeline{decide: byContent}, holder: &fakeHolder{}, notes: &okNotes{},
 		stored: make(chan *nostr.Event, 100)}
-	rig.tr = startRelay(t, Options{}, Deps{Pipeline: rig.pipe, Holder: rig.holder, NoteOK: rig.notes.note})
+	rig.tr = startRelay(t, Options{}, Deps{Pipeline: rig.pipe, Effects: rig.holder, NoteOK: rig.notes.note})
 	rig.tr.srv.OnStored(func(_ context.Context, evt *nostr.Event) { rig.stored <- evt })
 	return rig
 }
@@ -300,5 +313,48 @@ func TestPublishBypassesPipelineAndKeepsReplaceSemantics(t *testing.T) {
 	}
 	if err := tr.srv.Publish(context.Background(), mustDelete); err == nil || !strings.HasPrefix(strings.TrimPrefix(err.Error(), "publish "+mustDelete.ID+": "), "blocked:") {
 		t.Fatalf("a deleted event must not be released: %v", err)
+	}
+}
+
+// The decision travels with the event: Effects gets the very decision the
+// pipeline made, with its effects, when the event is held, after it is
+// stored, and at once for a rejection that has effects (an eviction).
+func TestDecisionReachesEffectsWithTheEvent(t *testing.T) {
+	repo := nip34.RepoRef{Pubkey: strings.Repeat("ab", 32), Identifier: "r"}
+	withEffect := func(o policy.Outcome, k policy.EffectKind) policy.Decision {
+		return policy.Decision{Outcome: o, Effects: []policy.Effect{{Kind: k, Repo: repo}}}
+	}
+	eff := &fakeHolder{}
+	pipe := &fakePipeline{decide: func(evt *nostr.Event) policy.Decision {
+		switch evt.Content {
+		case "store":
+			return withEffect(policy.Store, policy.AlignRepo)
+		case "evict":
+			d := withEffect(policy.Rejected, policy.EvictHeld)
+			d.Msg = "invalid: announcement no longer lists this service"
+			return d
+		case "reject":
+			return policy.Decision{Outcome: policy.Rejected, Msg: "invalid: no"}
+		}
+		return withEffect(policy.Hold, policy.CreateRepo)
+	}}
+	tr := startRelay(t, Options{}, Deps{Pipeline: pipe, Effects: eff})
+	c := connect(t, tr.ws)
+	a := newKey(t)
+	mustPublish(t, c, a.event(t, 1, time.Now().Unix(), nil, "store"))
+	mustPublish(t, c, a.event(t, 1, time.Now().Unix(), nil, "hold"))
+	if err := publish(t, c, a.event(t, 1, time.Now().Unix(), nil, "evict")); err == nil {
+		t.Fatal("a rejection must be OK false")
+	}
+	if err := publish(t, c, a.event(t, 1, time.Now().Unix(), nil, "reject")); err == nil {
+		t.Fatal("a rejection must be OK false")
+	}
+	eff.mu.Lock()
+	defer eff.mu.Unlock()
+	if len(eff.applied) != 2 || !eff.applied[0].Has(policy.AlignRepo, repo) || !eff.applied[1].Has(policy.EvictHeld, repo) {
+		t.Fatalf("applied %+v, want the stored decision's AlignRepo, then the rejection's EvictHeld, and nothing for a plain rejection", eff.applied)
+	}
+	if len(eff.held) != 1 || eff.held[0].Content != "hold" {
+		t.Fatalf("held %d events, want the one the pipeline held", len(eff.held))
 	}
 }

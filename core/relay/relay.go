@@ -63,10 +63,16 @@ type Options struct {
 	Registerer    prometheus.Registerer
 }
 
-// Holder keeps an event in purgatory. It is called when the pipeline answers
-// Hold; msg (if not empty) becomes the OK message the client sees.
-type Holder interface {
-	Hold(ctx context.Context, evt *nostr.Event, meta policy.Meta) (msg string, err error)
+// Effects carries out what the pipeline decided, with the decision in hand.
+type Effects interface {
+	// Hold keeps evt in purgatory as d says; msg is the OK text
+	// ("purgatory: ..." or "duplicate: in purgatory").
+	Hold(ctx context.Context, evt *nostr.Event, d policy.Decision, meta policy.Meta) (msg string, err error)
+	// Apply carries out d's effects: after evt is durably stored (Store),
+	// or at once for a Rejected decision that has effects (evicting a held
+	// announcement whose replacement dropped this server). Deletions
+	// (kind 5) reach Apply after they are stored.
+	Apply(ctx context.Context, evt *nostr.Event, d policy.Decision)
 }
 
 // Deps are the collaborators the relay calls.
@@ -76,9 +82,9 @@ type Deps struct {
 	Events eventstore.Store
 	// Pipeline decides about every event; nil stores everything.
 	Pipeline policy.Pipeline
-	// Holder receives events the pipeline holds; required only if the
-	// pipeline can answer Hold.
-	Holder Holder
+	// Effects receives events the pipeline holds, and the decision of every
+	// stored event; required only if the pipeline can answer Hold.
+	Effects Effects
 	// NoteOK tells the websocket front which message to put in the next OK
 	// for eventID on the connection of ctx (khatru answers OK true with an
 	// empty message whenever a store hook reports a duplicate). ctx is
@@ -98,7 +104,7 @@ type Server struct {
 	log      hclog.Logger
 	store    eventstore.Store
 	pipeline policy.Pipeline
-	holder   Holder
+	effects  Effects
 	noteOK   func(ctx context.Context, eventID, msg string)
 	metrics  *metrics
 
@@ -155,7 +161,7 @@ func New(opts Options, deps Deps) (*Server, error) {
 		log:      opts.Logger,
 		store:    deps.Events,
 		pipeline: deps.Pipeline,
-		holder:   deps.Holder,
+		effects:  deps.Effects,
 		noteOK:   deps.NoteOK,
 		metrics:  m,
 		wsURL:    wsURL,

@@ -495,10 +495,10 @@ func TestG01G2_StoredStateAuthorisesAHealingPush(t *testing.T) {
 	url := e.cloneURL(a, "repo")
 	e.release(a, "repo", w, x)
 	ctx := context.Background()
-	if err := e.srv.repos.Delete(ctx, a.npub, "repo"); err != nil {
+	if err := e.srv.repos.Delete(ctx, a.repo("repo")); err != nil {
 		t.Fatal(err)
 	}
-	if err := e.srv.repos.Create(ctx, a.npub, "repo"); err != nil {
+	if err := e.srv.repos.Create(ctx, a.repo("repo")); err != nil {
 		t.Fatal(err)
 	}
 	if out, err := w.push(url, "main:refs/heads/main"); err != nil {

@@ -187,7 +187,7 @@ func TestG02_ReconnectWithinAndAfter15MinutesLosesNothing(t *testing.T) {
 // G02-9 and cfg.Sync.Enabled: GRASP-02 is advertised only when sync runs,
 // and with sync off nothing of it is built.
 func TestG02_9_SupportedGraspsFollowsSyncSwitch(t *testing.T) {
-	grasps := func(e *env) []string {
+	grasps := func(e *testServer) []string {
 		req, _ := http.NewRequest("GET", e.base, nil)
 		req.Header.Set("Accept", "application/nostr+json")
 		resp, err := http.DefaultClient.Do(req)
@@ -223,7 +223,7 @@ func TestG02_9_SupportedGraspsFollowsSyncSwitch(t *testing.T) {
 // the first push releases both.
 func TestG02_1_HeldAnnouncementIsSyncedFromItsRelays(t *testing.T) {
 	u := newKhatruPeer(t, khatruOpts{negentropy: true})
-	e := newSyncEnv(t, func(c *config.Config) { c.Sync.PurgatoryRegisterInterval = config.Duration(200 * time.Millisecond) })
+	e := newSyncEnv(t, nil)
 	cl := e.dial()
 	a, b := newKey(t), newKey(t)
 	w := newWork(t)
@@ -254,7 +254,6 @@ func TestG02_ExpiredRepoIsNoLongerSynced(t *testing.T) {
 		c.Purgatory.TTL = config.Duration(time.Minute)
 		c.Purgatory.SweepInterval = config.Duration(time.Second)
 		c.Sync.DisconnectCheckInterval = config.Duration(time.Second)
-		c.Sync.PurgatoryRegisterInterval = config.Duration(time.Second)
 	})
 	peer := newSyncEnv(t, func(c *config.Config) { c.Sync.Enabled = false })
 	cl := e.dial()
@@ -278,7 +277,6 @@ func TestG02_SyncRefusesInternalRelaysButNotBootstrap(t *testing.T) {
 	e := newSyncEnv(t, func(c *config.Config) {
 		c.Sync.ConnectPrivateAddresses = false
 		c.Sync.BootstrapRelays = []string{boot.ws}
-		c.Sync.PurgatoryRegisterInterval = config.Duration(time.Second)
 	})
 	cl := e.dial()
 	a := newKey(t)

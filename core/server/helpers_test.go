@@ -16,13 +16,15 @@ import (
 	"github.com/coder/websocket"
 	"github.com/grasp-dev/grasp/core/clock"
 	"github.com/grasp-dev/grasp/core/config"
+	"github.com/grasp-dev/grasp/core/env"
+	"github.com/grasp-dev/grasp/core/metrics"
 	"github.com/grasp-dev/grasp/core/nip34"
 	"github.com/hashicorp/go-hclog"
 	"github.com/nbd-wtf/go-nostr"
 )
 
-// env is one grasp server on 127.0.0.1 with its own data dir.
-type env struct {
+// testServer is one grasp server on 127.0.0.1 with its own data dir.
+type testServer struct {
 	t    *testing.T
 	srv  *Server
 	base string // http://127.0.0.1:port
@@ -43,7 +45,7 @@ func freePort(t *testing.T) int {
 
 // newEnv starts a server with a fake clock (set to now) so purgatory
 // expiry can be driven without sleeping.
-func newEnv(t *testing.T, mutate func(c *config.Config)) *env {
+func newEnv(t *testing.T, mutate func(c *config.Config)) *testServer {
 	t.Helper()
 	port := freePort(t)
 	cfg := config.Default()
@@ -65,7 +67,7 @@ func newEnv(t *testing.T, mutate func(c *config.Config)) *env {
 	if os.Getenv("GRASP_TEST_LOG") != "" {
 		log = hclog.New(&hclog.LoggerOptions{Level: hclog.Debug, Output: os.Stderr})
 	}
-	srv, err := New(cfg, Build{Version: "test"}, log, Extensions{}, WithClock(clk))
+	srv, err := newServer(cfg, Build{Version: "test"}, Extensions{}, env.Env{Clock: clk, Log: log})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,7 +76,7 @@ func newEnv(t *testing.T, mutate func(c *config.Config)) *env {
 		cancel()
 		t.Fatal(err)
 	}
-	e := &env{t: t, srv: srv, base: cfg.Server.PublicURL, ws: cfg.RelayURL(), clk: clk, stop: cancel}
+	e := &testServer{t: t, srv: srv, base: cfg.Server.PublicURL, ws: cfg.RelayURL(), clk: clk, stop: cancel}
 	t.Cleanup(func() {
 		cancel()
 		if err := srv.Wait(); err != nil {
@@ -82,6 +84,18 @@ func newEnv(t *testing.T, mutate func(c *config.Config)) *env {
 		}
 	})
 	return e
+}
+
+// newServer builds a server the way cmd/grasp does: the registry and the
+// store first, then the server on them.
+func newServer(cfg config.Config, b Build, ext Extensions, e env.Env) (*Server, error) {
+	reg := metrics.New(b.Version, b.Commit)
+	e.Metrics = reg.Registerer()
+	st, err := OpenStore(cfg, e)
+	if err != nil {
+		return nil, err
+	}
+	return New(Options{Config: cfg, Build: b, Metrics: reg, Store: st, Extensions: ext}, e)
 }
 
 type key struct {
@@ -94,7 +108,10 @@ func newKey(t *testing.T) key {
 	return key{sk: sk, pk: pk, npub: nip34.Npub(pk)}
 }
 
-func (e *env) sign(k key, kind int, tags nostr.Tags, content string) *nostr.Event {
+// repo names k's repository d.
+func (k key) repo(d string) nip34.RepoRef { return nip34.RepoRef{Pubkey: k.pk, Identifier: d} }
+
+func (e *testServer) sign(k key, kind int, tags nostr.Tags, content string) *nostr.Event {
 	e.t.Helper()
 	evt := &nostr.Event{Kind: kind, Tags: tags, Content: content, CreatedAt: nostr.Timestamp(e.clk.Now().Unix())}
 	if err := evt.Sign(k.sk); err != nil {
@@ -103,19 +120,19 @@ func (e *env) sign(k key, kind int, tags nostr.Tags, content string) *nostr.Even
 	return evt
 }
 
-func (e *env) cloneURL(k key, d string) string {
+func (e *testServer) cloneURL(k key, d string) string {
 	return e.base + "/" + k.npub + "/" + nip34.EscapeIdentifier(d) + ".git"
 }
 
 // announcement lists this server in clone and relays, plus extra tags.
-func (e *env) announcement(k key, d string, extra ...nostr.Tag) *nostr.Event {
+func (e *testServer) announcement(k key, d string, extra ...nostr.Tag) *nostr.Event {
 	tags := nostr.Tags{{"d", d}, {"clone", e.cloneURL(k, d)}, {"relays", e.ws}}
 	tags = append(tags, extra...)
 	return e.sign(k, 30617, tags, "")
 }
 
 // state builds a 30618 with refs (name -> oid) and HEAD.
-func (e *env) state(k key, d string, refs map[string]string, head string) *nostr.Event {
+func (e *testServer) state(k key, d string, refs map[string]string, head string) *nostr.Event {
 	tags := nostr.Tags{{"d", d}}
 	for name, oid := range refs {
 		tags = append(tags, nostr.Tag{name, oid})
@@ -128,7 +145,7 @@ func (e *env) state(k key, d string, refs map[string]string, head string) *nostr
 
 // release makes repo d of k accepted (stored) on e: announcement (with
 // extra tags), state, push.
-func (e *env) release(k key, d string, w *work, tip string, extra ...nostr.Tag) *nostr.Event {
+func (e *testServer) release(k key, d string, w *work, tip string, extra ...nostr.Tag) *nostr.Event {
 	e.t.Helper()
 	cl := e.dial()
 	ann := e.announcement(k, d, extra...)
@@ -149,7 +166,7 @@ type client struct {
 	msgs chan []json.RawMessage
 }
 
-func (e *env) dial() *client {
+func (e *testServer) dial() *client {
 	e.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()

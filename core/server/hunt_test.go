@@ -51,7 +51,7 @@ func seedBare(t *testing.T, root, name string, w *work, refspecs ...string) {
 
 // advanceUntil moves the fake clock in steps until cond holds, giving the
 // hunter's real git fetches time to run between steps.
-func (e *env) advanceUntil(step time.Duration, cond func() bool) {
+func (e *testServer) advanceUntil(step time.Duration, cond func() bool) {
 	e.t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
 	for !cond() {
@@ -165,7 +165,7 @@ func TestG02_EventExpiresCleanlyWhenNoServerHasTheData(t *testing.T) {
 	if e.srv.purg.Len() != 0 {
 		t.Fatalf("purgatory still holds %d events", e.srv.purg.Len())
 	}
-	waitFor(t, func() bool { return e.srv.grasp.hunter.Stats().Repos == 0 })
+	waitFor(t, func() bool { return e.srv.hunter.Stats().Repos == 0 })
 }
 
 func TestG02_HourlyRecheckRestoresADriftedRepo(t *testing.T) {
@@ -178,10 +178,10 @@ func TestG02_HourlyRecheckRestoresADriftedRepo(t *testing.T) {
 	e.release(a, "repo", w, x, nostr.Tag{"clone", gitURL + "/repo.git"})
 	// the repo loses its data (disk replaced, operator mistake ...)
 	ctx := context.Background()
-	if err := e.srv.repos.Delete(ctx, a.npub, "repo"); err != nil {
+	if err := e.srv.repos.Delete(ctx, a.repo("repo")); err != nil {
 		t.Fatal(err)
 	}
-	if err := e.srv.repos.Create(ctx, a.npub, "repo"); err != nil {
+	if err := e.srv.repos.Create(ctx, a.repo("repo")); err != nil {
 		t.Fatal(err)
 	}
 	if refs := lsRemote(t, e.cloneURL(a, "repo")); len(refs) != 0 {
@@ -209,7 +209,7 @@ func TestG02_HuntRefusesInternalSourcesByDefault(t *testing.T) {
 	}
 	waitFor(t, func() bool {
 		e.clk.Advance(time.Second)
-		return e.srv.grasp.hunter.Stats().Fetches > 0
+		return e.srv.hunter.Stats().Fetches > 0
 	})
 	cl = e.dial()
 	if cl.served(st.ID) {

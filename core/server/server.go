@@ -1,7 +1,9 @@
-// Package server assembles one grasp process from a config.Config: the
-// store, purgatory, GRASP rules, git host, websocket gate, relay, metrics
-// listener and scheduled loops, and carries out the GRASP-01 effects that
-// connect them (see glue.go). It owns start-up order and graceful shutdown.
+// Package server assembles one grasp process from a config.Config and what
+// the composition root built before it (the metrics registry and the
+// store): purgatory, the GRASP rules, the GRASP-01 effects (core/hosting),
+// the git host, the websocket gate, the relay, GRASP-02 sync, the git-data
+// hunter, the metrics listener and the scheduled loops. It owns start-up
+// order and graceful shutdown, and nothing else: it is wiring only.
 //
 // It receives operator extensions (the JavaScript accept chain, relay
 // selection, throttle tuning) as core interfaces: core never imports
@@ -10,29 +12,31 @@ package server
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
-	"path/filepath"
 	stdsync "sync"
 	"time"
 
 	"github.com/fiatjaf/eventstore"
+	"github.com/hashicorp/go-hclog"
+
 	"github.com/grasp-dev/grasp/core/clock"
 	"github.com/grasp-dev/grasp/core/config"
+	"github.com/grasp-dev/grasp/core/env"
 	"github.com/grasp-dev/grasp/core/gate"
 	"github.com/grasp-dev/grasp/core/git"
+	"github.com/grasp-dev/grasp/core/hosting"
 	"github.com/grasp-dev/grasp/core/metrics"
-	"github.com/grasp-dev/grasp/core/nip34"
 	"github.com/grasp-dev/grasp/core/policy"
 	"github.com/grasp-dev/grasp/core/purgatory"
+	"github.com/grasp-dev/grasp/core/purgatory/hunt"
 	"github.com/grasp-dev/grasp/core/relay"
 	"github.com/grasp-dev/grasp/core/scheduler"
 	"github.com/grasp-dev/grasp/core/store"
 	gsync "github.com/grasp-dev/grasp/core/sync"
 	"github.com/grasp-dev/grasp/core/throttle"
-	"github.com/hashicorp/go-hclog"
-	"github.com/nbd-wtf/go-nostr"
 )
 
 // Build identifies the binary.
@@ -56,19 +60,33 @@ type Extensions struct {
 	Selector gsync.RelaySelector
 }
 
+// Options are what the composition root hands the server.
+type Options struct {
+	Config config.Config
+	Build  Build
+	// Metrics is the process registry (metrics.New): every part registers
+	// into it and the metrics listener serves it.
+	Metrics *metrics.Registry
+	// Store is the opened store (OpenStore). The server owns it from here:
+	// it is closed when the server stops, or when New fails.
+	Store      *store.Store
+	Extensions Extensions
+}
+
 // Server is one running grasp.
 type Server struct {
 	cfg   config.Config
 	log   hclog.Logger
 	clk   clock.Clock
+	env   env.Env
 	build Build
 
 	metrics  *metrics.Registry
 	store    *store.Store
 	purg     *purgatory.Purgatory
 	repos    *git.Repos
-	rules    *policy.Rules
-	grasp    *grasp
+	hosting  *hosting.Hosting
+	hunter   *hunt.Hunter
 	gate     *gate.Gate
 	relay    *relay.Server
 	sched    *scheduler.Scheduler
@@ -86,182 +104,48 @@ type Server struct {
 	runErr    error
 }
 
-// Option adjusts construction (tests inject a fake clock).
-type Option func(*options)
-
-type options struct{ clk clock.Clock }
-
-// WithClock replaces the wall clock for every timer of the server.
-func WithClock(c clock.Clock) Option { return func(o *options) { o.clk = c } }
-
-// New opens the store and builds every part; it does not listen yet.
-func New(cfg config.Config, b Build, log hclog.Logger, ext Extensions, opt ...Option) (*Server, error) {
-	o := options{clk: clock.New()}
-	for _, f := range opt {
-		f(&o)
-	}
-	if log == nil {
-		log = hclog.NewNullLogger()
-	}
-	s := &Server{cfg: cfg, log: log, clk: o.clk, build: b, done: make(chan struct{})}
-	s.life, s.endLife = context.WithCancel(context.Background())
-	if err := s.assemble(ext); err != nil {
-		s.closeStore()
-		return nil, err
-	}
-	return s, nil
-}
-
-func (s *Server) assemble(ext Extensions) error {
-	cfg := s.cfg
-	s.metrics = metrics.New(s.build.Version, s.build.Commit)
-	reg := s.metrics.Registerer()
-
-	svc, err := nip34.ParseService(cfg.Server.PublicURL)
-	if err != nil {
-		return fmt.Errorf("server.public_url: %w", err)
-	}
+// OpenStore opens the store server.data_dir and [store] describe; e gives
+// its clock, logger and metrics registerer.
+func OpenStore(cfg config.Config, e env.Env) (*store.Store, error) {
+	e = e.OrDefaults()
 	lim := cfg.Relay.Limits
 	st, err := store.Open(store.Options{
 		Dir:           cfg.Server.DataDir,
 		Backend:       cfg.Store.Backend,
 		PostgresURL:   cfg.Store.PostgresURL,
-		Clock:         s.clk,
+		Clock:         e.Clock,
 		MaxLimit:      lim.MaxLimit,
 		DefaultLimit:  lim.DefaultLimit,
 		NegentropyMax: lim.NegentropyMaxEvents,
 		MemTableMB:    cfg.Store.MemtableMB,
 		BlockCacheMB:  cfg.Store.BlockCacheMB,
-	}, s.log.Named("store"), reg)
+	}, e.Log.Named("store"), e.Metrics)
 	if err != nil {
-		return fmt.Errorf("open store: %w", err)
+		return nil, fmt.Errorf("open store: %w", err)
 	}
-	s.store = st
-	events := st.Events()
-
-	s.purg, err = purgatory.New(st.Side(), s.clk, s.log.Named("purgatory"), reg, purgatory.Options{
-		TTL:            cfg.Purgatory.TTL.D(),
-		PlaceholderTTL: cfg.Purgatory.NostrRefTTL.D(),
-		ExpiredMemory:  cfg.Purgatory.ExpiredMemory.D(),
-	})
-	if err != nil {
-		return err
-	}
-	s.repos, err = git.NewRepos(filepath.Join(cfg.Server.DataDir, "git"), git.RepoOptions{Logger: s.log.Named("git")})
-	if err != nil {
-		return err
-	}
-	s.grasp = newGrasp(s.log.Named("grasp"), s.clk, events, s.purg, s.repos)
-	s.grasp.spawn = s.background
-
-	var plugins policy.Chain
-	if ext.Accept != nil {
-		plugins = policy.Chain{ext.Accept}
-	}
-	popts := s.policyOptions(svc, plugins, ext.AcceptNames)
-	s.rules, err = policy.New(popts, policy.Deps{
-		Events: events, Held: s.grasp, Git: s.grasp,
-		Logger: s.log.Named("policy"), Registerer: reg,
-	})
-	if err != nil {
-		return err
-	}
-	s.grasp.rules = s.rules
-
-	gateOpts := gate.Options{
-		MaxMessageBytes:         int64(lim.MaxMessageBytes),
-		MaxSubscriptions:        lim.MaxSubscriptions,
-		MaxSubIDLength:          lim.MaxSubIDLength,
-		MaxFiltersPerReq:        lim.MaxFiltersPerReq,
-		MaxPendingOutboundBytes: lim.MaxPendingOutboundBytes,
-		NegentropyMaxEvents:     lim.NegentropyMaxEvents,
-		MaxNegSessions:          lim.NegentropyMaxSessions,
-		NegentropyIdle:          lim.NegentropyIdleTimeout.D(),
-		Query: func(ctx context.Context, f nostr.Filter) (chan *nostr.Event, error) {
-			return events.QueryEvents(eventstore.SetNegentropy(ctx), f)
-		},
-		Clock: s.clk, Logger: s.log.Named("gate"), Registerer: reg,
-	}
-
-	grasps := []string{"GRASP-01"}
-	if cfg.Sync.Enabled {
-		grasps = append(grasps, "GRASP-02")
-	}
-	s.relay, err = relay.New(relay.Options{
-		Name:               cfg.Relay.Name,
-		Description:        cfg.Relay.Description,
-		PubkeyHex:          cfg.Relay.Pubkey,
-		Contact:            cfg.Relay.Contact,
-		IconURL:            cfg.Relay.Icon,
-		PublicURL:          cfg.Server.PublicURL,
-		SoftwareURL:        "https://github.com/grasp-dev/grasp",
-		Version:            s.build.Version,
-		SupportedGrasps:    grasps,
-		AcceptanceCriteria: policy.AcceptanceCriteria(popts),
-		Curation:           policy.Curation(popts),
-		Limits: relay.Limits{
-			MaxEventBytes:    lim.MaxEventBytes,
-			MaxContentBytes:  lim.MaxContentBytes,
-			MaxTags:          lim.MaxEventTags,
-			MaxTagValueBytes: lim.MaxTagValueBytes,
-			CreatedAtLower:   lim.CreatedAtLowerLimit.D(),
-			CreatedAtUpper:   lim.CreatedAtUpperLimit.D(),
-			MaxFilters:       lim.MaxFiltersPerReq,
-			MaxTagFilters:    lim.MaxTagsPerFilter,
-			MaxSubscriptions: lim.MaxSubscriptions,
-			MaxSubIDLength:   lim.MaxSubIDLength,
-			MaxLimit:         lim.MaxLimit,
-			DefaultLimit:     lim.DefaultLimit,
-			MaxMessageBytes:  lim.MaxMessageBytes,
-		},
-		Clock: s.clk, Logger: s.log.Named("relay"), Registerer: reg,
-	}, relay.Deps{
-		Events:   events,
-		Pipeline: s.grasp,
-		Holder:   s.grasp,
-		NoteOK: func(ctx context.Context, id, msg string) {
-			s.gate.NoteOK(ctx, id, msg)
-		},
-		WebsocketFront: func(backend http.Handler) http.Handler {
-			s.gate = gate.New(backend, gateOpts)
-			return s.gate
-		},
-	})
-	if err != nil {
-		return err
-	}
-	s.grasp.publish = s.relay.Publish
-	s.relay.OnStored(s.grasp.OnStored)
-	s.relay.HandleGit(git.NewHandler(git.Options{
-		Logger: s.log.Named("git"), Registerer: reg, Clock: s.clk,
-		PublicURL:    cfg.Server.PublicURL,
-		MaxPushBytes: int64(cfg.Grasp.MaxPushMB) << 20,
-	}, s.repos, s.grasp, s.grasp))
-
-	s.sched = scheduler.New(s.clk, s.log.Named("scheduler"), reg)
-	if err := s.startSync(svc, ext.Selector); err != nil {
-		return err
-	}
-	s.sched.Every("purgatory-sweep", cfg.Purgatory.SweepInterval.D(), s.grasp.sweep)
-	s.sched.Every("store-maintenance", 10*time.Minute, s.store.Maintain)
-	// pushes run with receive.autogc off; packing happens here, off the
-	// push path
-	s.sched.Every("git-maintenance", time.Hour, s.grasp.maintainRepos)
-	return s.assembleHunter(ext, reg)
+	return st, nil
 }
 
-func (s *Server) policyOptions(svc nip34.Service, plugins policy.Chain, names []string) policy.Options {
-	g := s.cfg.Grasp
-	return policy.Options{
-		Service:           svc,
-		EventBlacklist:    g.EventBlacklist,
-		RepoWhitelist:     g.RepositoryWhitelist,
-		RepoBlacklist:     g.RepositoryBlacklist,
-		MaxReposPerPubkey: g.MaxReposPerPubkey,
-		Plugins:           plugins,
-		PluginNames:       names,
-		PurgatoryTTL:      s.cfg.Purgatory.TTL.D(),
+// New builds every part on the store and registry of o; it does not listen
+// yet. e gives the clock of every timer and the root logger; metrics go to
+// o.Metrics.
+func New(o Options, e env.Env) (*Server, error) {
+	if o.Store == nil || o.Metrics == nil {
+		if o.Store != nil {
+			o.Store.Close()
+		}
+		return nil, errors.New("server: Options.Store and Options.Metrics are required")
 	}
+	e = e.OrDefaults()
+	e.Metrics = o.Metrics.Registerer()
+	s := &Server{cfg: o.Config, log: e.Log, clk: e.Clock, env: e, build: o.Build,
+		metrics: o.Metrics, store: o.Store, done: make(chan struct{})}
+	s.life, s.endLife = context.WithCancel(context.Background())
+	if err := s.assemble(o.Extensions); err != nil {
+		s.closeStore()
+		return nil, err
+	}
+	return s, nil
 }
 
 // Start listens on server.listen (and metrics.listen) and serves in the
@@ -283,7 +167,7 @@ func (s *Server) Start(ctx context.Context) error {
 		go s.metricSrv.Serve(mln) // ends when the shutdown below closes it
 	}
 	s.sched.Start(ctx)
-	s.grasp.requeueHeld(ctx)
+	s.hosting.Requeue(ctx)
 	s.log.Info("grasp listening", "addr", ln.Addr().String(), "public_url", s.cfg.Server.PublicURL,
 		"relay", s.cfg.RelayURL(), "data_dir", s.cfg.Server.DataDir, "metrics", s.metricsAddr())
 	go func() {
@@ -322,6 +206,7 @@ func (s *Server) Wait() error {
 // Addr is the address the server listens on (after Start).
 func (s *Server) Addr() string { return s.ln.Addr().String() }
 
+// metricsAddr is the address of the metrics listener, "disabled" without one.
 func (s *Server) metricsAddr() string {
 	if s.metricLn == nil {
 		return "disabled"
@@ -342,9 +227,6 @@ func (s *Server) background(fn func(ctx context.Context)) {
 func (s *Server) closeStore() error {
 	s.endLife()
 	s.bg.Wait()
-	if s.store == nil {
-		return nil
-	}
 	return s.store.Close() // idempotent
 }
 

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/grasp-dev/grasp/core/config"
+	"github.com/grasp-dev/grasp/core/env"
 	"github.com/grasp-dev/grasp/core/nip34"
 	"github.com/grasp-dev/grasp/core/policy"
 	"github.com/grasp-dev/grasp/core/sync/catchup"
@@ -41,7 +42,7 @@ func startBenchServer(tb testing.TB, syncOn bool) *benchServer {
 	if err := cfg.Validate(); err != nil {
 		tb.Fatal(err)
 	}
-	srv, err := New(cfg, Build{Version: "bench"}, nil, Extensions{})
+	srv, err := newServer(cfg, Build{Version: "bench"}, Extensions{}, env.Env{})
 	if err != nil {
 		tb.Fatal(err)
 	}

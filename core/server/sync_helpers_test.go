@@ -22,7 +22,7 @@ import (
 
 // newSyncEnv starts a server with GRASP-02 sync on (50 ms batch window so
 // the fake clock needs little advancing).
-func newSyncEnv(t *testing.T, mutate func(c *config.Config)) *env {
+func newSyncEnv(t *testing.T, mutate func(c *config.Config)) *testServer {
 	t.Helper()
 	return newEnv(t, func(c *config.Config) {
 		c.Sync.Enabled = true
@@ -48,7 +48,7 @@ func hasMetric(s *Server, name string) bool {
 
 // metric is the value of name with the given label value ("" for none),
 // summed over matching series.
-func (e *env) metric(name, labelValue string) float64 {
+func (e *testServer) metric(name, labelValue string) float64 {
 	mfs, err := e.srv.metrics.Gatherer().Gather()
 	if err != nil {
 		e.t.Fatal(err)
@@ -82,7 +82,7 @@ func (e *env) metric(name, labelValue string) float64 {
 // eventually polls cond, advancing the fake clock by step between polls so
 // batch windows and reconnect timers fire; it fails after 20 s of real time.
 // step 0 leaves the clock alone (for what must happen without timers).
-func (e *env) eventually(what string, step time.Duration, cond func() bool) {
+func (e *testServer) eventually(what string, step time.Duration, cond func() bool) {
 	e.t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
 	for !cond() {

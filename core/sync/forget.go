@@ -1,8 +1,9 @@
 package sync
 
 import (
-	"github.com/grasp-dev/grasp/core/nip34"
 	"strings"
+
+	"github.com/grasp-dev/grasp/core/nip34"
 )
 
 // Forget stops syncing the repository at address ("30617:<hex>:<d>"): its

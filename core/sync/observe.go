@@ -1,9 +1,9 @@
 package sync
 
 import (
-	"github.com/grasp-dev/grasp/core/nip34"
 	"strings"
 
+	"github.com/grasp-dev/grasp/core/nip34"
 	"github.com/nbd-wtf/go-nostr"
 )
 

@@ -8,6 +8,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	gitrepo "github.com/grasp-dev/grasp/core/git"
 )
 
 // fakeGit stands in for a remote that, unlike git upload-pack, does not
@@ -51,7 +53,19 @@ func TestG02_MultiOIDFetchBisectsWhenTheRemoteNamesNoObject(t *testing.T) {
 		}
 	}
 	t.Setenv("FAKE_STATE", dir)
-	gc := &GitContext{Git: bin, RepoPath: func(Repo) string { return dir }, AllowPrivate: true}
+	// the repository exists on disk; every git run is the fake's
+	repos, err := gitrepo.NewRepos(filepath.Join(dir, "repos"), gitrepo.RepoOptions{GitBinary: bin})
+	if err != nil {
+		t.Fatal(err)
+	}
+	repoDir, _ := repos.Path(repoN("r"))
+	if err := os.MkdirAll(repoDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(repoDir, "HEAD"), []byte("ref: refs/heads/main\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	gc := &GitContext{Repos: repos, AllowPrivate: true}
 	want := []string{oid("a"), oid("m1"), oid("b"), oid("c"), oid("m2"), oid("d")}
 	got, err := gc.Fetch(context.Background(), repoN("r"), "https://x.example/r.git", want)
 	if !reflect.DeepEqual(sorted(got), sorted(has)) {

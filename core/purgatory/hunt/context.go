@@ -6,15 +6,12 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/grasp-dev/grasp/core/purgatory"
+	"github.com/grasp-dev/grasp/core/nip34"
 )
-
-// Repo names a repository by its owner's hex pubkey and its identifier.
-type Repo = purgatory.Repo
 
 // Need asks the hunter for git objects of one repository.
 type Need struct {
-	Repo Repo
+	Repo nip34.RepoRef
 	// OIDs are the missing objects (40 or 64 hex digits).
 	OIDs []string
 	// EventID is the held event that needs them; empty for a re-check of a
@@ -36,12 +33,12 @@ type SyncContext interface {
 	// it fails part-way (partial success), and an error describing what
 	// is still missing; use a *FetchError so the hunter can tell a dead
 	// host from a missing object.
-	Fetch(ctx context.Context, repo Repo, url string, oids []string) (fetched []string, err error)
+	Fetch(ctx context.Context, repo nip34.RepoRef, url string, oids []string) (fetched []string, err error)
 	// Has returns the oids already present in repo.
-	Has(ctx context.Context, repo Repo, oids []string) ([]string, error)
+	Has(ctx context.Context, repo nip34.RepoRef, oids []string) ([]string, error)
 	// Arrived is called after objects arrived in repo; the caller releases
 	// every held event whose objects are now all present.
-	Arrived(ctx context.Context, repo Repo)
+	Arrived(ctx context.Context, repo nip34.RepoRef)
 	// Drifted lists hosted repositories whose refs differ from their latest
 	// accepted state, with the objects missing and where to find them.
 	Drifted(ctx context.Context) ([]Need, error)

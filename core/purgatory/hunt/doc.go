@@ -2,7 +2,10 @@
 // repositories whose held events wait for git objects, the per-domain
 // throttle (concurrency, sliding-minute rate, round robin between
 // repositories), the naughty list of unreachable hosts, and the real
-// SyncContext that runs `git fetch` and `git cat-file` against bare repos.
+// SyncContext (GitContext): which sources may be contacted, with what pinned
+// address, and how a failed fetch is bisected and classified. It never runs
+// git itself: fetches and object checks go through git.Repos, under the
+// per-repository lock every write to a bare repository takes.
 //
 // One goroutine (Run) owns all of that state; everything else talks to it
 // through a mailbox. Fetch tasks run in their own goroutines and ask the

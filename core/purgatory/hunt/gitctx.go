@@ -1,35 +1,39 @@
 package hunt
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"github.com/grasp-dev/grasp/core/nip34"
 	"net"
-	"os"
-	"os/exec"
 	"strings"
 	"time"
 
+	gitrepo "github.com/grasp-dev/grasp/core/git"
 	"github.com/hashicorp/go-hclog"
 )
 
-// GitContext is the real SyncContext: it runs git against the bare
-// repositories on disk. Arrived and Drifted are the caller's (they need the
-// event store and purgatory), given as funcs.
+// Repos is the bare-repository store fetched objects land in: git.Repos,
+// which runs git under the per-repository lock that every write to a bare
+// repository takes (pushes, alignment, deletion), so a fetch never races
+// them.
+type Repos interface {
+	HasObjects(ctx context.Context, repo nip34.RepoRef, oids []string) (map[string]bool, error)
+	Fetch(ctx context.Context, repo nip34.RepoRef, spec gitrepo.FetchSpec) (stderr string, err error)
+}
+
+// GitContext is the real SyncContext: it fetches into the bare repositories
+// through Repos. Arrived and Drifted are the caller's (they need the event
+// store and purgatory), given as funcs.
 type GitContext struct {
-	// RepoPath returns the bare repository directory of repo.
-	RepoPath func(Repo) string
+	// Repos holds the bare repositories.
+	Repos Repos
 	// OnArrived releases held events whose objects are all present now. It
 	// is called from fetch tasks, concurrently for different repositories.
-	OnArrived func(ctx context.Context, repo Repo)
+	OnArrived func(ctx context.Context, repo nip34.RepoRef)
 	// FindDrifted lists hosted repositories whose refs differ from their
 	// latest accepted state. Nil means none.
 	FindDrifted func(ctx context.Context) ([]Need, error)
-	// Git is the git binary (default "git").
-	Git string
 	// AllowPrivate lets fetches reach loopback, private and link-local
 	// addresses (tests, or an operator whose git hosts are internal).
 	// Otherwise every source host is resolved once, refused if any of its
@@ -47,16 +51,6 @@ type GitContext struct {
 // maxRuns bounds the git processes (remote requests) of one Fetch.
 const maxRuns = 32
 
-// maxStderr bounds what is kept of git's stderr for classification.
-const maxStderr = 16 << 10
-
-func (g *GitContext) git() string {
-	if g.Git == "" {
-		return "git"
-	}
-	return g.Git
-}
-
 func (g *GitContext) logger() hclog.Logger {
 	if g.Log == nil {
 		return hclog.NewNullLogger()
@@ -65,7 +59,7 @@ func (g *GitContext) logger() hclog.Logger {
 }
 
 // Arrived calls OnArrived.
-func (g *GitContext) Arrived(ctx context.Context, repo Repo) {
+func (g *GitContext) Arrived(ctx context.Context, repo nip34.RepoRef) {
 	if g.OnArrived != nil {
 		g.OnArrived(ctx, repo)
 	}
@@ -79,35 +73,19 @@ func (g *GitContext) Drifted(ctx context.Context) ([]Need, error) {
 	return g.FindDrifted(ctx)
 }
 
-// Has reports which oids repo holds, with one `git cat-file --batch-check`.
-func (g *GitContext) Has(ctx context.Context, repo Repo, oids []string) ([]string, error) {
+// Has reports which oids repo holds, in the order asked.
+func (g *GitContext) Has(ctx context.Context, repo nip34.RepoRef, oids []string) ([]string, error) {
 	if len(oids) == 0 {
 		return nil, nil
 	}
-	dir := g.RepoPath(repo)
-	var in bytes.Buffer
-	for _, o := range oids {
-		if !nip34.IsObjectID(o) {
-			return nil, fmt.Errorf("check objects in %s: invalid object id %q", repo.Address(), truncate(o, 80))
-		}
-		in.WriteString(o)
-		in.WriteByte('\n')
-	}
-	cmd := exec.CommandContext(ctx, g.git(), "-C", dir, "cat-file", "--batch-check=%(objectname) %(objecttype)")
-	cmd.Env = gitEnv()
-	cmd.Stdin = &in
-	var out, stderr bytes.Buffer
-	cmd.Stdout = &out
-	cmd.Stderr = &limitedBuffer{max: maxStderr, buf: &stderr}
-	if err := cmd.Run(); err != nil {
-		return nil, fmt.Errorf("check objects in %s: %w: %s", repo.Address(), err, strings.TrimSpace(stderr.String()))
+	m, err := g.Repos.HasObjects(ctx, repo, oids)
+	if err != nil {
+		return nil, fmt.Errorf("check objects in %s: %w", repo, err)
 	}
 	var present []string
-	sc := bufio.NewScanner(&out)
-	for sc.Scan() {
-		name, rest, _ := strings.Cut(sc.Text(), " ")
-		if rest != "missing" && rest != "" {
-			present = append(present, name)
+	for _, o := range oids {
+		if m[o] {
+			present = append(present, o)
 		}
 	}
 	return present, nil
@@ -118,7 +96,7 @@ func (g *GitContext) Has(ctx context.Context, repo Repo, oids []string) ([]strin
 // when one wanted object is missing on the remote (grasp.md §9.1), so on
 // that error Fetch drops the objects git names, or bisects when it names
 // none, until every object the remote has has arrived.
-func (g *GitContext) Fetch(ctx context.Context, repo Repo, url string, oids []string) ([]string, error) {
+func (g *GitContext) Fetch(ctx context.Context, repo nip34.RepoRef, url string, oids []string) ([]string, error) {
 	if _, ok := parseSource(url); !ok {
 		return nil, &FetchError{Kind: KindLocal, URL: url, Err: errors.New("only http and https sources are fetched")}
 	}
@@ -128,7 +106,6 @@ func (g *GitContext) Fetch(ctx context.Context, repo Repo, url string, oids []st
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	dir := g.RepoPath(repo)
 	pin, err := g.pinSource(ctx, url)
 	if err != nil {
 		return nil, err
@@ -165,7 +142,7 @@ func (g *GitContext) Fetch(ctx context.Context, repo Repo, url string, oids []st
 			continue
 		}
 		budget--
-		ferr := g.fetchOnce(ctx, dir, url, pin, set)
+		ferr := g.fetchOnce(ctx, repo, url, pin, set)
 		switch {
 		case ferr == nil:
 		case ferr.Kind != KindMissing:
@@ -205,51 +182,25 @@ func (g *GitContext) Fetch(ctx context.Context, repo Repo, url string, oids []st
 }
 
 // fetchOnce runs one git fetch and classifies its failure.
-func (g *GitContext) fetchOnce(ctx context.Context, dir, url string, pin []string, oids []string) *FetchError {
-	args := append([]string{}, pin...)
-	args = append(args,
-		"-c", "protocol.version=2",
-		"-c", "credential.helper=",
-		"-c", "http.lowSpeedLimit=1000", "-c", "http.lowSpeedTime=60",
-		"-C", dir,
-		"fetch", "--quiet", "--no-tags", "--no-write-fetch-head", "--no-recurse-submodules", "--no-auto-gc",
-		"--end-of-options", url,
-	)
-	args = append(args, oids...)
-	cmd := exec.CommandContext(ctx, g.git(), args...)
-	cmd.Env = gitEnv()
-	var stderr bytes.Buffer
-	cmd.Stderr = &limitedBuffer{max: maxStderr, buf: &stderr}
+func (g *GitContext) fetchOnce(ctx context.Context, repo nip34.RepoRef, url string, pin []string, oids []string) *FetchError {
 	start := time.Now()
-	err := cmd.Run()
+	stderr, err := g.Repos.Fetch(ctx, repo, gitrepo.FetchSpec{URL: url, OIDs: oids, Config: pin})
 	if err == nil {
 		g.logger().Debug("git fetch done", "url", url, "oids", len(oids), "took", time.Since(start))
 		return nil
 	}
-	detail := strings.TrimSpace(stderr.String())
+	detail := strings.TrimSpace(stderr)
 	kind := Classify(detail)
-	if ctx.Err() != nil {
+	switch {
+	case ctx.Err() != nil:
 		kind = KindTimeout
 		if errors.Is(ctx.Err(), context.Canceled) {
 			kind = KindOther
 		}
+	case errors.Is(err, gitrepo.ErrNotFound) || strings.HasPrefix(err.Error(), "invalid:"):
+		kind = KindLocal
 	}
-	return &FetchError{Kind: kind, URL: url, Detail: truncate(detail, 500), Err: fmt.Errorf("git fetch %d objects: %w", len(oids), err)}
-}
-
-// gitEnv keeps git from prompting, from using other transports than HTTP(S)
-// (redirects and submodules included), and its messages in English so
-// Classify can read them.
-func gitEnv() []string {
-	return append(os.Environ(),
-		"GIT_TERMINAL_PROMPT=0",
-		"GIT_ASKPASS=",
-		"SSH_ASKPASS=",
-		"GIT_ALLOW_PROTOCOL=http:https",
-		"GIT_PROTOCOL_FROM_USER=0",
-		"LC_ALL=C",
-		"LANGUAGE=C",
-	)
+	return &FetchError{Kind: kind, URL: url, Detail: truncate(detail, 500), Err: err}
 }
 
 // Classify reads git's stderr. Only failures to reach the host (DNS, TCP,
@@ -316,22 +267,4 @@ func without(list, drop []string) []string {
 		}
 	}
 	return out
-}
-
-// limitedBuffer keeps the first max bytes written and discards the rest,
-// so a chatty remote cannot grow our memory.
-type limitedBuffer struct {
-	max int
-	buf *bytes.Buffer
-}
-
-func (l *limitedBuffer) Write(p []byte) (int, error) {
-	if room := l.max - l.buf.Len(); room > 0 {
-		if len(p) > room {
-			l.buf.Write(p[:room])
-		} else {
-			l.buf.Write(p)
-		}
-	}
-	return len(p), nil
 }

@@ -21,6 +21,8 @@ import (
 	"time"
 
 	"github.com/grasp-dev/grasp/core/clock"
+	gitrepo "github.com/grasp-dev/grasp/core/git"
+	"github.com/grasp-dev/grasp/core/nip34"
 	"github.com/grasp-dev/grasp/core/purgatory"
 )
 
@@ -42,6 +44,7 @@ type fixture struct {
 	rootA      string
 	rootB      string
 	local      string // directory of this server's bare repos
+	repos      *gitrepo.Repos
 }
 
 func newFixture(t *testing.T) *fixture {
@@ -74,16 +77,30 @@ func newFixture(t *testing.T) *fixture {
 	git(t, base, "init", "-q", "--bare", filepath.Join(f.rootB, "r.git"))
 	git(t, w, "push", "-q", filepath.Join(f.rootA, "r.git"), "main:refs/heads/main")
 	git(t, w, "push", "-q", filepath.Join(f.rootB, "r.git"), "side:refs/heads/side")
+	repos, err := gitrepo.NewRepos(f.local, gitrepo.RepoOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.repos = repos
 	return f
 }
 
+// localRepo creates this server's bare repository repoN(id).
 func (f *fixture) localRepo(t *testing.T, id string) {
 	t.Helper()
-	git(t, f.local, "init", "-q", "--bare", filepath.Join(f.local, id+".git"))
+	if err := f.repos.Create(context.Background(), repoN(id)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// localPath is the directory of this server's repository repoN(id).
+func (f *fixture) localPath(id string) string {
+	dir, _ := f.repos.Path(repoN(id))
+	return dir
 }
 
 func (f *fixture) gitContext() *GitContext {
-	return &GitContext{RepoPath: func(r Repo) string { return filepath.Join(f.local, r.Identifier+".git") }, Timeout: time.Minute, AllowPrivate: true}
+	return &GitContext{Repos: f.repos, Timeout: time.Minute, AllowPrivate: true}
 }
 
 // gitServer serves root over smart HTTP with git http-backend, counting
@@ -147,7 +164,7 @@ func TestG02_4_GitFetchBringsObjectsOnlyTheRemoteHas(t *testing.T) {
 	if has, _ := gc.Has(ctx, r, []string{f.c1}); len(has) != 1 {
 		t.Fatal("parent commit missing: the fetch was shallow")
 	}
-	if _, err := os.Stat(filepath.Join(f.local, "r.git", "shallow")); !errors.Is(err, os.ErrNotExist) {
+	if _, err := os.Stat(filepath.Join(f.localPath("r"), "shallow")); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("local repo is shallow: %v", err)
 	}
 	f.localRepo(t, "r2")
@@ -226,7 +243,7 @@ func TestG02_HunterAggregatesObjectsFromTwoServers(t *testing.T) {
 	gc := f.gitContext()
 	var mu sync.Mutex
 	arrived := 0
-	gc.OnArrived = func(context.Context, Repo) { mu.Lock(); arrived++; mu.Unlock() }
+	gc.OnArrived = func(context.Context, nip34.RepoRef) { mu.Lock(); arrived++; mu.Unlock() }
 	clk := clock.NewFake(t0)
 	opts := DefaultOptions()
 	opts.SelfHost = "grasp.example"

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/grasp-dev/grasp/core/clock"
+	"github.com/grasp-dev/grasp/core/nip34"
 	"github.com/grasp-dev/grasp/core/purgatory"
 )
 
@@ -67,7 +68,7 @@ func (f *fakeSC) remote(url string, err Kind, oids ...string) {
 	f.remotes[url] = r
 }
 
-func (f *fakeSC) Fetch(ctx context.Context, repo Repo, url string, oids []string) ([]string, error) {
+func (f *fakeSC) Fetch(ctx context.Context, repo nip34.RepoRef, url string, oids []string) ([]string, error) {
 	t, _ := parseSource(url)
 	f.mu.Lock()
 	f.calls = append(f.calls, call{at: f.clk.Now(), repo: repo.Identifier, url: url, oids: append([]string(nil), oids...)})
@@ -127,7 +128,7 @@ func (f *fakeSC) Fetch(ctx context.Context, repo Repo, url string, oids []string
 	return got, nil
 }
 
-func (f *fakeSC) Has(_ context.Context, repo Repo, oids []string) ([]string, error) {
+func (f *fakeSC) Has(_ context.Context, repo nip34.RepoRef, oids []string) ([]string, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	var out []string
@@ -139,7 +140,7 @@ func (f *fakeSC) Has(_ context.Context, repo Repo, oids []string) ([]string, err
 	return out, nil
 }
 
-func (f *fakeSC) Arrived(_ context.Context, repo Repo) {
+func (f *fakeSC) Arrived(_ context.Context, repo nip34.RepoRef) {
 	f.mu.Lock()
 	f.arrived[repo.Identifier]++
 	f.mu.Unlock()
@@ -151,7 +152,7 @@ func (f *fakeSC) Drifted(context.Context) ([]Need, error) {
 	return f.drifted, nil
 }
 
-func (f *fakeSC) put(repo Repo, oids ...string) {
+func (f *fakeSC) put(repo nip34.RepoRef, oids ...string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.present[repoKey(repo)] == nil {
@@ -246,7 +247,9 @@ func (h *Hunter) waitSettled(timeout time.Duration) bool {
 	return true
 }
 
-func repoN(id string) Repo { return Repo{Owner: strings.Repeat("ab", 32), Identifier: id} }
+func repoN(id string) nip34.RepoRef {
+	return nip34.RepoRef{Pubkey: strings.Repeat("ab", 32), Identifier: id}
+}
 
 func callURLs(cs []call) []string {
 	out := make([]string, len(cs))

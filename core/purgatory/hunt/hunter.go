@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/grasp-dev/grasp/core/clock"
+	"github.com/grasp-dev/grasp/core/nip34"
 )
 
 // Hunter fetches missing git data for held events. Create it with New, run
@@ -98,11 +99,11 @@ func (h *Hunter) Need(n Need) { h.post(msgNeed{n: n, at: h.clk.Now()}) }
 
 // Forget drops repo from the queue and stops its fetches: no held event of
 // it remains (released or expired).
-func (h *Hunter) Forget(repo Repo) { h.post(msgForget{repo: repo}) }
+func (h *Hunter) Forget(repo nip34.RepoRef) { h.post(msgForget{repo: repo}) }
 
 // ForgetEvent drops the objects only eventID needed; the repository leaves
 // the queue when no object remains needed.
-func (h *Hunter) ForgetEvent(repo Repo, eventID string) {
+func (h *Hunter) ForgetEvent(repo nip34.RepoRef, eventID string) {
 	h.post(msgForget{repo: repo, eventID: eventID, one: true})
 }
 

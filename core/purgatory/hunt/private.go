@@ -9,9 +9,10 @@ import (
 	"strings"
 )
 
-// pinSource resolves the source's host once and returns git options that
-// pin the connection to the checked address and forbid redirects. With
-// AllowPrivate it returns nothing (git resolves as usual).
+// pinSource resolves the source's host once and returns git settings
+// (key=value, for git -c) that pin the connection to the checked address and
+// forbid redirects. With AllowPrivate it returns nothing (git resolves as
+// usual).
 func (g *GitContext) pinSource(ctx context.Context, raw string) ([]string, error) {
 	if g.AllowPrivate {
 		return nil, nil
@@ -45,8 +46,8 @@ func (g *GitContext) pinSource(ctx context.Context, raw string) ([]string, error
 		ip = "[" + ip + "]"
 	}
 	return []string{
-		"-c", fmt.Sprintf("http.curloptResolve=%s:%s:%s", host, t.port, ip),
-		"-c", "http.followRedirects=false",
+		fmt.Sprintf("http.curloptResolve=%s:%s:%s", host, t.port, ip),
+		"http.followRedirects=false",
 	}, nil
 }
 

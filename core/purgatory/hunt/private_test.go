@@ -3,7 +3,6 @@ package hunt
 import (
 	"context"
 	"errors"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -37,12 +36,12 @@ func TestSourcesOnInternalAddressesAreRefused(t *testing.T) {
 }
 
 func TestPublicSourceIsPinnedWithoutRedirects(t *testing.T) {
-	gc := &GitContext{RepoPath: func(Repo) string { return filepath.Join(t.TempDir(), "x.git") }, Timeout: time.Second}
+	gc := &GitContext{Timeout: time.Second}
 	pin, err := gc.pinSource(context.Background(), "https://93.184.216.34/owner/repo.git")
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"-c", "http.curloptResolve=93.184.216.34:443:93.184.216.34", "-c", "http.followRedirects=false"}
+	want := []string{"http.curloptResolve=93.184.216.34:443:93.184.216.34", "http.followRedirects=false"}
 	if strings.Join(pin, " ") != strings.Join(want, " ") {
 		t.Fatalf("pin %v, want %v", pin, want)
 	}

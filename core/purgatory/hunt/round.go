@@ -3,17 +3,19 @@ package hunt
 import (
 	"context"
 	"sync/atomic"
+
+	"github.com/grasp-dev/grasp/core/nip34"
 )
 
 // round is the task of one hunt round for a repository: drop objects that
 // are already here, then fetch from one URL after another, each with a
 // throttle slot granted by the owner, until the owner says the round is
 // over. I/O happens here, never in the owner goroutine.
-func (h *Hunter) round(ctx context.Context, e *entry, repo Repo, oids []string) {
+func (h *Hunter) round(ctx context.Context, e *entry, repo nip34.RepoRef, oids []string) {
 	defer h.done(1)
 	present, err := h.sc.Has(ctx, repo, oids)
 	if err != nil {
-		h.log.Warn("checking objects before hunting failed", "repo", repo.Address(), "error", err)
+		h.log.Warn("checking objects before hunting failed", "repo", repo.String(), "error", err)
 	}
 	if len(present) > 0 && ctx.Err() == nil {
 		h.sc.Arrived(ctx, repo)

@@ -63,7 +63,7 @@ func (h *Hunter) applyPresent(m msgPresent) {
 		delete(m.e.needs, o)
 	}
 	if len(m.present) > 0 {
-		h.log.Debug("objects already present", "repo", m.e.repo.Address(), "oids", len(m.present))
+		h.log.Debug("objects already present", "repo", m.e.repo.String(), "oids", len(m.present))
 	}
 }
 
@@ -143,7 +143,7 @@ func (h *Hunter) pick(e *entry, only string) (grant, []string) {
 		t, ok := parseSource(u)
 		if !ok || h.self.matches(t) {
 			if !ok {
-				h.log.Debug("skipping unusable git source", "repo", e.repo.Address(), "url", truncate(u, 200))
+				h.log.Debug("skipping unusable git source", "repo", e.repo.String(), "url", truncate(u, 200))
 			}
 			e.tried[u] = true
 			continue
@@ -217,7 +217,7 @@ func (h *Hunter) applyResult(m msgResult) {
 		h.fetched += uint64(got)
 		h.m.oids.Add(float64(got))
 		if m.err != nil {
-			h.log.Warn("failed to fetch OIDs", "repo", e.repo.Address(), "url", m.g.url, "kind", kind,
+			h.log.Warn("failed to fetch OIDs", "repo", e.repo.String(), "url", m.g.url, "kind", kind,
 				"fetched", got, "missing", len(e.needs), "error", m.err)
 			if kind == KindLocal {
 				// Every other URL would fail the same way this round.
@@ -226,7 +226,7 @@ func (h *Hunter) applyResult(m msgResult) {
 				}
 			}
 		} else {
-			h.log.Debug("fetched OIDs", "repo", e.repo.Address(), "url", m.g.url, "fetched", got)
+			h.log.Debug("fetched OIDs", "repo", e.repo.String(), "url", m.g.url, "fetched", got)
 		}
 	}
 	h.pump(m.g.domain)

@@ -4,6 +4,8 @@ import (
 	"net"
 	"net/url"
 	"strings"
+
+	"github.com/grasp-dev/grasp/core/nip34"
 )
 
 // target is a parsed source URL: domain keys the throttle (what operators
@@ -76,4 +78,4 @@ func (s selfHost) matches(t target) bool {
 	return s.port == t.port
 }
 
-func repoKey(r Repo) string { return r.Owner + "/" + r.Identifier }
+func repoKey(r nip34.RepoRef) string { return r.Pubkey + "/" + r.Identifier }

@@ -1,0 +1,34 @@
+package hosting
+
+import (
+	"context"
+
+	"github.com/nbd-wtf/go-nostr"
+
+	"github.com/grasp-dev/grasp/core/git"
+	"github.com/grasp-dev/grasp/core/nip34"
+)
+
+// States is git.Authority: the states authoritative for repo, from
+// purgatory and from the store.
+func (h *Hosting) States(ctx context.Context, repo nip34.RepoRef) ([]git.StateCandidate, error) {
+	return h.begin(ctx).view(repo.Identifier).states(repo.Pubkey), nil
+}
+
+// PRTip is git.Authority: the `c` of a known PR or PR update.
+func (h *Hosting) PRTip(ctx context.Context, id string) (string, bool, error) {
+	var evt *nostr.Event
+	if e, ok := h.purg.Get(id); ok {
+		evt = e.Event
+	} else if evs := h.query(ctx, nostr.Filter{IDs: []string{id}}); len(evs) > 0 {
+		evt = evs[0]
+	}
+	if evt == nil || (evt.Kind != nip34.KindPR && evt.Kind != nip34.KindPRUpdate) {
+		return "", false, nil
+	}
+	pr, err := nip34.ParsePR(evt)
+	if err != nil {
+		return "", false, nil
+	}
+	return pr.Tip, true, nil
+}

@@ -1,0 +1,79 @@
+package hosting
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/nbd-wtf/go-nostr"
+
+	"github.com/grasp-dev/grasp/core/nip34"
+	"github.com/grasp-dev/grasp/core/policy"
+	"github.com/grasp-dev/grasp/core/purgatory"
+)
+
+// Hold keeps evt in purgatory as d says (relay.Effects): what it waits for
+// comes from d's effects. A held announcement's bare repo is created at
+// once, and a held PR settles the refs/nostr placeholders pushed before it.
+// msg is the OK text.
+func (h *Hosting) Hold(ctx context.Context, evt *nostr.Event, d policy.Decision, meta policy.Meta) (string, error) {
+	o := h.begin(ctx)
+	entry := purgatory.Entry{Event: evt}
+	createRepo := false
+	for _, e := range d.Effects {
+		switch e.Kind {
+		case policy.CreateRepo:
+			createRepo = true
+			entry.Repo = e.Repo
+		case policy.ReplaceHeld:
+			entry.Repo = e.Repo
+		case policy.AwaitGitData:
+			if entry.Repo.IsZero() {
+				entry.Repo = e.Repo
+				entry.Needs = append(entry.Needs, e.OIDs...)
+			} else if e.Repo != entry.Repo {
+				entry.Also = append(entry.Also, e.Repo)
+			}
+		case policy.AwaitRepo:
+			entry.Repo = e.Repo
+			entry.WithRepo = true
+		case policy.AwaitEvent:
+			entry.AwaitEvent = e.EventID
+			if entry.Repo.IsZero() {
+				entry.Repo = e.Repo
+			}
+		}
+	}
+	if entry.Repo.IsZero() && evt.Kind == nip34.KindAnnouncement {
+		entry.Repo = ref(evt.PubKey, evt.Tags.GetD())
+	}
+	if err := h.purg.Hold(entry); err != nil {
+		if errors.Is(err, purgatory.ErrDuplicate) {
+			return "duplicate: in purgatory", nil
+		}
+		return "", fmt.Errorf("error: could not hold event: %w", err)
+	}
+	o.hunt(entry, meta.Source == policy.SourceSync)
+	if createRepo {
+		// The bare repo must exist at once: ngit init polls info/refs every
+		// 500 ms right after publishing the announcement (grasp.md §7.1).
+		if err := h.repos.Create(ctx, entry.Repo); err != nil {
+			h.log.Error("create bare repo", "repo", entry.Repo.String(), "error", err)
+		} else {
+			// The data may already be here: the repo was announced before,
+			// or another maintainer's copy holds the latest state. Then the
+			// announcement need not wait for a push; this runs after the OK.
+			r := entry.Repo
+			h.spawn(func(ctx context.Context) { h.begin(ctx).adopt(r) })
+		}
+	}
+	isPR := evt.Kind == nip34.KindPR || evt.Kind == nip34.KindPRUpdate
+	if isPR {
+		o.settlePlaceholders(evt, "")
+	}
+	msg := policy.MsgPurgatory
+	if isPR && len(entry.Needs) > 0 {
+		msg = fmt.Sprintf("purgatory: PR event stored, waiting for git push with commit %s", entry.Needs[0])
+	}
+	return msg, nil
+}

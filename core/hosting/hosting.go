@@ -1,0 +1,72 @@
+package hosting
+
+import (
+	"context"
+	"errors"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/nbd-wtf/go-nostr"
+
+	"github.com/grasp-dev/grasp/core/clock"
+	"github.com/grasp-dev/grasp/core/env"
+	"github.com/grasp-dev/grasp/core/git"
+	"github.com/grasp-dev/grasp/core/nip34"
+	"github.com/grasp-dev/grasp/core/policy"
+	"github.com/grasp-dev/grasp/core/purgatory"
+	"github.com/grasp-dev/grasp/core/purgatory/hunt"
+)
+
+// Hunter is the git-data hunter as the effects use it (*hunt.Hunter).
+type Hunter interface {
+	Need(n hunt.Need)
+	ForgetEvent(repo nip34.RepoRef, eventID string)
+}
+
+// Options are the collaborators the effects act through.
+type Options struct {
+	// Events is the main event store (read only: announcements, states).
+	Events policy.Events
+	// Purgatory holds the events waiting for git data.
+	Purgatory *purgatory.Purgatory
+	// Repos is the bare-repository store.
+	Repos *git.Repos
+	// Rules re-check every released event (bans and deletions made while it
+	// was held still apply).
+	Rules policy.Pipeline
+	// Publish stores and broadcasts a released event (relay.Publish).
+	Publish func(ctx context.Context, evt *nostr.Event) error
+	// Hunter fetches missing git data from other servers; nil: none.
+	Hunter Hunter
+	// Spawn runs work after the current request, owned by the server so it
+	// never outlives the store; nil runs it on its own goroutine.
+	Spawn func(func(ctx context.Context))
+}
+
+// Hosting carries out the GRASP-01 effects. Build it with New.
+type Hosting struct {
+	events  policy.Events
+	purg    *purgatory.Purgatory
+	repos   *git.Repos
+	rules   policy.Pipeline
+	publish func(ctx context.Context, evt *nostr.Event) error
+	hunter  Hunter
+	spawn   func(func(ctx context.Context))
+	clk     clock.Clock
+	log     hclog.Logger
+}
+
+// New builds the effects from opts; e names the logger "hosting" by its caller.
+func New(opts Options, e env.Env) (*Hosting, error) {
+	if opts.Events == nil || opts.Purgatory == nil || opts.Repos == nil || opts.Rules == nil || opts.Publish == nil {
+		return nil, errors.New("hosting: Events, Purgatory, Repos, Rules and Publish are required")
+	}
+	e = e.OrDefaults()
+	h := &Hosting{
+		events: opts.Events, purg: opts.Purgatory, repos: opts.Repos, rules: opts.Rules,
+		publish: opts.Publish, hunter: opts.Hunter, spawn: opts.Spawn, clk: e.Clock, log: e.Log,
+	}
+	if h.spawn == nil {
+		h.spawn = func(fn func(context.Context)) { go fn(context.Background()) }
+	}
+	return h, nil
+}

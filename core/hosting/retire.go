@@ -1,0 +1,40 @@
+package hosting
+
+import (
+	"github.com/grasp-dev/grasp/core/nip34"
+	"github.com/grasp-dev/grasp/core/purgatory"
+)
+
+// retire removes a bare repo that is no longer announced here. Only repos
+// without refs are removed; a repo with data is kept for the operator
+// (grasp.md §9.4 asks for archival, not deletion, of such data).
+func (o *op) retire(r nip34.RepoRef, why string) {
+	if !o.repos.Exists(r) {
+		return
+	}
+	refs, err := o.repos.Refs(o.ctx, r)
+	if err != nil {
+		o.log.Error("read refs before retiring repo", "repo", r.String(), "error", err)
+		return
+	}
+	if len(refs) > 0 {
+		o.log.Info("repo no longer announced here; keeping its git data", "repo", r.String(), "why", why)
+		return
+	}
+	if err := o.repos.Delete(o.ctx, r); err != nil {
+		o.log.Error("remove bare repo", "repo", r.String(), "error", err)
+		return
+	}
+	o.log.Info("removed empty bare repo", "repo", r.String(), "why", why)
+}
+
+// evict drops the held announcement of r (its replacement no longer lists
+// this server) and retires r's empty repo.
+func (o *op) evict(r nip34.RepoRef) {
+	for _, e := range o.purg.Find(func(e *purgatory.Entry) bool { return e.Event.Kind == nip34.KindAnnouncement && e.Repo == r }) {
+		if _, err := o.purg.Remove(e.Event.ID, "evicted"); err != nil {
+			o.log.Error("evict held announcement", "repo", r.String(), "error", err)
+		}
+	}
+	o.retire(r, "held announcement evicted")
+}

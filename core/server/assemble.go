@@ -1,0 +1,177 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"path/filepath"
+	"time"
+
+	"github.com/fiatjaf/eventstore"
+	"github.com/nbd-wtf/go-nostr"
+
+	"github.com/grasp-dev/grasp/core/gate"
+	"github.com/grasp-dev/grasp/core/git"
+	"github.com/grasp-dev/grasp/core/hosting"
+	"github.com/grasp-dev/grasp/core/nip34"
+	"github.com/grasp-dev/grasp/core/policy"
+	"github.com/grasp-dev/grasp/core/purgatory"
+	"github.com/grasp-dev/grasp/core/relay"
+	"github.com/grasp-dev/grasp/core/scheduler"
+)
+
+// assemble builds the parts in dependency order: purgatory and the bare
+// repos, the rules reading them, the hunter, the effects, the relay and git
+// host, then the loops.
+func (s *Server) assemble(ext Extensions) error {
+	cfg := s.cfg
+	reg := s.env.Metrics
+	svc, err := nip34.ParseService(cfg.Server.PublicURL)
+	if err != nil {
+		return fmt.Errorf("server.public_url: %w", err)
+	}
+	events := s.store.Events()
+	s.purg, err = purgatory.New(purgatory.Options{
+		KV:             s.store.Side(),
+		TTL:            cfg.Purgatory.TTL.D(),
+		PlaceholderTTL: cfg.Purgatory.NostrRefTTL.D(),
+		ExpiredMemory:  cfg.Purgatory.ExpiredMemory.D(),
+	}, s.env.Named("purgatory"))
+	if err != nil {
+		return err
+	}
+	s.repos, err = git.NewRepos(filepath.Join(cfg.Server.DataDir, "git"), git.RepoOptions{Logger: s.log})
+	if err != nil {
+		return err
+	}
+	var plugins policy.Chain
+	if ext.Accept != nil {
+		plugins = policy.Chain{ext.Accept}
+	}
+	popts := s.policyOptions(svc, plugins, ext.AcceptNames)
+	rules, err := policy.New(popts, policy.Deps{
+		Events: events, Held: s.purg, Git: s.repos,
+		Logger: s.log.Named("policy"), Registerer: reg,
+	})
+	if err != nil {
+		return err
+	}
+	gc, err := s.assembleHunter(ext)
+	if err != nil {
+		return err
+	}
+	s.hosting, err = hosting.New(hosting.Options{
+		Events: events, Purgatory: s.purg, Repos: s.repos, Rules: rules, Hunter: s.hunter,
+		Publish: func(ctx context.Context, evt *nostr.Event) error { return s.relay.Publish(ctx, evt) },
+		Spawn:   s.background,
+	}, s.env.Named("hosting"))
+	if err != nil {
+		return err
+	}
+	gc.OnArrived, gc.FindDrifted = s.hosting.Arrived, s.hosting.Drifted
+
+	if err := s.assembleRelay(svc, popts, rules); err != nil {
+		return err
+	}
+	s.relay.HandleGit(git.NewHandler(git.Options{
+		Logger: s.log, Registerer: reg, Clock: s.clk,
+		PublicURL:    cfg.Server.PublicURL,
+		MaxPushBytes: int64(cfg.Grasp.MaxPushMB) << 20,
+	}, s.repos, s.hosting, s.hosting))
+
+	s.sched = scheduler.New(s.clk, s.log.Named("scheduler"), reg)
+	if err := s.startSync(svc, ext.Selector); err != nil {
+		return err
+	}
+	s.sched.Go("hunt", s.hunter.Run)
+	s.sched.Every("hunt-recheck", cfg.Purgatory.RecheckInterval.D(), s.hunter.Recheck)
+	s.sched.Every("purgatory-sweep", cfg.Purgatory.SweepInterval.D(), s.hosting.Sweep)
+	s.sched.Every("store-maintenance", 10*time.Minute, s.store.Maintain)
+	// pushes run with receive.autogc off; packing happens here, off the
+	// push path
+	s.sched.Every("git-maintenance", time.Hour, s.hosting.Maintain)
+	return nil
+}
+
+func (s *Server) policyOptions(svc nip34.Service, plugins policy.Chain, names []string) policy.Options {
+	g := s.cfg.Grasp
+	return policy.Options{
+		Service:           svc,
+		EventBlacklist:    g.EventBlacklist,
+		RepoWhitelist:     g.RepositoryWhitelist,
+		RepoBlacklist:     g.RepositoryBlacklist,
+		MaxReposPerPubkey: g.MaxReposPerPubkey,
+		Plugins:           plugins,
+		PluginNames:       names,
+		PurgatoryTTL:      s.cfg.Purgatory.TTL.D(),
+	}
+}
+
+// assembleRelay builds the relay (khatru, its limits and NIP-11 document)
+// behind the websocket gate: every event goes through rules, their decision
+// to the effects.
+func (s *Server) assembleRelay(svc nip34.Service, popts policy.Options, rules *policy.Rules) error {
+	cfg := s.cfg
+	lim := cfg.Relay.Limits
+	events := s.store.Events()
+	gateOpts := gate.Options{
+		MaxMessageBytes:         int64(lim.MaxMessageBytes),
+		MaxSubscriptions:        lim.MaxSubscriptions,
+		MaxSubIDLength:          lim.MaxSubIDLength,
+		MaxFiltersPerReq:        lim.MaxFiltersPerReq,
+		MaxPendingOutboundBytes: lim.MaxPendingOutboundBytes,
+		NegentropyMaxEvents:     lim.NegentropyMaxEvents,
+		MaxNegSessions:          lim.NegentropyMaxSessions,
+		NegentropyIdle:          lim.NegentropyIdleTimeout.D(),
+		Query: func(ctx context.Context, f nostr.Filter) (chan *nostr.Event, error) {
+			return events.QueryEvents(eventstore.SetNegentropy(ctx), f)
+		},
+		Clock: s.clk, Logger: s.log.Named("gate"), Registerer: s.env.Metrics,
+	}
+	grasps := []string{"GRASP-01"}
+	if cfg.Sync.Enabled {
+		grasps = append(grasps, "GRASP-02")
+	}
+	var err error
+	s.relay, err = relay.New(relay.Options{
+		Name:               cfg.Relay.Name,
+		Description:        cfg.Relay.Description,
+		PubkeyHex:          cfg.Relay.Pubkey,
+		Contact:            cfg.Relay.Contact,
+		IconURL:            cfg.Relay.Icon,
+		PublicURL:          cfg.Server.PublicURL,
+		SoftwareURL:        "https://github.com/grasp-dev/grasp",
+		Version:            s.build.Version,
+		SupportedGrasps:    grasps,
+		AcceptanceCriteria: policy.AcceptanceCriteria(popts),
+		Curation:           policy.Curation(popts),
+		Limits: relay.Limits{
+			MaxEventBytes:    lim.MaxEventBytes,
+			MaxContentBytes:  lim.MaxContentBytes,
+			MaxTags:          lim.MaxEventTags,
+			MaxTagValueBytes: lim.MaxTagValueBytes,
+			CreatedAtLower:   lim.CreatedAtLowerLimit.D(),
+			CreatedAtUpper:   lim.CreatedAtUpperLimit.D(),
+			MaxFilters:       lim.MaxFiltersPerReq,
+			MaxTagFilters:    lim.MaxTagsPerFilter,
+			MaxSubscriptions: lim.MaxSubscriptions,
+			MaxSubIDLength:   lim.MaxSubIDLength,
+			MaxLimit:         lim.MaxLimit,
+			DefaultLimit:     lim.DefaultLimit,
+			MaxMessageBytes:  lim.MaxMessageBytes,
+		},
+		Clock: s.clk, Logger: s.log.Named("relay"), Registerer: s.env.Metrics,
+	}, relay.Deps{
+		Events:   events,
+		Pipeline: rules,
+		Effects:  s.hosting,
+		NoteOK: func(ctx context.Context, id, msg string) {
+			s.gate.NoteOK(ctx, id, msg)
+		},
+		WebsocketFront: func(backend http.Handler) http.Handler {
+			s.gate = gate.New(backend, gateOpts)
+			return s.gate
+		},
+	})
+	return err
+}
