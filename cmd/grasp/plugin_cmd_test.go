@@ -174,3 +174,40 @@ func TestSIGHUPReloadsPlugins(t *testing.T) {
 		t.Errorf("exit code after SIGTERM = %d, want 0", code)
 	}
 }
+
+// Plugin metrics reach /metrics of a running `grasp serve`: the plugin host
+// reports into the process registry, which is built before the plugins.
+func TestServeExportsPluginMetrics(t *testing.T) {
+	pdir := filepath.Join(t.TempDir(), "plugins")
+	if err := os.MkdirAll(pdir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(pdir, "gate.js"), []byte(policyV1), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	metricsPort := freePort(t)
+	in := newInstance(t, fmt.Sprintf("[metrics]\nenabled = true\nlisten = \"127.0.0.1:%d\"\n\n[plugins]\ndir = %q\nwatch = false\n\n[[plugins.accept]]\nname = \"gate\"\nfile = \"gate.js\"\n", metricsPort, pdir))
+	startServer(t, in)
+	// one call of the accept plugin
+	if ok, msg := publishOK(t, in.Relay(), graspList(t, newKey(t), in, "hello")); ok || msg != "blocked: v1 refuses grasp lists" {
+		t.Fatalf("grasp list: OK %v %q, want the plugin's refusal", ok, msg)
+	}
+	code, _, body := httpGet(t, fmt.Sprintf("http://127.0.0.1:%d/metrics", metricsPort), nil)
+	if code != 200 {
+		t.Fatalf("GET /metrics = %d", code)
+	}
+	want := `grasp_plugin_call_seconds_count{hook="accept",plugin="gate"} 1`
+	if !strings.Contains(string(body), want) {
+		t.Fatalf("/metrics lacks %q; plugin lines:\n%s", want, grepLines(string(body), "grasp_plugin"))
+	}
+}
+
+func grepLines(s, sub string) string {
+	var out []string
+	for _, l := range strings.Split(s, "\n") {
+		if strings.Contains(l, sub) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
+}
