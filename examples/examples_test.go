@@ -15,6 +15,7 @@ import (
 	"github.com/BurntSushi/toml"
 
 	"github.com/grasp-dev/grasp/core/clock"
+	"github.com/grasp-dev/grasp/core/env"
 	"github.com/grasp-dev/grasp/core/purgatory"
 	"github.com/grasp-dev/grasp/core/throttle"
 	"github.com/grasp-dev/grasp/plugins"
@@ -104,7 +105,7 @@ func TestStockExampleLoadsAndFoldsThrottles(t *testing.T) {
 		Max:      purgatory.Limits{Concurrency: c.Throttle.MaxConcurrent, PerMinute: c.Throttle.MaxPerMinute},
 		Tuners:   []purgatory.ThrottleTuner{h},
 		Table:    table,
-	})
+	}, env.Env{})
 	// defaults 5/30 < forge plugin (big 8/120, small 2/12) < throttle.d/forges.toml.
 	for domain, want := range map[string]purgatory.Limits{
 		"github.com":   {Concurrency: 4, PerMinute: 60},  // tuning file beats the plugin

@@ -115,7 +115,7 @@ func TestClientAbortMidPackLeavesNothing(t *testing.T) {
 // SIGKILL), so git still removes its quarantine.
 func TestStalledPushStoppedAfterMaxDuration(t *testing.T) {
 	fake := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	ts := newTestServer(t, Options{Clock: fake, MaxDuration: time.Minute})
+	ts := newTestServerOn(t, Options{MaxDuration: time.Minute}, fake)
 	owner, _ := ts.newRepo("proj")
 	conn := startPartialPush(t, ts, owner, "proj")
 	defer conn.Close()

@@ -13,6 +13,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/grasp-dev/grasp/core/env"
 )
 
 // genRepo writes a bare repository with commits commits of fileBytes of
@@ -176,7 +178,7 @@ func BenchmarkPush200MBPeakRSS(b *testing.B) {
 //
 //	go test -run XXX -bench Create ./core/git/
 func BenchmarkCreate(b *testing.B) {
-	repos, err := NewRepos(filepath.Join(b.TempDir(), "git"), RepoOptions{})
+	repos, err := NewRepos(RepoOptions{Root: filepath.Join(b.TempDir(), "git")}, env.Env{})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -9,5 +9,6 @@
 // It must never buffer a pack in memory, never run receive-pack before a
 // push has been authorised, and never depend on how state events are stored
 // or verified: callers hand it authorised states through the Authority
-// interface. It imports nothing of grasp except core/clock and core/nip34.
+// interface. It imports nothing of grasp except core/clock, core/env and
+// core/nip34.
 package git

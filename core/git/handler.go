@@ -7,9 +7,9 @@ import (
 	"time"
 
 	"github.com/grasp-dev/grasp/core/clock"
+	"github.com/grasp-dev/grasp/core/env"
 	"github.com/grasp-dev/grasp/core/nip34"
 	"github.com/hashicorp/go-hclog"
-	"github.com/prometheus/client_golang/prometheus"
 )
 
 // Authority supplies what push authorisation needs from the event side.
@@ -44,10 +44,12 @@ type Hooks interface {
 
 // Options configures the smart-HTTP handler. Zero values pick the defaults.
 type Options struct {
-	// Logger is the process logger; the handler logs under the name "git".
-	Logger     hclog.Logger
-	Registerer prometheus.Registerer
-	Clock      clock.Clock
+	// Repos holds the repositories served (required).
+	Repos *Repos
+	// Authority answers what push authorisation needs (required).
+	Authority Authority
+	// Hooks hears about applied pushes; nil: nobody.
+	Hooks Hooks
 	// BrowseURL is the repository page's link to a web client, with {npub}
 	// and {id} (percent-encoded) placeholders.
 	// Default "https://gitworkshop.dev/{npub}/{id}".
@@ -74,13 +76,6 @@ type Options struct {
 }
 
 func (o *Options) defaults() {
-	if o.Logger == nil {
-		o.Logger = hclog.NewNullLogger()
-	}
-	o.Logger = o.Logger.Named("git")
-	if o.Clock == nil {
-		o.Clock = clock.New()
-	}
 	if o.BrowseURL == "" {
 		o.BrowseURL = "https://gitworkshop.dev/{npub}/{id}"
 	}
@@ -109,6 +104,7 @@ type handler struct {
 	repos *Repos
 	auth  Authority
 	hooks Hooks
+	clk   clock.Clock
 	log   hclog.Logger
 	m     *metrics
 }
@@ -117,15 +113,17 @@ type handler struct {
 // git-upload-pack, git-receive-pack} and the repository page at
 // /<npub>/<id>.git. hooks may be nil. It sets no CORS headers: the relay
 // wraps every response in them.
-func NewHandler(opts Options, repos *Repos, auth Authority, hooks Hooks) http.Handler {
+func NewHandler(opts Options, e env.Env) http.Handler {
 	opts.defaults()
+	e = e.OrDefaults()
 	return &handler{
 		opts:  opts,
-		repos: repos,
-		auth:  auth,
-		hooks: hooks,
-		log:   opts.Logger,
-		m:     newMetrics(opts.Registerer),
+		repos: opts.Repos,
+		auth:  opts.Authority,
+		hooks: opts.Hooks,
+		clk:   e.Clock,
+		log:   e.Log,
+		m:     newMetrics(e.Metrics),
 	}
 }
 
@@ -221,7 +219,7 @@ func (h *handler) serveInfoRefs(w http.ResponseWriter, r *http.Request, dir stri
 		http.Error(w, "invalid: only the smart HTTP protocol is served (service=git-upload-pack or git-receive-pack)", http.StatusForbidden)
 		return
 	}
-	start := h.opts.Clock.Now()
+	start := h.clk.Now()
 	env, v2 := protocolEnv(r)
 	if svc == svcReceive {
 		v2 = false // git has no protocol v2 push; the client never asks for it
@@ -256,5 +254,5 @@ func (h *handler) finish(kind string, start time.Time, res runResult) {
 	h.m.ops.WithLabelValues(kind, result).Inc()
 	h.m.bytes.WithLabelValues("in", kind).Add(float64(res.in))
 	h.m.bytes.WithLabelValues("out", kind).Add(float64(res.out))
-	h.m.duration.WithLabelValues(kind).Observe(h.opts.Clock.Since(start).Seconds())
+	h.m.duration.WithLabelValues(kind).Observe(h.clk.Since(start).Seconds())
 }

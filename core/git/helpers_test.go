@@ -14,6 +14,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/grasp-dev/grasp/core/clock"
+	"github.com/grasp-dev/grasp/core/env"
 	"github.com/grasp-dev/grasp/core/nip34"
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -99,14 +101,19 @@ type testServer struct {
 }
 
 func newTestServer(t testing.TB, opts Options) *testServer {
+	return newTestServerOn(t, opts, clock.New())
+}
+
+// newTestServerOn is newTestServer with the handler's timers on clk.
+func newTestServerOn(t testing.TB, opts Options, clk clock.Clock) *testServer {
 	t.Helper()
-	repos, err := NewRepos(filepath.Join(t.TempDir(), "git"), RepoOptions{})
+	repos, err := NewRepos(RepoOptions{Root: filepath.Join(t.TempDir(), "git")}, env.Env{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	ts := &testServer{t: t, repos: repos, auth: newFakeAuthority(), hooks: &recordHooks{}, reg: prometheus.NewRegistry()}
-	opts.Registerer = ts.reg
-	ts.h = NewHandler(opts, repos, ts.auth, ts.hooks).(*handler)
+	opts.Repos, opts.Authority, opts.Hooks = repos, ts.auth, ts.hooks
+	ts.h = NewHandler(opts, env.Env{Clock: clk, Metrics: ts.reg}).(*handler)
 	ts.srv = httptest.NewServer(ts.h)
 	t.Cleanup(ts.srv.Close)
 	return ts

@@ -19,7 +19,7 @@ const receiveResultType = "application/x-git-receive-pack-result"
 // serialised; a refused push never starts git and so writes nothing.
 func (h *handler) serveReceivePack(w http.ResponseWriter, r *http.Request, repo nip34.RepoRef, dir string) {
 	owner, id := repo.Npub(), repo.Identifier
-	start := h.opts.Clock.Now()
+	start := h.clk.Now()
 	body, wire, closeBody, err := h.requestBody(r, h.opts.MaxPushBytes)
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusBadRequest)

@@ -14,6 +14,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/grasp-dev/grasp/core/env"
 	"github.com/hashicorp/go-hclog"
 )
 
@@ -22,10 +23,11 @@ var ErrNotFound = errors.New("repository not found")
 
 // RepoOptions configures a Repos.
 type RepoOptions struct {
+	// Root is where the repositories live, normally <data_dir>/git; it is
+	// created if needed.
+	Root string
 	// GitBinary is the git executable; "" means "git" from PATH.
 	GitBinary string
-	// Logger is the process logger; the store logs under the name "git".
-	Logger hclog.Logger
 }
 
 // Repos is the bare-repository store: <root>/<npub>/<identifier>.git, the
@@ -40,9 +42,10 @@ type Repos struct {
 	locks repoLocks
 }
 
-// NewRepos opens (creating if needed) the store rooted at root, normally
-// <data_dir>/git.
-func NewRepos(root string, opts RepoOptions) (*Repos, error) {
+// NewRepos opens (creating if needed) the store rooted at opts.Root; it
+// logs to e.Log.
+func NewRepos(opts RepoOptions, e env.Env) (*Repos, error) {
+	root := opts.Root
 	abs, err := filepath.Abs(root)
 	if err != nil {
 		return nil, fmt.Errorf("resolve git root %q: %w", root, err)
@@ -58,11 +61,7 @@ func NewRepos(root string, opts RepoOptions) (*Repos, error) {
 	if err != nil {
 		return nil, fmt.Errorf("find git binary %q: %w", bin, err)
 	}
-	log := opts.Logger
-	if log == nil {
-		log = hclog.NewNullLogger()
-	}
-	return &Repos{root: abs, git: path, log: log.Named("git")}, nil
+	return &Repos{root: abs, git: path, log: e.OrDefaults().Log}, nil
 }
 
 // Root is the directory the store lives in.

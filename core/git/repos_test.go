@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/grasp-dev/grasp/core/env"
 )
 
 func TestNpubRoundTripAndValidation(t *testing.T) {
@@ -30,7 +32,7 @@ func TestNpubRoundTripAndValidation(t *testing.T) {
 
 func TestReposLifecycle(t *testing.T) {
 	ctx := context.Background()
-	repos, err := NewRepos(filepath.Join(t.TempDir(), "git"), RepoOptions{})
+	repos, err := NewRepos(RepoOptions{Root: filepath.Join(t.TempDir(), "git")}, env.Env{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -171,13 +171,13 @@ func (h *handler) runService(w http.ResponseWriter, r *http.Request, spec runSpe
 	// writing to a client that does not read) is its whole process group
 	// sent SIGTERM, never SIGKILL.
 	pid := cmd.Process.Pid
-	stopInput := h.opts.Clock.AfterFunc(h.opts.MaxDuration, func() {
+	stopInput := h.clk.AfterFunc(h.opts.MaxDuration, func() {
 		if stdin != nil {
 			_ = stdin.Close()
 		}
 	})
 	defer stopInput.Stop()
-	terminate := h.opts.Clock.AfterFunc(h.opts.MaxDuration+killGrace, func() { _ = syscall.Kill(-pid, syscall.SIGTERM) })
+	terminate := h.clk.AfterFunc(h.opts.MaxDuration+killGrace, func() { _ = syscall.Kill(-pid, syscall.SIGTERM) })
 	defer terminate.Stop()
 
 	copied := make(chan copyResult, 1)
@@ -280,16 +280,16 @@ const flushEvery = time.Second
 // while a long "counting objects" phase still reaches the client.
 func (h *handler) stream(dst io.Writer, w http.ResponseWriter, src io.Reader, buf []byte) error {
 	flusher, _ := w.(http.Flusher)
-	last := h.opts.Clock.Now()
+	last := h.clk.Now()
 	for {
 		n, rerr := src.Read(buf)
 		if n > 0 {
 			if _, err := dst.Write(buf[:n]); err != nil {
 				return err
 			}
-			if flusher != nil && n < len(buf) && h.opts.Clock.Since(last) >= flushEvery {
+			if flusher != nil && n < len(buf) && h.clk.Since(last) >= flushEvery {
 				flusher.Flush()
-				last = h.opts.Clock.Now()
+				last = h.clk.Now()
 			}
 		}
 		if rerr == io.EOF {
@@ -340,7 +340,7 @@ func firstLine(s string) string {
 
 // serveUploadPack streams a fetch or clone.
 func (h *handler) serveUploadPack(w http.ResponseWriter, r *http.Request, dir string) {
-	start := h.opts.Clock.Now()
+	start := h.clk.Now()
 	body, wire, closeBody, err := h.requestBody(r, 0)
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusBadRequest)

@@ -36,7 +36,7 @@ func (f *flushCounter) Flush() { f.flushes = append(f.flushes, f.Body.Len()) }
 
 func TestStreamFlushesOnlySlowOutputAtMostOncePerSecond(t *testing.T) {
 	fake := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	h := &handler{opts: Options{Clock: fake}}
+	h := &handler{clk: fake}
 	const full = 1024
 	src := &scriptedReader{clk: fake,
 		// full reads (fast pack data) never flush, however slow; short reads

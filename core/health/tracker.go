@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/grasp-dev/grasp/core/env"
 	gsync "github.com/grasp-dev/grasp/core/sync"
 	"github.com/hashicorp/go-hclog"
 	"github.com/prometheus/client_golang/prometheus"
@@ -25,9 +26,7 @@ type Options struct {
 	// TTL is how long a relay's record outlives its last update, so relays
 	// nobody lists any more are forgotten; default 7 days (longer than a
 	// dead relay's retry interval).
-	TTL        time.Duration
-	Logger     hclog.Logger
-	Registerer prometheus.Registerer
+	TTL time.Duration
 }
 
 // Tracker holds every relay's State. It is safe for concurrent use: the sync
@@ -47,10 +46,12 @@ type Tracker struct {
 	dead     prometheus.Gauge
 }
 
-// New builds a Tracker and loads the persisted states.
-func New(opts Options) (*Tracker, error) {
+// New builds a Tracker and loads the persisted states; e names its logger
+// and takes its metrics.
+func New(opts Options, e env.Env) (*Tracker, error) {
+	e = e.OrDefaults()
 	t := &Tracker{
-		s: opts.Schedule.withDefaults(), kv: opts.KV, bucket: opts.Bucket, ttl: opts.TTL, log: opts.Logger,
+		s: opts.Schedule.withDefaults(), kv: opts.KV, bucket: opts.Bucket, ttl: opts.TTL, log: e.Log,
 		states: map[string]State{},
 		status: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "grasp_health_relay_status", Help: "Relay health: 1 healthy, 2 backoff, 3 dead.",
@@ -68,15 +69,9 @@ func New(opts Options) (*Tracker, error) {
 	if t.ttl <= 0 {
 		t.ttl = 7 * 24 * time.Hour
 	}
-	if t.log == nil {
-		t.log = hclog.NewNullLogger()
-	}
-	t.log = t.log.Named("health")
-	if opts.Registerer != nil {
-		for _, c := range []prometheus.Collector{t.status, t.failures, t.dead} {
-			if err := opts.Registerer.Register(c); err != nil {
-				return nil, fmt.Errorf("register health metrics: %w", err)
-			}
+	for _, c := range []prometheus.Collector{t.status, t.failures, t.dead} {
+		if err := e.Metrics.Register(c); err != nil {
+			return nil, fmt.Errorf("register health metrics: %w", err)
 		}
 	}
 	if t.kv != nil {

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/grasp-dev/grasp/core/env"
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 )
@@ -49,7 +50,7 @@ func (m *memKV) Scan(bucket string, fn func(string, []byte, time.Time) error) er
 
 func TestG02_8_TrackerSurvivesRestart(t *testing.T) {
 	kv := &memKV{}
-	tr, err := New(Options{KV: kv})
+	tr, err := New(Options{KV: kv}, env.Env{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,7 +61,7 @@ func TestG02_8_TrackerSurvivesRestart(t *testing.T) {
 	tr.RateLimited("wss://busy.example", epoch)
 	tr.Succeeded("wss://up.example", epoch, 42*time.Millisecond)
 
-	again, err := New(Options{KV: kv})
+	again, err := New(Options{KV: kv}, env.Env{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,7 +89,7 @@ func TestTrackerSkipsCorruptRecordAndReportsLoadError(t *testing.T) {
 		"wss://bad.example": []byte("{not json"),
 		"wss://ok.example":  []byte(`{"failures":2}`),
 	}}}
-	tr, err := New(Options{KV: kv})
+	tr, err := New(Options{KV: kv}, env.Env{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,7 +99,7 @@ func TestTrackerSkipsCorruptRecordAndReportsLoadError(t *testing.T) {
 	if st, _ := tr.State("wss://ok.example"); st.Failures != 2 {
 		t.Fatalf("good record lost: %+v", st)
 	}
-	_, err = New(Options{KV: scanErrKV{}})
+	_, err = New(Options{KV: scanErrKV{}}, env.Env{})
 	if err == nil || !strings.Contains(err.Error(), "load relay health") {
 		t.Fatalf("scan error not reported: %v", err)
 	}
@@ -113,7 +114,7 @@ func (scanErrKV) Scan(string, func(string, []byte, time.Time) error) error {
 
 func TestTrackerWriteFailureKeepsMemoryState(t *testing.T) {
 	kv := &memKV{fail: errors.New("read-only")}
-	tr, err := New(Options{KV: kv})
+	tr, err := New(Options{KV: kv}, env.Env{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,7 +126,7 @@ func TestTrackerWriteFailureKeepsMemoryState(t *testing.T) {
 
 func TestTrackerMetrics(t *testing.T) {
 	reg := prometheus.NewRegistry()
-	tr, err := New(Options{Registerer: reg, Schedule: Schedule{DeadAfter: time.Minute}})
+	tr, err := New(Options{Schedule: Schedule{DeadAfter: time.Minute}}, env.Env{Metrics: reg})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -147,7 +148,7 @@ func TestTrackerMetrics(t *testing.T) {
 }
 
 func TestTrackerConcurrentUse(t *testing.T) {
-	tr, err := New(Options{KV: &memKV{}})
+	tr, err := New(Options{KV: &memKV{}}, env.Env{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -130,7 +130,7 @@ func newRig(t *testing.T) *rig {
 	if err != nil {
 		t.Fatal(err)
 	}
-	repos, err := git.NewRepos(filepath.Join(t.TempDir(), "git"), git.RepoOptions{})
+	repos, err := git.NewRepos(git.RepoOptions{Root: filepath.Join(t.TempDir(), "git")}, env.Env{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/grasp-dev/grasp/core/env"
 	"github.com/grasp-dev/grasp/core/nip34"
 )
 
@@ -198,7 +199,8 @@ func TestG01R3_RepositoryListsAndQuota(t *testing.T) {
 			{Service: svc, RepoBlacklist: []string{"a/b/c"}},
 			{Service: svc, EventBlacklist: []string{"nobody"}},
 		} {
-			if _, err := New(o, Deps{Events: newEnv(t, nil).store}); err == nil {
+			o.Events = newEnv(t, nil).store
+			if _, err := New(o, env.Env{}); err == nil {
 				t.Fatalf("New accepted %+v", o)
 			}
 		}

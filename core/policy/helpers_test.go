@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/fiatjaf/eventstore/slicestore"
+	"github.com/grasp-dev/grasp/core/env"
 	"github.com/grasp-dev/grasp/core/nip34"
 	"github.com/nbd-wtf/go-nostr"
 )
@@ -54,7 +55,7 @@ func (g *fakeGit) HasCommit(_ context.Context, repo nip34.RepoRef, oid string) (
 	return g.objects[repo.Pubkey+"/"+repo.Identifier+"/"+oid], nil
 }
 
-type env struct {
+type rig struct {
 	t     testing.TB
 	store *slicestore.SliceStore
 	held  *fakeHeld
@@ -64,7 +65,7 @@ type env struct {
 	ts    nostr.Timestamp
 }
 
-func newEnv(t testing.TB, tweak func(*Options)) *env {
+func newEnv(t testing.TB, tweak func(*Options)) *rig {
 	t.Helper()
 	svc, err := nip34.ParseService(publicURL)
 	if err != nil {
@@ -74,12 +75,13 @@ func newEnv(t testing.TB, tweak func(*Options)) *env {
 	if err := st.Init(); err != nil {
 		t.Fatal(err)
 	}
-	e := &env{t: t, store: st, held: &fakeHeld{}, git: &fakeGit{objects: map[string]bool{}}, svc: svc, ts: 1000}
+	e := &rig{t: t, store: st, held: &fakeHeld{}, git: &fakeGit{objects: map[string]bool{}}, svc: svc, ts: 1000}
 	opts := Options{Service: svc}
 	if tweak != nil {
 		tweak(&opts)
 	}
-	e.rules, err = New(opts, Deps{Events: st, Held: e.held, Git: e.git})
+	opts.Events, opts.Held, opts.Git = st, e.held, e.git
+	e.rules, err = New(opts, env.Env{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,7 +90,7 @@ func newEnv(t testing.TB, tweak func(*Options)) *env {
 
 // event builds an unsigned event with a fresh created_at; the rules never
 // verify signatures (khatru does that before them).
-func (e *env) event(kind int, pk string, tags ...[]string) *nostr.Event {
+func (e *rig) event(kind int, pk string, tags ...[]string) *nostr.Event {
 	e.ts++
 	evt := &nostr.Event{Kind: kind, PubKey: pk, CreatedAt: e.ts, Content: "x"}
 	for _, t := range tags {
@@ -98,7 +100,7 @@ func (e *env) event(kind int, pk string, tags ...[]string) *nostr.Event {
 	return evt
 }
 
-func (e *env) ann(pk, d string, listed bool, maintainers ...string) *nostr.Event {
+func (e *rig) ann(pk, d string, listed bool, maintainers ...string) *nostr.Event {
 	tags := [][]string{{"d", d}, {"r", oid('0'), "euc"}}
 	if listed {
 		tags = append(tags, []string{"clone", "https://github.com/x/y.git", e.svc.CloneURL(pk, d)}, []string{"relays", "wss://relay.example", e.svc.RelayURL()})
@@ -111,7 +113,7 @@ func (e *env) ann(pk, d string, listed bool, maintainers ...string) *nostr.Event
 	return e.event(nip34.KindAnnouncement, pk, tags...)
 }
 
-func (e *env) state(pk, d string, refs ...string) *nostr.Event {
+func (e *rig) state(pk, d string, refs ...string) *nostr.Event {
 	tags := [][]string{{"d", d}}
 	for i := 0; i+1 < len(refs); i += 2 {
 		tags = append(tags, []string{refs[i], refs[i+1]})
@@ -122,7 +124,7 @@ func (e *env) state(pk, d string, refs ...string) *nostr.Event {
 
 func coord(pk, d string) string { return "30617:" + pk + ":" + d }
 
-func (e *env) stored(evts ...*nostr.Event) {
+func (e *rig) stored(evts ...*nostr.Event) {
 	for _, evt := range evts {
 		if err := e.store.SaveEvent(context.Background(), evt); err != nil {
 			e.t.Fatal(err)
@@ -130,13 +132,13 @@ func (e *env) stored(evts ...*nostr.Event) {
 	}
 }
 
-func (e *env) hold(evts ...*nostr.Event) { e.held.evs = append(e.held.evs, evts...) }
+func (e *rig) hold(evts ...*nostr.Event) { e.held.evs = append(e.held.evs, evts...) }
 
-func (e *env) decide(evt *nostr.Event) Decision {
+func (e *rig) decide(evt *nostr.Event) Decision {
 	return e.rules.Decide(context.Background(), evt, Meta{Source: SourceClient})
 }
 
-func (e *env) release(evt *nostr.Event) Decision {
+func (e *rig) release(evt *nostr.Event) Decision {
 	return e.rules.Decide(context.Background(), evt, Meta{Source: SourcePurgatory})
 }
 

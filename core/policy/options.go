@@ -7,9 +7,7 @@ import (
 	"time"
 
 	"github.com/grasp-dev/grasp/core/nip34"
-	"github.com/hashicorp/go-hclog"
 	"github.com/nbd-wtf/go-nostr"
-	"github.com/prometheus/client_golang/prometheus"
 )
 
 // Events is the part of the event store the GRASP rules read.
@@ -34,8 +32,15 @@ type GitData interface {
 	HasCommit(ctx context.Context, repo nip34.RepoRef, oid string) (bool, error)
 }
 
-// Options is the GRASP acceptance configuration ([grasp] in grasp.toml).
+// Options is the GRASP acceptance configuration ([grasp] in grasp.toml) and
+// what the rules read through.
 type Options struct {
+	// Events is the main store (required); Held is purgatory and Git the
+	// bare repositories (nil only in setups without them).
+	Events Events
+	Held   Held
+	Git    GitData
+
 	// Service is this server's public identity; announcements must list it.
 	Service nip34.Service
 	// EventBlacklist: authors (npub or hex) whose events are all refused.
@@ -65,15 +70,6 @@ type Options struct {
 	PluginNames []string
 	// PurgatoryTTL is only quoted in the acceptance criteria text.
 	PurgatoryTTL time.Duration
-}
-
-// Deps are the collaborators the rules read through.
-type Deps struct {
-	Events     Events
-	Held       Held
-	Git        GitData
-	Logger     hclog.Logger          // nil: no logging
-	Registerer prometheus.Registerer // nil: metrics not registered
 }
 
 // repoList is a parsed whitelist or blacklist.

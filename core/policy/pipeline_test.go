@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/grasp-dev/grasp/core/env"
 	"github.com/grasp-dev/grasp/core/nip34"
 	"github.com/nbd-wtf/go-nostr"
 	"github.com/prometheus/client_golang/prometheus"
@@ -77,7 +78,7 @@ func TestDecisionMetricsAndErrors(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	svc, _ := nip34.ParseService(publicURL)
 	e := newEnv(t, nil)
-	r, err := New(Options{Service: svc}, Deps{Events: failingStore{}, Registerer: reg})
+	r, err := New(Options{Service: svc, Events: failingStore{}}, env.Env{Metrics: reg})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,10 +100,10 @@ func TestDecisionMetricsAndErrors(t *testing.T) {
 	if !found {
 		t.Fatal("decision counter not incremented")
 	}
-	if _, err := New(Options{}, Deps{Events: failingStore{}}); err == nil {
+	if _, err := New(Options{Events: failingStore{}}, env.Env{}); err == nil {
 		t.Fatal("New accepted a zero Service")
 	}
-	if _, err := New(Options{Service: svc}, Deps{}); err == nil {
+	if _, err := New(Options{Service: svc}, env.Env{}); err == nil {
 		t.Fatal("New accepted nil Events")
 	}
 }

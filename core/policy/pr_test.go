@@ -8,7 +8,7 @@ import (
 	"github.com/nbd-wtf/go-nostr"
 )
 
-func (e *env) pr(pk string, tip string, tags ...[]string) *nostr.Event {
+func (e *rig) pr(pk string, tip string, tags ...[]string) *nostr.Event {
 	base := [][]string{{"c", tip}, {"clone", e.svc.CloneURL(pkA, "r")}, {"subject", "s"}}
 	return e.event(nip34.KindPR, pk, append(base, tags...)...)
 }

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/grasp-dev/grasp/core/env"
 	"github.com/grasp-dev/grasp/core/nip34"
 	"github.com/hashicorp/go-hclog"
 	"github.com/nbd-wtf/go-nostr"
@@ -37,20 +38,18 @@ type Rules struct {
 
 var _ Pipeline = (*Rules)(nil)
 
-// New builds the GRASP pipeline. deps.Events is required; Held and Git may
+// New builds the GRASP pipeline. opts.Events is required; Held and Git may
 // be nil only in setups without purgatory or git (everything needing them
 // is then held or treated as absent).
-func New(opts Options, deps Deps) (*Rules, error) {
-	if deps.Events == nil {
-		return nil, errors.New("policy: Deps.Events is required")
+func New(opts Options, e env.Env) (*Rules, error) {
+	if opts.Events == nil {
+		return nil, errors.New("policy: Options.Events is required")
 	}
 	if opts.Service.Host == "" {
 		return nil, errors.New("policy: Options.Service is not set (parse the public URL with nip34.ParseService)")
 	}
-	r := &Rules{opts: opts, events: deps.Events, heldSrc: deps.Held, git: deps.Git, log: deps.Logger, maintainers: opts.Maintainers}
-	if r.log == nil {
-		r.log = hclog.NewNullLogger()
-	}
+	e = e.OrDefaults()
+	r := &Rules{opts: opts, events: opts.Events, heldSrc: opts.Held, git: opts.Git, log: e.Log, maintainers: opts.Maintainers}
 	if r.maintainers == nil {
 		r.maintainers = nip34.RecursiveMaintainers
 	}
@@ -72,10 +71,8 @@ func New(opts Options, deps Deps) (*Rules, error) {
 		Name: "grasp_policy_decisions_total",
 		Help: "Acceptance decisions by event class and outcome.",
 	}, []string{"class", "outcome"})
-	if deps.Registerer != nil {
-		if err := deps.Registerer.Register(r.decisions); err != nil {
-			return nil, fmt.Errorf("policy: register metrics: %w", err)
-		}
+	if err := e.Metrics.Register(r.decisions); err != nil {
+		return nil, fmt.Errorf("policy: register metrics: %w", err)
 	}
 	return r, nil
 }

@@ -15,9 +15,9 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
-	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/grasp-dev/grasp/core/clock"
+	"github.com/grasp-dev/grasp/core/env"
 )
 
 // Restart backoff of Go loops that panic or return an error: the delay
@@ -65,16 +65,18 @@ type loop struct {
 	done     chan struct{} // closed when the loop's goroutine returns
 }
 
-// New returns a Scheduler that waits on clk, logs to log (nil: discard) and
-// registers its metrics with reg (nil: not registered).
-func New(clk clock.Clock, log hclog.Logger, reg prometheus.Registerer) *Scheduler {
-	if log == nil {
-		log = hclog.NewNullLogger()
-	}
+// Options configure a Scheduler. There is nothing to set yet: restarts
+// follow RestartBackoffBase..RestartBackoffMax.
+type Options struct{}
+
+// New returns a Scheduler that waits on e.Clock, logs to e.Log and reports
+// per-loop metrics into e.Metrics.
+func New(_ Options, e env.Env) *Scheduler {
+	e = e.OrDefaults()
 	return &Scheduler{
-		clk:   clk,
-		log:   log,
-		m:     newLoopMetrics(reg),
+		clk:   e.Clock,
+		log:   e.Log,
+		m:     newLoopMetrics(e.Metrics),
 		loops: map[string]*loop{},
 	}
 }

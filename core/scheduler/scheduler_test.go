@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/grasp-dev/grasp/core/clock"
+	"github.com/grasp-dev/grasp/core/env"
 )
 
 var epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -49,7 +50,7 @@ func (w *syncBuffer) String() string {
 func newHarness(t *testing.T) *harness {
 	h := &harness{t: t, clk: clock.NewFake(epoch), reg: prometheus.NewRegistry(), log: &syncBuffer{}}
 	logger := hclog.New(&hclog.LoggerOptions{Output: h.log, Level: hclog.Trace})
-	h.s = New(h.clk, logger, h.reg)
+	h.s = New(Options{}, env.Env{Clock: h.clk, Log: logger, Metrics: h.reg})
 	t.Cleanup(h.s.Stop)
 	return h
 }
@@ -349,7 +350,7 @@ func TestLoopAddedAfterStartRunsAndDuplicatesPanic(t *testing.T) {
 
 func TestNilLoggerAndRegistryWork(t *testing.T) {
 	clk := clock.NewFake(epoch)
-	s := New(clk, nil, nil)
+	s := New(Options{}, env.Env{Clock: clk})
 	ran := make(chan struct{}, 1)
 	s.Every("x", time.Second, func(ctx context.Context) error { ran <- struct{}{}; panic("quietly") })
 	s.Start(context.Background())
@@ -363,8 +364,8 @@ func TestNilLoggerAndRegistryWork(t *testing.T) {
 
 func TestTwoSchedulersShareARegistry(t *testing.T) {
 	reg := prometheus.NewRegistry()
-	a := New(clock.NewFake(epoch), nil, reg)
-	b := New(clock.NewFake(epoch), nil, reg)
+	a := New(Options{}, env.Env{Clock: clock.NewFake(epoch), Metrics: reg})
+	b := New(Options{}, env.Env{Clock: clock.NewFake(epoch), Metrics: reg})
 	a.m.runs.WithLabelValues("x").Inc()
 	b.m.runs.WithLabelValues("x").Inc()
 	families, err := reg.Gather()

@@ -25,7 +25,6 @@ import (
 // host, then the loops.
 func (s *Server) assemble(ext Extensions) error {
 	cfg := s.cfg
-	reg := s.env.Metrics
 	svc, err := nip34.ParseService(cfg.Server.PublicURL)
 	if err != nil {
 		return fmt.Errorf("server.public_url: %w", err)
@@ -40,7 +39,7 @@ func (s *Server) assemble(ext Extensions) error {
 	if err != nil {
 		return err
 	}
-	s.repos, err = git.NewRepos(filepath.Join(cfg.Server.DataDir, "git"), git.RepoOptions{Logger: s.log})
+	s.repos, err = git.NewRepos(git.RepoOptions{Root: filepath.Join(cfg.Server.DataDir, "git")}, s.env.Named("git"))
 	if err != nil {
 		return err
 	}
@@ -49,10 +48,8 @@ func (s *Server) assemble(ext Extensions) error {
 		plugins = policy.Chain{ext.Accept}
 	}
 	popts := s.policyOptions(svc, plugins, ext.AcceptNames)
-	rules, err := policy.New(popts, policy.Deps{
-		Events: events, Held: s.purg, Git: s.repos,
-		Logger: s.log.Named("policy"), Registerer: reg,
-	})
+	popts.Events, popts.Held, popts.Git = events, s.purg, s.repos
+	rules, err := policy.New(popts, s.env.Named("policy"))
 	if err != nil {
 		return err
 	}
@@ -74,12 +71,12 @@ func (s *Server) assemble(ext Extensions) error {
 		return err
 	}
 	s.relay.HandleGit(git.NewHandler(git.Options{
-		Logger: s.log, Registerer: reg, Clock: s.clk,
+		Repos: s.repos, Authority: s.hosting, Hooks: s.hosting,
 		PublicURL:    cfg.Server.PublicURL,
 		MaxPushBytes: int64(cfg.Grasp.MaxPushMB) << 20,
-	}, s.repos, s.hosting, s.hosting))
+	}, s.env.Named("git")))
 
-	s.sched = scheduler.New(s.clk, s.log.Named("scheduler"), reg)
+	s.sched = scheduler.New(scheduler.Options{}, s.env.Named("scheduler"))
 	if err := s.startSync(svc, ext.Selector); err != nil {
 		return err
 	}

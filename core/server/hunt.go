@@ -28,14 +28,14 @@ func (s *Server) assembleHunter(ext Extensions) (*hunt.GitContext, error) {
 		Max:      purgatory.Limits{Concurrency: cfg.Throttle.MaxConcurrent, PerMinute: cfg.Throttle.MaxPerMinute},
 		Tuners:   tuners,
 		Table:    table,
-		Logger:   s.log.Named("throttle"),
-	})
+	}, s.env.Named("throttle"))
 	gc := &hunt.GitContext{
 		Repos:        s.repos,
 		AllowPrivate: cfg.Purgatory.FetchPrivateAddresses,
 		Log:          s.log.Named("hunt"),
 	}
 	s.hunter, err = hunt.New(hunt.Options{
+		Sync:         gc,
 		UserDelay:    cfg.Purgatory.UserFetchDelay.D(),
 		SyncDelay:    cfg.Purgatory.SyncFetchDelay.D(),
 		HuntInterval: cfg.Purgatory.HuntInterval.D(),
@@ -44,6 +44,6 @@ func (s *Server) assembleHunter(ext Extensions) (*hunt.GitContext, error) {
 		NaughtyTTL:   cfg.Purgatory.NaughtyTTL.D(),
 		SelfHost:     cfg.Server.PublicURL,
 		Limits:       s.throttle.Limits,
-	}, gc, s.clk, s.log.Named("hunt"), s.env.Metrics)
+	}, s.env.Named("hunt"))
 	return gc, err
 }

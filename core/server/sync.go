@@ -35,8 +35,8 @@ func (s *Server) startSync(svc nip34.Service, sel gsync.RelaySelector) error {
 			Base: hc.BaseBackoff.D(), Max: hc.MaxBackoff.D(), DeadAfter: hc.DeadAfter.D(), DeadRetry: hc.DeadRetry.D(),
 			Cooldown: sc.RateLimitCooldown.D(),
 		},
-		KV: s.store.Side(), Logger: s.log, Registerer: reg,
-	})
+		KV: s.store.Side(),
+	}, s.env.Named("health"))
 	if err != nil {
 		return fmt.Errorf("start sync: %w", err)
 	}
@@ -77,10 +77,7 @@ func (s *Server) startSync(svc nip34.Service, sel gsync.RelaySelector) error {
 		DailyMax:                sc.DailyMax.D(),
 		DisconnectCheckInterval: sc.DisconnectCheckInterval.D(),
 		Negentropy:              sc.Negentropy,
-		Clock:                   s.clk,
-		Logger:                  s.log,
-		Registerer:              reg,
-	})
+	}, s.env.Named("sync"))
 	if err != nil {
 		return fmt.Errorf("start sync: %w", err)
 	}

@@ -13,9 +13,9 @@ import (
 	"time"
 
 	"github.com/grasp-dev/grasp/core/clock"
+	"github.com/grasp-dev/grasp/core/env"
 	"github.com/hashicorp/go-hclog"
 	"github.com/nbd-wtf/go-nostr"
-	"github.com/prometheus/client_golang/prometheus"
 )
 
 // Conns is how the manager acts on relay connections. The connection layer
@@ -74,10 +74,7 @@ type Options struct {
 	DisconnectCheckInterval time.Duration // default 60s
 	Negentropy              bool          // try NIP-77 for history
 
-	Clock      clock.Clock    // default real clock
-	Rand       func() float64 // in [0,1), for the daily timer; default math/rand/v2
-	Logger     hclog.Logger
-	Registerer prometheus.Registerer
+	Rand func() float64 // in [0,1), for the daily timer; default math/rand/v2
 }
 
 func (o *Options) defaults() error {
@@ -115,14 +112,8 @@ func (o *Options) defaults() error {
 	if o.DailyMax < o.DailyMin {
 		return fmt.Errorf("sync options: daily_max %s is before daily_min %s", o.DailyMax, o.DailyMin)
 	}
-	if o.Clock == nil {
-		o.Clock = clock.New()
-	}
 	if o.Rand == nil {
 		o.Rand = rand.Float64
-	}
-	if o.Logger == nil {
-		o.Logger = hclog.NewNullLogger()
 	}
 	if o.Self != "" {
 		n, err := nip34.NormalizeRelayURL(o.Self)
@@ -166,17 +157,19 @@ type Manager struct {
 }
 
 // NewManager validates opts and builds a Manager; call Run to start it.
-func NewManager(opts Options) (*Manager, error) {
+// Its timers follow e.Clock.
+func NewManager(opts Options, e env.Env) (*Manager, error) {
 	if err := opts.defaults(); err != nil {
 		return nil, err
 	}
-	met, err := newMetrics(opts.Registerer)
+	e = e.OrDefaults()
+	met, err := newMetrics(e.Metrics)
 	if err != nil {
 		return nil, fmt.Errorf("register sync metrics: %w", err)
 	}
 	_, all := opts.Selector.(AllRelays)
 	return &Manager{
-		o: opts, clk: opts.Clock, log: opts.Logger.Named("sync"), conns: opts.Conns, health: opts.Health, m: met,
+		o: opts, clk: e.Clock, log: e.Log, conns: opts.Conns, health: opts.Health, m: met,
 		inbox: make(chan func(), 1024), stopped: make(chan struct{}), running: make(chan struct{}),
 		repos: NewRepoSyncIndex(), sel: Selection{}, targets: map[string]Targets{},
 		relays: RelaySyncIndex{}, pending: PendingSyncIndex{}, allRelays: all,

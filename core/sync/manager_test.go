@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/grasp-dev/grasp/core/clock"
+	"github.com/grasp-dev/grasp/core/env"
 	"github.com/nbd-wtf/go-nostr"
 )
 
@@ -78,14 +79,14 @@ func newHarness(t *testing.T, tweak func(*Options)) *harness {
 	t.Helper()
 	h := &harness{t: t, clk: clock.NewFake(t0), conns: &fakeConns{}, hl: &fakeHealth{}}
 	o := Options{
-		Conns: h.conns, Health: h.hl, Clock: h.clk, Self: "wss://self.example",
+		Conns: h.conns, Health: h.hl, Self: "wss://self.example",
 		Rand:                    func() float64 { return 0.5 },
 		DisconnectCheckInterval: 1000 * time.Hour, // driven explicitly by tests that need it
 	}
 	if tweak != nil {
 		tweak(&o)
 	}
-	m, err := NewManager(o)
+	m, err := NewManager(o, env.Env{Clock: h.clk})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -534,7 +535,7 @@ func TestNewManagerValidates(t *testing.T) {
 		"bad self":        {Conns: &fakeConns{}, Health: &fakeHealth{}, Self: "ftp://x"},
 		"inverted window": {Conns: &fakeConns{}, Health: &fakeHealth{}, DailyMin: 2 * time.Hour, DailyMax: time.Hour},
 	} {
-		if _, err := NewManager(o); err == nil {
+		if _, err := NewManager(o, env.Env{}); err == nil {
 			t.Errorf("%s: accepted", name)
 		}
 	}

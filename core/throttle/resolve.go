@@ -7,6 +7,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/grasp-dev/grasp/core/env"
 	"github.com/grasp-dev/grasp/core/purgatory"
 )
 
@@ -18,7 +19,6 @@ type Options struct {
 	// chain; the lead passes the plugins.Host here).
 	Tuners []purgatory.ThrottleTuner
 	Table  Table // from LoadFiles; applied after the tuners
-	Logger hclog.Logger
 }
 
 // Resolver computes and memoises the limits of each domain:
@@ -33,13 +33,10 @@ type Resolver struct {
 	memo map[string]purgatory.Limits
 }
 
-// NewResolver returns a Resolver for opts.
-func NewResolver(opts Options) *Resolver {
-	if opts.Logger == nil {
-		opts.Logger = hclog.NewNullLogger()
-	}
-	opts = withDefaults(opts)
-	return &Resolver{log: opts.Logger, opts: opts, memo: map[string]purgatory.Limits{}}
+// NewResolver returns a Resolver for opts, logging to e.Log.
+func NewResolver(opts Options, e env.Env) *Resolver {
+	e = e.OrDefaults()
+	return &Resolver{log: e.Log, opts: withDefaults(opts), memo: map[string]purgatory.Limits{}}
 }
 
 func withDefaults(o Options) Options {
@@ -61,9 +58,6 @@ func withDefaults(o Options) Options {
 // Update replaces the options (after a config or plugin reload) and forgets
 // every memoised domain.
 func (r *Resolver) Update(opts Options) {
-	if opts.Logger == nil {
-		opts.Logger = r.log
-	}
 	opts = withDefaults(opts)
 	r.mu.Lock()
 	r.opts = opts

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/grasp-dev/grasp/core/env"
 	"github.com/grasp-dev/grasp/core/purgatory"
 )
 
@@ -187,7 +188,7 @@ func TestResolverMemoisesAndInvalidates(t *testing.T) {
 		calls.Add(1)
 		return cur, nil
 	})
-	r := NewResolver(Options{Tuners: []purgatory.ThrottleTuner{tuner}})
+	r := NewResolver(Options{Tuners: []purgatory.ThrottleTuner{tuner}}, env.Env{})
 	for i := 0; i < 3; i++ {
 		r.Limits(context.Background(), "github.com")
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/grasp-dev/grasp/core/clock"
+	"github.com/grasp-dev/grasp/core/env"
 	"github.com/grasp-dev/grasp/core/purgatory"
 )
 
@@ -150,7 +151,7 @@ func BenchmarkHunterIdleCPU(b *testing.B) {
 		base = measure()
 		opts := DefaultOptions()
 		opts.UserDelay = time.Hour
-		h, err := New(opts, newFakeSC(clock.NewFake(t0)), clock.New(), nil, nil)
+		h, err := New(withSync(opts, newFakeSC(clock.NewFake(t0))), env.Env{Clock: clock.New()})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/grasp-dev/grasp/core/env"
 	gitrepo "github.com/grasp-dev/grasp/core/git"
 )
 
@@ -54,7 +55,7 @@ func TestG02_MultiOIDFetchBisectsWhenTheRemoteNamesNoObject(t *testing.T) {
 	}
 	t.Setenv("FAKE_STATE", dir)
 	// the repository exists on disk; every git run is the fake's
-	repos, err := gitrepo.NewRepos(filepath.Join(dir, "repos"), gitrepo.RepoOptions{GitBinary: bin})
+	repos, err := gitrepo.NewRepos(gitrepo.RepoOptions{Root: filepath.Join(dir, "repos"), GitBinary: bin}, env.Env{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/grasp-dev/grasp/core/clock"
+	"github.com/grasp-dev/grasp/core/env"
 	gitrepo "github.com/grasp-dev/grasp/core/git"
 	"github.com/grasp-dev/grasp/core/nip34"
 	"github.com/grasp-dev/grasp/core/purgatory"
@@ -77,7 +78,7 @@ func newFixture(t *testing.T) *fixture {
 	git(t, base, "init", "-q", "--bare", filepath.Join(f.rootB, "r.git"))
 	git(t, w, "push", "-q", filepath.Join(f.rootA, "r.git"), "main:refs/heads/main")
 	git(t, w, "push", "-q", filepath.Join(f.rootB, "r.git"), "side:refs/heads/side")
-	repos, err := gitrepo.NewRepos(f.local, gitrepo.RepoOptions{})
+	repos, err := gitrepo.NewRepos(gitrepo.RepoOptions{Root: f.local}, env.Env{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -210,7 +211,7 @@ func TestG02_8_DeadHostIsNetworkAndNaughty(t *testing.T) {
 	// Through the hunter: listed naughty, the round backs off, and the next
 	// round does not knock again.
 	clk := clock.NewFake(t0)
-	h, err := New(DefaultOptions(), gc, clk, nil, nil)
+	h, err := New(withSync(DefaultOptions(), gc), env.Env{Clock: clk})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -247,7 +248,7 @@ func TestG02_HunterAggregatesObjectsFromTwoServers(t *testing.T) {
 	clk := clock.NewFake(t0)
 	opts := DefaultOptions()
 	opts.SelfHost = "grasp.example"
-	h, err := New(opts, gc, clk, nil, nil)
+	h, err := New(withSync(opts, gc), env.Env{Clock: clk})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -275,7 +276,7 @@ func TestG02_8_RealHostNeverSeesMoreThanTheLimit(t *testing.T) {
 	opts.Limits = func(context.Context, string) purgatory.Limits {
 		return purgatory.Limits{Concurrency: 2, PerMinute: 100}
 	}
-	h, err := New(opts, gc, clk, nil, nil)
+	h, err := New(withSync(opts, gc), env.Env{Clock: clk})
 	if err != nil {
 		t.Fatal(err)
 	}

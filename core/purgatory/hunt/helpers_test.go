@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/grasp-dev/grasp/core/clock"
+	"github.com/grasp-dev/grasp/core/env"
 	"github.com/grasp-dev/grasp/core/nip34"
 	"github.com/grasp-dev/grasp/core/purgatory"
 )
@@ -190,7 +191,7 @@ func newHarness(t testing.TB, opts Options, lim purgatory.Limits) *harness {
 	if lim != (purgatory.Limits{}) {
 		opts.Limits = func(context.Context, string) purgatory.Limits { return lim }
 	}
-	h, err := New(opts, sc, clk, nil, nil)
+	h, err := New(withSync(opts, sc), env.Env{Clock: clk})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -257,4 +258,10 @@ func callURLs(cs []call) []string {
 		out[i] = c.url
 	}
 	return out
+}
+
+// withSync returns opts with its SyncContext set.
+func withSync(opts Options, sc SyncContext) Options {
+	opts.Sync = sc
+	return opts
 }

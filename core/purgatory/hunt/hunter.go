@@ -10,9 +10,9 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
-	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/grasp-dev/grasp/core/clock"
+	"github.com/grasp-dev/grasp/core/env"
 	"github.com/grasp-dev/grasp/core/nip34"
 )
 
@@ -65,18 +65,15 @@ type Stats struct {
 	OIDsFetched uint64         // needed objects that arrived by fetch
 }
 
-// New returns a Hunter. log may be nil; reg may be nil (no metrics).
-func New(opts Options, sc SyncContext, clk clock.Clock, log hclog.Logger, reg prometheus.Registerer) (*Hunter, error) {
+// New returns a Hunter; its timers follow e.Clock.
+func New(opts Options, e env.Env) (*Hunter, error) {
+	sc := opts.Sync
 	if sc == nil {
 		return nil, errors.New("hunt: nil SyncContext")
 	}
-	if clk == nil {
-		clk = clock.New()
-	}
-	if log == nil {
-		log = hclog.NewNullLogger()
-	}
-	m, err := newMetrics(reg)
+	e = e.OrDefaults()
+	clk, log := e.Clock, e.Log
+	m, err := newMetrics(e.Metrics)
 	if err != nil {
 		return nil, err
 	}

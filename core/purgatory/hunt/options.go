@@ -10,6 +10,9 @@ import (
 // Options configure a Hunter. The zero value works: delays of zero hunt at
 // the next scan, every other zero field takes the seed default below.
 type Options struct {
+	// Sync fetches and checks objects and reports arrivals (GitContext);
+	// required.
+	Sync SyncContext
 	// UserDelay is the wait before hunting for a client-submitted event:
 	// a git push is expected to follow (seed: 3 min).
 	UserDelay time.Duration

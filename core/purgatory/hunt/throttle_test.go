@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/grasp-dev/grasp/core/clock"
+	"github.com/grasp-dev/grasp/core/env"
 	"github.com/grasp-dev/grasp/core/purgatory"
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -20,7 +21,7 @@ func TestG02_8_NextURLSelection(t *testing.T) {
 	opts.SelfHost = "grasp.example"
 	opts.Limits = func(context.Context, string) purgatory.Limits { return lim }
 	clk := clock.NewFake(t0)
-	h, err := New(opts, newFakeSC(clk), clk, nil, nil)
+	h, err := New(withSync(opts, newFakeSC(clk)), env.Env{Clock: clk})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -247,12 +248,12 @@ func TestMetricsReportQueueAttemptsAndDomains(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	clk := clock.NewFake(t0)
 	sc := newFakeSC(clk)
-	h, err := New(DefaultOptions(), sc, clk, nil, reg)
+	h, err := New(withSync(DefaultOptions(), sc), env.Env{Clock: clk, Metrics: reg})
 	if err != nil {
 		t.Fatal(err)
 	}
 	sc.h = h
-	if _, err := New(DefaultOptions(), sc, clk, nil, reg); err == nil {
+	if _, err := New(withSync(DefaultOptions(), sc), env.Env{Clock: clk, Metrics: reg}); err == nil {
 		t.Fatal("second registration on one registry accepted")
 	}
 	hs := &harness{t: t, clk: clk, sc: sc, h: h}
