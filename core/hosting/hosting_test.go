@@ -16,6 +16,7 @@ import (
 	"github.com/grasp-dev/grasp/core/clock"
 	"github.com/grasp-dev/grasp/core/env"
 	"github.com/grasp-dev/grasp/core/git"
+	"github.com/grasp-dev/grasp/core/internal/memkv"
 	"github.com/grasp-dev/grasp/core/nip34"
 	"github.com/grasp-dev/grasp/core/policy"
 	"github.com/grasp-dev/grasp/core/purgatory"
@@ -70,39 +71,6 @@ func (c *countingStore) reset() map[int]int {
 	return q
 }
 
-type memKV struct {
-	mu stdsync.Mutex
-	m  map[string]map[string][]byte
-}
-
-func (k *memKV) Put(b, key string, val []byte, _ time.Duration) error {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	if k.m[b] == nil {
-		k.m[b] = map[string][]byte{}
-	}
-	k.m[b][key] = val
-	return nil
-}
-
-func (k *memKV) Delete(b, key string) error {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	delete(k.m[b], key)
-	return nil
-}
-
-func (k *memKV) Scan(b string, fn func(string, []byte, time.Time) error) error {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	for key, v := range k.m[b] {
-		if err := fn(key, v, time.Time{}); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
 // storeAll re-checks every released event as storable.
 type storeAll struct{}
 
@@ -126,7 +94,7 @@ func newRig(t *testing.T) *rig {
 		t.Fatal(err)
 	}
 	e := env.Env{Clock: clock.NewFake(time.Now())}
-	p, err := purgatory.New(purgatory.Options{KV: &memKV{m: map[string]map[string][]byte{}}}, e)
+	p, err := purgatory.New(purgatory.Options{KV: &memkv.KV{}}, e)
 	if err != nil {
 		t.Fatal(err)
 	}

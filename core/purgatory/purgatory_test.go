@@ -4,63 +4,16 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sort"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/grasp-dev/grasp/core/clock"
 	"github.com/grasp-dev/grasp/core/env"
+	"github.com/grasp-dev/grasp/core/internal/memkv"
 	"github.com/grasp-dev/grasp/core/nip34"
 	"github.com/nbd-wtf/go-nostr"
 )
-
-// memKV is a KV that survives "restarts" of a Purgatory (it is shared), the
-// way the durable store survives a process.
-type memKV struct {
-	mu sync.Mutex
-	m  map[string]map[string][]byte
-}
-
-func newMemKV() *memKV { return &memKV{m: map[string]map[string][]byte{}} }
-
-func (k *memKV) Put(b, key string, val []byte, _ time.Duration) error {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	if k.m[b] == nil {
-		k.m[b] = map[string][]byte{}
-	}
-	k.m[b][key] = append([]byte(nil), val...)
-	return nil
-}
-
-func (k *memKV) Delete(b, key string) error {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	delete(k.m[b], key)
-	return nil
-}
-
-func (k *memKV) Scan(b string, fn func(string, []byte, time.Time) error) error {
-	k.mu.Lock()
-	keys := make([]string, 0, len(k.m[b]))
-	for key := range k.m[b] {
-		keys = append(keys, key)
-	}
-	sort.Strings(keys)
-	vals := make([][]byte, len(keys))
-	for i, key := range keys {
-		vals[i] = k.m[b][key]
-	}
-	k.mu.Unlock()
-	for i := range keys {
-		if err := fn(keys[i], vals[i], time.Time{}); err != nil {
-			return err
-		}
-	}
-	return nil
-}
 
 var t0 = time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
 
@@ -84,7 +37,7 @@ func newP(t *testing.T, kv KV, clk clock.Clock) *Purgatory {
 
 func TestG01P6_DuplicateAndReplacement(t *testing.T) {
 	clk := clock.NewFake(t0)
-	p := newP(t, newMemKV(), clk)
+	p := newP(t, &memkv.KV{}, clk)
 	sk := nostr.GeneratePrivateKey()
 	pk, _ := nostr.GetPublicKey(sk)
 	repo := nip34.RepoRef{Pubkey: pk, Identifier: "r"}
@@ -116,7 +69,7 @@ func TestG01P6_DuplicateAndReplacement(t *testing.T) {
 
 func TestG01P5_ExpiryOnTheClockSurvivesRestart(t *testing.T) {
 	clk := clock.NewFake(t0)
-	kv := newMemKV()
+	kv := &memkv.KV{}
 	p := newP(t, kv, clk)
 	sk := nostr.GeneratePrivateKey()
 	pk, _ := nostr.GetPublicKey(sk)
@@ -153,7 +106,7 @@ func TestG01P5_ExpiryOnTheClockSurvivesRestart(t *testing.T) {
 
 func TestG01P3_ReleaseOrderAndConditions(t *testing.T) {
 	clk := clock.NewFake(t0)
-	p := newP(t, newMemKV(), clk)
+	p := newP(t, &memkv.KV{}, clk)
 	sk := nostr.GeneratePrivateKey()
 	pk, _ := nostr.GetPublicKey(sk)
 	repo := nip34.RepoRef{Pubkey: pk, Identifier: "r"}
@@ -209,7 +162,7 @@ func TestG01P3_ReleaseOrderAndConditions(t *testing.T) {
 
 func TestG01P7_DeletionByAuthorOnly(t *testing.T) {
 	clk := clock.NewFake(t0)
-	p := newP(t, newMemKV(), clk)
+	p := newP(t, &memkv.KV{}, clk)
 	sk := nostr.GeneratePrivateKey()
 	pk, _ := nostr.GetPublicKey(sk)
 	other, _ := nostr.GetPublicKey(nostr.GeneratePrivateKey())
@@ -235,7 +188,7 @@ func TestG01P7_DeletionByAuthorOnly(t *testing.T) {
 
 func TestG01G5f_PlaceholdersExpireAndBind(t *testing.T) {
 	clk := clock.NewFake(t0)
-	kv := newMemKV()
+	kv := &memkv.KV{}
 	p := newP(t, kv, clk)
 	repo := nip34.RepoRef{Pubkey: "ab", Identifier: "r"}
 	id1 := "1111111111111111111111111111111111111111111111111111111111111111"
@@ -256,7 +209,7 @@ func TestG01G5f_PlaceholdersExpireAndBind(t *testing.T) {
 
 func TestAwaitEventReleasedWithItsRoot(t *testing.T) {
 	clk := clock.NewFake(t0)
-	p := newP(t, newMemKV(), clk)
+	p := newP(t, &memkv.KV{}, clk)
 	sk := nostr.GeneratePrivateKey()
 	pk, _ := nostr.GetPublicKey(sk)
 	repo := nip34.RepoRef{Pubkey: pk, Identifier: "r"}
@@ -277,7 +230,7 @@ func TestAwaitEventReleasedWithItsRoot(t *testing.T) {
 
 func TestStateWithItsDataReleasesTheEmptyRepoAnnouncementFirst(t *testing.T) {
 	clk := clock.NewFake(t0)
-	p := newP(t, newMemKV(), clk)
+	p := newP(t, &memkv.KV{}, clk)
 	sk := nostr.GeneratePrivateKey()
 	pk, _ := nostr.GetPublicKey(sk)
 	repo := nip34.RepoRef{Pubkey: pk, Identifier: "r"}
@@ -300,7 +253,7 @@ func TestHeldEntryFormatSurvivesUpgrade(t *testing.T) {
 	pk, _ := nostr.GetPublicKey(sk)
 	st := signed(t, sk, 30618, t0, nostr.Tags{{"d", "r"}})
 	evt, _ := st.MarshalJSON()
-	kv := newMemKV()
+	kv := &memkv.KV{}
 	old := `{"event":` + string(evt) + `,"repo":{"owner":"` + pk + `","d":"r"},"also":[{"owner":"` + pk + `","d":"r2"}],"needs":["aa"],"expires":"2026-11-22T12:30:00Z","held_at":"2026-11-22T12:00:00Z"}`
 	if err := kv.Put(bucketHeld, st.ID, []byte(old), 0); err != nil {
 		t.Fatal(err)
@@ -326,7 +279,7 @@ func TestHeldEntryFormatSurvivesUpgrade(t *testing.T) {
 // polling.
 func TestHooksSeeEveryHoldAndRemoval(t *testing.T) {
 	clk := clock.NewFake(t0)
-	p := newP(t, newMemKV(), clk)
+	p := newP(t, &memkv.KV{}, clk)
 	var got []string
 	p.OnHold = append(p.OnHold, func(e Entry) {
 		_, held := p.Get(e.Event.ID) // a hook may call back into purgatory

@@ -2,7 +2,6 @@ package sync
 
 import (
 	"context"
-	stdsync "sync"
 	"testing"
 	"time"
 
@@ -10,46 +9,10 @@ import (
 	"github.com/nbd-wtf/go-nostr"
 
 	"github.com/grasp-dev/grasp/core/env"
+	"github.com/grasp-dev/grasp/core/internal/memkv"
 	"github.com/grasp-dev/grasp/core/nip34"
 	"github.com/grasp-dev/grasp/core/purgatory"
 )
-
-// memKV is purgatory's durable table, in memory.
-type memKV struct {
-	mu stdsync.Mutex
-	m  map[string]map[string][]byte
-}
-
-func (k *memKV) Put(b, key string, val []byte, _ time.Duration) error {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	if k.m == nil {
-		k.m = map[string]map[string][]byte{}
-	}
-	if k.m[b] == nil {
-		k.m[b] = map[string][]byte{}
-	}
-	k.m[b][key] = val
-	return nil
-}
-
-func (k *memKV) Delete(b, key string) error {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	delete(k.m[b], key)
-	return nil
-}
-
-func (k *memKV) Scan(b string, fn func(string, []byte, time.Time) error) error {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	for key, v := range k.m[b] {
-		if err := fn(key, v, time.Time{}); err != nil {
-			return err
-		}
-	}
-	return nil
-}
 
 type subRig struct {
 	*harness
@@ -62,7 +25,7 @@ type subRig struct {
 // hooks) and a store, as the server does.
 func newSubRig(t *testing.T) *subRig {
 	h := newHarness(t, nil)
-	p, err := purgatory.New(purgatory.Options{KV: &memKV{}, TTL: time.Minute}, env.Env{Clock: h.clk})
+	p, err := purgatory.New(purgatory.Options{KV: &memkv.KV{}, TTL: time.Minute}, env.Env{Clock: h.clk})
 	if err != nil {
 		t.Fatal(err)
 	}
