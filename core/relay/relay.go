@@ -248,7 +248,7 @@ func (s *Server) Handler() http.Handler { return s.handler }
 func (s *Server) RelayURL() string { return s.wsURL }
 
 // HandleGit mounts the git smart-HTTP handler: it receives every request
-// whose first path segment starts with "npub1", and everything under /prs/.
+// git.Routed names (repository paths, and everything under /prs/).
 func (s *Server) HandleGit(h http.Handler) {
 	s.gitMu.Lock()
 	s.git = h

@@ -3,13 +3,10 @@ package server
 import (
 	"context"
 	"fmt"
-	"net/http"
 
-	"github.com/coder/websocket"
 	"github.com/nbd-wtf/go-nostr"
 
 	"github.com/grasp-dev/grasp/core/health"
-	"github.com/grasp-dev/grasp/core/netguard"
 	"github.com/grasp-dev/grasp/core/nip34"
 	gsync "github.com/grasp-dev/grasp/core/sync"
 	"github.com/grasp-dev/grasp/core/sync/catchup"
@@ -40,8 +37,9 @@ func (s *Server) startSync(svc nip34.Service, sel gsync.RelaySelector) error {
 	if err != nil {
 		return fmt.Errorf("start sync: %w", err)
 	}
-	bootstrap := bootstrapURLs(sc.BootstrapRelays)
-	dial, catchUpDial := guardedDialers(sc.ConnectPrivateAddresses, bootstrap)
+	// bootstrap relays are normalised where they are compared (nip34)
+	bootstrap := sc.BootstrapRelays
+	dial, catchUpDial := conn.GuardedDialers(sc.ConnectPrivateAddresses, bootstrap)
 	cu, err := catchup.New(catchup.Config{Logger: s.log.Named("sync").Named("catchup"), Registerer: reg, Clock: s.clk, Dial: catchUpDial})
 	if err != nil {
 		return fmt.Errorf("start sync: %w", err)
@@ -99,44 +97,4 @@ func (s *Server) startSync(svc nip34.Service, sel gsync.RelaySelector) error {
 		return err
 	})
 	return nil
-}
-
-// guardedDialers returns the dialers sync uses: relay URLs come from
-// anyone's announcements, so unless the operator allows it they may not
-// reach internal addresses (core/netguard checks the address actually
-// connected to). Bootstrap relays are the operator's own choice and are
-// dialled as given.
-func guardedDialers(allowPrivate bool, bootstrap []string) (conn.Dialer, catchup.Dialer) {
-	if allowPrivate {
-		return conn.HTTPDialer(nil), catchup.HTTPDialer(nil)
-	}
-	trusted := map[string]bool{}
-	for _, u := range bootstrap {
-		trusted[u] = true
-	}
-	guarded := netguard.HTTPClient()
-	pick := func(url string) *http.Client {
-		if n, err := nip34.NormalizeRelayURL(url); err == nil && trusted[n] {
-			return nil
-		}
-		return guarded
-	}
-	return func(ctx context.Context, url string) (*websocket.Conn, error) {
-			return conn.HTTPDialer(pick(url))(ctx, url)
-		}, func(ctx context.Context, url string) (catchup.Conn, error) {
-			return catchup.HTTPDialer(pick(url))(ctx, url)
-		}
-}
-
-// bootstrapURLs normalises the configured bootstrap relays (a URL without a
-// scheme gets wss://); entries that are not relay URLs were refused when the
-// config was validated, and are skipped here.
-func bootstrapURLs(in []string) []string {
-	out := make([]string, 0, len(in))
-	for _, u := range in {
-		if n, err := nip34.NormalizeRelayURL(u); err == nil {
-			out = append(out, n)
-		}
-	}
-	return out
 }
