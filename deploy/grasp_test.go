@@ -25,14 +25,15 @@ type graspProc struct {
 	DataDir string
 }
 
-// startGrasp runs grasp with a config listening on loopback port 0, the
-// given public URL and data dir, metrics on, plus extra TOML appended.
-func startGrasp(t testing.TB, publicURL, dataDir, extra string) *graspProc {
+// startGrasp runs grasp listening on listen (a loopback address, port 0 for
+// any) with the given public URL and data dir, metrics on, plus extra TOML
+// appended.
+func startGrasp(t testing.TB, listen, publicURL, dataDir, extra string) *graspProc {
 	t.Helper()
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "grasp.toml")
 	writeFile(t, cfg, fmt.Sprintf(`[server]
-listen = "127.0.0.1:0"
+listen = %q
 public_url = %q
 data_dir = %q
 
@@ -44,7 +45,7 @@ listen = "127.0.0.1:0"
 level = "info"
 format = "json"
 %s
-`, publicURL, dataDir, extra))
+`, listen, publicURL, dataDir, extra))
 	p := &graspProc{done: make(chan struct{}), logPath: filepath.Join(dir, "grasp.log"), DataDir: dataDir}
 	logf, err := os.Create(p.logPath)
 	if err != nil {

@@ -47,7 +47,7 @@ func runProxySuite(t *testing.T, start startProxy) {
 	t.Run("grasp", func(t *testing.T) {
 		port := freePort(t)
 		public := fmt.Sprintf("https://127.0.0.1:%d", port)
-		g := startGrasp(t, public, filepath.Join(t.TempDir(), "data"), "")
+		g := startGrasp(t, "127.0.0.1:0", public, filepath.Join(t.TempDir(), "data"), "")
 		fp := start(t, c, g.Addr, port)
 		if fp.URL != public {
 			t.Fatalf("proxy at %s, grasp's public_url %s", fp.URL, public)
