@@ -1,6 +1,7 @@
 package config
 
 import (
+	"os"
 	"reflect"
 	"slices"
 	"strings"
@@ -68,6 +69,20 @@ func TestRetiredTableAgreesWithSchema(t *testing.T) {
 		}
 		if r.Why == "" {
 			t.Errorf("%s: say why it was retired", old)
+		}
+	}
+}
+
+// Operators read the upgrade table in docs/operations.md before they run
+// check-config; every retired key must be there.
+func TestRetiredKeysDocumented(t *testing.T) {
+	doc, err := os.ReadFile("../../docs/operations.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for old := range retired {
+		if !strings.Contains(string(doc), "| `"+old+"` |") {
+			t.Errorf("docs/operations.md (Upgrades) does not list %s", old)
 		}
 	}
 }
