@@ -9,7 +9,6 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 )
 
 const caddySite = "deploy/caddy/Caddyfile"
@@ -50,47 +49,9 @@ func startCaddy(t *testing.T, c certs, upstream string, port int) *frontProxy {
 	conf := filepath.Join(dir, "Caddyfile")
 	writeFile(t, conf, renderCaddy(t, c, dir, upstream, port))
 	env := append(os.Environ(), "HOME="+dir, "XDG_DATA_HOME="+filepath.Join(dir, "data"), "XDG_CONFIG_HOME="+filepath.Join(dir, "config"))
-	logPath := filepath.Join(dir, "stderr.log")
-	logf, err := os.Create(logPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer logf.Close()
 	cmd := exec.Command(bin, "run", "--config", conf, "--adapter", "caddyfile")
 	cmd.Env, cmd.Dir = env, dir
-	cmd.Stdout, cmd.Stderr = logf, logf
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start caddy: %v", err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	t.Cleanup(func() {
-		cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-done:
-		case <-time.After(time.Minute):
-			cmd.Process.Kill()
-			<-done
-		}
-		if t.Failed() {
-			b, _ := os.ReadFile(logPath)
-			l, _ := os.ReadFile(filepath.Join(dir, "caddy.log"))
-			t.Logf("caddy output:\n%s\n%s", tailLines(string(b), 30), tailLines(string(l), 30))
-		}
-	})
-	waitTLS(t, c, fmt.Sprintf("127.0.0.1:%d", port), func() error {
-		select {
-		case err := <-done:
-			b, _ := os.ReadFile(logPath)
-			return fmt.Errorf("caddy exited (%v):\n%s", err, tailLines(string(b), 20))
-		default:
-			return nil
-		}
-	})
-	return &frontProxy{
-		URL:   fmt.Sprintf("https://127.0.0.1:%d", port),
-		Relay: fmt.Sprintf("wss://127.0.0.1:%d", port),
-	}
+	return runProxy(t, c, cmd, syscall.SIGTERM, port, filepath.Join(dir, "output.log"), filepath.Join(dir, "caddy.log"))
 }
 
 // TestCaddySiteSettings reads Caddy's own adaptation of the shipped file

@@ -77,60 +77,21 @@ http {
 	if out, err := exec.Command(bin, append([]string{"-t"}, args...)...).CombinedOutput(); err != nil {
 		t.Fatalf("nginx -t rejects the shipped site: %v\n%s", err, out)
 	}
-	cmd := exec.Command(bin, args...)
-	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start nginx: %v", err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	t.Cleanup(func() {
-		cmd.Process.Signal(syscall.SIGQUIT) // graceful: finish open requests
-		select {
-		case <-done:
-		case <-time.After(time.Minute):
-			cmd.Process.Kill()
-			<-done
+	fp := runProxy(t, c, exec.Command(bin, args...), syscall.SIGQUIT, port, errLog)
+	fp.checkLogs = func(t *testing.T) {
+		// nginx says so when it spools a body to disk instead of
+		// streaming it: the push and clone must never have caused that.
+		b, err := os.ReadFile(errLog)
+		if err != nil {
+			t.Fatal(err)
 		}
-		if t.Failed() {
-			b, _ := os.ReadFile(errLog)
-			t.Logf("nginx error log:\n%s", tailLines(string(b), 40))
-		}
-	})
-	waitTLS(t, c, fmt.Sprintf("127.0.0.1:%d", port), func() error {
-		select {
-		case err := <-done:
-			b, _ := os.ReadFile(errLog)
-			return fmt.Errorf("nginx exited (%v):\n%s", err, tailLines(string(b), 20))
-		default:
-			return nil
-		}
-	})
-	return &frontProxy{
-		URL:   fmt.Sprintf("https://127.0.0.1:%d", port),
-		Relay: fmt.Sprintf("wss://127.0.0.1:%d", port),
-		checkLogs: func(t *testing.T) {
-			// nginx says so when it spools a body to disk instead of
-			// streaming it: the push and clone must never have caused that.
-			b, err := os.ReadFile(errLog)
-			if err != nil {
-				t.Fatal(err)
+		for _, l := range strings.Split(string(b), "\n") {
+			if strings.Contains(l, "buffered to a temporary file") {
+				t.Errorf("nginx buffered a body: %s", l)
 			}
-			for _, l := range strings.Split(string(b), "\n") {
-				if strings.Contains(l, "buffered to a temporary file") {
-					t.Errorf("nginx buffered a body: %s", l)
-				}
-			}
-		},
+		}
 	}
-}
-
-func tailLines(s string, n int) string {
-	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
+	return fp
 }
 
 // ngxBlock is a block of an nginx config: its header ("server",

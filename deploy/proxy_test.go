@@ -8,6 +8,8 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -58,6 +60,65 @@ func runProxySuite(t *testing.T, start startProxy) {
 		}
 		checkAlertMetrics(t, g.scrape(t))
 	})
+}
+
+// runProxy starts a proxy process whose output goes to logs[0] (the proxy
+// may write more logs), waits until it serves TLS on port, and stops it with
+// stop when the test ends, showing the ends of its logs if the test failed.
+func runProxy(t *testing.T, c certs, cmd *exec.Cmd, stop os.Signal, port int, logs ...string) *frontProxy {
+	t.Helper()
+	name := filepath.Base(cmd.Path)
+	out, err := os.OpenFile(logs[0], os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer out.Close()
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start %s: %v", name, err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	tails := func(n int) string {
+		var b strings.Builder
+		for _, l := range logs {
+			text, _ := os.ReadFile(l)
+			fmt.Fprintf(&b, "%s:\n%s\n", l, tailLines(string(text), n))
+		}
+		return b.String()
+	}
+	t.Cleanup(func() {
+		cmd.Process.Signal(stop)
+		select {
+		case <-done:
+		case <-time.After(time.Minute):
+			cmd.Process.Kill()
+			<-done
+		}
+		if t.Failed() {
+			t.Logf("%s logs:\n%s", name, tails(40))
+		}
+	})
+	waitTLS(t, c, fmt.Sprintf("127.0.0.1:%d", port), func() error {
+		select {
+		case err := <-done:
+			return fmt.Errorf("%s exited (%v):\n%s", name, err, tails(20))
+		default:
+			return nil
+		}
+	})
+	return &frontProxy{
+		URL:   fmt.Sprintf("https://127.0.0.1:%d", port),
+		Relay: fmt.Sprintf("wss://127.0.0.1:%d", port),
+	}
+}
+
+func tailLines(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
 }
 
 // waitTLS waits until addr completes a TLS handshake with a certificate the

@@ -17,13 +17,7 @@ func TestRemovedKeysReportedWithWhatToDo(t *testing.T) {
 		"grasp.toml:3:1: purgatory.rejected_hot_ttl: removed: it never had an effect; rejected events are not kept for re-evaluation; delete it",
 		"grasp.toml:4:3: purgatory.rejected_cold_ttl: removed: it never had an effect; rejected event ids are not remembered; delete it",
 	}
-	var got []string
-	for _, p := range e.Problems {
-		got = append(got, p.String())
-	}
-	if !slices.Equal(got, want) {
-		t.Fatalf("problems\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
-	}
+	wantProblems(t, e, want)
 }
 
 func TestRenamedKeyNamesItsReplacement(t *testing.T) {
@@ -39,13 +33,7 @@ func TestRenamedKeyNamesItsReplacement(t *testing.T) {
 		"grasp.toml:3:1: scheduler: renamed to sync: the section was split; rename it",
 		"grasp.toml:6:1: health.bogus: unknown key",
 	}
-	var got []string
-	for _, p := range e.Problems {
-		got = append(got, p.String())
-	}
-	if !slices.Equal(got, want) {
-		t.Fatalf("problems\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
-	}
+	wantProblems(t, e, want)
 }
 
 // A retired key must not also be a live one (it would never be reported),
@@ -84,5 +72,16 @@ func TestRetiredKeysDocumented(t *testing.T) {
 		if !strings.Contains(string(doc), "| `"+old+"` |") {
 			t.Errorf("docs/operations.md (Upgrades) does not list %s", old)
 		}
+	}
+}
+
+func wantProblems(t *testing.T, e *Error, want []string) {
+	t.Helper()
+	var got []string
+	for _, p := range e.Problems {
+		got = append(got, p.String())
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("problems\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
