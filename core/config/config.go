@@ -131,8 +131,6 @@ type Purgatory struct {
 	// network).
 	FetchPrivateAddresses bool     `toml:"fetch_private_addresses"`
 	ExpiredMemory         Duration `toml:"expired_memory"`
-	RejectedHotTTL        Duration `toml:"rejected_hot_ttl"`
-	RejectedColdTTL       Duration `toml:"rejected_cold_ttl"`
 }
 
 // Sync is GRASP-02 proactive event sync.

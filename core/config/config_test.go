@@ -74,8 +74,6 @@ func TestDefaultsAreTheSeedValues(t *testing.T) {
 		"purgatory.recheck_interval":              Duration(time.Hour),
 		"purgatory.naughty_ttl":                   Duration(12 * time.Hour),
 		"purgatory.expired_memory":                Duration(7 * 24 * time.Hour),
-		"purgatory.rejected_hot_ttl":              Duration(120 * time.Second),
-		"purgatory.rejected_cold_ttl":             Duration(604800 * time.Second),
 		"sync.enabled":                            true,
 		"sync.batch_window":                       Duration(5 * time.Second),
 		"sync.consolidate_above":                  70,

@@ -83,8 +83,6 @@ func base() Config {
 			RecheckInterval:       Duration(time.Hour),
 			NaughtyTTL:            Duration(12 * time.Hour),
 			ExpiredMemory:         Duration(7 * day),
-			RejectedHotTTL:        Duration(2 * time.Minute),
-			RejectedColdTTL:       Duration(7 * day),
 		},
 		Sync: Sync{
 			Enabled:                 true,

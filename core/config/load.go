@@ -231,7 +231,7 @@ func (d *decoder) unifyStruct(m map[string]any, rv reflect.Value, key string) {
 		sub := joinPath(key, []string{k})
 		i, ok := fields[k]
 		if !ok {
-			d.fail(sub, "unknown key")
+			d.fail(sub, "%s", unknownKeyMsg(retired, sub))
 			continue
 		}
 		d.unify(m[k], rv.Field(i), sub)

@@ -302,8 +302,6 @@ func (c *Config) checkTimers(k *checker) {
 		{"purgatory.recheck_interval", pg.RecheckInterval},
 		{"purgatory.naughty_ttl", pg.NaughtyTTL},
 		{"purgatory.expired_memory", pg.ExpiredMemory},
-		{"purgatory.rejected_hot_ttl", pg.RejectedHotTTL},
-		{"purgatory.rejected_cold_ttl", pg.RejectedColdTTL},
 		{"health.base_backoff", c.Health.BaseBackoff},
 		{"health.max_backoff", c.Health.MaxBackoff},
 		{"health.dead_after", c.Health.DeadAfter},
