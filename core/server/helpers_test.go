@@ -17,6 +17,7 @@ import (
 	"github.com/grasp-dev/grasp/core/clock"
 	"github.com/grasp-dev/grasp/core/config"
 	"github.com/grasp-dev/grasp/core/nip34"
+	"github.com/grasp-dev/grasp/internal/testwait"
 	"github.com/hashicorp/go-hclog"
 	"github.com/nbd-wtf/go-nostr"
 )
@@ -151,7 +152,7 @@ type client struct {
 
 func (e *env) dial() *client {
 	e.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testwait.Limit(e.t))
 	defer cancel()
 	c, _, err := websocket.Dial(ctx, e.ws, nil)
 	if err != nil {
@@ -179,7 +180,7 @@ func (e *env) dial() *client {
 func (cl *client) send(v ...any) {
 	cl.t.Helper()
 	b, _ := json.Marshal(v)
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testwait.Limit(cl.t))
 	defer cancel()
 	if err := cl.c.Write(ctx, websocket.MessageText, b); err != nil {
 		cl.t.Fatal(err)
@@ -201,7 +202,7 @@ func str(m json.RawMessage) string {
 // next waits for the next message satisfying keep.
 func (cl *client) next(keep func([]json.RawMessage) bool) []json.RawMessage {
 	cl.t.Helper()
-	deadline := time.After(10 * time.Second)
+	deadline := testwait.After(cl.t)
 	for {
 		select {
 		case m, ok := <-cl.msgs:
