@@ -127,6 +127,12 @@ func newKhatruPeer(tb testing.TB, o khatruOpts) *khatruPeer {
 	rl.Log = log.New(io.Discard, "", 0)
 	rl.Negentropy = o.negentropy
 	rl.MaxMessageSize = 4 << 20
+	// khatru drops a client that leaves its pings unanswered for PongWait
+	// (60 s) of real time; a catch-up busy storing a page on a loaded machine
+	// does, and losing it is not what these tests are about.
+	rl.PongWait = testwait.Limit(tb)
+	rl.PingPeriod = rl.PongWait / 2
+	rl.WriteWait = rl.PongWait
 	rl.QueryEvents = append(rl.QueryEvents, func(ctx context.Context, f nostr.Filter) (chan *nostr.Event, error) {
 		if o.reqCap > 0 && !eventstore.IsNegentropySession(ctx) && (f.Limit == 0 || f.Limit > o.reqCap) {
 			f.Limit = o.reqCap
