@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/coder/websocket"
 	"github.com/grasp-dev/grasp/core/config"
@@ -18,6 +17,7 @@ import (
 	"github.com/grasp-dev/grasp/core/metrics"
 	"github.com/grasp-dev/grasp/core/nip34"
 	"github.com/grasp-dev/grasp/core/server"
+	"github.com/grasp-dev/grasp/internal/testwait"
 	"github.com/nbd-wtf/go-nostr"
 )
 
@@ -70,18 +70,10 @@ func TestTwoServersExampleSyncsEventsAndGitData(t *testing.T) {
 	}
 	git(t, work, "push", "-q", a.base+"/"+npub+"/demo.git", "main")
 
-	deadline := time.Now().Add(60 * time.Second)
-	for {
+	testwait.For(t, "B caught up (announcement and state served, main at the pushed tip)", func() bool {
 		served := countIDs(t, b.relay, ann.ID, st.ID) == 2
-		refs := lsRemote(t, b.base+"/"+npub+"/demo.git")
-		if served && strings.Contains(refs, tip+"\trefs/heads/main") {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("B never caught up: served=%v refs=%q", served, refs)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+		return served && strings.Contains(lsRemote(t, b.base+"/"+npub+"/demo.git"), tip+"\trefs/heads/main")
+	})
 }
 
 type instance struct{ base, relay string }
@@ -165,7 +157,7 @@ func lsRemote(t *testing.T, url string) string {
 // publish sends one EVENT and returns its OK.
 func publish(t *testing.T, relay string, evt *nostr.Event) (bool, string) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testwait.Limit(t))
 	defer cancel()
 	c, _, err := websocket.Dial(ctx, relay, nil)
 	if err != nil {
@@ -193,7 +185,7 @@ func publish(t *testing.T, relay string, evt *nostr.Event) (bool, string) {
 // countIDs asks relay for ids and counts what it serves before EOSE.
 func countIDs(t *testing.T, relay string, ids ...string) int {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testwait.Limit(t))
 	defer cancel()
 	c, _, err := websocket.Dial(ctx, relay, nil)
 	if err != nil {

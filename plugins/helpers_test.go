@@ -14,6 +14,7 @@ import (
 
 	"github.com/grasp-dev/grasp/core/clock"
 	"github.com/grasp-dev/grasp/core/policy"
+	"github.com/grasp-dev/grasp/internal/testwait"
 )
 
 var t0 = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
@@ -120,7 +121,7 @@ func waitVerdict(t *testing.T, ch <-chan policy.Verdict) policy.Verdict {
 	select {
 	case v := <-ch:
 		return v
-	case <-time.After(10 * time.Second):
+	case <-testwait.After(t):
 		t.Fatal("no verdict: the plugin call was not interrupted")
 	}
 	return policy.Verdict{}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/grasp-dev/grasp/core/clock"
 	"github.com/grasp-dev/grasp/core/policy"
+	"github.com/grasp-dev/grasp/internal/testwait"
 )
 
 func TestConcurrentAcceptIsRaceFree(t *testing.T) {
@@ -201,14 +202,14 @@ func TestWatchCallsOnChange(t *testing.T) {
 	changes := make(chan struct{}, 10)
 	done := make(chan struct{})
 	go func() { h.Watch(ctx, []string{dir}, func() { changes <- struct{}{} }); close(done) }()
-	if !clk.BlockUntil(1, 5*time.Second) {
+	if !clk.BlockUntil(1, testwait.Limit(t)) {
 		t.Fatal("watcher did not arm its ticker")
 	}
 	write(t, dir, "p.js", `module.exports = { accept() { return "x" } };`)
 	clk.Advance(time.Second)
 	select {
 	case <-changes:
-	case <-time.After(5 * time.Second):
+	case <-testwait.After(t):
 		t.Fatal("edit not detected")
 	}
 	cancel()

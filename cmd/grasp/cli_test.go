@@ -2,15 +2,18 @@ package main
 
 import (
 	"encoding/json"
+	"io"
 	"net"
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"slices"
 	"strings"
 	"syscall"
 	"testing"
-	"time"
+
+	"github.com/grasp-dev/grasp/core/config"
 )
 
 // repoRoot is where the example configs resolve their relative paths.
@@ -99,28 +102,42 @@ sweep_interval = "1m"
 	}
 }
 
-// TestServeDefaultsLogsListenAddress runs `grasp serve` with no config at
-// all: the documented defaults (grasp.toml.example) must give a working
-// server on 127.0.0.1:7334 with its data under ./data.
+// TestServeDefaultsLogsListenAddress: `grasp serve` with no config runs the
+// documented defaults (grasp.toml.example, kept equal to config.Default by
+// core/config's tests), which listen on 127.0.0.1:7334 with metrics on
+// 127.0.0.1:7335 and keep their data under ./data. That is asserted on the
+// config serve uses, without binding those ports: two checkouts running CI
+// side by side must not fight over them. The process then runs those same
+// defaults with only the two listen ports left to the kernel, and must give
+// a working server whose log line says where it listens.
 func TestServeDefaultsLogsListenAddress(t *testing.T) {
-	for _, addr := range []string{"127.0.0.1:7334", "127.0.0.1:7335"} {
-		ln, err := net.Listen("tcp", addr)
-		if err != nil {
-			t.Fatalf("this test needs %s (the default listen/metrics address) free, and it is not: %v; "+
-				"stop whatever listens there and rerun", addr, err)
-		}
-		ln.Close()
+	cfg, path, ok := loadConfig("serve", nil, io.Discard)
+	if !ok || path != "" || !reflect.DeepEqual(cfg, config.Default()) {
+		t.Fatalf("serve without --config: ok %v, path %q; want the built-in defaults", ok, path)
 	}
-	dir := t.TempDir()
-	p := startProc(t, dir, "serve")
-	line := p.waitText(t, 60*time.Second, func(l string) bool { return strings.Contains(l, "grasp listening") })
-	for _, want := range []string{"addr=127.0.0.1:7334", "127.0.0.1:7335"} {
-		if !strings.Contains(line, want) {
-			t.Errorf("listen log line %q lacks %q", line, want)
-		}
+	if cfg.Server.Listen != "127.0.0.1:7334" || cfg.Server.PublicURL != "http://127.0.0.1:7334" ||
+		!cfg.Metrics.Enabled || cfg.Metrics.Listen != "127.0.0.1:7335" || cfg.Server.DataDir != "./data" {
+		t.Errorf("defaults: listen %q, public_url %q, metrics %v on %q, data_dir %q; want 127.0.0.1:7334, http://127.0.0.1:7334, metrics on 127.0.0.1:7335, ./data",
+			cfg.Server.Listen, cfg.Server.PublicURL, cfg.Metrics.Enabled, cfg.Metrics.Listen, cfg.Server.DataDir)
 	}
 
-	code, hdr, body := httpGet(t, "http://127.0.0.1:7334/", map[string]string{"Accept": "application/nostr+json"})
+	dir := t.TempDir()
+	ports := "[server]\nlisten = \"127.0.0.1:0\"\n\n[metrics]\nlisten = \"127.0.0.1:0\"\n"
+	if err := os.WriteFile(filepath.Join(dir, "grasp.toml"), []byte(ports), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p := startProc(t, dir, "serve", "--config", "grasp.toml")
+	line := p.waitText(t, func(l string) bool { return strings.Contains(l, "grasp listening") })
+	reported := func(key string) string {
+		m := regexp.MustCompile(`\b` + key + `=(127\.0\.0\.1:[1-9][0-9]*)\b`).FindStringSubmatch(line)
+		if m == nil {
+			t.Fatalf("listen log line %q does not say where %s is (%s=127.0.0.1:<port>)", line, key, key)
+		}
+		return m[1]
+	}
+	addr, metrics := reported("addr"), reported("metrics")
+
+	code, hdr, body := httpGet(t, "http://"+addr+"/", map[string]string{"Accept": "application/nostr+json"})
 	if code != 200 || !strings.HasPrefix(hdr.Get("Content-Type"), "application/nostr+json") {
 		t.Fatalf("NIP-11: status %d, content-type %q", code, hdr.Get("Content-Type"))
 	}
@@ -134,23 +151,23 @@ func TestServeDefaultsLogsListenAddress(t *testing.T) {
 	if !slices.Contains(info.SupportedGrasps, "GRASP-01") {
 		t.Errorf("NIP-11 supported_grasps = %v, want GRASP-01 in it", info.SupportedGrasps)
 	}
-	if code, _, _ := httpGet(t, "http://127.0.0.1:7335/metrics", nil); code != 200 {
+	if code, _, _ := httpGet(t, "http://"+metrics+"/metrics", nil); code != 200 {
 		t.Errorf("default metrics listener: GET /metrics = %d", code)
 	}
 	if fi, err := os.Stat(filepath.Join(dir, "data")); err != nil || !fi.IsDir() {
 		t.Errorf("default data dir ./data not created in the working directory: %v", err)
 	}
 
-	if code := p.stop(t, syscall.SIGTERM, 30*time.Second); code != 0 {
+	if code := p.stop(t, syscall.SIGTERM); code != 0 {
 		t.Errorf("exit code after SIGTERM = %d, want 0 (graceful shutdown)", code)
 	}
 	if !slices.ContainsFunc(p.readLog(), func(l string) bool { return strings.Contains(l, "grasp stopped") }) {
 		t.Error("no \"grasp stopped\" log line after SIGTERM")
 	}
 	// The port is free again once the process is gone.
-	ln, err := net.Listen("tcp", "127.0.0.1:7334")
+	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		t.Errorf("127.0.0.1:7334 still taken after shutdown: %v", err)
+		t.Errorf("%s still taken after shutdown: %v", addr, err)
 	} else {
 		ln.Close()
 	}

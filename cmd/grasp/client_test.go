@@ -10,10 +10,10 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/coder/websocket"
 	"github.com/grasp-dev/grasp/core/nip34"
+	"github.com/grasp-dev/grasp/internal/testwait"
 	"github.com/nbd-wtf/go-nostr"
 )
 
@@ -129,7 +129,7 @@ func served(ctx context.Context, url string, ids []string) (map[string]bool, err
 
 func mustServed(t *testing.T, url string, ids ...string) map[string]bool {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testwait.Limit(t))
 	defer cancel()
 	got, err := served(ctx, url, ids)
 	if err != nil {
@@ -222,7 +222,7 @@ func cloneURL(in instance, k key, d string) string {
 // publishOK publishes on a fresh connection and returns the OK.
 func publishOK(t *testing.T, url string, evt *nostr.Event) (bool, string) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testwait.Limit(t))
 	defer cancel()
 	w, err := dialRelay(ctx, url)
 	if err != nil {
@@ -247,7 +247,7 @@ func httpGet(t *testing.T, url string, header map[string]string) (int, http.Head
 	for k, v := range header {
 		req.Header.Set(k, v)
 	}
-	c := &http.Client{Timeout: 20 * time.Second}
+	c := &http.Client{Timeout: testwait.Limit(t)}
 	resp, err := c.Do(req)
 	if err != nil {
 		t.Fatalf("GET %s: %v", url, err)
@@ -262,6 +262,7 @@ func httpGet(t *testing.T, url string, header map[string]string) (int, http.Head
 
 // gitRepo is a local working repository with an isolated git config.
 type gitRepo struct {
+	t   testing.TB // bounds each git command (testwait)
 	dir string
 	env []string
 }
@@ -272,7 +273,7 @@ func newGitRepo(t *testing.T) *gitRepo {
 		t.Fatalf("the git binary is required: %v", err)
 	}
 	home := t.TempDir()
-	r := &gitRepo{dir: filepath.Join(home, "work"), env: append(os.Environ(),
+	r := &gitRepo{t: t, dir: filepath.Join(home, "work"), env: append(os.Environ(),
 		"HOME="+home,
 		"GIT_CONFIG_GLOBAL=/dev/null",
 		"GIT_CONFIG_NOSYSTEM=1",
@@ -288,7 +289,7 @@ func newGitRepo(t *testing.T) *gitRepo {
 }
 
 func (r *gitRepo) git(args ...string) (string, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testwait.Limit(r.t))
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "git", args...)
 	cmd.Dir, cmd.Env = r.dir, r.env

@@ -7,8 +7,8 @@ import (
 	"sort"
 	"sync"
 	"testing"
-	"time"
 
+	"github.com/grasp-dev/grasp/internal/testwait"
 	"github.com/nbd-wtf/go-nostr"
 )
 
@@ -29,25 +29,17 @@ func promoted(t *testing.T, in instance, owner key, d string) (*gitRepo, *nostr.
 	if out, err := repo.push(cloneURL(in, owner, d), sha); err != nil {
 		t.Fatalf("push %s: %v\n%s", sha, err, out)
 	}
-	waitServed(t, in, 30*time.Second, ann.ID, st.ID)
+	waitServed(t, in, ann.ID, st.ID)
 	return repo, ann, st
 }
 
 // waitServed polls until every id is served; release after a push is
 // asynchronous to the push's answer.
-func waitServed(t *testing.T, in instance, within time.Duration, ids ...string) {
+func waitServed(t *testing.T, in instance, ids ...string) {
 	t.Helper()
-	deadline := time.Now().Add(within)
-	for {
-		got := mustServed(t, in.Relay(), ids...)
-		if len(got) == len(ids) {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("served %d of %d events %v within %v", len(got), len(ids), ids, within)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	testwait.For(t, fmt.Sprintf("events %v served", ids), func() bool {
+		return len(mustServed(t, in.Relay(), ids...)) == len(ids)
+	})
 }
 
 // acks records what the relay answered, across writers.
@@ -142,8 +134,8 @@ func TestCrashKill9EveryOKEventIsServed(t *testing.T) {
 		perRound  = 400  // OKs to collect before the kill
 		maxPerRun = 3000 // per writer and round: a bound if the kill never comes
 	)
-	metricsPort := freePort(t)
-	in := newInstance(t, fmt.Sprintf("[metrics]\nenabled = true\nlisten = \"127.0.0.1:%d\"\n", metricsPort))
+	// metrics on a port of the kernel's choosing, read back from each start
+	in := newInstance(t, "[metrics]\nenabled = true\nlisten = \"127.0.0.1:0\"\n")
 	p := startServer(t, in)
 	owner := newKey(t)
 	const d = "crash-repo"
@@ -176,7 +168,7 @@ func TestCrashKill9EveryOKEventIsServed(t *testing.T) {
 				errs[w] = pipelinedWriter(ctx, in.Relay(), window, maxPerRun, next, a)
 			}()
 		}
-		deadline := time.After(90 * time.Second)
+		deadline := testwait.After(t)
 		for a.count() < perRound {
 			select {
 			case <-a.changed:
@@ -238,7 +230,8 @@ func TestCrashKill9EveryOKEventIsServed(t *testing.T) {
 		t.Logf("round %d: %d events OK'd this round (%d in total), all served after kill -9; %d were in flight at the kill, %d of them stored",
 			round, len(acked), len(all), len(unanswered), len(kept))
 	}
-	if code, _, _ := httpGet(t, fmt.Sprintf("http://127.0.0.1:%d/metrics", metricsPort), nil); code != 200 {
+	listening := p.waitLog(t, func(m logLine) bool { return m.Msg() == "grasp listening" })
+	if code, _, _ := httpGet(t, "http://"+listening.Str("metrics")+"/metrics", nil); code != 200 {
 		t.Errorf("metrics listener after restarts: GET /metrics = %d", code)
 	}
 }

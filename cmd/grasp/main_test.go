@@ -20,6 +20,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/grasp-dev/grasp/internal/testwait"
 )
 
 const (
@@ -66,7 +68,7 @@ func runGrasp(t *testing.T, dir string, stdin []byte, env []string, args ...stri
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("start grasp %v: %v", args, err)
 	}
-	timer := time.AfterFunc(60*time.Second, func() { cmd.Process.Kill() })
+	timer := time.AfterFunc(testwait.Limit(t), func() { cmd.Process.Kill() })
 	defer timer.Stop()
 	err := cmd.Wait()
 	var ee *exec.ExitError
@@ -158,7 +160,7 @@ var serveCount struct {
 func startServer(t *testing.T, in instance) *proc {
 	t.Helper()
 	p := startProc(t, filepath.Dir(in.Config), "serve", "--config", in.Config)
-	p.waitLog(t, 60*time.Second, func(m logLine) bool { return m.Msg() == "grasp listening" })
+	p.waitLog(t, func(m logLine) bool { return m.Msg() == "grasp listening" })
 	return p
 }
 
@@ -216,21 +218,21 @@ func (p *proc) kill9(t *testing.T) {
 	}
 	select {
 	case <-p.done:
-	case <-time.After(30 * time.Second):
-		t.Fatal("server still running 30 s after SIGKILL")
+	case <-testwait.After(t):
+		t.Fatalf("server still running %v after SIGKILL", testwait.Limit(t))
 	}
 }
 
 // stop sends sig and returns the exit code once the process has ended.
-func (p *proc) stop(t *testing.T, sig syscall.Signal, within time.Duration) int {
+func (p *proc) stop(t *testing.T, sig syscall.Signal) int {
 	t.Helper()
 	if err := p.cmd.Process.Signal(sig); err != nil {
 		t.Fatalf("send %v: %v", sig, err)
 	}
 	select {
 	case <-p.done:
-	case <-time.After(within):
-		t.Fatalf("server did not exit within %v of %v", within, sig)
+	case <-testwait.After(t):
+		t.Fatalf("server did not exit within %v of %v", testwait.Limit(t), sig)
 	}
 	var ee *exec.ExitError
 	if errors.As(p.exitErr, &ee) {
@@ -290,56 +292,44 @@ func (p *proc) records() []logLine {
 	return out
 }
 
-// waitLog waits until a JSON log record matches, the process exits, or the
-// deadline passes (the last two fail the test).
-func (p *proc) waitLog(t *testing.T, within time.Duration, match func(logLine) bool) logLine {
+// waitLog waits until a JSON log record matches or the process exits
+// (which fails the test).
+func (p *proc) waitLog(t *testing.T, match func(logLine) bool) logLine {
 	t.Helper()
-	return p.waitLogN(t, within, 1, match)
-}
-
-// waitLogN waits for the n-th matching record.
-func (p *proc) waitLogN(t *testing.T, within time.Duration, n int, match func(logLine) bool) logLine {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for {
-		seen := 0
+	var found logLine
+	testwait.For(t, "a log line", func() bool {
 		for _, m := range p.records() {
 			if match(m) {
-				seen++
-				if seen == n {
-					return m
-				}
+				found = m
+				return true
 			}
 		}
 		if p.exited() {
 			p.readLog()
 			t.Fatalf("server exited (%v) before the awaited log line", p.exitErr)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("awaited log line not written within %v", within)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return false
+	})
+	return found
 }
 
 // waitText is waitLog for text-format logs.
-func (p *proc) waitText(t *testing.T, within time.Duration, match func(string) bool) string {
+func (p *proc) waitText(t *testing.T, match func(string) bool) string {
 	t.Helper()
-	deadline := time.Now().Add(within)
-	for {
+	var found string
+	testwait.For(t, "a log line", func() bool {
 		for _, l := range p.readLog() {
 			if match(l) {
-				return l
+				found = l
+				return true
 			}
 		}
 		if p.exited() {
 			t.Fatalf("server exited (%v) before the awaited log line", p.exitErr)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("awaited log line not written within %v", within)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return false
+	})
+	return found
 }
 
 // checkRaces fails the test when the race-enabled child reported a race:

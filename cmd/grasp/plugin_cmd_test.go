@@ -8,11 +8,15 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
+
+	"github.com/grasp-dev/grasp/internal/testwait"
 )
 
 // TestPluginTestCommand runs the documented example:
 // grasp plugin test --config examples/custom-policy/grasp.toml < events.jsonl
+// with one change: the example's 20 ms plugin timeout runs on the wall
+// clock, which a loaded CI machine (and the race detector) can exceed with
+// nothing wrong in the policy, so the test stretches it to testwait's bound.
 func TestPluginTestCommand(t *testing.T) {
 	events, err := os.ReadFile(filepath.Join(repoRoot, "examples/custom-policy/events.jsonl"))
 	if err != nil {
@@ -29,7 +33,20 @@ func TestPluginTestCommand(t *testing.T) {
 			lineNo = append(lineNo, i+1)
 		}
 	}
-	code, out, errOut := runGrasp(t, repoRoot, []byte(input), nil, "plugin", "test", "--config", "examples/custom-policy/grasp.toml")
+	example, err := os.ReadFile(filepath.Join(repoRoot, "examples/custom-policy/grasp.toml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const exampleTimeout = `timeout  = "20ms"`
+	if !strings.Contains(string(example), exampleTimeout) {
+		t.Fatalf("examples/custom-policy/grasp.toml no longer sets %s; update this test", exampleTimeout)
+	}
+	stretched := filepath.Join(t.TempDir(), "grasp.toml")
+	body := strings.Replace(string(example), exampleTimeout, fmt.Sprintf("timeout = %q", testwait.Limit(t)), 1)
+	if err := os.WriteFile(stretched, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := runGrasp(t, repoRoot, []byte(input), nil, "plugin", "test", "--config", stretched)
 	if code != 0 {
 		t.Fatalf("plugin test exited %d: %s", code, errOut)
 	}
@@ -82,7 +99,8 @@ func TestPluginTestCommand(t *testing.T) {
 }
 
 // writePolicy writes plugins/gate.js under dir and a config that makes it
-// the accept chain; it returns the config path.
+// the accept chain; it returns the config path. (Its default timeout runs
+// on the wall clock: only compile errors matter to its callers.)
 func writePolicy(t *testing.T, dir, js string) string {
 	t.Helper()
 	pdir := filepath.Join(dir, "plugins")
@@ -136,8 +154,10 @@ func TestSIGHUPReloadsPlugins(t *testing.T) {
 		}
 	}
 	write(policyV1)
-	// watch = false: only the signal may trigger the reload under test.
-	in := newInstance(t, fmt.Sprintf("[plugins]\ndir = %q\nwatch = false\n\n[[plugins.accept]]\nname = \"gate\"\nfile = \"gate.js\"\n", pdir))
+	// watch = false: only the signal may trigger the reload under test. The
+	// plugin timeout runs on the wall clock of a loaded machine: testwait's
+	// bound, not the 50 ms default, so that only the policy decides.
+	in := newInstance(t, fmt.Sprintf("[plugins]\ndir = %q\nwatch = false\n\n[[plugins.accept]]\nname = \"gate\"\nfile = \"gate.js\"\ntimeout = %q\n", pdir, testwait.Limit(t)))
 	p := startServer(t, in)
 
 	expect := func(when, content string, wantOK bool, wantMsg string) {
@@ -153,7 +173,7 @@ func TestSIGHUPReloadsPlugins(t *testing.T) {
 	if err := p.cmd.Process.Signal(syscall.SIGHUP); err != nil {
 		t.Fatal(err)
 	}
-	p.waitLog(t, 30*time.Second, func(m logLine) bool { return m.Msg() == "reload: plugins swapped" })
+	p.waitLog(t, func(m logLine) bool { return m.Msg() == "reload: plugins swapped" })
 	expect("policy v2", "hello", true, "")
 	expect("policy v2", "forbidden words", false, "blocked: v2 refuses forbidden words")
 
@@ -161,7 +181,7 @@ func TestSIGHUPReloadsPlugins(t *testing.T) {
 	if err := p.cmd.Process.Signal(syscall.SIGHUP); err != nil {
 		t.Fatal(err)
 	}
-	rec := p.waitLog(t, 30*time.Second, func(m logLine) bool {
+	rec := p.waitLog(t, func(m logLine) bool {
 		return m.Msg() == "reload: plugins rejected; keeping the running set"
 	})
 	if !strings.Contains(rec.Str("error"), "gate.js") {
@@ -170,7 +190,7 @@ func TestSIGHUPReloadsPlugins(t *testing.T) {
 	expect("after a broken reload", "hello", true, "")
 	expect("after a broken reload", "forbidden words", false, "blocked: v2 refuses forbidden words")
 
-	if code := p.stop(t, syscall.SIGTERM, 30*time.Second); code != 0 {
+	if code := p.stop(t, syscall.SIGTERM); code != 0 {
 		t.Errorf("exit code after SIGTERM = %d, want 0", code)
 	}
 }

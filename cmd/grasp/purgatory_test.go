@@ -10,7 +10,7 @@ import (
 // heldAtLoad returns the `held` count the purgatory logged when it loaded.
 func heldAtLoad(t *testing.T, p *proc) int {
 	t.Helper()
-	m := p.waitLog(t, 30*time.Second, func(m logLine) bool { return m.Msg() == "purgatory loaded" })
+	m := p.waitLog(t, func(m logLine) bool { return m.Msg() == "purgatory loaded" })
 	n, ok := m["held"].(float64)
 	if !ok {
 		t.Fatalf("purgatory loaded record without a held count: %v", m)
@@ -68,7 +68,7 @@ func TestG01P_PurgatorySurvivesKill9(t *testing.T) {
 		if out, err := repo.push(cloneURL(in, owner, d), sha); err != nil {
 			t.Fatalf("push of the held state's commit after the restart: %v\n%s", err, out)
 		}
-		waitServed(t, in, 30*time.Second, ann.ID, st.ID)
+		waitServed(t, in, ann.ID, st.ID)
 		if out := repo.must(t, "ls-remote", cloneURL(in, owner, d), "refs/heads/main"); !strings.HasPrefix(out, sha) {
 			t.Errorf("ls-remote main = %q, want %s", out, sha)
 		}
@@ -81,7 +81,7 @@ func TestG01P_PurgatorySurvivesKill9(t *testing.T) {
 		const d = "expiring-repo"
 		repo, _, st1 := promoted(t, in, owner, d)
 		first := repo.must(t, "rev-parse", "HEAD")
-		if code := p.stop(t, syscall.SIGTERM, 30*time.Second); code != 0 {
+		if code := p.stop(t, syscall.SIGTERM); code != 0 {
 			t.Fatalf("exit code after SIGTERM = %d", code)
 		}
 
@@ -99,7 +99,7 @@ func TestG01P_PurgatorySurvivesKill9(t *testing.T) {
 		if n := heldAtLoad(t, p); n != 1 {
 			t.Errorf("purgatory held %d events after kill -9 and restart, want 1", n)
 		}
-		p.waitLog(t, 60*time.Second, func(m logLine) bool {
+		p.waitLog(t, func(m logLine) bool {
 			return m.Msg() == "expired from purgatory without git data" && m.Str("id") == st2.ID
 		})
 		t.Logf("held state expired %v after its OK (ttl 3s, sweep 200ms, one kill -9 in between)", time.Since(heldAt).Round(10*time.Millisecond))

@@ -15,6 +15,7 @@ import (
 
 	"github.com/fasthttp/websocket"
 	"github.com/fiatjaf/khatru"
+	"github.com/grasp-dev/grasp/internal/testwait"
 	"github.com/nbd-wtf/go-nostr"
 )
 
@@ -80,7 +81,7 @@ func ingest(b *testing.B, h http.Handler, n, conns int) time.Duration {
 			done := make(chan error, 1)
 			go func() {
 				for got := 0; got < share; got++ {
-					c.SetReadDeadline(time.Now().Add(30 * time.Second))
+					c.SetReadDeadline(testwait.Deadline(b))
 					_, msg, err := c.ReadMessage()
 					if err != nil {
 						done <- err

@@ -6,10 +6,10 @@ import (
 	"net/http"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/fasthttp/websocket"
 	"github.com/fiatjaf/khatru"
+	"github.com/grasp-dev/grasp/internal/testwait"
 	"github.com/nbd-wtf/go-nostr"
 )
 
@@ -150,7 +150,7 @@ func TestGate_CloseDisconnectsClients(t *testing.T) {
 	c := e.dial()
 	c.reqWorks()
 	e.gate.Close()
-	c.conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	c.conn.SetReadDeadline(testwait.Deadline(t))
 	_, _, err := c.conn.ReadMessage()
 	var ce *websocket.CloseError
 	if !errors.As(err, &ce) || ce.Code != websocket.CloseGoingAway {

@@ -11,11 +11,11 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/fasthttp/websocket"
 	"github.com/fiatjaf/eventstore/slicestore"
 	"github.com/fiatjaf/khatru"
+	"github.com/grasp-dev/grasp/internal/testwait"
 	"github.com/nbd-wtf/go-nostr"
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -188,10 +188,11 @@ func (c *rawClient) sendJSON(v ...any) {
 	c.send(string(b))
 }
 
-// read returns the next frame as a decoded array, failing after 10 s.
+// read returns the next frame as a decoded array, failing after testwait's
+// bound.
 func (c *rawClient) read() []any {
 	c.t.Helper()
-	c.conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	c.conn.SetReadDeadline(testwait.Deadline(c.t))
 	_, b, err := c.conn.ReadMessage()
 	if err != nil {
 		c.t.Fatalf("read: %v", err)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/fasthttp/websocket"
 	"github.com/grasp-dev/grasp/core/clock"
+	"github.com/grasp-dev/grasp/internal/testwait"
 	"github.com/nbd-wtf/go-nostr"
 )
 
@@ -125,7 +126,7 @@ func TestLimits_OversizedFrameCloses1009(t *testing.T) {
 	e := newEnv(t, Options{MaxMessageBytes: 1024})
 	c := e.dial()
 	c.send(`["REQ","x",{"search":"` + strings.Repeat("a", 2000) + `"}]`)
-	c.conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	c.conn.SetReadDeadline(testwait.Deadline(t))
 	_, _, err := c.conn.ReadMessage()
 	var ce *websocket.CloseError
 	if !errors.As(err, &ce) || ce.Code != websocket.CloseMessageTooBig {
@@ -162,13 +163,13 @@ func TestLimits_SlowReaderDisconnected(t *testing.T) {
 		t.Fatalf("write: %v", err)
 	}
 	other := e.dial()
-	deadline := time.Now().Add(30 * time.Second)
-	for e.counter("grasp_gate_slow_reader_disconnects_total") == 0 {
-		if time.Now().After(deadline) {
-			t.Fatalf("slow reader still connected after 30s")
+	testwait.For(t, "the slow reader disconnected", func() bool {
+		if e.counter("grasp_gate_slow_reader_disconnects_total") != 0 {
+			return true
 		}
 		other.reqWorks()
-	}
+		return false
+	})
 	other.reqWorks()
 	if got := e.counter("grasp_gate_connections"); got != 1 {
 		t.Fatalf("%v connections open, want only the other client", got)
@@ -181,7 +182,7 @@ func TestLimits_SilentClientTimesOut(t *testing.T) {
 	c := e.dial()
 	c.conn.SetPingHandler(func(string) error { return nil }) // never pong
 	c.reqWorks()
-	if !fake.BlockUntil(1, 10*time.Second) {
+	if !fake.BlockUntil(1, testwait.Limit(t)) {
 		t.Fatalf("keepalive ticker never armed")
 	}
 	// One reader waits for the close: after a read deadline passes the
@@ -199,18 +200,17 @@ func TestLimits_SilentClientTimesOut(t *testing.T) {
 	fake.Advance(90 * time.Second)
 	// A tick taken while Advance was still moving the clock may have seen
 	// less idle time; later ticks see all of it.
-	for i := 0; i < 50; i++ {
+	testwait.Stepping(t, "the silent connection closed", func() { fake.Advance(30 * time.Second) }, func() bool {
 		select {
 		case <-closed:
-			if got := e.counter("grasp_gate_limit_rejections_total", "kind", "client_timeout"); got != 1 {
-				t.Fatalf("%v timeouts counted, want 1", got)
-			}
-			return
-		case <-time.After(200 * time.Millisecond):
-			fake.Advance(30 * time.Second)
+			return true
+		default:
+			return false
 		}
+	})
+	if got := e.counter("grasp_gate_limit_rejections_total", "kind", "client_timeout"); got != 1 {
+		t.Fatalf("%v timeouts counted, want 1", got)
 	}
-	t.Fatalf("silent connection never closed")
 }
 
 // A client that answers pings stays connected however long it idles.
@@ -227,19 +227,13 @@ func TestLimits_PongKeepsClientAlive(t *testing.T) {
 			}
 		}
 	}()
-	if !fake.BlockUntil(1, 10*time.Second) {
+	if !fake.BlockUntil(1, testwait.Limit(t)) {
 		t.Fatalf("keepalive ticker never armed")
 	}
 	for i := 0; i < 5; i++ {
 		fake.Advance(30 * time.Second)
 		want := fake.Now().UnixNano()
-		deadline := time.Now().Add(10 * time.Second)
-		for gc.lastSeen.Load() != want { // the pong for this tick's ping
-			if time.Now().After(deadline) {
-				t.Fatalf("no pong recorded after tick %d", i)
-			}
-			time.Sleep(time.Millisecond)
-		}
+		testwait.For(t, fmt.Sprintf("the pong for tick %d recorded", i), func() bool { return gc.lastSeen.Load() == want })
 	}
 	if got := e.counter("grasp_gate_connections"); got != 1 {
 		t.Fatalf("%v connections after 150s of pinged idling, want 1", got)

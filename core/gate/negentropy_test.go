@@ -13,6 +13,7 @@ import (
 
 	"github.com/fasthttp/websocket"
 	"github.com/grasp-dev/grasp/core/clock"
+	"github.com/grasp-dev/grasp/internal/testwait"
 	"github.com/nbd-wtf/go-nostr"
 	"github.com/nbd-wtf/go-nostr/nip77"
 	"github.com/nbd-wtf/go-nostr/nip77/negentropy"
@@ -28,13 +29,14 @@ type negTransport interface {
 // goNostrTransport is go-nostr's relay client; NEG frames arrive through
 // its custom handler.
 type goNostrTransport struct {
+	t  testing.TB
 	r  *nostr.Relay
 	in chan nostr.Envelope
 }
 
 func newGoNostrTransport(t *testing.T, url string) *goNostrTransport {
 	t.Helper()
-	tr := &goNostrTransport{in: make(chan nostr.Envelope, 16)}
+	tr := &goNostrTransport{t: t, in: make(chan nostr.Envelope, 16)}
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	r, err := nostr.RelayConnect(ctx, url, nostr.WithCustomHandler(func(data string) {
@@ -56,8 +58,8 @@ func (tr *goNostrTransport) recv() (nostr.Envelope, error) {
 	select {
 	case env := <-tr.in:
 		return env, nil
-	case <-time.After(10 * time.Second):
-		return nil, fmt.Errorf("no NEG reply within 10s")
+	case <-testwait.After(tr.t):
+		return nil, fmt.Errorf("no NEG reply within %v", testwait.Limit(tr.t))
 	}
 }
 
@@ -69,7 +71,7 @@ func (tr rawTransport) send(b []byte) error {
 }
 func (tr rawTransport) recv() (nostr.Envelope, error) {
 	for {
-		tr.c.conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+		tr.c.conn.SetReadDeadline(testwait.Deadline(tr.c.t))
 		_, b, err := tr.c.conn.ReadMessage()
 		if err != nil {
 			return nil, err
@@ -255,7 +257,7 @@ func TestR2_SyncThenTransferConverges(t *testing.T) {
 	if err != nil {
 		t.Fatalf("sync: %v", err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testwait.Limit(t))
 	defer cancel()
 	for _, id := range haves {
 		if err := tr.r.Publish(ctx, *byID[id]); err != nil {
@@ -441,7 +443,7 @@ func TestR2_IdleSessionClosedByClock(t *testing.T) {
 		t.Fatalf("got %v, want NEG-MSG", v)
 	}
 	// The keepalive ticker and the session's idle timer.
-	if !fake.BlockUntil(2, 10*time.Second) {
+	if !fake.BlockUntil(2, testwait.Limit(t)) {
 		t.Fatalf("idle timer never armed (%d pending)", fake.Pending())
 	}
 	fake.Advance(9 * time.Second)
@@ -491,7 +493,7 @@ func TestR2_ActivityPostponesIdleClose(t *testing.T) {
 	open, _ := nip77.OpenEnvelope{SubscriptionID: "busy", Filter: nostr.Filter{Kinds: []int{1}}, Message: neg.Start()}.MarshalJSON()
 	c.send(string(open))
 	v := c.expect("NEG-MSG")
-	if !fake.BlockUntil(2, 10*time.Second) {
+	if !fake.BlockUntil(2, testwait.Limit(t)) {
 		t.Fatalf("idle timer never armed")
 	}
 	fake.Advance(8 * time.Second)
@@ -505,7 +507,7 @@ func TestR2_ActivityPostponesIdleClose(t *testing.T) {
 	// 16 s after open, 8 s after the last message: the timer fires and,
 	// finding the session used, re-arms itself instead of closing it.
 	fake.Advance(8 * time.Second)
-	if !fake.BlockUntil(2, 10*time.Second) {
+	if !fake.BlockUntil(2, testwait.Limit(t)) {
 		t.Fatalf("idle timer did not re-arm: the session was closed early")
 	}
 	if got := e.counter("grasp_gate_negentropy_sessions"); got != 1 {
@@ -567,15 +569,8 @@ func TestR2_RelayWideSessionLimit(t *testing.T) {
 	a.send(`["NEG-CLOSE","s"]`)
 	// the freed slot is usable from another connection (NEG-CLOSE has no
 	// reply, so retry until the close has been processed)
-	deadline := time.Now().Add(5 * time.Second)
-	for {
+	testwait.For(t, "the freed slot opens a session", func() bool {
 		c.send(`["NEG-OPEN","s",{"kinds":[1]},"6100000200"]`)
-		v := c.read()
-		if v[0] == "NEG-MSG" {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("slot never came back: %v", v)
-		}
-	}
+		return c.read()[0] == "NEG-MSG"
+	})
 }

@@ -2,7 +2,6 @@ package git
 
 import (
 	"bytes"
-	"context"
 	"crypto/rand"
 	"fmt"
 	"net"
@@ -15,6 +14,7 @@ import (
 	"time"
 
 	"github.com/grasp-dev/grasp/core/clock"
+	"github.com/grasp-dev/grasp/internal/testwait"
 )
 
 // packFor returns a pack with everything reachable from rev in work.
@@ -70,9 +70,7 @@ func startPartialPush(t *testing.T, ts *testServer, owner, id string) net.Conn {
 func waitIdle(t *testing.T, ts *testServer, owner, id string) {
 	t.Helper()
 	dir, _ := ts.repos.Path(ref(owner, id))
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	unlock, err := ts.repos.locks.acquire(ctx, dir)
+	unlock, err := ts.repos.locks.acquire(testwait.Context(t), dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,12 +119,12 @@ func TestStalledPushStoppedAfterMaxDuration(t *testing.T) {
 	defer conn.Close()
 	dir, _ := ts.repos.Path(ref(owner, "proj"))
 	waitFor(t, func() bool { return len(quarantines(dir)) > 0 })
-	if !fake.BlockUntil(2, 30*time.Second) {
+	if !fake.BlockUntil(2, testwait.Limit(t)) {
 		t.Fatal("no MaxDuration timer armed")
 	}
 	fake.Advance(time.Minute)
 	reply := make([]byte, 4096)
-	_ = conn.SetReadDeadline(time.Now().Add(30 * time.Second))
+	_ = conn.SetReadDeadline(testwait.Deadline(t))
 	n, _ := conn.Read(reply)
 	if !bytes.Contains(reply[:n], []byte("200 OK")) {
 		t.Fatalf("stalled push answer: %q", reply[:n])

@@ -6,9 +6,9 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/grasp-dev/grasp/core/nip34"
+	"github.com/grasp-dev/grasp/internal/testwait"
 )
 
 func TestG01G2a_OwnerStatePushAccepted(t *testing.T) {
@@ -335,15 +335,9 @@ func TestConcurrentPushesSerialised(t *testing.T) {
 	}
 }
 
-// waitFor polls a condition that another goroutine makes true; the deadline
+// waitFor polls a condition that another goroutine makes true; the bound
 // only guards against a hung test, it asserts nothing about speed.
 func waitFor(t *testing.T, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not reached")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	testwait.For(t, "condition", cond)
 }

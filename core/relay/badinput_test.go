@@ -11,6 +11,8 @@ import (
 
 	"github.com/coder/websocket"
 	"github.com/nbd-wtf/go-nostr"
+
+	"github.com/grasp-dev/grasp/internal/testwait"
 )
 
 // Bad inputs of relays.md §5, groups 1-6, as far as they reach khatru and
@@ -51,7 +53,7 @@ func runBadCases(t *testing.T, c *client, cases []badCase) {
 	t.Helper()
 	for i, bc := range cases {
 		if bc.binary {
-			ctx, cancel := contextWithWait()
+			ctx, cancel := contextWithWait(t)
 			if err := c.c.Write(ctx, websocket.MessageBinary, []byte(bc.frame)); err != nil {
 				t.Fatalf("%s: write: %v", bc.name, err)
 			}
@@ -101,20 +103,15 @@ func runBadCases(t *testing.T, c *client, cases []badCase) {
 	}
 }
 
-func contextWithWait() (context.Context, context.CancelFunc) {
-	return context.WithTimeout(context.Background(), testWait)
+func contextWithWait(t testing.TB) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), testwait.Limit(t))
 }
 
-// eventually polls cond, bounded in count, for state that khatru changes
-// asynchronously (its context cancellations run on their own goroutines).
+// eventually polls cond for state that khatru changes asynchronously (its
+// context cancellations run on their own goroutines).
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	for i := 0; !cond(); i++ {
-		if i == 2000 {
-			t.Fatalf("gave up waiting: %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	testwait.For(t, what, cond)
 }
 
 func eventJSON(t *testing.T, evt *nostr.Event, mutate func(m map[string]any)) string {
@@ -213,7 +210,7 @@ func TestBadInputsGetCleanErrors(t *testing.T) {
 		// A frame above MaxMessageBytes ends that connection (close 1009);
 		// the relay keeps serving others.
 		c := connect(t, tr.ws)
-		ctx, cancel := contextWithWait()
+		ctx, cancel := contextWithWait(t)
 		defer cancel()
 		// The relay may cut the connection before the write completes.
 		werr := c.c.Write(ctx, websocket.MessageText, []byte(`["EVENT",`+strings.Repeat(" ", 70<<10)+`{}]`))

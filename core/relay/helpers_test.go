@@ -10,7 +10,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/coder/websocket"
 	dgbadger "github.com/dgraph-io/badger/v4"
@@ -18,11 +17,8 @@ import (
 	"github.com/nbd-wtf/go-nostr"
 
 	"github.com/grasp-dev/grasp/core/policy"
+	"github.com/grasp-dev/grasp/internal/testwait"
 )
-
-// testWait bounds every wait for a network reply; a reply that never comes
-// fails the test instead of hanging it. It is not a speed assertion.
-const testWait = 10 * time.Second
 
 func openBadger(tb testing.TB, dir string, syncWrites bool) *badger.BadgerBackend {
 	tb.Helper()
@@ -79,7 +75,7 @@ func startRelay(tb testing.TB, opts Options, deps Deps) *testRelay {
 		cancel()
 		select {
 		case <-tr.done:
-		case <-time.After(testWait):
+		case <-testwait.After(tb):
 			tb.Errorf("relay did not stop")
 		}
 		if tr.store != nil {
@@ -197,7 +193,7 @@ type rawConn struct {
 
 func dialRaw(tb testing.TB, url string) *rawConn {
 	tb.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), testWait)
+	ctx, cancel := context.WithTimeout(context.Background(), testwait.Limit(tb))
 	defer cancel()
 	c, _, err := websocket.Dial(ctx, url, nil)
 	if err != nil {
@@ -210,7 +206,7 @@ func dialRaw(tb testing.TB, url string) *rawConn {
 
 func (rc *rawConn) send(frame string) {
 	rc.tb.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), testWait)
+	ctx, cancel := context.WithTimeout(context.Background(), testwait.Limit(rc.tb))
 	defer cancel()
 	if err := rc.c.Write(ctx, websocket.MessageText, []byte(frame)); err != nil {
 		rc.tb.Fatalf("write frame: %v", err)
@@ -220,7 +216,7 @@ func (rc *rawConn) send(frame string) {
 // readUntil reads frames (decoded as JSON arrays) until done says so.
 func (rc *rawConn) readUntil(done func(msg []json.RawMessage) bool) [][]json.RawMessage {
 	rc.tb.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), testWait)
+	ctx, cancel := context.WithTimeout(context.Background(), testwait.Limit(rc.tb))
 	defer cancel()
 	var seen [][]json.RawMessage
 	for {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/grasp-dev/grasp/core/clock"
 	"github.com/grasp-dev/grasp/core/policy"
+	"github.com/grasp-dev/grasp/internal/testwait"
 )
 
 // TestGracefulShutdownFinishesInFlightWrites: once the context ends, Serve
@@ -141,7 +142,7 @@ func TestShutdownGraceBoundsTheWait(t *testing.T) {
 	c.send(string(frame))
 	<-entered
 	cancel()
-	if !fake.BlockUntil(1, testWait) {
+	if !fake.BlockUntil(1, testwait.Limit(t)) {
 		t.Fatal("shutdown never armed its grace timer")
 	}
 	fake.Advance(time.Minute)

@@ -14,13 +14,10 @@ import (
 
 	"github.com/grasp-dev/grasp/core/clock"
 	"github.com/grasp-dev/grasp/core/env"
+	"github.com/grasp-dev/grasp/internal/testwait"
 )
 
 var epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-
-// wait bounds how long a test waits for a goroutine to reach a point; it is
-// a deadline for failing, not a timing assertion.
-const wait = 10 * time.Second
 
 type harness struct {
 	t   *testing.T
@@ -58,7 +55,7 @@ func newHarness(t *testing.T) *harness {
 // armed waits until n timers are armed on the fake clock.
 func (h *harness) armed(n int) {
 	h.t.Helper()
-	if !h.clk.BlockUntil(n, wait) {
+	if !h.clk.BlockUntil(n, testwait.Limit(h.t)) {
 		h.t.Fatalf("%d timers armed, want %d", h.clk.Pending(), n)
 	}
 }
@@ -68,7 +65,7 @@ func recv[T any](t *testing.T, ch <-chan T, what string) T {
 	select {
 	case v := <-ch:
 		return v
-	case <-time.After(wait):
+	case <-testwait.After(t):
 		t.Fatalf("gave up waiting for %s", what)
 		var zero T
 		return zero
@@ -354,7 +351,7 @@ func TestNilLoggerAndRegistryWork(t *testing.T) {
 	ran := make(chan struct{}, 1)
 	s.Every("x", time.Second, func(ctx context.Context) error { ran <- struct{}{}; panic("quietly") })
 	s.Start(context.Background())
-	if !clk.BlockUntil(1, wait) {
+	if !clk.BlockUntil(1, testwait.Limit(t)) {
 		t.Fatal("timer never armed")
 	}
 	clk.Advance(time.Second)

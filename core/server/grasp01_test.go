@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/grasp-dev/grasp/core/config"
+	"github.com/grasp-dev/grasp/internal/testwait"
 	"github.com/nbd-wtf/go-nostr"
 )
 
@@ -381,13 +382,7 @@ func TestG01R4_EventsMustReferenceAcceptedRepo(t *testing.T) {
 
 func waitFor(t *testing.T, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not met within 10s")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	testwait.For(t, "condition", cond)
 }
 
 func TestG01P6_ReplacementDroppingServiceEvicts(t *testing.T) {

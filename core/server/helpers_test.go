@@ -19,6 +19,7 @@ import (
 	"github.com/grasp-dev/grasp/core/env"
 	"github.com/grasp-dev/grasp/core/metrics"
 	"github.com/grasp-dev/grasp/core/nip34"
+	"github.com/grasp-dev/grasp/internal/testwait"
 	"github.com/hashicorp/go-hclog"
 	"github.com/nbd-wtf/go-nostr"
 )
@@ -168,7 +169,7 @@ type client struct {
 
 func (e *testServer) dial() *client {
 	e.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testwait.Limit(e.t))
 	defer cancel()
 	c, _, err := websocket.Dial(ctx, e.ws, nil)
 	if err != nil {
@@ -196,7 +197,7 @@ func (e *testServer) dial() *client {
 func (cl *client) send(v ...any) {
 	cl.t.Helper()
 	b, _ := json.Marshal(v)
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testwait.Limit(cl.t))
 	defer cancel()
 	if err := cl.c.Write(ctx, websocket.MessageText, b); err != nil {
 		cl.t.Fatal(err)
@@ -218,7 +219,7 @@ func str(m json.RawMessage) string {
 // next waits for the next message satisfying keep.
 func (cl *client) next(keep func([]json.RawMessage) bool) []json.RawMessage {
 	cl.t.Helper()
-	deadline := time.After(10 * time.Second)
+	deadline := testwait.After(cl.t)
 	for {
 		select {
 		case m, ok := <-cl.msgs:

@@ -15,6 +15,7 @@ import (
 
 	"github.com/grasp-dev/grasp/core/config"
 	"github.com/grasp-dev/grasp/core/policy"
+	"github.com/grasp-dev/grasp/internal/testwait"
 	"github.com/nbd-wtf/go-nostr"
 )
 
@@ -53,14 +54,7 @@ func seedBare(t *testing.T, root, name string, w *work, refspecs ...string) {
 // hunter's real git fetches time to run between steps.
 func (e *testServer) advanceUntil(step time.Duration, cond func() bool) {
 	e.t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			e.t.Fatal("condition not met within 20s")
-		}
-		e.clk.Advance(step)
-		time.Sleep(20 * time.Millisecond)
-	}
+	testwait.Stepping(e.t, "condition", func() { e.clk.Advance(step) }, cond)
 }
 
 func TestG02_HuntReleasesSyncedStateFromForeignGitHost(t *testing.T) {
@@ -108,8 +102,10 @@ func TestG02_HuntFetchesPRTipFromItsCloneURL(t *testing.T) {
 	seedBare(t, gitRoot, "fork", w, "main:refs/heads/pr")
 	pr := e.sign(k, 1618, nostr.Tags{{"a", "30617:" + a.pk + ":repo"}, {"c", p}, {"clone", gitURL + "/fork.git"}}, "")
 	cl.mustAccept(pr, purg)
-	// a client-submitted PR waits user_fetch_delay (3 min) for a push first
-	e.advanceUntil(10*time.Second, func() bool { return cl.served(pr.ID) })
+	// a client-submitted PR waits user_fetch_delay (3 min) for a push first;
+	// small steps leave the hunt's real git fetch ample time before the
+	// purgatory TTL (30 min) is advanced past
+	e.advanceUntil(2*time.Second, func() bool { return cl.served(pr.ID) })
 	if got := lsRemote(t, e.cloneURL(a, "repo"))["refs/nostr/"+pr.ID]; got != p {
 		t.Fatalf("refs/nostr/%s = %q, want %s", pr.ID, got, p)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/grasp-dev/grasp/core/nip34"
 	"github.com/grasp-dev/grasp/core/policy"
 	"github.com/grasp-dev/grasp/core/sync/catchup"
+	"github.com/grasp-dev/grasp/internal/testwait"
 	"github.com/nbd-wtf/go-nostr"
 )
 
@@ -104,17 +105,6 @@ func benchMetric(s *Server, name, label string) float64 {
 	return sum
 }
 
-func waitTB(tb testing.TB, what string, limit time.Duration, cond func() bool) {
-	tb.Helper()
-	deadline := time.Now().Add(limit)
-	for !cond() {
-		if time.Now().After(deadline) {
-			tb.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 // BenchmarkLivePropagation: an event published on one instance reaches a
 // live subscriber of a second instance that syncs from it. Reported next
 // to the baseline of the same event reaching a subscriber of the instance
@@ -125,12 +115,11 @@ func BenchmarkLivePropagation(b *testing.B) {
 	sut := startBenchServer(b, true)
 	sk := nostr.GeneratePrivateKey()
 	addr := seedRepo(b, sk, "bench", peer, sut)
-	waitTB(b, "sync connected", 30*time.Second, func() bool {
+	testwait.For(b, "sync connected", func() bool {
 		return benchMetric(sut.srv, "grasp_sync_relay_connected", peer.ws) == 1 &&
 			benchMetric(sut.srv, "grasp_sync_pending_batches", "") == 0 && benchMetric(sut.srv, "grasp_sync_filters", peer.ws) >= 4
 	})
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
+	ctx := testwait.Context(b)
 	pub, err := nostr.RelayConnect(ctx, peer.ws)
 	if err != nil {
 		b.Fatal(err)
@@ -183,7 +172,7 @@ func BenchmarkLivePropagation(b *testing.B) {
 					gotSynced = true
 					lat = append(lat, time.Since(start))
 				}
-			case <-time.After(10 * time.Second):
+			case <-testwait.After(b):
 				b.Fatalf("event %d did not arrive (direct %v, synced %v)", i, gotDirect, gotSynced)
 			}
 		}

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/grasp-dev/grasp/internal/testwait"
 	"github.com/nbd-wtf/go-nostr"
 )
 
@@ -146,7 +147,7 @@ func runCrashChild(t *testing.T, dir string, round, killAfter int) []string {
 		t.Fatalf("start crash child: %v", err)
 	}
 	// Hang guard: a child that stops printing is killed too.
-	guard := time.AfterFunc(2*time.Minute, func() { _ = cmd.Process.Kill() })
+	guard := time.AfterFunc(testwait.Limit(t), func() { _ = cmd.Process.Kill() })
 	defer guard.Stop()
 
 	var ids []string

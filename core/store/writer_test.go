@@ -3,27 +3,20 @@ package store
 import (
 	"context"
 	"errors"
-	"runtime"
 	"strings"
 	"testing"
-	"time"
 
+	"github.com/grasp-dev/grasp/internal/testwait"
 	"github.com/nbd-wtf/go-nostr"
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 )
 
-// waitFor polls cond, yielding the processor; it fails the test if cond is
-// still false after a generous bound (a hang guard, not a timed assertion).
+// waitFor polls cond; it fails the test if cond is still false after
+// testwait's bound (a hang guard, not a timed assertion).
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("gave up waiting for %s", what)
-		}
-		runtime.Gosched()
-	}
+	testwait.For(t, what, cond)
 }
 
 // TestGroupCommitSharesOneSyncAndAnswersAfterIt holds the first batch's sync

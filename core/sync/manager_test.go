@@ -8,6 +8,7 @@ import (
 
 	"github.com/grasp-dev/grasp/core/clock"
 	"github.com/grasp-dev/grasp/core/env"
+	"github.com/grasp-dev/grasp/internal/testwait"
 	"github.com/nbd-wtf/go-nostr"
 )
 
@@ -101,7 +102,7 @@ func newHarness(t *testing.T, tweak func(*Options)) *harness {
 // snap waits until the actor has handled everything sent so far.
 func (h *harness) snap() Snapshot {
 	h.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testwait.Limit(h.t))
 	defer cancel()
 	s, err := h.m.Snapshot(ctx)
 	if err != nil {

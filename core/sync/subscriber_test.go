@@ -2,6 +2,7 @@ package sync
 
 import (
 	"context"
+	"github.com/grasp-dev/grasp/internal/testwait"
 	"testing"
 	"time"
 
@@ -139,18 +140,8 @@ func TestG02_SubscriberStartsFromHistoryAndPurgatory(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- s.Run(ctx) }()
 	defer func() { cancel(); <-done }()
-	deadline := time.Now().Add(time.Minute)
-	for {
-		r.clk.Advance(m.o.BatchWindow)
-		sctx, scancel := context.WithTimeout(context.Background(), 10*time.Second)
-		snap, err := m.Snapshot(sctx)
-		scancel()
-		if err == nil && snap.Repos == 2 && snap.RootEvents == 1 {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("after start %+v (%v), want both repos and the root event", snap, err)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testwait.Stepping(t, "both repos and the root event after start", func() { r.clk.Advance(m.o.BatchWindow) }, func() bool {
+		snap, err := m.Snapshot(testwait.Context(t))
+		return err == nil && snap.Repos == 2 && snap.RootEvents == 1
+	})
 }

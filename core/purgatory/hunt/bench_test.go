@@ -10,6 +10,7 @@ import (
 	"github.com/grasp-dev/grasp/core/clock"
 	"github.com/grasp-dev/grasp/core/env"
 	"github.com/grasp-dev/grasp/core/purgatory"
+	"github.com/grasp-dev/grasp/internal/testwait"
 )
 
 // idealMakespan is the shortest time n identical fetches of length took can
@@ -161,7 +162,7 @@ func BenchmarkHunterIdleCPU(b *testing.B) {
 		for r := 0; r < 500; r++ {
 			h.Need(Need{Repo: repoN(fmt.Sprint(r)), OIDs: []string{oid("x")}, Sources: []string{"https://a.example/r.git"}})
 		}
-		if !h.waitSettled(10 * time.Second) {
+		if !h.waitSettled(testwait.Limit(b)) {
 			b.Fatal("hunter did not settle")
 		}
 		idle = measure()

@@ -12,6 +12,7 @@ import (
 	"github.com/grasp-dev/grasp/core/env"
 	"github.com/grasp-dev/grasp/core/nip34"
 	"github.com/grasp-dev/grasp/core/purgatory"
+	"github.com/grasp-dev/grasp/internal/testwait"
 )
 
 var t0 = time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
@@ -212,7 +213,7 @@ func newHarness(t testing.TB, opts Options, lim purgatory.Limits) *harness {
 // settle waits until the hunter cannot progress without time passing.
 func (hs *harness) settle() {
 	hs.t.Helper()
-	if !hs.h.waitSettled(20 * time.Second) {
+	if !hs.h.waitSettled(testwait.Limit(hs.t)) {
 		hs.t.Fatalf("hunter did not settle (busy=%d)", hs.h.busy.Load())
 	}
 }

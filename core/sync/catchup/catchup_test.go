@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/grasp-dev/grasp/core/clock"
+	"github.com/grasp-dev/grasp/internal/testwait"
 	"github.com/hashicorp/go-hclog"
 	"github.com/nbd-wtf/go-nostr"
 	"github.com/prometheus/client_golang/prometheus"
@@ -29,7 +30,7 @@ func TestG02_1_NegentropyConvergesWithKhatru(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	c := newClient(t, Config{Registerer: reg})
 
-	res, err := c.CatchUp(ctxFor(t), url, allKinds, local, local, Options{Negentropy: true})
+	res, err := c.CatchUp(ctxFor(t), url, allKinds, local, local, realClock(t, Options{Negentropy: true}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,7 +53,7 @@ func TestG02_1_NegentropyConvergesWithKhatru(t *testing.T) {
 	}
 
 	// Up to date now: nothing needed, only our own 100 differ.
-	again, err := c.CatchUp(ctxFor(t), url, allKinds, local, local, Options{Negentropy: true})
+	again, err := c.CatchUp(ctxFor(t), url, allKinds, local, local, realClock(t, Options{Negentropy: true}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,7 +73,7 @@ func TestG02_5_FallbackWhenPeerLacksNIP77(t *testing.T) {
 	c := newClient(t, Config{Logger: hclog.New(&hclog.LoggerOptions{Output: &logs, Level: hclog.Warn})})
 	local := newMem(evts[1000:1100]...)
 
-	res, err := c.CatchUp(ctxFor(t), url, allKinds, local, local, Options{Negentropy: true})
+	res, err := c.CatchUp(ctxFor(t), url, allKinds, local, local, realClock(t, Options{Negentropy: true}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,7 +86,7 @@ func TestG02_5_FallbackWhenPeerLacksNIP77(t *testing.T) {
 	}
 	requireHolds(t, local, evts)
 
-	if _, err := c.CatchUp(ctxFor(t), url, allKinds, local, local, Options{Negentropy: true}); err != nil {
+	if _, err := c.CatchUp(ctxFor(t), url, allKinds, local, local, realClock(t, Options{Negentropy: true})); err != nil {
 		t.Fatal(err)
 	}
 	if n := strings.Count(logs.String(), "falling back"); n != 1 {
@@ -119,7 +120,7 @@ func TestG02_5_ReqPagingThroughCaps(t *testing.T) {
 			url := upstream(t, evts, upstreamOpts{reqCap: tc.cap})
 			local := newMem()
 			c := newClient(t, Config{})
-			res, err := c.CatchUp(ctxFor(t), url, tc.filter, local, local, Options{PageLimit: tc.page})
+			res, err := c.CatchUp(ctxFor(t), url, tc.filter, local, local, realClock(t, Options{PageLimit: tc.page}))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -165,7 +166,7 @@ func TestR1_BadEventsFromPeerAreDropped(t *testing.T) {
 		local := newMem()
 		reg := prometheus.NewRegistry()
 		c := newClient(t, Config{Registerer: reg})
-		res, err := c.CatchUp(ctxFor(t), url, allKinds, local, local, Options{Negentropy: neg})
+		res, err := c.CatchUp(ctxFor(t), url, allKinds, local, local, realClock(t, Options{Negentropy: neg}))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -196,7 +197,7 @@ func TestR1_UnrequestedEventsAreDropped(t *testing.T) {
 	url := p.serve(t)
 
 	local := newMem()
-	res, err := newClient(t, Config{}).CatchUp(ctxFor(t), url, allKinds, local, local, Options{Negentropy: true})
+	res, err := newClient(t, Config{}).CatchUp(ctxFor(t), url, allKinds, local, local, realClock(t, Options{Negentropy: true}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -205,7 +206,7 @@ func TestR1_UnrequestedEventsAreDropped(t *testing.T) {
 	}
 
 	local = newMem()
-	res, err = newClient(t, Config{}).CatchUp(ctxFor(t), url, allKinds, local, local, Options{})
+	res, err = newClient(t, Config{}).CatchUp(ctxFor(t), url, allKinds, local, local, realClock(t, Options{}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -223,7 +224,7 @@ func TestR2_NegErrBothLabelsFallBack(t *testing.T) {
 	for name, url := range map[string]string{"NEG-ERROR from khatru": khatruURL, "NEG-ERR": nipURL} {
 		t.Run(name, func(t *testing.T) {
 			local := newMem()
-			res, err := newClient(t, Config{}).CatchUp(ctxFor(t), url, allKinds, local, local, Options{Negentropy: true})
+			res, err := newClient(t, Config{}).CatchUp(ctxFor(t), url, allKinds, local, local, realClock(t, Options{Negentropy: true}))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -241,7 +242,7 @@ func TestR2_RetriesAfterPeerLosesSession(t *testing.T) {
 	p := &scripted{events: evts, loseFirst: true}
 	url := p.serve(t)
 	local := newMem(evts[:70]...)
-	res, err := newClient(t, Config{}).CatchUp(ctxFor(t), url, allKinds, local, local, Options{Negentropy: true})
+	res, err := newClient(t, Config{}).CatchUp(ctxFor(t), url, allKinds, local, local, realClock(t, Options{Negentropy: true}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -252,7 +253,7 @@ func TestR2_RetriesAfterPeerLosesSession(t *testing.T) {
 	// With retries off the lost session sends us to REQ paging.
 	p2 := &scripted{events: evts, loseFirst: true}
 	local2 := newMem(evts[:70]...)
-	res, err = newClient(t, Config{}).CatchUp(ctxFor(t), p2.serve(t), allKinds, local2, local2, Options{Negentropy: true, Retries: -1})
+	res, err = newClient(t, Config{}).CatchUp(ctxFor(t), p2.serve(t), allKinds, local2, local2, realClock(t, Options{Negentropy: true, Retries: -1}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -282,12 +283,12 @@ func TestG02_5_SilentNegentropyTimesOut(t *testing.T) {
 	}()
 	select {
 	case <-p.gotOpen:
-	case <-time.After(20 * time.Second):
+	case <-testwait.After(t):
 		t.Fatal("peer never saw NEG-OPEN")
 	}
 	// The dial's timer is stopped before NEG-OPEN goes out, so the one armed
 	// now is the wait for the answer.
-	if !fake.BlockUntil(1, 10*time.Second) {
+	if !fake.BlockUntil(1, testwait.Limit(t)) {
 		t.Fatal("catch-up never waited for the answer")
 	}
 	fake.Advance(time.Minute)
@@ -319,7 +320,7 @@ func TestCatchUpRelayDropsMidSync(t *testing.T) {
 			local := newMem()
 			reg := prometheus.NewRegistry()
 			c := newClient(t, Config{Registerer: reg})
-			res, err := c.CatchUp(ctxFor(t), proxy, allKinds, local, local, Options{Negentropy: tc.neg})
+			res, err := c.CatchUp(ctxFor(t), proxy, allKinds, local, local, realClock(t, Options{Negentropy: tc.neg}))
 			if err == nil {
 				t.Fatalf("no error after the relay dropped; result %+v", res)
 			}
@@ -356,7 +357,7 @@ func TestCatchUpHonoursContext(t *testing.T) {
 		if !errors.Is(err, context.Canceled) {
 			t.Fatalf("error %v, want context.Canceled", err)
 		}
-	case <-time.After(20 * time.Second):
+	case <-testwait.After(t):
 		t.Fatal("catch-up did not return after ctx was cancelled")
 	}
 	requireNoLeak(t)
@@ -371,11 +372,11 @@ func TestG02_1_InSyncNegentropyCostsUnderOnePercentOfReq(t *testing.T) {
 	full := newMem(evts...)
 	// Paging with everything held still downloads every event (the cost
 	// negentropy saves) but verifies none, which keeps this test cheap.
-	req, err := c.CatchUp(ctxFor(t), url, allKinds, full, full, Options{})
+	req, err := c.CatchUp(ctxFor(t), url, allKinds, full, full, realClock(t, Options{}))
 	if err != nil {
 		t.Fatal(err)
 	}
-	neg, err := c.CatchUp(ctxFor(t), url, allKinds, full, full, Options{Negentropy: true})
+	neg, err := c.CatchUp(ctxFor(t), url, allKinds, full, full, realClock(t, Options{Negentropy: true}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -397,7 +398,7 @@ func TestCatchUpIgnoresMalformedLocalIDs(t *testing.T) {
 	bogus := localFunc(func(context.Context, nostr.Filter) ([]Item, error) {
 		return []Item{{ID: "xyz", CreatedAt: 1}, {ID: strings.ToUpper(evts[0].ID), CreatedAt: evts[0].CreatedAt}}, nil
 	})
-	res, err := newClient(t, Config{}).CatchUp(ctxFor(t), url, allKinds, bogus, local, Options{Negentropy: true})
+	res, err := newClient(t, Config{}).CatchUp(ctxFor(t), url, allKinds, bogus, local, realClock(t, Options{Negentropy: true}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -436,7 +437,7 @@ func TestR2_HostileNegentropyReplyFallsBackInsteadOfPanicking(t *testing.T) {
 	for _, payload := range []string{"6100ffffffffffffffff7f00", "6100210000", "61000003", "6100000205"} {
 		url := (&scripted{events: evts, hostile: payload}).serve(t)
 		local := newMem()
-		res, err := newClient(t, Config{}).CatchUp(ctxFor(t), url, allKinds, local, local, Options{Negentropy: true})
+		res, err := newClient(t, Config{}).CatchUp(ctxFor(t), url, allKinds, local, local, realClock(t, Options{Negentropy: true}))
 		if err != nil {
 			t.Fatalf("%s: %v", payload, err)
 		}

@@ -15,12 +15,12 @@ import (
 	gosync "sync"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/coder/websocket"
 	"github.com/fiatjaf/eventstore"
 	"github.com/fiatjaf/eventstore/slicestore"
 	"github.com/fiatjaf/khatru"
+	"github.com/grasp-dev/grasp/internal/testwait"
 	"github.com/nbd-wtf/go-nostr"
 	"github.com/nbd-wtf/go-nostr/nip77"
 	"github.com/nbd-wtf/go-nostr/nip77/negentropy"
@@ -178,6 +178,12 @@ func upstream(tb testing.TB, evts []*nostr.Event, o upstreamOpts) string {
 	rl.Log = log.New(io.Discard, "", 0)
 	rl.Negentropy = o.negentropy
 	rl.MaxMessageSize = 4 << 20
+	// khatru drops a client that leaves its pings unanswered for PongWait
+	// (60 s) of real time; a catch-up busy storing a page on a loaded machine
+	// does, and losing it is not what these tests are about.
+	rl.PongWait = testwait.Limit(tb)
+	rl.PingPeriod = rl.PongWait / 2
+	rl.WriteWait = rl.PongWait
 	rl.QueryEvents = append(rl.QueryEvents, func(ctx context.Context, f nostr.Filter) (chan *nostr.Event, error) {
 		if o.reqCap > 0 && !eventstore.IsNegentropySession(ctx) && (f.Limit == 0 || f.Limit > o.reqCap) {
 			f.Limit = o.reqCap
@@ -413,17 +419,16 @@ func clientGoroutines() []string {
 // requireNoLeak waits (bounded) for session goroutines to end.
 func requireNoLeak(t *testing.T) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		left := clientGoroutines()
-		if len(left) == 0 {
-			return
+	var left []string
+	defer func() {
+		if len(left) > 0 {
+			t.Logf("%d catch-up goroutines left:\n%s", len(left), strings.Join(left, "\n\n"))
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d catch-up goroutines left:\n%s", len(left), strings.Join(left, "\n\n"))
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	}()
+	testwait.For(t, "catch-up goroutines to end", func() bool {
+		left = clientGoroutines()
+		return len(left) == 0
+	})
 }
 
 func newClient(tb testing.TB, cfg Config) *Client {
@@ -435,8 +440,12 @@ func newClient(tb testing.TB, cfg Config) *Client {
 	return c
 }
 
-func ctxFor(t *testing.T) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 45*time.Second)
-	t.Cleanup(cancel)
-	return ctx
+func ctxFor(t *testing.T) context.Context { return testwait.Context(t) }
+
+// realClock stretches the round timeout of a catch-up on the real clock to
+// testwait's bound, so that a loaded machine never turns a slow answer into
+// a timeout fallback; the timeout itself is tested on a fake clock.
+func realClock(t testing.TB, o Options) Options {
+	o.RoundTimeout = testwait.Limit(t)
+	return o
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/grasp-dev/grasp/core/policy"
 	gsync "github.com/grasp-dev/grasp/core/sync"
 	"github.com/grasp-dev/grasp/core/sync/catchup"
+	"github.com/grasp-dev/grasp/internal/testwait"
 	"github.com/nbd-wtf/go-nostr"
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
@@ -81,7 +82,7 @@ func (ps *peerServer) dropAll() {
 // expectFrame waits for a frame from us starting with prefix.
 func (ps *peerServer) expectFrame(t *testing.T, prefix string) string {
 	t.Helper()
-	deadline := time.After(5 * time.Second)
+	deadline := testwait.After(t)
 	for {
 		select {
 		case f := <-ps.got:
@@ -115,7 +116,7 @@ func (r *recorder) expect(t *testing.T, prefix string) string {
 			t.Fatalf("report %q, want prefix %q", got, prefix)
 		}
 		return got
-	case <-time.After(5 * time.Second):
+	case <-testwait.After(t):
 		t.Fatalf("no report, want %q", prefix)
 	}
 	return ""
@@ -160,7 +161,7 @@ func (s *sink) wait(t *testing.T, n int) {
 	for s.count() < n {
 		select {
 		case <-s.in:
-		case <-time.After(5 * time.Second):
+		case <-testwait.After(t):
 			t.Fatalf("ingested %d events, want %d", s.count(), n)
 		}
 	}
@@ -327,7 +328,15 @@ func TestDroppedConnectionIsReportedButCloseIsNot(t *testing.T) {
 	p.Connect(ps.url)
 	rec.expect(t, "connected")
 	p.Close(ps.url)
-	time.Sleep(50 * time.Millisecond) // let a wrong report surface
+	// The pool's only goroutine now is the closed connection's: once it has
+	// ended, any report it made is in rec.
+	ended := make(chan struct{})
+	go func() { p.wg.Wait(); close(ended) }()
+	select {
+	case <-ended:
+	case <-testwait.After(t):
+		t.Fatal("the closed connection never ended")
+	}
 	rec.none(t)
 	// a dial that fails is reported
 	p.Connect("ws://127.0.0.1:1")
@@ -350,7 +359,7 @@ func TestInboundRateCapPacesAFloodingRelay(t *testing.T) {
 		ps.send(t, eventFrame("s-1", signed(t, 1621, nil, clk.Now())))
 	}
 	snk.wait(t, 3)
-	if !clk.BlockUntil(1, 5*time.Second) {
+	if !clk.BlockUntil(1, testwait.Limit(t)) {
 		t.Fatal("the fourth event is not waiting on the clock")
 	}
 	if n := snk.count(); n != 3 {
