@@ -42,10 +42,10 @@ func TestDefaultsAreTheSeedValues(t *testing.T) {
 	}
 	flat := flatten(c)
 	want := map[string]any{
-		"server.listen":                           "127.0.0.1:7334",
-		"server.public_url":                       "http://127.0.0.1:7334",
-		"server.data_dir":                         "./data",
-		"relay.name":                              "127.0.0.1:7334 grasp relay",
+		"server.listen":     "127.0.0.1:7334",
+		"server.public_url": "http://127.0.0.1:7334",
+		"server.data_dir":   "./data",
+		"relay.name":        "127.0.0.1:7334 grasp relay",
 		// Sized for NIP-34 patches, not strfry's social-note values (issue 9
 		// part 5): a 1 MiB diff and an 8 KiB commit-pgp-sig must fit.
 		"relay.limits.max_message_bytes":          2 << 20,
