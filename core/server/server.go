@@ -20,6 +20,7 @@ import (
 	"github.com/fiatjaf/eventstore"
 	"github.com/grasp-dev/grasp/core/clock"
 	"github.com/grasp-dev/grasp/core/config"
+	coreenv "github.com/grasp-dev/grasp/core/env"
 	"github.com/grasp-dev/grasp/core/gate"
 	"github.com/grasp-dev/grasp/core/git"
 	"github.com/grasp-dev/grasp/core/metrics"
@@ -122,17 +123,14 @@ func (s *Server) assemble(ext Extensions) error {
 		return fmt.Errorf("server.public_url: %w", err)
 	}
 	lim := cfg.Relay.Limits
-	st, err := store.Open(store.Options{
-		Dir:           cfg.Server.DataDir,
-		Backend:       cfg.Store.Backend,
-		PostgresURL:   cfg.Store.PostgresURL,
-		Clock:         s.clk,
-		MaxLimit:      lim.MaxLimit,
-		DefaultLimit:  lim.DefaultLimit,
-		NegentropyMax: lim.NegentropyMaxEvents,
-		MemTableMB:    cfg.Store.MemtableMB,
-		BlockCacheMB:  cfg.Store.BlockCacheMB,
-	}, s.log.Named("store"), reg)
+	st, err := store.New(store.Options{
+		Dir:          cfg.Server.DataDir,
+		Backend:      cfg.Store.Backend,
+		PostgresURL:  cfg.Store.PostgresURL,
+		Limits:       lim,
+		MemTableMB:   cfg.Store.MemtableMB,
+		BlockCacheMB: cfg.Store.BlockCacheMB,
+	}, coreenv.Env{Clock: s.clk, Log: s.log.Named("store"), Metrics: reg})
 	if err != nil {
 		return fmt.Errorf("open store: %w", err)
 	}
