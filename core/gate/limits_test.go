@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/grasp-dev/grasp/core/config"
 	"net"
 	"strings"
 	"testing"
@@ -11,7 +12,6 @@ import (
 
 	"github.com/fasthttp/websocket"
 	"github.com/grasp-dev/grasp/core/clock"
-	"github.com/nbd-wtf/go-nostr"
 )
 
 func closedReason(t *testing.T, v []any, subid string) string {
@@ -23,7 +23,7 @@ func closedReason(t *testing.T, v []any, subid string) string {
 }
 
 func TestLimits_TooManySubscriptions(t *testing.T) {
-	e := newEnv(t, Options{MaxSubscriptions: 3})
+	e := newEnv(t, config.Limits{MaxSubscriptions: 3})
 	c := e.dial()
 	for i := 0; i < 3; i++ {
 		id := fmt.Sprintf("s%d", i)
@@ -51,27 +51,25 @@ func TestLimits_TooManySubscriptions(t *testing.T) {
 	}
 }
 
-// A subscription khatru ends with CLOSED no longer counts against the limit.
-func TestLimits_BackendClosedFreesSlot(t *testing.T) {
-	e := newEnv(t, Options{MaxSubscriptions: 1}, func(e *env) {
-		e.relay.RejectFilter = append(e.relay.RejectFilter, func(_ context.Context, f nostr.Filter) (bool, string) {
-			return len(f.Kinds) == 1 && f.Kinds[0] == 7, "restricted: no reactions here"
-		})
-	})
+// A REQ refused with CLOSED takes no slot of the subscription limit.
+func TestLimits_RefusedReqTakesNoSlot(t *testing.T) {
+	e := newEnv(t, config.Limits{MaxSubscriptions: 1})
 	c := e.dial()
 	for i := 0; i < 3; i++ {
-		c.sendJSON("REQ", "r", map[string]any{"kinds": []int{7}})
-		if r := closedReason(t, c.read(), "r"); !strings.HasPrefix(r, "restricted:") {
+		c.sendJSON("REQ", "r", map[string]any{"search": "x"})
+		if r := closedReason(t, c.read(), "r"); !strings.HasPrefix(r, "blocked:") {
 			t.Fatalf("reason %q", r)
 		}
-		c.sendJSON("REQ", fmt.Sprintf("x%d", i), map[string]any{"kinds": []int{7}})
-		closedReason(t, c.read(), fmt.Sprintf("x%d", i))
+		c.sendJSON("REQ", fmt.Sprintf("x%d", i), map[string]any{"ids": []string{"abcd"}})
+		if r := closedReason(t, c.read(), fmt.Sprintf("x%d", i)); !strings.HasPrefix(r, "invalid:") {
+			t.Fatalf("reason %q", r)
+		}
 	}
 	c.reqWorks()
 }
 
 func TestLimits_SubIDTooLong(t *testing.T) {
-	e := newEnv(t, Options{})
+	e := newEnv(t, config.Limits{})
 	c := e.dial()
 	long := strings.Repeat("a", 65)
 	c.sendJSON("REQ", long, map[string]any{"kinds": []int{1}})
@@ -86,7 +84,7 @@ func TestLimits_SubIDTooLong(t *testing.T) {
 }
 
 func TestLimits_TooManyFilters(t *testing.T) {
-	e := newEnv(t, Options{MaxFiltersPerReq: 2})
+	e := newEnv(t, config.Limits{MaxFiltersPerReq: 2})
 	c := e.dial()
 	f := map[string]any{"kinds": []int{1}}
 	c.sendJSON("REQ", "ok", f, f)
@@ -108,13 +106,9 @@ func TestLimits_TooManyFilters(t *testing.T) {
 }
 
 // gateConn returns the only live gate connection.
-func (e *env) gateConn(t *testing.T) *conn {
+func (e *testEnv) gateConn(t *testing.T) *conn {
 	t.Helper()
-	var found []*conn
-	e.gate.conns.Range(func(_, v any) bool {
-		found = append(found, v.(*conn))
-		return true
-	})
+	found := e.gate.snapshot()
 	if len(found) != 1 {
 		t.Fatalf("%d gate connections, want 1", len(found))
 	}
@@ -122,7 +116,7 @@ func (e *env) gateConn(t *testing.T) *conn {
 }
 
 func TestLimits_OversizedFrameCloses1009(t *testing.T) {
-	e := newEnv(t, Options{MaxMessageBytes: 1024})
+	e := newEnv(t, config.Limits{MaxMessageBytes: 1024})
 	c := e.dial()
 	c.send(`["REQ","x",{"search":"` + strings.Repeat("a", 2000) + `"}]`)
 	c.conn.SetReadDeadline(time.Now().Add(10 * time.Second))
@@ -139,7 +133,7 @@ func TestLimits_OversizedFrameCloses1009(t *testing.T) {
 // the queue never holds more than the cap, and another client keeps working.
 func TestLimits_SlowReaderDisconnected(t *testing.T) {
 	const limit = 256 << 10
-	e := newEnv(t, Options{MaxPendingOutboundBytes: limit})
+	e := newEnv(t, config.Limits{MaxPendingOutboundBytes: limit})
 	big := strings.Repeat("x", 60_000)
 	for i := 0; i < 400; i++ { // 24 MB, far beyond the socket buffers
 		evt := fakeEvent(1_700_000_000 + int64(i))
@@ -177,7 +171,7 @@ func TestLimits_SlowReaderDisconnected(t *testing.T) {
 
 func TestLimits_SilentClientTimesOut(t *testing.T) {
 	fake := clock.NewFake(time.Unix(1_700_000_000, 0))
-	e := newEnv(t, Options{Clock: fake, PingInterval: 30 * time.Second, ClientTimeout: 60 * time.Second})
+	e := newEnvWith(t, Options{Limits: config.Limits{PingInterval: config.Duration(30 * time.Second), ClientTimeout: config.Duration(60 * time.Second)}}, fake)
 	c := e.dial()
 	c.conn.SetPingHandler(func(string) error { return nil }) // never pong
 	c.reqWorks()
@@ -216,7 +210,7 @@ func TestLimits_SilentClientTimesOut(t *testing.T) {
 // A client that answers pings stays connected however long it idles.
 func TestLimits_PongKeepsClientAlive(t *testing.T) {
 	fake := clock.NewFake(time.Unix(1_700_000_000, 0))
-	e := newEnv(t, Options{Clock: fake, PingInterval: 30 * time.Second, ClientTimeout: 60 * time.Second})
+	e := newEnvWith(t, Options{Limits: config.Limits{PingInterval: config.Duration(30 * time.Second), ClientTimeout: config.Duration(60 * time.Second)}}, fake)
 	c := e.dial()
 	c.reqWorks()
 	gc := e.gateConn(t)
@@ -248,7 +242,7 @@ func TestLimits_PongKeepsClientAlive(t *testing.T) {
 
 // REQ/CLOSE churn (relays.md §5 group 6) never leaks a slot in the count.
 func TestLimits_ReqCloseChurn(t *testing.T) {
-	e := newEnv(t, Options{MaxSubscriptions: 5})
+	e := newEnv(t, config.Limits{MaxSubscriptions: 5})
 	c := e.dial()
 	for i := 0; i < 500; i++ {
 		id := fmt.Sprintf("churn%d", i%7)

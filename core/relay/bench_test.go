@@ -44,7 +44,7 @@ func BenchmarkIngestDurableOK(b *testing.B) {
 	bareURL := startBareKhatru(b)
 	db := openBadger(b, b.TempDir(), true)
 	b.Cleanup(db.Close) // runs after the relay has stopped
-	ours := startRelay(b, Options{}, Deps{Events: db})
+	ours := startRelay(b, Options{Events: db})
 	// The machine is shared: alternate rounds (and who goes first) so that
 	// load drifting during the run hits both relays alike.
 	const rounds = 4

@@ -17,8 +17,6 @@ import (
 	"github.com/fasthttp/websocket"
 	"github.com/fiatjaf/khatru"
 	"github.com/nbd-wtf/go-nostr"
-
-	"github.com/grasp-dev/grasp/core/gate"
 )
 
 // The bridge benchmarks measure what grasp's front (gate + relay hooks)
@@ -39,11 +37,8 @@ type bridgeSetup struct {
 
 func bridgeSetups(b *testing.B) []bridgeSetup {
 	bare := startBareKhatruStore(b)
-	hooks := startRelay(b, Options{}, Deps{})
-	front := startRelay(b, Options{}, Deps{WebsocketFront: func(backend http.Handler) http.Handler {
-		return gate.New(backend, gate.Options{})
-	}})
-	return []bridgeSetup{{"khatru", bare}, {"hooks", hooks.ws}, {"grasp", front.ws}}
+	grasp := startRelay(b, Options{})
+	return []bridgeSetup{{"khatru", bare}, {"grasp", grasp.ws}}
 }
 
 // startBareKhatruStore is khatru as its README wires it, on the test

@@ -17,6 +17,7 @@ import (
 	"github.com/fiatjaf/eventstore/badger"
 	"github.com/nbd-wtf/go-nostr"
 
+	"github.com/grasp-dev/grasp/core/env"
 	"github.com/grasp-dev/grasp/core/policy"
 )
 
@@ -53,7 +54,12 @@ type testRelay struct {
 }
 
 // startRelay serves a relay on 127.0.0.1:0 until the test ends.
-func startRelay(tb testing.TB, opts Options, deps Deps) *testRelay {
+func startRelay(tb testing.TB, opts Options) *testRelay {
+	tb.Helper()
+	return startRelayEnv(tb, opts, env.Env{})
+}
+
+func startRelayEnv(tb testing.TB, opts Options, e env.Env) *testRelay {
 	tb.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -64,11 +70,11 @@ func startRelay(tb testing.TB, opts Options, deps Deps) *testRelay {
 		opts.PublicURL = base
 	}
 	tr := &testRelay{base: base, ws: "ws://" + ln.Addr().String(), done: make(chan error, 1)}
-	if deps.Events == nil {
+	if opts.Events == nil {
 		tr.store = openBadger(tb, tb.TempDir(), false)
-		deps.Events = tr.store
+		opts.Events = tr.store
 	}
-	tr.srv, err = New(opts, deps)
+	tr.srv, err = New(opts, e)
 	if err != nil {
 		tb.Fatalf("new relay: %v", err)
 	}
@@ -144,6 +150,22 @@ func publish(tb testing.TB, c *client, evt *nostr.Event) error {
 		return errors.New("msg: " + str(ok, 3))
 	}
 	return nil
+}
+
+// publishOK sends evt and returns its OK: accepted, and the message.
+func publishOK(tb testing.TB, c *client, evt *nostr.Event) (bool, string) {
+	tb.Helper()
+	frame, err := json.Marshal([]any{"EVENT", evt})
+	if err != nil {
+		tb.Fatalf("marshal event: %v", err)
+	}
+	c.send(string(frame))
+	seen := c.readUntil(func(m []json.RawMessage) bool { return label(m) == "OK" && str(m, 1) == evt.ID })
+	ok := seen[len(seen)-1]
+	if len(ok) < 4 {
+		tb.Fatalf("malformed OK %s", describe(seen[len(seen)-1:]))
+	}
+	return string(ok[2]) == "true", str(ok, 3)
 }
 
 func mustPublish(tb testing.TB, c *client, evt *nostr.Event) {
@@ -293,25 +315,4 @@ func (f *fakePipeline) count(id string) int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.calls[id]
-}
-
-// okNotes records NoteOK calls.
-type okNotes struct {
-	mu sync.Mutex
-	m  map[string][]string
-}
-
-func (n *okNotes) note(_ context.Context, id, msg string) {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if n.m == nil {
-		n.m = make(map[string][]string)
-	}
-	n.m[id] = append(n.m[id], msg)
-}
-
-func (n *okNotes) get(id string) []string {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	return append([]string(nil), n.m[id]...)
 }

@@ -6,8 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
-	"time"
 
 	"github.com/fiatjaf/eventstore"
 	"github.com/grasp-dev/grasp/core/clock"
@@ -45,61 +43,18 @@ type grasp struct {
 	maintainers nip34.MaintainerSet
 	// publish stores and broadcasts a released event (relay.Publish).
 	publish func(ctx context.Context, evt *nostr.Event) error
-
-	// decisions made by Decide, waiting for the relay to store (OnStored)
-	// or hold (Hold) the event, keyed by event id.
-	mu      sync.Mutex
-	pending map[string]pendingDecision
-}
-
-type pendingDecision struct {
-	d  policy.Decision
-	at time.Time
 }
 
 func newGrasp(log hclog.Logger, clk clock.Clock, store eventstore.Store, purg *purgatory.Purgatory, repos *git.Repos) *grasp {
-	return &grasp{log: log, clk: clk, store: store, purg: purg, repos: repos, maintainers: nip34.RecursiveMaintainers, pending: map[string]pendingDecision{}}
+	return &grasp{log: log, clk: clk, store: store, purg: purg, repos: repos, maintainers: nip34.RecursiveMaintainers}
 }
 
 // ---- the pipeline the relay calls -------------------------------------
 
-// Decide runs the GRASP rules and remembers the decision's effects for the
-// Hold or OnStored call that follows. Effects of a rejection (eviction of a
-// held announcement whose replacement dropped this server) happen now.
+// Decide runs the GRASP rules; the relay hands the decision back to Hold
+// or Apply.
 func (g *grasp) Decide(ctx context.Context, evt *nostr.Event, meta policy.Meta) policy.Decision {
-	d := g.rules.Decide(ctx, evt, meta)
-	switch d.Outcome {
-	case policy.Rejected:
-		g.applyRejectEffects(ctx, evt, d)
-	case policy.Store, policy.Hold:
-		if len(d.Effects) > 0 || d.Outcome == policy.Hold {
-			g.mu.Lock()
-			g.pending[evt.ID] = pendingDecision{d: d, at: g.clk.Now()}
-			g.mu.Unlock()
-		}
-	}
-	return d
-}
-
-func (g *grasp) take(id string) (policy.Decision, bool) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	p, ok := g.pending[id]
-	delete(g.pending, id)
-	return p.d, ok
-}
-
-// forgetStale drops remembered decisions whose event was never stored or
-// held (the store failed, or khatru refused it after Decide).
-func (g *grasp) forgetStale(olderThan time.Duration) {
-	cut := g.clk.Now().Add(-olderThan)
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	for id, p := range g.pending {
-		if p.at.Before(cut) {
-			delete(g.pending, id)
-		}
-	}
+	return g.rules.Decide(ctx, evt, meta)
 }
 
 func (g *grasp) applyRejectEffects(ctx context.Context, evt *nostr.Event, d policy.Decision) {
@@ -113,9 +68,8 @@ func (g *grasp) applyRejectEffects(ctx context.Context, evt *nostr.Event, d poli
 	}
 }
 
-// Hold is relay.Holder: the pipeline decided to keep evt in purgatory.
-func (g *grasp) Hold(ctx context.Context, evt *nostr.Event, meta policy.Meta) (string, error) {
-	d, _ := g.take(evt.ID)
+// Hold is relay.Effects: the pipeline decided to keep evt in purgatory.
+func (g *grasp) Hold(ctx context.Context, evt *nostr.Event, d policy.Decision, meta policy.Meta) (string, error) {
 	entry := purgatory.Entry{Event: evt}
 	createRepo := false
 	for _, e := range d.Effects {
@@ -147,7 +101,7 @@ func (g *grasp) Hold(ctx context.Context, evt *nostr.Event, meta policy.Meta) (s
 	}
 	if err := g.purg.Hold(entry); err != nil {
 		if err == purgatory.ErrDuplicate {
-			return "duplicate: in purgatory", nil
+			return policy.MsgInPurgatory, nil
 		}
 		return "", fmt.Errorf("error: could not hold event: %w", err)
 	}
@@ -168,22 +122,23 @@ func (g *grasp) Hold(ctx context.Context, evt *nostr.Event, meta policy.Meta) (s
 	if evt.Kind == nip34.KindPR || evt.Kind == nip34.KindPRUpdate {
 		g.settlePlaceholders(ctx, evt, "")
 	}
-	msg := "purgatory: won't be served until git data arrives"
+	msg := policy.MsgPurgatory
 	if (evt.Kind == nip34.KindPR || evt.Kind == nip34.KindPRUpdate) && len(entry.Needs) > 0 {
 		msg = fmt.Sprintf("purgatory: PR event stored, waiting for git push with commit %s", entry.Needs[0])
 	}
 	return msg, nil
 }
 
-// OnStored runs after the relay stored evt: carry out the decision's
-// effects and apply deletions to purgatory and to bare repos.
-func (g *grasp) OnStored(ctx context.Context, evt *nostr.Event) {
-	if evt.Kind == nip34.KindDeletion {
-		g.applyDeletion(ctx, evt)
+// Apply is relay.Effects: after the relay stored evt, carry out the
+// decision's effects and apply deletions to purgatory and to bare repos; a
+// rejection's effects at once.
+func (g *grasp) Apply(ctx context.Context, evt *nostr.Event, d policy.Decision) {
+	if d.Outcome == policy.Rejected {
+		g.applyRejectEffects(ctx, evt, d)
 		return
 	}
-	d, ok := g.take(evt.ID)
-	if !ok {
+	if evt.Kind == nip34.KindDeletion {
+		g.applyDeletion(ctx, evt)
 		return
 	}
 	for _, e := range d.Effects {
@@ -624,7 +579,6 @@ func (g *grasp) sweep(ctx context.Context) error {
 			g.log.Warn("delete expired refs/nostr placeholder", "id", ph.EventID, "error", err)
 		}
 	}
-	g.forgetStale(time.Minute)
 	return err
 }
 

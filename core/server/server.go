@@ -21,7 +21,6 @@ import (
 	"github.com/grasp-dev/grasp/core/clock"
 	"github.com/grasp-dev/grasp/core/config"
 	coreenv "github.com/grasp-dev/grasp/core/env"
-	"github.com/grasp-dev/grasp/core/gate"
 	"github.com/grasp-dev/grasp/core/git"
 	"github.com/grasp-dev/grasp/core/metrics"
 	"github.com/grasp-dev/grasp/core/nip34"
@@ -33,7 +32,6 @@ import (
 	gsync "github.com/grasp-dev/grasp/core/sync"
 	"github.com/grasp-dev/grasp/core/throttle"
 	"github.com/hashicorp/go-hclog"
-	"github.com/nbd-wtf/go-nostr"
 )
 
 // Build identifies the binary.
@@ -70,7 +68,6 @@ type Server struct {
 	repos    *git.Repos
 	rules    *policy.Rules
 	grasp    *grasp
-	gate     *gate.Gate
 	relay    *relay.Server
 	sched    *scheduler.Scheduler
 	throttle *throttle.Resolver
@@ -166,21 +163,6 @@ func (s *Server) assemble(ext Extensions) error {
 	}
 	s.grasp.rules = s.rules
 
-	gateOpts := gate.Options{
-		MaxMessageBytes:         int64(lim.MaxMessageBytes),
-		MaxSubscriptions:        lim.MaxSubscriptions,
-		MaxSubIDLength:          lim.MaxSubIDLength,
-		MaxFiltersPerReq:        lim.MaxFiltersPerReq,
-		MaxPendingOutboundBytes: lim.MaxPendingOutboundBytes,
-		NegentropyMaxEvents:     lim.NegentropyMaxEvents,
-		MaxNegSessions:          lim.NegentropyMaxSessions,
-		NegentropyIdle:          lim.NegentropyIdleTimeout.D(),
-		Query: func(ctx context.Context, f nostr.Filter) (chan *nostr.Event, error) {
-			return events.QueryEvents(eventstore.SetNegentropy(ctx), f)
-		},
-		Clock: s.clk, Logger: s.log.Named("gate"), Registerer: reg,
-	}
-
 	grasps := []string{"GRASP-01"}
 	if cfg.Sync.Enabled {
 		grasps = append(grasps, "GRASP-02")
@@ -197,39 +179,15 @@ func (s *Server) assemble(ext Extensions) error {
 		SupportedGrasps:    grasps,
 		AcceptanceCriteria: policy.AcceptanceCriteria(popts),
 		Curation:           policy.Curation(popts),
-		Limits: relay.Limits{
-			MaxEventBytes:    lim.MaxEventBytes,
-			MaxContentBytes:  lim.MaxContentBytes,
-			MaxTags:          lim.MaxEventTags,
-			MaxTagValueBytes: lim.MaxTagValueBytes,
-			CreatedAtLower:   lim.CreatedAtLowerLimit.D(),
-			CreatedAtUpper:   lim.CreatedAtUpperLimit.D(),
-			MaxFilters:       lim.MaxFiltersPerReq,
-			MaxTagFilters:    lim.MaxTagsPerFilter,
-			MaxSubscriptions: lim.MaxSubscriptions,
-			MaxSubIDLength:   lim.MaxSubIDLength,
-			MaxLimit:         lim.MaxLimit,
-			DefaultLimit:     lim.DefaultLimit,
-			MaxMessageBytes:  lim.MaxMessageBytes,
-		},
-		Clock: s.clk, Logger: s.log.Named("relay"), Registerer: reg,
-	}, relay.Deps{
-		Events:   events,
-		Pipeline: s.grasp,
-		Holder:   s.grasp,
-		NoteOK: func(ctx context.Context, id, msg string) {
-			s.gate.NoteOK(ctx, id, msg)
-		},
-		WebsocketFront: func(backend http.Handler) http.Handler {
-			s.gate = gate.New(backend, gateOpts)
-			return s.gate
-		},
-	})
+		Limits:             lim,
+		Events:             events,
+		Pipeline:           s.grasp,
+		Effects:            s.grasp,
+	}, coreenv.Env{Clock: s.clk, Log: s.log.Named("relay"), Metrics: reg})
 	if err != nil {
 		return err
 	}
 	s.grasp.publish = s.relay.Publish
-	s.relay.OnStored(s.grasp.OnStored)
 	s.relay.HandleGit(git.NewHandler(git.Options{
 		Logger: s.log.Named("git"), Registerer: reg, Clock: s.clk,
 		PublicURL:    cfg.Server.PublicURL,

@@ -102,10 +102,15 @@ func (e *events) writeDirect(ctx context.Context, kind opKind, evt *nostr.Event)
 // and a negentropy session up to NegentropyMax. It returns 0 for "no events".
 func (e *events) effectiveLimit(ctx context.Context, f nostr.Filter) int {
 	if eventstore.IsNegentropySession(ctx) {
-		if f.Limit > 0 && f.Limit < e.s.opts.Limits.NegentropyMaxEvents {
+		// One more than the limit, so that a negentropy server can tell a
+		// filter matching more events than it may reconcile (NEG-ERR
+		// "blocked:") from one matching exactly as many, instead of
+		// reconciling a silently truncated set.
+		cap := e.s.opts.Limits.NegentropyMaxEvents + 1
+		if f.Limit > 0 && f.Limit < cap {
 			return f.Limit
 		}
-		return e.s.opts.Limits.NegentropyMaxEvents
+		return cap
 	}
 	switch {
 	case f.LimitZero:

@@ -43,8 +43,10 @@ func testDeliberateLimits(t *testing.T, s *Store) {
 		{"limit above max gets MaxLimit", bg, nostr.Filter{Kinds: []int{1}, Limit: 1000}, 50},
 		{"empty filter above max gets MaxLimit", bg, nostr.Filter{Limit: 5000}, 50},
 		{"limit 0 gets nothing", bg, nostr.Filter{Kinds: []int{1}, LimitZero: true}, 0},
-		{"negentropy sees NegentropyMax", neg, nostr.Filter{Kinds: []int{1}}, 120},
-		{"negentropy above max gets NegentropyMax", neg, nostr.Filter{Limit: 100_000}, 120},
+		// One more than NegentropyMax: a negentropy server must see that a
+		// filter matches too many events to refuse it (issue 9 part 6).
+		{"negentropy sees NegentropyMax+1", neg, nostr.Filter{Kinds: []int{1}}, 121},
+		{"negentropy above max gets NegentropyMax+1", neg, nostr.Filter{Limit: 100_000}, 121},
 		{"negentropy with a small limit is exact", neg, nostr.Filter{Kinds: []int{1}, Limit: 7}, 7},
 	}
 	for _, c := range cases {

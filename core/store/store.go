@@ -216,7 +216,7 @@ func New(opts Options, e env.Env) (*Store, error) {
 	}
 	// Init ties the negentropy cap to MaxLimit whenever MaxLimit is set;
 	// negentropy sessions need the whole matching set, so set it afterwards.
-	s.backend.MaxLimitNegentropy = opts.Limits.NegentropyMaxEvents
+	s.backend.MaxLimitNegentropy = opts.Limits.NegentropyMaxEvents + 1 // see effectiveLimit
 	s.db = s.backend.DB
 	large, err := anyLarge(s.db)
 	if err != nil {
