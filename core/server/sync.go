@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"github.com/coder/websocket"
+	"github.com/grasp-dev/grasp/core/config"
+	coreenv "github.com/grasp-dev/grasp/core/env"
 	"github.com/grasp-dev/grasp/core/netguard"
 	"github.com/hashicorp/go-hclog"
 	"net/http"
@@ -53,8 +55,10 @@ func (s *Server) startSync(svc nip34.Service, sel gsync.RelaySelector) error {
 	if err != nil {
 		return fmt.Errorf("start sync: %w", err)
 	}
-	dial, catchUpDial := guardedDialers(sc.ConnectPrivateAddresses, bootstrapURLs(sc.BootstrapRelays))
-	cu, err := catchup.New(catchup.Config{Logger: s.log.Named("sync").Named("catchup"), Registerer: reg, Clock: s.clk, Dial: catchUpDial})
+	lim := s.cfg.Relay.Limits
+	dial, catchUpDial := guardedDialers(sc.ConnectPrivateAddresses, bootstrapURLs(sc.BootstrapRelays), lim)
+	syncEnv := coreenv.Env{Clock: s.clk, Log: s.log.Named("sync"), Metrics: reg}
+	cu, err := catchup.New(catchup.Config{Dial: catchUpDial, Limits: lim}, syncEnv.Named("catchup"))
 	if err != nil {
 		return fmt.Errorf("start sync: %w", err)
 	}
@@ -63,8 +67,8 @@ func (s *Server) startSync(svc nip34.Service, sel gsync.RelaySelector) error {
 		Local:   catchup.StoreLocal{Store: s.store.Events()},
 		Dial:    dial,
 		CatchUp: cu,
-		Clock:   s.clk, Logger: s.log.Named("sync"), Registerer: reg,
-	})
+		Limits:  lim,
+	}, syncEnv)
 	if err != nil {
 		return fmt.Errorf("start sync: %w", err)
 	}
@@ -184,9 +188,9 @@ func registerHeld(find func(keep func(*purgatory.Entry) bool) []purgatory.Entry,
 // reach internal addresses (core/netguard checks the address actually
 // connected to). Bootstrap relays are the operator's own choice and are
 // dialled as given.
-func guardedDialers(allowPrivate bool, bootstrap []string) (conn.Dialer, catchup.Dialer) {
+func guardedDialers(allowPrivate bool, bootstrap []string, lim config.Limits) (conn.Dialer, catchup.Dialer) {
 	if allowPrivate {
-		return conn.HTTPDialer(nil), catchup.HTTPDialer(nil)
+		return conn.HTTPDialer(nil), catchup.HTTPDialer(nil, lim)
 	}
 	trusted := map[string]bool{}
 	norm := func(u string) string {
@@ -208,7 +212,7 @@ func guardedDialers(allowPrivate bool, bootstrap []string) (conn.Dialer, catchup
 	return func(ctx context.Context, url string) (*websocket.Conn, error) {
 			return conn.HTTPDialer(pick(url))(ctx, url)
 		}, func(ctx context.Context, url string) (catchup.Conn, error) {
-			return catchup.HTTPDialer(pick(url))(ctx, url)
+			return catchup.HTTPDialer(pick(url), lim)(ctx, url)
 		}
 }
 
