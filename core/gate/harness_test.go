@@ -91,12 +91,20 @@ type testBackend struct {
 	gate  *Gate
 	mu    sync.Mutex
 	metas []policy.Meta
+	// refuse, when set, may answer an event before it is stored.
+	refuse func(evt *nostr.Event, meta policy.Meta) string
 }
 
 func (b *testBackend) Ingest(ctx context.Context, evt *nostr.Event, meta policy.Meta) (bool, string) {
 	b.mu.Lock()
 	b.metas = append(b.metas, meta)
+	refuse := b.refuse
 	b.mu.Unlock()
+	if refuse != nil {
+		if msg := refuse(evt, meta); msg != "" {
+			return false, msg
+		}
+	}
 	if !evt.CheckID() {
 		return false, "invalid: id is computed incorrectly"
 	}
