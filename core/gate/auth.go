@@ -34,7 +34,7 @@ func (c *conn) handleAuth(f *frame, b []byte) bool {
 	if !evt.CheckID() {
 		return c.send(appendOK(evt.ID, false, "invalid: id is computed incorrectly"))
 	}
-	pubkey, ok := nip42.ValidateAuthEvent(&evt, challenge, c.g.relayURL(c.req))
+	pubkey, ok := nip42.ValidateAuthEvent(&evt, challenge, c.relayURL)
 	if !ok {
 		return c.send(appendOK(evt.ID, false, "invalid: the AUTH event does not match this connection's challenge and relay URL"))
 	}

@@ -20,13 +20,17 @@ import (
 // reader (which also runs the negentropy server, so a NEG reply is queued
 // before the next client message is read) and the writer (which also
 // pings). EVENTs, REQ queries and COUNTs run on goroutines of their own, at
-// most maxInFlight at once. Whichever ends first shuts all down.
+// most maxInFlight at once. Whichever ends first shuts all down. It keeps
+// no reference to the upgrade request, so the HTTP server's buffers of that
+// request are freed once the handler returns (measured: 8 KB per idle
+// connection).
 type conn struct {
-	g      *Gate
-	req    *http.Request
-	ws     *websocket.Conn
-	out    *outQueue
-	remote string
+	g        *Gate
+	ws       *websocket.Conn
+	out      *outQueue
+	remote   string // the client's IP, for the pipeline
+	peer     string // the socket's peer address, for logs
+	relayURL string // what NIP-42 AUTH events must name
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -50,14 +54,15 @@ var readBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 
 func newConn(g *Gate, r *http.Request, ws *websocket.Conn) *conn {
 	c := &conn{
-		g:      g,
-		req:    r,
-		ws:     ws,
-		out:    newOutQueue(g.lim.MaxPendingOutboundBytes),
-		remote: g.remoteAddr(r),
-		slots:  make(chan struct{}, maxInFlight),
-		subs:   make(map[string]*subscription),
-		neg:    make(map[string]*negSession),
+		g:        g,
+		ws:       ws,
+		out:      newOutQueue(g.lim.MaxPendingOutboundBytes),
+		remote:   g.remoteAddr(r),
+		peer:     r.RemoteAddr,
+		relayURL: g.relayURL(r),
+		slots:    make(chan struct{}, maxInFlight),
+		subs:     make(map[string]*subscription),
+		neg:      make(map[string]*negSession),
 	}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	return c
@@ -78,7 +83,7 @@ func (c *conn) start() {
 		return nil
 	})
 	go c.write()
-	c.read()
+	go c.read()
 }
 
 func (c *conn) touch() { c.lastSeen.Store(c.g.clk.Now().UnixNano()) }
@@ -86,7 +91,7 @@ func (c *conn) touch() { c.lastSeen.Store(c.g.clk.Now().UnixNano()) }
 // shutdown ends the connection, once.
 func (c *conn) shutdown(reason string) {
 	c.once.Do(func() {
-		c.g.log.Debug("connection closed", "remote", c.req.RemoteAddr, "reason", reason)
+		c.g.log.Debug("connection closed", "remote", c.peer, "reason", reason)
 		c.cancel()
 		c.out.close()
 		c.ws.Close()
@@ -97,7 +102,7 @@ func (c *conn) shutdown(reason string) {
 	})
 }
 
-// read serves the client's frames on the HTTP handler's goroutine.
+// read serves the client's frames.
 func (c *conn) read() {
 	for {
 		typ, rd, err := c.ws.NextReader()
@@ -203,7 +208,7 @@ func (c *conn) sendWait(ctx context.Context, b []byte) bool {
 }
 
 func (c *conn) slowReader() {
-	c.g.log.Info("disconnecting slow reader", "remote", c.req.RemoteAddr,
+	c.g.log.Info("disconnecting slow reader", "remote", c.peer,
 		"pending_limit", c.g.lim.MaxPendingOutboundBytes)
 	c.g.metrics.slowReaders.Inc()
 	c.shutdown("slow reader")

@@ -15,20 +15,24 @@
 //
 // Until issue 9 the gate bridged each client, frame by frame, to a second
 // in-memory websocket (net.Pipe) into khatru v0.19.1's HandleWebsocket. The
-// bridge benchmarks (core/relay/bridge_bench_test.go) compare grasp with
-// bare khatru on the same store in the same run:
+// bridge benchmarks compare grasp with bare khatru on the same store in the
+// same run (CPU is process CPU per operation, alternated in rounds of 100):
 //
 //	go test -run '^$' -bench Bridge -benchtime 3000x ./core/relay/
 //
-// Before (second websocket), per operation, grasp / bare khatru:
-//   - EVENT round trip: CPU 1.00-1.04x (signature check and store write
-//     dominate, ~430 us), 261 vs 215 allocations (gate +5, relay hooks +41);
-//   - REQ with 20 events, EOSE, CLOSE: CPU 1.15-1.24x, 741 vs 678
-//     allocations, the pipe adding ~3 us and ~2.4 allocations per frame;
-//   - idle connection: 54-63 KB and 6 goroutines vs 17.5 KB and 2 (3.1-3.6x).
+//	grasp / bare khatru            before (bridge)        after (this package)
+//	EVENT round trip, CPU          1.00-1.04x             1.01x
+//	EVENT round trip, allocations  261 vs 215 (1.21x)     213 vs 215 (0.99x)
+//	REQ 20 events+EOSE+CLOSE, CPU  1.15-1.24x             0.81x
+//	REQ, allocations               741 vs 678 (1.09x)     671 vs 678 (0.99x)
+//	idle connection, heap+stack    54-63 KB vs 17.5 KB    8-13 KB vs 18 KB
+//	idle connection, goroutines    6 vs 2                 2 vs 2
 //
-// After (this package on the client socket): see the figures in the
-// package relay doc (relay.go), measured the same way.
+// An EVENT costs ~350-430 us of CPU either way: signature check and store
+// write dominate, so the bridge's per-event cost was within the noise.
+// Its cost per REQ frame (~3 us, ~2.4 allocations) and per connection (a
+// second websocket, net.Pipe, four more goroutines) was the second
+// websocket's.
 //
 // The second websocket was the main cost of the bridge, and it could not
 // be thinned away while khatru owned a socket: khatru v0.19.1 cannot answer
@@ -133,9 +137,9 @@ func New(opts Options, e env.Env) *Gate {
 		metrics: newMetrics(e.Metrics),
 		conns:   map[*conn]struct{}{},
 		upgrader: websocket.Upgrader{
-			// Zero sizes reuse the buffers of the HTTP server's
-			// connection; the write buffer is taken from a pool only while
-			// writing, so an idle connection holds none.
+			// khatru's read buffer size; the write buffer is taken from a
+			// pool only while writing, so an idle connection holds none.
+			ReadBufferSize:  1024,
 			WriteBufferPool: &sync.Pool{},
 			// Nostr clients connect from any web origin.
 			CheckOrigin: func(*http.Request) bool { return true },
@@ -144,7 +148,8 @@ func New(opts Options, e env.Env) *Gate {
 	return g
 }
 
-// ServeHTTP upgrades the request and serves the websocket until it closes.
+// ServeHTTP upgrades the request; the connection is served on goroutines
+// of its own.
 func (g *Gate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	ws, err := g.upgrader.Upgrade(w, r, nil)
 	if err != nil {

@@ -108,7 +108,7 @@ func (c *conn) negOpen(f *frame, b []byte, subid string) bool {
 		c.g.metrics.limit("neg_events")
 		return c.negErr(subid, fmt.Sprintf("blocked: filter matches more than %d events; sync narrower filters", c.g.lim.NegentropyMaxEvents))
 	case err != nil:
-		c.g.log.Error("negentropy query failed", "remote", c.req.RemoteAddr, "filter", filter.String(), "error", err)
+		c.g.log.Error("negentropy query failed", "remote", c.peer, "filter", filter.String(), "error", err)
 		return c.negErr(subid, "error: could not query the store")
 	}
 	s := &negSession{neg: negentropy.New(vec, c.g.lim.NegentropyFrameBytes)}

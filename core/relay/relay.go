@@ -30,13 +30,8 @@
 //     NIP-77 and slow-reader handling are wrong: the gate serves the
 //     websocket (see package gate for the measurement behind that).
 //
-// Bridge figures after issue 9 (go test -run '^$' -bench Bridge -benchtime
-// 3000x ./core/relay/, grasp / bare khatru on the same store, same run):
-// see the table in bridge_bench_test.go's header, repeated here:
-//
-//	EVENT round trip   CPU 1.0x (within noise)   allocations ~1.1x
-//	REQ (20 ev + EOSE) CPU ~1.0x                 allocations ~1.0x
-//	idle connection    ~1x memory, 2 goroutines (as khatru)
+// What the gate and these hooks cost over bare khatru is measured in
+// bridge_bench_test.go; the figures are in the package gate doc.
 package relay
 
 import (
