@@ -98,8 +98,8 @@ func (s *Server) Publish(ctx context.Context, evt *nostr.Event) error {
 
 // write is the StoreEvent / ReplaceEvent hook: the one place where the
 // pipeline decides, and where the decision is carried out with the event.
-// After a successful save it answers khatru with ErrDupEvent, so that
-// khatru skips its own (racy) broadcast; the gate broadcasts instead.
+// Every OK true is answered with ErrDupEvent, after which khatru does
+// nothing more (see the package doc); the gate broadcasts what was stored.
 func (s *Server) write(ctx context.Context, evt *nostr.Event, replace bool) error {
 	if !s.writes.begin() {
 		return errors.New(msgClosing)

@@ -18,17 +18,21 @@
 // StoreEvent or ReplaceEvent hook (write, adding.go) as khatru orders them
 // for regular and replaceable kinds. Three khatru behaviours are worked
 // around, each in one place:
-//   - its broadcast reads the listener list without its lock: the write hook
-//     answers khatru with eventstore.ErrDupEvent after a successful save, so
-//     khatru skips its broadcast and OnEventSaved, and the gate broadcasts
-//     (adding.go, write);
 //   - its "was this deleted" check queries tag keys "#e"/"#a", which no store
 //     indexes, so it never matches (and ignores who signed the deletion): no
 //     QueryEvents hook is registered, so it queries nothing, and
 //     deletedByAuthor (deleting.go) is the one check;
-//   - its websocket handler cannot answer OK true with a message, and its
-//     NIP-77 and slow-reader handling are wrong: the gate serves the
-//     websocket (see package gate for the measurement behind that).
+//   - it knows only "stored" and "not stored", and answers OK true with an
+//     empty message: the write hook stores the event itself and answers
+//     khatru with eventstore.ErrDupEvent for every OK true (stored, held,
+//     shadowed, duplicate), so khatru does nothing more (no OnEventSaved, no
+//     NIP-40 expiration tracking on the wall clock), and the message travels
+//     back in the call (adding.go);
+//   - its websocket handler cannot answer OK true with a message, answers
+//     NIP-77 with NEG-ERROR, races its NEG sessions, blocks on slow readers
+//     and broadcasts over a listener list it reads without its lock: the
+//     gate serves the websocket and broadcasts (see package gate for the
+//     measurement behind that).
 //
 // What the gate and these hooks cost over bare khatru is measured in
 // bridge_bench_test.go; the figures are in the package gate doc.
