@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"log"
 	"net"
 	"net/http"
 	"runtime"
@@ -15,7 +14,6 @@ import (
 	"time"
 
 	"github.com/fasthttp/websocket"
-	"github.com/fiatjaf/khatru"
 	"github.com/nbd-wtf/go-nostr"
 )
 
@@ -36,32 +34,9 @@ type bridgeSetup struct {
 }
 
 func bridgeSetups(b *testing.B) []bridgeSetup {
-	bare := startBareKhatruStore(b)
+	bare := startBareKhatru(b, false) // CPU, not the disk, is measured
 	grasp := startRelay(b, Options{})
 	return []bridgeSetup{{"khatru", bare}, {"grasp", grasp.ws}}
-}
-
-// startBareKhatruStore is khatru as its README wires it, on the test
-// badger store without fsync (CPU, not the disk, is measured here).
-func startBareKhatruStore(b *testing.B) string {
-	db := openBadger(b, b.TempDir(), false)
-	rl := khatru.NewRelay()
-	rl.Log = log.New(io.Discard, "", 0)
-	rl.StoreEvent = append(rl.StoreEvent, db.SaveEvent)
-	rl.QueryEvents = append(rl.QueryEvents, db.QueryEvents)
-	rl.DeleteEvent = append(rl.DeleteEvent, db.DeleteEvent)
-	rl.ReplaceEvent = append(rl.ReplaceEvent, db.ReplaceEvent)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	srv := &http.Server{Handler: rl, ReadHeaderTimeout: 10 * time.Second}
-	go srv.Serve(ln)
-	b.Cleanup(func() {
-		srv.Close()
-		db.Close()
-	})
-	return "ws://" + ln.Addr().String()
 }
 
 type cost struct {

@@ -136,18 +136,8 @@ func connect(tb testing.TB, url string) *client {
 // publish sends evt and waits for its OK; OK false becomes an error.
 func publish(tb testing.TB, c *client, evt *nostr.Event) error {
 	tb.Helper()
-	frame, err := json.Marshal([]any{"EVENT", evt})
-	if err != nil {
-		tb.Fatalf("marshal event: %v", err)
-	}
-	c.send(string(frame))
-	seen := c.readUntil(func(m []json.RawMessage) bool { return label(m) == "OK" && str(m, 1) == evt.ID })
-	ok := seen[len(seen)-1]
-	if len(ok) < 4 {
-		tb.Fatalf("malformed OK %s", describe(seen[len(seen)-1:]))
-	}
-	if string(ok[2]) != "true" {
-		return errors.New("msg: " + str(ok, 3))
+	if ok, msg := publishOK(tb, c, evt); !ok {
+		return errors.New("msg: " + msg)
 	}
 	return nil
 }
