@@ -16,6 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/grasp-dev/grasp/core/config"
+	coreenv "github.com/grasp-dev/grasp/core/env"
 	"github.com/grasp-dev/grasp/core/sync/catchup"
 	"github.com/nbd-wtf/go-nostr"
 )
@@ -268,7 +270,7 @@ func graspThrough(t *testing.T, c certs, fp *frontProxy) {
 		}
 	})
 	t.Run("NIP-77 sync", func(t *testing.T) {
-		cl, err := catchup.New(catchup.Config{Dial: catchup.HTTPDialer(h1)})
+		cl, err := catchup.New(catchup.Config{Dial: catchup.HTTPDialer(h1, config.Limits{})}, coreenv.Env{})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -52,8 +52,12 @@ type Relay struct {
 	Limits  Limits `toml:"limits"`
 }
 
-// Limits are enforced before any policy runs and advertised in NIP-11
-// `limitation`. Defaults follow strfry's, the reference relay.
+// Limits bound what one client or peer may send and what one connection may
+// cost, before any policy runs; NIP-11 `limitation` advertises them. This is
+// the one Limits type of grasp: the websocket gate, the relay, the event
+// store and the sync connections all take it, and none has defaults of its
+// own. Each default and the reason for it is in defaults.go; a part built
+// without a config file (a test) gets them through WithDefaults.
 type Limits struct {
 	MaxMessageBytes  int `toml:"max_message_bytes"`
 	MaxEventBytes    int `toml:"max_event_bytes"`
@@ -65,17 +69,30 @@ type Limits struct {
 	// repository history that is as old as the repository.
 	CreatedAtLowerLimit Duration `toml:"created_at_lower_limit"`
 	// CreatedAtUpperLimit: events newer than now plus this are rejected.
-	CreatedAtUpperLimit     Duration `toml:"created_at_upper_limit"`
-	MaxFiltersPerReq        int      `toml:"max_filters_per_req"`
-	MaxTagsPerFilter        int      `toml:"max_tags_per_filter"`
-	MaxSubscriptions        int      `toml:"max_subscriptions"`
-	MaxSubIDLength          int      `toml:"max_subid_length"`
-	MaxLimit                int      `toml:"max_limit"`
-	DefaultLimit            int      `toml:"default_limit"`
-	MaxPendingOutboundBytes int      `toml:"max_pending_outbound_bytes"`
-	NegentropyMaxEvents     int      `toml:"negentropy_max_events"`
-	NegentropyMaxSessions   int      `toml:"negentropy_max_sessions"`
-	NegentropyIdleTimeout   Duration `toml:"negentropy_idle_timeout"`
+	CreatedAtUpperLimit Duration `toml:"created_at_upper_limit"`
+	MaxFiltersPerReq    int      `toml:"max_filters_per_req"`
+	MaxTagsPerFilter    int      `toml:"max_tags_per_filter"`
+	// MaxFilterItems bounds the ids, authors, kinds, or values of one tag,
+	// that one filter may list.
+	MaxFilterItems          int `toml:"max_filter_items"`
+	MaxSubscriptions        int `toml:"max_subscriptions"`
+	MaxSubIDLength          int `toml:"max_subid_length"`
+	MaxLimit                int `toml:"max_limit"`
+	DefaultLimit            int `toml:"default_limit"`
+	MaxPendingOutboundBytes int `toml:"max_pending_outbound_bytes"`
+	// PingInterval is how often a client is pinged; ClientTimeout drops a
+	// client from which nothing, not even a pong, arrived for that long.
+	PingInterval  Duration `toml:"ping_interval"`
+	ClientTimeout Duration `toml:"client_timeout"`
+	// MaxPeerMessageBytes bounds one frame read from a sync peer.
+	MaxPeerMessageBytes int `toml:"max_peer_message_bytes"`
+	NegentropyMaxEvents int `toml:"negentropy_max_events"`
+	// NegentropyMaxSessions is relay-wide; NegentropySessionsPerConn is per
+	// connection.
+	NegentropyMaxSessions     int      `toml:"negentropy_max_sessions"`
+	NegentropySessionsPerConn int      `toml:"negentropy_sessions_per_conn"`
+	NegentropyFrameBytes      int      `toml:"negentropy_frame_bytes"`
+	NegentropyIdleTimeout     Duration `toml:"negentropy_idle_timeout"`
 }
 
 // Store selects the event store. Every key here is startup-only.

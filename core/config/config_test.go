@@ -42,14 +42,17 @@ func TestDefaultsAreTheSeedValues(t *testing.T) {
 	}
 	flat := flatten(c)
 	want := map[string]any{
-		"server.listen":                           "127.0.0.1:7334",
-		"server.public_url":                       "http://127.0.0.1:7334",
-		"server.data_dir":                         "./data",
-		"relay.name":                              "127.0.0.1:7334 grasp relay",
-		"relay.limits.max_message_bytes":          131072,
-		"relay.limits.max_event_bytes":            65536,
+		"server.listen":     "127.0.0.1:7334",
+		"server.public_url": "http://127.0.0.1:7334",
+		"server.data_dir":   "./data",
+		"relay.name":        "127.0.0.1:7334 grasp relay",
+		// Sized for NIP-34 patches, not strfry's social-note values (issue 9
+		// part 5): a 1 MiB diff and an 8 KiB commit-pgp-sig must fit.
+		"relay.limits.max_message_bytes":          2 << 20,
+		"relay.limits.max_event_bytes":            1536 << 10,
+		"relay.limits.max_content_bytes":          1 << 20,
 		"relay.limits.max_event_tags":             2000,
-		"relay.limits.max_tag_value_bytes":        1024,
+		"relay.limits.max_tag_value_bytes":        8 << 10,
 		"relay.limits.created_at_lower_limit":     Duration(0),
 		"relay.limits.created_at_upper_limit":     Duration(900 * time.Second),
 		"relay.limits.max_filters_per_req":        200,
@@ -358,5 +361,20 @@ func TestValidateProgrammaticConfig(t *testing.T) {
 	err := c.Validate()
 	if err == nil || err.Error() != "config: throttle.concurrent: must be greater than 0, got 0" {
 		t.Fatalf("got %v", err)
+	}
+}
+
+// A part built without a config file gets the production limits: a zero
+// Limits becomes DefaultLimits, and fields a test sets are kept.
+func TestLimitsWithDefaults(t *testing.T) {
+	if got := (Limits{}).WithDefaults(); !reflect.DeepEqual(got, Default().Relay.Limits) {
+		t.Fatalf("zero Limits with defaults = %+v, want the config defaults %+v", got, Default().Relay.Limits)
+	}
+	got := Limits{MaxSubscriptions: 3, PingInterval: Duration(time.Second)}.WithDefaults()
+	if got.MaxSubscriptions != 3 || got.PingInterval.D() != time.Second {
+		t.Fatalf("set fields lost: %+v", got)
+	}
+	if got.MaxContentBytes != DefaultLimits().MaxContentBytes || got.CreatedAtLowerLimit != 0 {
+		t.Fatalf("unset fields not defaulted: %+v", got)
 	}
 }

@@ -1,6 +1,9 @@
 package config
 
-import "time"
+import (
+	"reflect"
+	"time"
+)
 
 const day = 24 * time.Hour
 
@@ -42,25 +45,7 @@ func base() Config {
 		},
 		Relay: Relay{
 			Description: "GRASP server: a Nostr relay and git host for NIP-34 repositories",
-			Limits: Limits{
-				MaxMessageBytes:         131072,
-				MaxEventBytes:           65536,
-				MaxContentBytes:         65535, // badger encodes content length in 16 bits
-				MaxEventTags:            2000,
-				MaxTagValueBytes:        1024,
-				CreatedAtLowerLimit:     0, // history is as old as the repository
-				CreatedAtUpperLimit:     Duration(15 * time.Minute),
-				MaxFiltersPerReq:        200,
-				MaxTagsPerFilter:        3,
-				MaxSubscriptions:        200,
-				MaxSubIDLength:          64,
-				MaxLimit:                500,
-				DefaultLimit:            500,
-				MaxPendingOutboundBytes: 32 << 20,
-				NegentropyMaxEvents:     1000000,
-				NegentropyMaxSessions:   64,
-				NegentropyIdleTimeout:   Duration(time.Minute),
-			},
+			Limits:      defaultLimits(),
 		},
 		Store: Store{
 			Backend:      "badger",
@@ -121,4 +106,100 @@ func base() Config {
 			Listen:  "127.0.0.1:7335",
 		},
 	}
+}
+
+// defaultLimits are chosen for NIP-34 traffic, not social notes. The
+// reason for each value is next to it; tests get the same values through
+// WithDefaults, so they run the server production runs.
+func defaultLimits() Limits {
+	return Limits{
+		// A patch (kind 1617) is a whole `git format-patch`: real diffs of
+		// a few hundred KiB are common (generated files, lock files,
+		// vendored code) and strfry's 64 KiB would refuse them. 1 MiB fits
+		// all but changes that belong in a push (a PR, kind 1618, carries
+		// no diff). The embedded store keeps content above 64 KiB in a
+		// side record (core/store/large.go).
+		MaxContentBytes: 1 << 20,
+		// The content at its limit, JSON-escaped (newlines, tabs and
+		// quotes of a diff add about 5-20%), plus its tags.
+		MaxEventBytes: 1536 << 10,
+		// The largest event, plus room for a client's non-canonical JSON
+		// (\u escapes, whitespace) and the envelope. Also what one client
+		// frame may make the gate buffer.
+		MaxMessageBytes: 2 << 20,
+		// A state event (kind 30618) carries one tag per branch and tag of
+		// the repository: 2000 refs covers all but the largest monorepos,
+		// and is strfry's value.
+		MaxEventTags: 2000,
+		// A commit-pgp-sig tag holds an armored signature (about 0.9 KiB
+		// for RSA-4096, more with embedded key material); 8 KiB leaves a
+		// wide margin for it and for descriptions. The embedded store caps
+		// a tag value at 64 KiB - 1.
+		MaxTagValueBytes: 8 << 10,
+		// Repository history is as old as the repository and arrives by
+		// sync: no lower bound.
+		CreatedAtLowerLimit: 0,
+		// Clock skew of honest clients; strfry's value.
+		CreatedAtUpperLimit: Duration(15 * time.Minute),
+		// strfry's value; GRASP-02 peers consolidate above 70 filters.
+		MaxFiltersPerReq: 200,
+		// Matching is quadratic in tag conditions (strfry's reason for 3);
+		// NIP-34 clients use one or two (#a, #e).
+		MaxTagsPerFilter: 3,
+		// A GRASP-02 peer lists up to 100 values per tag filter
+		// (sync.tags_per_filter); a client fetching a thread by ids lists a
+		// few hundred.
+		MaxFilterItems: 1000,
+		// strfry's value; a client browsing many repos opens tens.
+		MaxSubscriptions: 200,
+		// NIP-01: ids are at most 64 characters.
+		MaxSubIDLength: 64,
+		// strfry's cap. NIP-34 clients often send filters without a limit
+		// and expect the whole thread or repo, so a filter without a limit
+		// gets the cap, not less.
+		MaxLimit:     500,
+		DefaultLimit: 500,
+		// strfry's value: a client that falls this far behind on live
+		// events is dropped. Stored results wait for the client instead.
+		MaxPendingOutboundBytes: 32 << 20,
+		// Pings well inside the idle timeouts of common proxies (60 s); a
+		// client silent for two intervals is gone (half-open TCP).
+		PingInterval:  Duration(30 * time.Second),
+		ClientTimeout: Duration(time.Minute),
+		// A peer's frame is an event (up to max_message_bytes) or a NIP-77
+		// reply: khatru v0.19.1 sends frames of up to 1 MiB, 2 MiB as hex.
+		MaxPeerMessageBytes: 4 << 20,
+		// strfry's negentropy.maxSyncEvents; beyond it NEG-ERR "blocked:".
+		NegentropyMaxEvents: 1_000_000,
+		// Each session holds an id vector of up to NegentropyMaxEvents
+		// (40 bytes each): 64 sessions bound that memory relay-wide; a
+		// syncing peer needs one or two per connection.
+		NegentropyMaxSessions:     64,
+		NegentropySessionsPerConn: 4,
+		// One NEG-MSG reply before hex encoding: 500 KB reconciles 1M
+		// events in about 64 rounds and stays under max_message_bytes of a
+		// peer running these defaults.
+		NegentropyFrameBytes: 500_000,
+		// A reconciling client answers within a round trip; an idle
+		// session only holds memory.
+		NegentropyIdleTimeout: Duration(time.Minute),
+	}
+}
+
+// DefaultLimits are the limits grasp runs with when grasp.toml sets none.
+func DefaultLimits() Limits { return defaultLimits() }
+
+// WithDefaults returns l with every zero field set to its default. It is the
+// one way a part built without a config file gets the production values
+// (tests set only the limits they exercise). CreatedAtLowerLimit's default
+// is 0 (no bound), so a zero there stays zero.
+func (l Limits) WithDefaults() Limits {
+	d := defaultLimits()
+	lv, dv := reflect.ValueOf(&l).Elem(), reflect.ValueOf(d)
+	for i := 0; i < lv.NumField(); i++ {
+		if f := lv.Field(i); f.IsZero() {
+			f.Set(dv.Field(i))
+		}
+	}
+	return l
 }

@@ -208,6 +208,7 @@ func (c *Config) checkRelay(k *checker) {
 	k.positiveDur(p+"created_at_upper_limit", l.CreatedAtUpperLimit)
 	k.positive(p+"max_filters_per_req", l.MaxFiltersPerReq)
 	k.positive(p+"max_tags_per_filter", l.MaxTagsPerFilter)
+	k.positive(p+"max_filter_items", l.MaxFilterItems)
 	k.positive(p+"max_subscriptions", l.MaxSubscriptions)
 	k.positive(p+"max_subid_length", l.MaxSubIDLength)
 	k.positive(p+"max_limit", l.MaxLimit)
@@ -215,6 +216,10 @@ func (c *Config) checkRelay(k *checker) {
 	k.positive(p+"max_pending_outbound_bytes", l.MaxPendingOutboundBytes)
 	k.positive(p+"negentropy_max_events", l.NegentropyMaxEvents)
 	k.positive(p+"negentropy_max_sessions", l.NegentropyMaxSessions)
+	k.positive(p+"negentropy_sessions_per_conn", l.NegentropySessionsPerConn)
+	k.positive(p+"max_peer_message_bytes", l.MaxPeerMessageBytes)
+	k.positiveDur(p+"ping_interval", l.PingInterval)
+	k.positiveDur(p+"client_timeout", l.ClientTimeout)
 	k.positiveDur(p+"negentropy_idle_timeout", l.NegentropyIdleTimeout)
 	if l.MaxEventBytes > l.MaxMessageBytes {
 		k.fail(p+"max_event_bytes", "%d exceeds max_message_bytes %d: such an event could never arrive in one message", l.MaxEventBytes, l.MaxMessageBytes)
@@ -224,6 +229,17 @@ func (c *Config) checkRelay(k *checker) {
 	}
 	if l.DefaultLimit > l.MaxLimit {
 		k.fail(p+"default_limit", "%d exceeds max_limit %d", l.DefaultLimit, l.MaxLimit)
+	}
+	if l.MaxTagValueBytes > 65535 {
+		// The embedded store encodes a tag value's length in 16 bits.
+		k.fail(p+"max_tag_value_bytes", "%d exceeds 65535, the longest tag value the event store can hold", l.MaxTagValueBytes)
+	}
+	if l.NegentropyFrameBytes < 4096 {
+		// go-nostr's negentropy engine panics below 4096.
+		k.fail(p+"negentropy_frame_bytes", "must be at least 4096, got %d", l.NegentropyFrameBytes)
+	}
+	if l.ClientTimeout.D() > 0 && l.ClientTimeout.D() <= l.PingInterval.D() {
+		k.fail(p+"client_timeout", "%s must exceed ping_interval %s, or every client times out between two pings", l.ClientTimeout, l.PingInterval)
 	}
 	if l.MaxSubIDLength > 0 && l.MaxSubIDLength < 64 {
 		// NIP-01 lets clients use ids up to 64 characters; ngit uses long ones.

@@ -1,22 +1,22 @@
 package gate
 
 import (
-	"context"
 	"errors"
-	"net/http"
 	"strings"
 	"testing"
 
 	"github.com/fasthttp/websocket"
-	"github.com/fiatjaf/khatru"
-	"github.com/grasp-dev/grasp/internal/testwait"
 	"github.com/nbd-wtf/go-nostr"
+
+	"github.com/grasp-dev/grasp/core/config"
+	"github.com/grasp-dev/grasp/core/policy"
+	"github.com/grasp-dev/grasp/internal/testwait"
 )
 
 // Bad framing and verbs (relays.md §5 groups 1 and 2) get a prefixed NOTICE
 // or CLOSED from the gate, and the connection keeps serving.
 func TestFraming_BadInputsAnsweredConnectionSurvives(t *testing.T) {
-	e := newEnv(t, Options{})
+	e := newEnv(t, config.Limits{})
 	c := e.dial()
 	cases := []struct {
 		name, frame string
@@ -84,9 +84,10 @@ func TestFraming_BadInputsAnsweredConnectionSurvives(t *testing.T) {
 	c.reqWorks()
 }
 
-// khatru still answers the event-level errors (group 3) through the gate.
-func TestFraming_EventErrorsReachKhatru(t *testing.T) {
-	e := newEnv(t, Options{})
+// The backend's answers to event-level errors (group 3) reach the client as
+// OKs, and what it stored is served.
+func TestFraming_EventErrorsAnsweredByBackend(t *testing.T) {
+	e := newEnv(t, config.Limits{})
 	c := e.dial()
 	sk := nostr.GeneratePrivateKey()
 	evt := signedEvent(t, sk, 1, "hello", 1_700_000_000)
@@ -108,45 +109,37 @@ func TestFraming_EventErrorsReachKhatru(t *testing.T) {
 	c.expect("EOSE")
 }
 
-func TestFraming_ConnHeaderNotSpoofable(t *testing.T) {
-	seen := make(chan [2]string, 1)
-	e := newEnv(t, Options{}, func(e *env) {
-		e.relay.OnConnect = append(e.relay.OnConnect, func(ctx context.Context) {
-			r := khatru.GetConnection(ctx).Request
-			seen <- [2]string{r.Header.Get(ConnHeader), r.Header.Get("X-Forwarded-For")}
-		})
-	})
-	h := map[string][]string{ConnHeader: {"spoofed"}, "X-Forwarded-For": {"203.0.113.9"}}
-	conn, _, err := websocket.DefaultDialer.Dial(e.url, h)
-	if err != nil {
-		t.Fatalf("dial: %v", err)
-	}
-	defer conn.Close()
-	got := <-seen
-	if got[0] == "" || got[0] == "spoofed" {
-		t.Fatalf("backend saw connection id %q, want the gate's own", got[0])
-	}
-	if got[1] != "" {
-		t.Fatalf("backend saw X-Forwarded-For %q from an untrusted client", got[1])
-	}
-}
-
-// A backend refusal before the upgrade reaches the client as HTTP.
-func TestFraming_BackendRefusalPassedThrough(t *testing.T) {
-	e := newEnv(t, Options{}, func(e *env) {
-		e.relay.RejectConnection = append(e.relay.RejectConnection, func(*http.Request) bool { return true })
-	})
-	_, resp, err := websocket.DefaultDialer.Dial(e.url, nil)
-	if err == nil {
-		t.Fatalf("dial succeeded, want a refusal")
-	}
-	if resp == nil || resp.StatusCode != 429 {
-		t.Fatalf("response %v, want 429 from khatru", resp)
+// The client address the backend sees is the socket's: an untrusted
+// client cannot claim another with X-Forwarded-For. Behind a trusted proxy
+// the header's first entry is the client.
+func TestFraming_ForwardedForOnlyFromTrustedProxy(t *testing.T) {
+	sk := nostr.GeneratePrivateKey()
+	for _, trusted := range []bool{false, true} {
+		e := newEnvWith(t, Options{TrustForwarded: trusted}, nil)
+		h := map[string][]string{"X-Forwarded-For": {"203.0.113.9, 10.0.0.1"}}
+		c, _, err := websocket.DefaultDialer.Dial(e.url, h)
+		if err != nil {
+			t.Fatalf("dial: %v", err)
+		}
+		rc := &rawClient{t: t, conn: c}
+		rc.sendJSON("EVENT", signedEvent(t, sk, 1, "where from", 1_700_000_000))
+		rc.expect("OK")
+		c.Close()
+		e.backend.mu.Lock()
+		got := e.backend.metas[0]
+		e.backend.mu.Unlock()
+		want := "127.0.0.1"
+		if trusted {
+			want = "203.0.113.9"
+		}
+		if got.Remote != want || got.Source != policy.SourceClient {
+			t.Fatalf("trusted=%v: backend saw %+v, want remote %s from a client", trusted, got, want)
+		}
 	}
 }
 
 func TestGate_CloseDisconnectsClients(t *testing.T) {
-	e := newEnv(t, Options{})
+	e := newEnv(t, config.Limits{})
 	c := e.dial()
 	c.reqWorks()
 	e.gate.Close()

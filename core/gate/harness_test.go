@@ -5,8 +5,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
-	"io"
-	"log"
 	"net/http/httptest"
 	"strings"
 	"sync"
@@ -14,10 +12,14 @@ import (
 
 	"github.com/fasthttp/websocket"
 	"github.com/fiatjaf/eventstore/slicestore"
-	"github.com/fiatjaf/khatru"
-	"github.com/grasp-dev/grasp/internal/testwait"
 	"github.com/nbd-wtf/go-nostr"
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/grasp-dev/grasp/core/clock"
+	"github.com/grasp-dev/grasp/core/config"
+	"github.com/grasp-dev/grasp/core/env"
+	"github.com/grasp-dev/grasp/core/policy"
+	"github.com/grasp-dev/grasp/internal/testwait"
 )
 
 // lockedStore serialises a slicestore, which has no locking of its own while
@@ -81,51 +83,91 @@ func (st *lockedStore) QueryEvents(ctx context.Context, filter nostr.Filter) (ch
 	return out, nil
 }
 
-// env is one gate in front of a real khatru relay, on 127.0.0.1:0.
-type env struct {
-	t     *testing.T
-	relay *khatru.Relay
+// testBackend is a minimal relay behind the gate: it checks ids and
+// signatures, stores in the test store, answers duplicates, broadcasts what
+// it stored, and records the meta the gate hands it.
+type testBackend struct {
 	store *lockedStore
 	gate  *Gate
-	reg   *prometheus.Registry
-	srv   *httptest.Server
-	url   string
+	mu    sync.Mutex
+	metas []policy.Meta
+	// refuse, when set, may answer an event before it is stored.
+	refuse func(evt *nostr.Event, meta policy.Meta) string
 }
 
-// newEnv serves the gate with the test store as its negentropy source.
-// Setup funcs run before the server starts, so the relay's hooks are set
-// before any connection goroutine reads them.
-func newEnv(t *testing.T, opts Options, setup ...func(*env)) *env {
-	t.Helper()
-	return newEnvQuery(t, opts, true, setup...)
+func (b *testBackend) Ingest(ctx context.Context, evt *nostr.Event, meta policy.Meta) (bool, string) {
+	b.mu.Lock()
+	b.metas = append(b.metas, meta)
+	refuse := b.refuse
+	b.mu.Unlock()
+	if refuse != nil {
+		if msg := refuse(evt, meta); msg != "" {
+			return false, msg
+		}
+	}
+	if !evt.CheckID() {
+		return false, "invalid: id is computed incorrectly"
+	}
+	if ok, err := evt.CheckSignature(); err != nil || !ok {
+		return false, "invalid: signature is invalid"
+	}
+	if err := b.store.SaveEvent(ctx, evt); err != nil {
+		return true, "duplicate: already have this event"
+	}
+	b.gate.Broadcast(evt)
+	return true, ""
 }
 
-func newEnvQuery(t *testing.T, opts Options, withQuery bool, setup ...func(*env)) *env {
+func (b *testBackend) Query(ctx context.Context, f nostr.Filter) (chan *nostr.Event, error) {
+	return b.store.QueryEvents(ctx, f)
+}
+
+func (b *testBackend) Count(ctx context.Context, f nostr.Filter) (int64, error) {
+	ch, err := b.store.QueryEvents(ctx, f)
+	if err != nil {
+		return 0, err
+	}
+	var n int64
+	for range ch {
+		n++
+	}
+	return n, nil
+}
+
+// testEnv is one gate in front of the test backend, on 127.0.0.1:0.
+type testEnv struct {
+	t       *testing.T
+	backend *testBackend
+	store   *lockedStore
+	gate    *Gate
+	reg     *prometheus.Registry
+	srv     *httptest.Server
+	url     string
+}
+
+// newEnv serves a gate with the given limits (zero fields: config's
+// defaults, as in production).
+func newEnv(t *testing.T, lim config.Limits) *testEnv {
 	t.Helper()
-	e := &env{t: t, store: newLockedStore(), reg: prometheus.NewRegistry()}
-	rl := khatru.NewRelay()
-	rl.Log = log.New(io.Discard, "", 0)
-	rl.MaxMessageSize = 4 << 20
-	rl.StoreEvent = append(rl.StoreEvent, e.store.SaveEvent)
-	rl.ReplaceEvent = append(rl.ReplaceEvent, e.store.ReplaceEvent)
-	rl.DeleteEvent = append(rl.DeleteEvent, e.store.DeleteEvent)
-	rl.QueryEvents = append(rl.QueryEvents, e.store.QueryEvents)
-	e.relay = rl
-	if withQuery && opts.Query == nil {
-		opts.Query = e.store.QueryEvents
-	}
-	opts.Registerer = e.reg
-	e.gate = New(rl, opts)
-	for _, f := range setup {
-		f(e)
-	}
+	return newEnvWith(t, Options{Limits: lim}, nil)
+}
+
+// newEnvWith serves a gate with opts (its Backend set here) and clk (nil:
+// the wall clock).
+func newEnvWith(t *testing.T, opts Options, clk clock.Clock) *testEnv {
+	t.Helper()
+	e := &testEnv{t: t, store: newLockedStore(), reg: prometheus.NewRegistry()}
+	e.backend = &testBackend{store: e.store}
+	opts.Backend = e.backend
+	e.gate = New(opts, env.Env{Clock: clk, Metrics: e.reg})
+	e.backend.gate = e.gate
 	e.srv = httptest.NewServer(e.gate)
 	t.Cleanup(e.srv.Close)
 	e.url = "ws" + strings.TrimPrefix(e.srv.URL, "http")
 	return e
 }
 
-func (e *env) counter(name string, labels ...string) float64 {
+func (e *testEnv) counter(name string, labels ...string) float64 {
 	e.t.Helper()
 	mfs, err := e.reg.Gather()
 	if err != nil {
@@ -162,7 +204,7 @@ type rawClient struct {
 	conn *websocket.Conn
 }
 
-func (e *env) dial() *rawClient {
+func (e *testEnv) dial() *rawClient {
 	e.t.Helper()
 	c, _, err := websocket.DefaultDialer.Dial(e.url, nil)
 	if err != nil {
@@ -188,8 +230,7 @@ func (c *rawClient) sendJSON(v ...any) {
 	c.send(string(b))
 }
 
-// read returns the next frame as a decoded array, failing after testwait's
-// bound.
+// read returns the next frame as a decoded array, failing after 10 s.
 func (c *rawClient) read() []any {
 	c.t.Helper()
 	c.conn.SetReadDeadline(testwait.Deadline(c.t))

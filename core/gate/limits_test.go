@@ -10,9 +10,10 @@ import (
 	"time"
 
 	"github.com/fasthttp/websocket"
+
 	"github.com/grasp-dev/grasp/core/clock"
+	"github.com/grasp-dev/grasp/core/config"
 	"github.com/grasp-dev/grasp/internal/testwait"
-	"github.com/nbd-wtf/go-nostr"
 )
 
 func closedReason(t *testing.T, v []any, subid string) string {
@@ -24,7 +25,7 @@ func closedReason(t *testing.T, v []any, subid string) string {
 }
 
 func TestLimits_TooManySubscriptions(t *testing.T) {
-	e := newEnv(t, Options{MaxSubscriptions: 3})
+	e := newEnv(t, config.Limits{MaxSubscriptions: 3})
 	c := e.dial()
 	for i := 0; i < 3; i++ {
 		id := fmt.Sprintf("s%d", i)
@@ -52,27 +53,25 @@ func TestLimits_TooManySubscriptions(t *testing.T) {
 	}
 }
 
-// A subscription khatru ends with CLOSED no longer counts against the limit.
-func TestLimits_BackendClosedFreesSlot(t *testing.T) {
-	e := newEnv(t, Options{MaxSubscriptions: 1}, func(e *env) {
-		e.relay.RejectFilter = append(e.relay.RejectFilter, func(_ context.Context, f nostr.Filter) (bool, string) {
-			return len(f.Kinds) == 1 && f.Kinds[0] == 7, "restricted: no reactions here"
-		})
-	})
+// A REQ refused with CLOSED takes no slot of the subscription limit.
+func TestLimits_RefusedReqTakesNoSlot(t *testing.T) {
+	e := newEnv(t, config.Limits{MaxSubscriptions: 1})
 	c := e.dial()
 	for i := 0; i < 3; i++ {
-		c.sendJSON("REQ", "r", map[string]any{"kinds": []int{7}})
-		if r := closedReason(t, c.read(), "r"); !strings.HasPrefix(r, "restricted:") {
+		c.sendJSON("REQ", "r", map[string]any{"search": "x"})
+		if r := closedReason(t, c.read(), "r"); !strings.HasPrefix(r, "blocked:") {
 			t.Fatalf("reason %q", r)
 		}
-		c.sendJSON("REQ", fmt.Sprintf("x%d", i), map[string]any{"kinds": []int{7}})
-		closedReason(t, c.read(), fmt.Sprintf("x%d", i))
+		c.sendJSON("REQ", fmt.Sprintf("x%d", i), map[string]any{"ids": []string{"abcd"}})
+		if r := closedReason(t, c.read(), fmt.Sprintf("x%d", i)); !strings.HasPrefix(r, "invalid:") {
+			t.Fatalf("reason %q", r)
+		}
 	}
 	c.reqWorks()
 }
 
 func TestLimits_SubIDTooLong(t *testing.T) {
-	e := newEnv(t, Options{})
+	e := newEnv(t, config.Limits{})
 	c := e.dial()
 	long := strings.Repeat("a", 65)
 	c.sendJSON("REQ", long, map[string]any{"kinds": []int{1}})
@@ -87,7 +86,7 @@ func TestLimits_SubIDTooLong(t *testing.T) {
 }
 
 func TestLimits_TooManyFilters(t *testing.T) {
-	e := newEnv(t, Options{MaxFiltersPerReq: 2})
+	e := newEnv(t, config.Limits{MaxFiltersPerReq: 2})
 	c := e.dial()
 	f := map[string]any{"kinds": []int{1}}
 	c.sendJSON("REQ", "ok", f, f)
@@ -109,13 +108,9 @@ func TestLimits_TooManyFilters(t *testing.T) {
 }
 
 // gateConn returns the only live gate connection.
-func (e *env) gateConn(t *testing.T) *conn {
+func (e *testEnv) gateConn(t *testing.T) *conn {
 	t.Helper()
-	var found []*conn
-	e.gate.conns.Range(func(_, v any) bool {
-		found = append(found, v.(*conn))
-		return true
-	})
+	found := e.gate.snapshot()
 	if len(found) != 1 {
 		t.Fatalf("%d gate connections, want 1", len(found))
 	}
@@ -123,7 +118,7 @@ func (e *env) gateConn(t *testing.T) *conn {
 }
 
 func TestLimits_OversizedFrameCloses1009(t *testing.T) {
-	e := newEnv(t, Options{MaxMessageBytes: 1024})
+	e := newEnv(t, config.Limits{MaxMessageBytes: 1024})
 	c := e.dial()
 	c.send(`["REQ","x",{"search":"` + strings.Repeat("a", 2000) + `"}]`)
 	c.conn.SetReadDeadline(testwait.Deadline(t))
@@ -136,17 +131,13 @@ func TestLimits_OversizedFrameCloses1009(t *testing.T) {
 	e.dial().reqWorks()
 }
 
-// A client that never reads is disconnected once its queue passes the cap,
-// the queue never holds more than the cap, and another client keeps working.
+// A client that never reads is disconnected once live events take its queue
+// past the cap (live events cannot wait: they come from other clients'
+// writes), the queue never holds more than the cap, and another client
+// keeps working.
 func TestLimits_SlowReaderDisconnected(t *testing.T) {
 	const limit = 256 << 10
-	e := newEnv(t, Options{MaxPendingOutboundBytes: limit})
-	big := strings.Repeat("x", 60_000)
-	for i := 0; i < 400; i++ { // 24 MB, far beyond the socket buffers
-		evt := fakeEvent(1_700_000_000 + int64(i))
-		evt.Content = big
-		e.store.SaveEvent(context.Background(), evt)
-	}
+	e := newEnv(t, config.Limits{MaxPendingOutboundBytes: limit})
 	d := websocket.Dialer{NetDialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
 		conn, err := (&net.Dialer{}).DialContext(ctx, network, addr)
 		if tc, ok := conn.(*net.TCPConn); ok {
@@ -159,17 +150,23 @@ func TestLimits_SlowReaderDisconnected(t *testing.T) {
 		t.Fatalf("dial: %v", err)
 	}
 	defer slow.Close()
-	if err := slow.WriteMessage(websocket.TextMessage, []byte(`["REQ","all",{"kinds":[1]}]`)); err != nil {
+	if err := slow.WriteMessage(websocket.TextMessage, []byte(`["REQ","live",{"kinds":[1],"limit":0}]`)); err != nil {
 		t.Fatalf("write: %v", err)
 	}
+	slow.SetReadDeadline(testwait.Deadline(t))
+	if _, msg, err := slow.ReadMessage(); err != nil || !strings.HasPrefix(string(msg), `["EOSE"`) {
+		t.Fatalf("no EOSE for the live subscription: %s %v", msg, err)
+	}
 	other := e.dial()
-	testwait.For(t, "the slow reader disconnected", func() bool {
-		if e.counter("grasp_gate_slow_reader_disconnects_total") != 0 {
-			return true
-		}
-		other.reqWorks()
-		return false
-	})
+	big := strings.Repeat("x", 60_000)
+	for i := 0; i < 400 && e.counter("grasp_gate_slow_reader_disconnects_total") == 0; i++ { // up to 24 MB
+		evt := fakeEvent(1_700_000_000 + int64(i))
+		evt.Content = big
+		e.gate.Broadcast(evt)
+	}
+	if e.counter("grasp_gate_slow_reader_disconnects_total") == 0 {
+		t.Fatal("a client that reads nothing survived 24 MB of live events")
+	}
 	other.reqWorks()
 	if got := e.counter("grasp_gate_connections"); got != 1 {
 		t.Fatalf("%v connections open, want only the other client", got)
@@ -178,7 +175,7 @@ func TestLimits_SlowReaderDisconnected(t *testing.T) {
 
 func TestLimits_SilentClientTimesOut(t *testing.T) {
 	fake := clock.NewFake(time.Unix(1_700_000_000, 0))
-	e := newEnv(t, Options{Clock: fake, PingInterval: 30 * time.Second, ClientTimeout: 60 * time.Second})
+	e := newEnvWith(t, Options{Limits: config.Limits{PingInterval: config.Duration(30 * time.Second), ClientTimeout: config.Duration(60 * time.Second)}}, fake)
 	c := e.dial()
 	c.conn.SetPingHandler(func(string) error { return nil }) // never pong
 	c.reqWorks()
@@ -216,7 +213,7 @@ func TestLimits_SilentClientTimesOut(t *testing.T) {
 // A client that answers pings stays connected however long it idles.
 func TestLimits_PongKeepsClientAlive(t *testing.T) {
 	fake := clock.NewFake(time.Unix(1_700_000_000, 0))
-	e := newEnv(t, Options{Clock: fake, PingInterval: 30 * time.Second, ClientTimeout: 60 * time.Second})
+	e := newEnvWith(t, Options{Limits: config.Limits{PingInterval: config.Duration(30 * time.Second), ClientTimeout: config.Duration(60 * time.Second)}}, fake)
 	c := e.dial()
 	c.reqWorks()
 	gc := e.gateConn(t)
@@ -242,7 +239,7 @@ func TestLimits_PongKeepsClientAlive(t *testing.T) {
 
 // REQ/CLOSE churn (relays.md §5 group 6) never leaks a slot in the count.
 func TestLimits_ReqCloseChurn(t *testing.T) {
-	e := newEnv(t, Options{MaxSubscriptions: 5})
+	e := newEnv(t, config.Limits{MaxSubscriptions: 5})
 	c := e.dial()
 	for i := 0; i < 500; i++ {
 		id := fmt.Sprintf("churn%d", i%7)
@@ -257,5 +254,42 @@ func TestLimits_ReqCloseChurn(t *testing.T) {
 	}
 	if got := e.counter("grasp_gate_limit_rejections_total", "kind", "subscriptions"); got != 0 {
 		t.Fatalf("%v subscription rejections during churn, want 0", got)
+	}
+}
+
+// Stored results wait for the client instead of overflowing its queue: a
+// client that reads a result far larger than the queue limit gets all of
+// it, and is not dropped as a slow reader (large patches make such results
+// common).
+func TestLimits_LargeResultPacedForAReadingClient(t *testing.T) {
+	const limit = 256 << 10
+	e := newEnv(t, config.Limits{MaxPendingOutboundBytes: limit})
+	big := strings.Repeat("x", 60_000)
+	for i := 0; i < 100; i++ { // 6 MB, 24 times the queue limit
+		evt := fakeEvent(1_700_000_000 + int64(i))
+		evt.Content = big
+		e.store.SaveEvent(context.Background(), evt)
+	}
+	c := e.dial()
+	c.sendJSON("REQ", "all", map[string]any{"kinds": []int{1}, "limit": 500})
+	n := 0
+	for {
+		v := c.read()
+		if v[0] == "EOSE" {
+			break
+		}
+		if v[0] != "EVENT" {
+			t.Fatalf("got %v", v[0])
+		}
+		n++
+	}
+	if n != 100 {
+		t.Fatalf("got %d events, want 100", n)
+	}
+	if got := e.counter("grasp_gate_slow_reader_disconnects_total"); got != 0 {
+		t.Fatalf("%v slow-reader disconnects of a reading client", got)
+	}
+	if peak := e.gateConn(t).out.peakBytes(); peak > limit {
+		t.Fatalf("queue peaked at %d bytes, over its limit %d", peak, limit)
 	}
 }

@@ -17,7 +17,8 @@ type metrics struct {
 // limitKinds are pre-created so every series exists at zero from the start.
 var limitKinds = []string{
 	"message_size", "subscriptions", "subid_length", "filters", "malformed",
-	"binary", "unknown_verb", "neg_sessions", "neg_events", "client_timeout",
+	"binary", "unknown_verb", "neg_sessions", "neg_sessions_total", "neg_events", "client_timeout",
+	"filter_items",
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {

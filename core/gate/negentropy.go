@@ -5,16 +5,23 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/grasp-dev/grasp/core/negguard"
-	"github.com/grasp-dev/grasp/core/nip34"
 	"time"
 
 	"github.com/fiatjaf/eventstore"
-	"github.com/grasp-dev/grasp/core/clock"
 	"github.com/nbd-wtf/go-nostr"
 	"github.com/nbd-wtf/go-nostr/nip77/negentropy"
 	"github.com/nbd-wtf/go-nostr/nip77/negentropy/storage/vector"
+
+	"github.com/grasp-dev/grasp/core/clock"
+	"github.com/grasp-dev/grasp/core/negguard"
+	"github.com/grasp-dev/grasp/core/nip34"
 )
+
+// The NIP-77 server. khatru v0.19.1 has one, but it answers errors with
+// NEG-ERROR instead of NEG-ERR, replies before it stores the session (a
+// client answering at once finds no session), and neither bounds the events
+// a session covers nor the sessions open; so grasp serves NIP-77 here, on
+// go-nostr's engine.
 
 // negSession is one NIP-77 reconciliation, keyed by subscription id within
 // its connection. Only the client reader touches neg; the idle timer only
@@ -37,9 +44,8 @@ func (c *conn) handleNeg(f *frame, b []byte) bool {
 		c.g.metrics.negErrors.Inc()
 		return c.notice("invalid: " + string(f.label) + " needs a non-empty subscription id string")
 	}
-	if len(subid) > c.g.opts.MaxSubIDLength {
-		c.g.metrics.limit("subid_length")
-		return c.negErr(subid, fmt.Sprintf("invalid: subscription id longer than %d characters", c.g.opts.MaxSubIDLength))
+	if r := c.checkSubID(subid); r != "" {
+		return c.negErr(subid, r)
 	}
 	switch string(f.label) {
 	case "NEG-OPEN":
@@ -70,27 +76,22 @@ func (c *conn) negOpen(f *frame, b []byte, subid string) bool {
 	if err != nil {
 		return c.negErr(subid, "invalid: negentropy message: "+err.Error())
 	}
-	if c.g.opts.Query == nil {
-		return c.negErr(subid, "blocked: negentropy is not enabled on this relay")
-	}
 	c.negMu.Lock()
 	open := len(c.neg)
 	c.negMu.Unlock()
-	if open >= c.g.opts.MaxNegSessionsPerConn {
+	if open >= c.g.lim.NegentropySessionsPerConn {
 		c.g.metrics.limit("neg_sessions")
-		return c.negErr(subid, fmt.Sprintf("blocked: too many negentropy sessions on this connection, the limit is %d", c.g.opts.MaxNegSessionsPerConn))
+		return c.negErr(subid, fmt.Sprintf("blocked: too many negentropy sessions on this connection, the limit is %d", c.g.lim.NegentropySessionsPerConn))
 	}
-	if hook := c.g.opts.NegentropyFilter; hook != nil {
-		if err := hook(c.ctx, c.req, &filter); err != nil {
-			return c.negErr(subid, nostr.NormalizeOKMessage(err.Error(), "blocked"))
-		}
+	if r := c.checkFilter(&filter); r != "" {
+		return c.negErr(subid, r)
 	}
 	if filter.LimitZero {
 		return c.negErr(subid, "invalid: a filter with limit 0 matches nothing to reconcile")
 	}
 	// Reserve a relay-wide slot before the vector is built; it is given
 	// back unless the session stays open (then its end gives it back).
-	if c.g.negOpen.Add(1) > int64(c.g.opts.MaxNegSessions) {
+	if c.g.negOpen.Add(1) > int64(c.g.lim.NegentropyMaxSessions) {
 		c.g.negOpen.Add(-1)
 		c.g.metrics.limit("neg_sessions_total")
 		return c.negErr(subid, "blocked: too many negentropy sessions on this relay right now; try again later")
@@ -105,12 +106,12 @@ func (c *conn) negOpen(f *frame, b []byte, subid string) bool {
 	switch {
 	case errors.Is(err, errTooManyEvents):
 		c.g.metrics.limit("neg_events")
-		return c.negErr(subid, fmt.Sprintf("blocked: filter matches more than %d events; sync narrower filters", c.g.opts.NegentropyMaxEvents))
+		return c.negErr(subid, fmt.Sprintf("blocked: filter matches more than %d events; sync narrower filters", c.g.lim.NegentropyMaxEvents))
 	case err != nil:
-		c.g.log.Error("negentropy query failed", "conn", c.id, "filter", filter.String(), "error", err)
+		c.g.log.Error("negentropy query failed", "remote", c.peer, "filter", filter.String(), "error", err)
 		return c.negErr(subid, "error: could not query the store")
 	}
-	s := &negSession{neg: negentropy.New(vec, c.g.opts.NegentropyFrameSize)}
+	s := &negSession{neg: negentropy.New(vec, c.g.lim.NegentropyFrameBytes)}
 	out, err := reconcile(s.neg, msg)
 	if err != nil {
 		return c.negErr(subid, "invalid: negentropy message: "+err.Error())
@@ -119,7 +120,7 @@ func (c *conn) negOpen(f *frame, b []byte, subid string) bool {
 	if out != negDone {
 		// Stored before the reply is queued: the client cannot answer a
 		// session that does not exist yet (khatru's race).
-		s.timer = c.g.clk.AfterFunc(c.g.opts.NegentropyIdle, func() { c.negIdle(subid, s) })
+		s.timer = c.g.clk.AfterFunc(c.g.lim.NegentropyIdleTimeout.D(), func() { c.negIdle(subid, s) })
 		c.negMu.Lock()
 		s.lastUsed = c.g.clk.Now()
 		c.neg[subid] = s
@@ -184,8 +185,8 @@ func (c *conn) negIdle(subid string, s *negSession) {
 		c.negMu.Unlock()
 		return
 	}
-	if idle := c.g.clk.Since(s.lastUsed); idle < c.g.opts.NegentropyIdle {
-		s.timer.Reset(c.g.opts.NegentropyIdle - idle)
+	if idle := c.g.clk.Since(s.lastUsed); idle < c.g.lim.NegentropyIdleTimeout.D() {
+		s.timer.Reset(c.g.lim.NegentropyIdleTimeout.D() - idle)
 		c.negMu.Unlock()
 		return
 	}
@@ -256,7 +257,7 @@ func parseNegFilter(raw []byte) (nostr.Filter, error) {
 func (c *conn) buildVector(filter nostr.Filter) (*vector.Vector, error) {
 	ctx, cancel := context.WithCancel(eventstore.SetNegentropy(c.ctx))
 	defer cancel()
-	ch, err := c.g.opts.Query(ctx, filter)
+	ch, err := c.g.backend.Query(ctx, filter)
 	if err != nil {
 		return nil, fmt.Errorf("query %s: %w", filter, err)
 	}
@@ -270,7 +271,7 @@ func (c *conn) buildVector(filter nostr.Filter) (*vector.Vector, error) {
 			continue // the vector panics on malformed ids; a store should never hold one
 		}
 		n++
-		if n > c.g.opts.NegentropyMaxEvents {
+		if n > c.g.lim.NegentropyMaxEvents {
 			cancel()
 			go func() {
 				for range ch { // let the store's producer finish

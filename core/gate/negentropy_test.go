@@ -3,8 +3,8 @@ package gate
 import (
 	"context"
 	"fmt"
+	"github.com/grasp-dev/grasp/core/config"
 	"math/rand/v2"
-	"net/http"
 	"slices"
 	"strings"
 	"sync"
@@ -166,7 +166,7 @@ func sameSet(a, b []string) bool {
 // syncRounds runs n consecutive syncs over one transport; each time the
 // client lacks 80 of the relay's events and holds 70 the relay lacks, more
 // than the engine's 64-slot channels, and must find exactly those.
-func syncRounds(t *testing.T, e *env, tr negTransport, n int) {
+func syncRounds(t *testing.T, e *testEnv, tr negTransport, n int) {
 	t.Helper()
 	relaySet := make([]*nostr.Event, 300)
 	for i := range relaySet {
@@ -210,7 +210,7 @@ func syncRounds(t *testing.T, e *env, tr negTransport, n int) {
 }
 
 func TestR2_HundredSyncsGoNostrClient(t *testing.T) {
-	e := newEnv(t, Options{})
+	e := newEnv(t, config.Limits{})
 	syncRounds(t, e, newGoNostrTransport(t, e.url), 100)
 	if got := e.counter("grasp_gate_negentropy_errors_total"); got != 0 {
 		t.Fatalf("%v NEG-ERR replies, want 0", got)
@@ -221,7 +221,7 @@ func TestR2_HundredSyncsGoNostrClient(t *testing.T) {
 }
 
 func TestR2_HundredSyncsRawClient(t *testing.T) {
-	e := newEnv(t, Options{})
+	e := newEnv(t, config.Limits{})
 	c := e.dial()
 	syncRounds(t, e, rawTransport{c}, 100)
 	c.reqWorks() // the last NEG-CLOSE has been handled once a later message is answered
@@ -236,7 +236,7 @@ func TestR2_HundredSyncsRawClient(t *testing.T) {
 // union. (nip77.NegentropySync(Both) does the two transfers concurrently on
 // one connection, which trips khatru's listener race under -race.)
 func TestR2_SyncThenTransferConverges(t *testing.T) {
-	e := newEnv(t, Options{})
+	e := newEnv(t, config.Limits{})
 	sk := nostr.GeneratePrivateKey()
 	var local []*nostr.Event
 	byID := map[string]*nostr.Event{}
@@ -288,7 +288,7 @@ func TestR2_SyncThenTransferConverges(t *testing.T) {
 }
 
 func TestR2_MalformedNegMessagesGetNegErr(t *testing.T) {
-	e := newEnv(t, Options{})
+	e := newEnv(t, config.Limits{})
 	for i := 0; i < 40; i++ {
 		e.store.SaveEvent(context.Background(), fakeEvent(1_700_000_000+int64(i)))
 	}
@@ -344,7 +344,7 @@ func TestR2_MalformedNegMessagesGetNegErr(t *testing.T) {
 // A message inside a live session that breaks the protocol ends the session
 // (NIP-77: NEG-ERR closes it) and the next NEG-MSG is for an unknown id.
 func TestR2_BadMessageMidSessionClosesIt(t *testing.T) {
-	e := newEnv(t, Options{})
+	e := newEnv(t, config.Limits{})
 	for i := 0; i < 40; i++ {
 		e.store.SaveEvent(context.Background(), fakeEvent(1_700_000_000+int64(i)))
 	}
@@ -365,7 +365,7 @@ func TestR2_BadMessageMidSessionClosesIt(t *testing.T) {
 }
 
 func TestR2_ProtocolVersionMismatchAnswersOurVersion(t *testing.T) {
-	e := newEnv(t, Options{})
+	e := newEnv(t, config.Limits{})
 	c := e.dial()
 	c.send(`["NEG-OPEN","v",{},"62aabbcc"]`)
 	v := c.read()
@@ -375,7 +375,7 @@ func TestR2_ProtocolVersionMismatchAnswersOurVersion(t *testing.T) {
 }
 
 func TestR2_FilterAsArrayAccepted(t *testing.T) {
-	e := newEnv(t, Options{})
+	e := newEnv(t, config.Limits{})
 	evt := fakeEvent(1_700_000_000)
 	e.store.SaveEvent(context.Background(), evt)
 	c := e.dial()
@@ -388,7 +388,7 @@ func TestR2_FilterAsArrayAccepted(t *testing.T) {
 }
 
 func TestR2_ReopenReplacesSession(t *testing.T) {
-	e := newEnv(t, Options{MaxNegSessionsPerConn: 1})
+	e := newEnv(t, config.Limits{NegentropySessionsPerConn: 1})
 	for i := 0; i < 40; i++ {
 		e.store.SaveEvent(context.Background(), fakeEvent(1_700_000_000+int64(i)))
 	}
@@ -414,7 +414,7 @@ func TestR2_ReopenReplacesSession(t *testing.T) {
 }
 
 func TestR2_TooManyEventsBlocked(t *testing.T) {
-	e := newEnv(t, Options{NegentropyMaxEvents: 10})
+	e := newEnv(t, config.Limits{NegentropyMaxEvents: 10})
 	for i := 0; i < 11; i++ {
 		e.store.SaveEvent(context.Background(), fakeEvent(1_700_000_000+int64(i)))
 	}
@@ -433,7 +433,7 @@ func TestR2_TooManyEventsBlocked(t *testing.T) {
 
 func TestR2_IdleSessionClosedByClock(t *testing.T) {
 	fake := clock.NewFake(time.Unix(1_700_000_000, 0))
-	e := newEnv(t, Options{Clock: fake, NegentropyIdle: 10 * time.Second, PingInterval: time.Hour, ClientTimeout: 2 * time.Hour})
+	e := newEnvWith(t, Options{Limits: config.Limits{NegentropyIdleTimeout: config.Duration(10 * time.Second), PingInterval: config.Duration(time.Hour), ClientTimeout: config.Duration(2 * time.Hour)}}, fake)
 	for i := 0; i < 40; i++ {
 		e.store.SaveEvent(context.Background(), fakeEvent(1_700_000_000+int64(i)))
 	}
@@ -465,7 +465,7 @@ func TestR2_IdleSessionClosedByClock(t *testing.T) {
 // A NEG-MSG inside the idle window postpones the close.
 func TestR2_ActivityPostponesIdleClose(t *testing.T) {
 	fake := clock.NewFake(time.Unix(1_700_000_000, 0))
-	e := newEnv(t, Options{Clock: fake, NegentropyIdle: 10 * time.Second, PingInterval: time.Hour, ClientTimeout: 2 * time.Hour})
+	e := newEnvWith(t, Options{Limits: config.Limits{NegentropyIdleTimeout: config.Duration(10 * time.Second), PingInterval: config.Duration(time.Hour), ClientTimeout: config.Duration(2 * time.Hour)}}, fake)
 	// 2000 events with 5 missing on the client take more than one round.
 	local := make([]*nostr.Event, 0, 2000)
 	for i := 0; i < 2000; i++ {
@@ -519,26 +519,17 @@ func TestR2_ActivityPostponesIdleClose(t *testing.T) {
 	}
 }
 
-func TestR2_NegentropyDisabledWithoutQuery(t *testing.T) {
-	e := newEnvQuery(t, Options{}, false)
+// A NEG-OPEN filter gets the same filter checks as a REQ (one owner).
+func TestR2_NegOpenFilterChecked(t *testing.T) {
+	e := newEnv(t, config.Limits{})
 	c := e.dial()
-	c.send(`["NEG-OPEN","x",{},"6100000200"]`)
-	if v := c.read(); v[0] != "NEG-ERR" || !strings.HasPrefix(v[2].(string), "blocked:") {
-		t.Fatalf("got %v, want NEG-ERR blocked:", v)
+	c.send(`["NEG-OPEN","x",{"search":"x"},"6100000200"]`)
+	if v := c.read(); v[0] != "NEG-ERR" || !strings.HasPrefix(v[2].(string), "blocked: search") {
+		t.Fatalf("got %v, want NEG-ERR blocked: search", v)
 	}
-}
-
-func TestR2_NegentropyFilterHookRefuses(t *testing.T) {
-	e := newEnv(t, Options{NegentropyFilter: func(_ context.Context, _ *http.Request, f *nostr.Filter) error {
-		if len(f.Kinds) == 0 {
-			return fmt.Errorf("kinds required")
-		}
-		return nil
-	}})
-	c := e.dial()
-	c.send(`["NEG-OPEN","x",{},"6100000200"]`)
-	if v := c.read(); v[0] != "NEG-ERR" || v[2] != "blocked: kinds required" {
-		t.Fatalf("got %v, want NEG-ERR blocked: kinds required", v)
+	c.send(`["NEG-OPEN","x",{"ids":["abcd"]},"6100000200"]`)
+	if v := c.read(); v[0] != "NEG-ERR" || !strings.HasPrefix(v[2].(string), "invalid:") {
+		t.Fatalf("got %v, want NEG-ERR invalid:", v)
 	}
 	c.send(`["NEG-OPEN","y",{"kinds":[1]},"6100000200"]`)
 	if v := c.read(); v[0] != "NEG-MSG" {
@@ -549,7 +540,7 @@ func TestR2_NegentropyFilterHookRefuses(t *testing.T) {
 // Sessions on many connections are bounded relay-wide, since each holds an
 // id vector; a slot comes back when a session ends, on any connection.
 func TestR2_RelayWideSessionLimit(t *testing.T) {
-	e := newEnv(t, Options{MaxNegSessions: 2, MaxNegSessionsPerConn: 4})
+	e := newEnv(t, config.Limits{NegentropyMaxSessions: 2, NegentropySessionsPerConn: 4})
 	for i := 0; i < 40; i++ {
 		e.store.SaveEvent(context.Background(), fakeEvent(1_700_000_000+int64(i)))
 	}

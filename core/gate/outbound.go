@@ -1,12 +1,17 @@
 package gate
 
-import "sync"
+import (
+	"context"
+	"sync"
+)
 
-// outQueue holds frames waiting to be written to one client. Producers (the
-// backend reader, the negentropy server, timers) never block on it, so a
-// client that stops reading cannot stall khatru or anyone else; instead the
-// queue refuses a frame once the bytes it holds, including the frames being
-// written, would exceed the limit, and the caller disconnects the client.
+// outQueue holds frames waiting to be written to one client, bounded in
+// bytes (including the frames being written). Frames that cannot wait (live
+// events from other clients' writes, answers of the reader) are refused
+// once the bound is reached, and the caller drops the client as a slow
+// reader, so a client that stops reading stalls no one. Frames the client
+// asked for and that may wait (stored results, OKs) wait for room instead:
+// a client reading a large result as fast as it can is not dropped.
 type outQueue struct {
 	mu      sync.Mutex
 	frames  [][]byte
@@ -16,10 +21,12 @@ type outQueue struct {
 	limit   int
 	closed  bool
 	wake    chan struct{}
+	room    chan struct{} // closed and replaced when bytes are released
+	waiting bool          // someone waits on room
 }
 
 func newOutQueue(limit int) *outQueue {
-	return &outQueue{limit: limit, wake: make(chan struct{}, 1)}
+	return &outQueue{limit: limit, wake: make(chan struct{}, 1), room: make(chan struct{})}
 }
 
 // push queues b, which the queue now owns. It reports false when b would
@@ -34,15 +41,50 @@ func (q *outQueue) push(b []byte) bool {
 		q.mu.Unlock()
 		return false
 	}
+	q.appendLocked(b)
+	q.mu.Unlock()
+	q.signal()
+	return true
+}
+
+// pushWait queues b, waiting while the queue is full (a frame larger than
+// the limit goes once the queue is empty). It reports false if ctx ended or
+// the queue was closed first.
+func (q *outQueue) pushWait(ctx context.Context, b []byte) bool {
+	for {
+		q.mu.Lock()
+		if q.closed {
+			q.mu.Unlock()
+			return false
+		}
+		if q.pending == 0 || q.pending+len(b) <= q.limit {
+			q.appendLocked(b)
+			q.mu.Unlock()
+			q.signal()
+			return true
+		}
+		room := q.room
+		q.waiting = true
+		q.mu.Unlock()
+		select {
+		case <-room:
+		case <-ctx.Done():
+			return false
+		}
+	}
+}
+
+func (q *outQueue) appendLocked(b []byte) {
 	q.frames = append(q.frames, b)
 	q.pending += len(b)
 	q.peak = max(q.peak, q.pending)
-	q.mu.Unlock()
+}
+
+func (q *outQueue) signal() {
 	select {
 	case q.wake <- struct{}{}:
 	default:
 	}
-	return true
 }
 
 // take hands the writer everything queued so far.
@@ -59,17 +101,30 @@ func (q *outQueue) take() [][]byte {
 func (q *outQueue) release(batch [][]byte, n int) {
 	clear(batch)
 	q.mu.Lock()
+	if q.closed {
+		q.mu.Unlock()
+		return
+	}
 	q.pending -= n
 	if q.spare == nil && cap(batch) <= 1024 {
 		q.spare = batch[:0]
 	}
+	if q.waiting {
+		close(q.room)
+		q.room = make(chan struct{})
+		q.waiting = false
+	}
 	q.mu.Unlock()
 }
 
-// close drops everything queued and refuses nothing from now on.
+// close drops everything queued, refuses nothing from now on and wakes
+// every waiter.
 func (q *outQueue) close() {
 	q.mu.Lock()
-	q.closed = true
+	if !q.closed {
+		q.closed = true
+		close(q.room)
+	}
 	q.frames = nil
 	q.spare = nil
 	q.pending = 0

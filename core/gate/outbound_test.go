@@ -1,6 +1,11 @@
 package gate
 
-import "testing"
+import (
+	"context"
+	"testing"
+
+	"github.com/grasp-dev/grasp/internal/testwait"
+)
 
 // The queue never holds more than its limit, counting frames being written.
 func TestLimits_OutQueueBounded(t *testing.T) {
@@ -30,5 +35,47 @@ func TestLimits_OutQueueBounded(t *testing.T) {
 	q.close()
 	if !q.push(frame) || len(q.take()) != 0 {
 		t.Fatalf("a closed queue must drop frames without refusing them")
+	}
+}
+
+// pushWait waits for room instead of refusing, and gives up when its
+// context ends or the queue closes.
+func TestOutQueuePushWait(t *testing.T) {
+	q := newOutQueue(10)
+	if !q.pushWait(context.Background(), make([]byte, 8)) {
+		t.Fatal("push into an empty queue")
+	}
+	done := make(chan bool, 1)
+	go func() { done <- q.pushWait(context.Background(), make([]byte, 8)) }()
+	testwait.For(t, "pushWait waiting for room", func() bool {
+		q.mu.Lock()
+		defer q.mu.Unlock()
+		return q.waiting
+	})
+	select {
+	case <-done:
+		t.Fatal("pushWait did not wait for room")
+	default:
+	}
+	batch := q.take()
+	q.release(batch, 8)
+	if !<-done {
+		t.Fatal("pushWait failed after room was made")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() { done <- q.pushWait(ctx, make([]byte, 8)) }()
+	cancel()
+	if <-done {
+		t.Fatal("pushWait succeeded after its context ended")
+	}
+	go func() { done <- q.pushWait(context.Background(), make([]byte, 8)) }()
+	q.close()
+	if <-done {
+		t.Fatal("pushWait succeeded on a closed queue")
+	}
+	// A frame larger than the limit goes once the queue is empty.
+	q2 := newOutQueue(10)
+	if !q2.pushWait(context.Background(), make([]byte, 100)) {
+		t.Fatal("an oversized frame must go into an empty queue")
 	}
 }

@@ -17,7 +17,7 @@ type span struct{ start, end int }
 
 // frame is what one pass over a client message tells us: that it is a
 // well-formed JSON array within the depth limit, its label and the position
-// of its first elements. Events are never decoded here; khatru does that once.
+// of its first elements, found without decoding anything.
 type frame struct {
 	label []byte // the label, unescaped; switch on string(label) does not allocate
 	n     int    // number of top-level elements, label included
@@ -323,28 +323,4 @@ func (s *scanner) object(depth int) error {
 
 func isHex(c byte) bool {
 	return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F')
-}
-
-// Backend frame kinds the gate acts upon.
-const (
-	outOther = iota
-	outOK
-	outClosed
-)
-
-// peekOut classifies a backend frame by its label without decoding it:
-// khatru's output is trusted, and most of it (EVENT) is passed through as is.
-func peekOut(b []byte) int {
-	i := 0
-	for i < len(b) && (b[i] == ' ' || b[i] == '\n' || b[i] == '\t' || b[i] == '\r') {
-		i++
-	}
-	rest := b[i:]
-	switch {
-	case len(rest) > 6 && string(rest[:6]) == `["OK",`:
-		return outOK
-	case len(rest) > 10 && string(rest[:10]) == `["CLOSED",`:
-		return outClosed
-	}
-	return outOther
 }

@@ -59,20 +59,6 @@ func TestScanFrame(t *testing.T) {
 	}
 }
 
-func TestPeekOut(t *testing.T) {
-	for in, want := range map[string]int{
-		`["OK","id",true,""]` + "\n": outOK,
-		`["CLOSED","s","x"]`:         outClosed,
-		`["EVENT","s",{}]`:           outOther,
-		`["EOSE","s"]`:               outOther,
-		``:                           outOther,
-	} {
-		if got := peekOut([]byte(in)); got != want {
-			t.Errorf("%q: %d, want %d", in, got, want)
-		}
-	}
-}
-
 func TestAppendEnvelope(t *testing.T) {
 	got := string(appendEnvelope(nil, "CLOSED", "s\"1", "blocked: é\n"))
 	var v []string

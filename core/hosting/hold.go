@@ -49,7 +49,7 @@ func (h *Hosting) Hold(ctx context.Context, evt *nostr.Event, d policy.Decision,
 	}
 	if err := h.purg.Hold(entry); err != nil {
 		if errors.Is(err, purgatory.ErrDuplicate) {
-			return "duplicate: in purgatory", nil
+			return policy.MsgInPurgatory, nil
 		}
 		return "", fmt.Errorf("error: could not hold event: %w", err)
 	}

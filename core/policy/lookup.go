@@ -118,34 +118,6 @@ func (r *Rules) hosts(v *repoView, pk string) []nip34.Announcement {
 	return out
 }
 
-// deleted reports whether a stored NIP-09 request by the author deletes evt
-// (by id, or by address for a version no newer than the request).
-func (r *Rules) deleted(ctx context.Context, evt *nostr.Event) (bool, error) {
-	byID, err := r.stored(ctx, nostr.Filter{Kinds: []int{nip34.KindDeletion}, Authors: []string{evt.PubKey}, Tags: nostr.TagMap{"e": []string{evt.ID}}, Limit: 1})
-	if err != nil || len(byID) > 0 {
-		return len(byID) > 0, err
-	}
-	addr := ""
-	switch {
-	case nostr.IsAddressableKind(evt.Kind):
-		addr = fmt.Sprintf("%d:%s:%s", evt.Kind, evt.PubKey, evt.Tags.GetD())
-	case nostr.IsReplaceableKind(evt.Kind):
-		addr = fmt.Sprintf("%d:%s:", evt.Kind, evt.PubKey)
-	default:
-		return false, nil
-	}
-	byAddr, err := r.stored(ctx, nostr.Filter{Kinds: []int{nip34.KindDeletion}, Authors: []string{evt.PubKey}, Tags: nostr.TagMap{"a": []string{addr}}})
-	if err != nil {
-		return false, err
-	}
-	for _, d := range byAddr {
-		if d.CreatedAt >= evt.CreatedAt {
-			return true, nil
-		}
-	}
-	return false, nil
-}
-
 // isHeldID reports whether an event with this id is in purgatory.
 func (r *Rules) isHeldID(ctx context.Context, id string) (bool, error) {
 	evs, err := r.held(ctx, nostr.Filter{IDs: []string{id}})

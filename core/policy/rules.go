@@ -14,9 +14,13 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// MsgPurgatory is the GRASP-01 OK message for events held until their git
-// data (or the repository they belong to) arrives.
-const MsgPurgatory = "purgatory: won't be served until git data arrives"
+// The purgatory OK texts have one owner, here: MsgPurgatory answers events
+// held until their git data (or the repository they belong to) arrives,
+// MsgInPurgatory an event purgatory already holds (G01-P6).
+const (
+	MsgPurgatory   = "purgatory: won't be served until git data arrives"
+	MsgInPurgatory = "duplicate: in purgatory"
+)
 
 // Rules is the GRASP acceptance pipeline: Pre chain, the GRASP-01 rules,
 // then the operator's plugin chain. It implements Pipeline.
@@ -99,13 +103,8 @@ func (r *Rules) decide(ctx context.Context, evt *nostr.Event, meta Meta) Decisio
 		// to held entries, the store to stored ones.
 		return r.plugins(ctx, evt, meta, Decision{Outcome: Store})
 	}
-	gone, err := r.deleted(ctx, evt)
-	if err != nil {
-		return r.internal("check deletions", evt, err)
-	}
-	if gone {
-		return reject("invalid: accepted deletion request for this event")
-	}
+	// Whether the author deleted evt is the relay's question, asked for
+	// every write whatever its source (relay.deletedByAuthor).
 	var d Decision
 	switch {
 	case evt.Kind == nip34.KindAnnouncement:

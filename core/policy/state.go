@@ -113,7 +113,7 @@ func (r *Rules) resubmitted(ctx context.Context, evt *nostr.Event, release bool)
 		return r.internal("check purgatory", evt, err), true
 	}
 	if dup {
-		return Decision{Outcome: Shadow, Msg: "duplicate: in purgatory"}, true
+		return Decision{Outcome: Shadow, Msg: MsgInPurgatory}, true
 	}
 	return Decision{}, false
 }

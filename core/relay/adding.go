@@ -7,89 +7,106 @@ import (
 	"strings"
 
 	"github.com/fiatjaf/eventstore"
-	"github.com/fiatjaf/khatru"
 	"github.com/nbd-wtf/go-nostr"
+	"github.com/nbd-wtf/go-nostr/nip70"
 
-	"github.com/grasp-dev/grasp/core/clock"
 	"github.com/grasp-dev/grasp/core/policy"
 )
 
 const (
 	msgDuplicate = "duplicate: already have this event"
 	msgNewer     = "duplicate: have a newer version of this event"
-	msgHeld      = "purgatory: won't be served until git data arrives"
 	msgClosing   = "error: relay is shutting down, try again later"
 	msgSaveFail  = "error: could not save the event"
-	msgDeleted   = "blocked: this event was deleted by its author"
-)
-
-type mode int
-
-const (
-	modeClient  mode = iota // a websocket EVENT
-	modeIngest              // Ingest: a synced event, same rules as a client
-	modePublish             // Publish: stored without the pipeline
 )
 
 type callKey struct{}
 
-// call travels in the context of Ingest and Publish so that the store hooks
-// know where the event came from and can hand back the OK message.
+// call travels in the context through khatru's AddEvent to the write hook:
+// where the event came from, and what the client's OK says. It is how the
+// message of an OK true (purgatory, duplicate, shadow) gets from the
+// decision to the caller of Ingest, the only way it travels.
 type call struct {
-	mode mode
-	meta policy.Meta
-	msg  string
+	publish bool // Publish: stored without the pipeline
+	meta    policy.Meta
+	msg     string
 }
 
-func modeOf(ctx context.Context) mode {
+func callOf(ctx context.Context) *call {
 	if c, ok := ctx.Value(callKey{}).(*call); ok {
-		return c.mode
+		return c
 	}
-	return modeClient
+	return &call{meta: policy.Meta{Source: policy.SourceClient}}
 }
 
-func metaFor(ctx context.Context, clk clock.Clock) policy.Meta {
-	if c, ok := ctx.Value(callKey{}).(*call); ok {
-		return c.meta
+// Ingest takes an event from a client (the gate, meta.Source "client") or a
+// sync peer (meta.Source "sync" when unset): it checks the id and the
+// signature, then runs khatru's write pipeline with the acceptance pipeline
+// inside. ok and msg are what the OK carries.
+func (s *Server) Ingest(ctx context.Context, evt *nostr.Event, meta policy.Meta) (ok bool, msg string) {
+	if !evt.CheckID() {
+		s.metrics.rejected.WithLabelValues(kindLabel(evt.Kind), "invalid").Inc()
+		return false, "invalid: id is computed incorrectly"
 	}
-	return policy.Meta{
-		Source:     policy.SourceClient,
-		Remote:     khatru.GetIP(ctx),
-		Authed:     khatru.GetAuthed(ctx),
-		ReceivedAt: clk.Now(),
+	if valid, err := evt.CheckSignature(); err != nil || !valid {
+		s.metrics.rejected.WithLabelValues(kindLabel(evt.Kind), "invalid").Inc()
+		return false, "invalid: signature is invalid"
 	}
+	if meta.ReceivedAt.IsZero() {
+		meta.ReceivedAt = s.clock.Now()
+	}
+	if meta.Source == "" {
+		meta.Source = policy.SourceSync
+	}
+	if meta.Source == policy.SourceClient {
+		// NIP-70: a protected event is accepted only from its
+		// authenticated author, and is never reposted inside another.
+		if nip70.IsProtected(*evt) && meta.Authed != evt.PubKey {
+			if meta.Authed == "" {
+				return false, "auth-required: this event may only be published by its author"
+			}
+			return false, "blocked: this event may only be published by its author"
+		}
+		if nip70.HasEmbeddedProtected(*evt) {
+			return false, "blocked: a protected event cannot be reposted"
+		}
+	}
+	c := &call{meta: meta}
+	if _, err := s.khatru.AddEvent(context.WithValue(ctx, callKey{}, c), evt); err != nil {
+		return false, err.Error()
+	}
+	return true, c.msg
 }
 
-// note records the message of an OK true that khatru will send empty.
-func (s *Server) note(ctx context.Context, id, msg string) {
-	if msg == "" {
-		return
+// Publish stores evt and broadcasts it without asking the pipeline: it is how
+// purgatory releases an event whose git data arrived. Deletion rules and
+// replaceable/addressable semantics still apply; Effects.Apply is not
+// called (the release is the effect). It returns nil when the event is
+// stored or already was, and an error with a NIP-01 prefixed reason when the
+// store refused it (e.g. deleted meanwhile, or a newer version exists).
+func (s *Server) Publish(ctx context.Context, evt *nostr.Event) error {
+	c := &call{publish: true, meta: policy.Meta{Source: policy.SourcePurgatory, ReceivedAt: s.clock.Now()}}
+	if nostr.IsEphemeralKind(evt.Kind) {
+		s.gate.Broadcast(evt)
+		return nil
 	}
-	if c, ok := ctx.Value(callKey{}).(*call); ok {
-		c.msg = msg
-		return
+	if _, err := s.khatru.AddEvent(context.WithValue(ctx, callKey{}, c), evt); err != nil {
+		return fmt.Errorf("publish %s: %w", evt.ID, err)
 	}
-	if s.noteOK != nil {
-		s.noteOK(ctx, id, msg)
-	}
+	return nil
 }
 
 // write is the StoreEvent / ReplaceEvent hook: the one place where the
-// pipeline decides. It always answers khatru with ErrDupEvent after a
-// successful save so that khatru skips its own (racy) broadcast; we
-// broadcast from our registry instead.
+// pipeline decides, and where the decision is carried out with the event.
+// Every OK true is answered with ErrDupEvent, after which khatru does
+// nothing more (see the package doc); the gate broadcasts what was stored.
 func (s *Server) write(ctx context.Context, evt *nostr.Event, replace bool) error {
 	if !s.writes.begin() {
 		return errors.New(msgClosing)
 	}
 	defer s.writes.end()
+	c := callOf(ctx)
 	kind := kindLabel(evt.Kind)
-	md := modeOf(ctx)
-	// A deletion's decision may have been taken while khatru applied it.
-	remembered, haveDecision := policy.Decision{}, false
-	if evt.Kind == 5 {
-		remembered, haveDecision = s.deletes.take(evt.ID)
-	}
 
 	have, newer, err := s.existing(ctx, evt, replace)
 	if err != nil {
@@ -97,7 +114,7 @@ func (s *Server) write(ctx context.Context, evt *nostr.Event, replace bool) erro
 		return errors.New(msgSaveFail)
 	}
 	if have {
-		s.note(ctx, evt.ID, msgDuplicate)
+		c.msg = msgDuplicate
 		s.metrics.outcome(kind, "duplicate")
 		return eventstore.ErrDupEvent
 	}
@@ -113,35 +130,43 @@ func (s *Server) write(ctx context.Context, evt *nostr.Event, replace bool) erro
 		return errors.New(msgDeleted)
 	}
 
-	var d policy.Decision
-	if md != modePublish {
-		d = remembered
-		if !haveDecision {
-			d = s.pipeline.Decide(ctx, evt, metaFor(ctx, s.clock))
+	d := policy.Decision{Outcome: policy.Store}
+	if !c.publish {
+		d = s.pipeline.Decide(ctx, evt, c.meta)
+	}
+	if d.Outcome == policy.Rejected {
+		if len(d.Effects) > 0 && s.effects != nil {
+			s.effects.Apply(ctx, evt, d)
 		}
-		switch d.Outcome {
-		case policy.Store:
-		case policy.Rejected:
-			msg := d.Msg
-			if msg == "" {
-				msg = "blocked: rejected by policy"
-			}
-			msg = nostr.NormalizeOKMessage(msg, "blocked")
+		msg := d.Msg
+		if msg == "" {
+			msg = "blocked: rejected by policy"
+		}
+		msg = nostr.NormalizeOKMessage(msg, "blocked")
+		s.metrics.rejected.WithLabelValues(kind, reasonClass(msg)).Inc()
+		return errors.New(msg)
+	}
+	if evt.Kind == 5 {
+		// The author's own deletion is honoured also when the request is
+		// shadowed or held: it harms no one else, and refusing it would
+		// reveal a shadow rejection.
+		if msg := s.deleteTargets(ctx, evt); msg != "" {
 			s.metrics.rejected.WithLabelValues(kind, reasonClass(msg)).Inc()
-			if len(d.Effects) > 0 && s.effects != nil {
-				s.effects.Apply(ctx, evt, d)
-			}
 			return errors.New(msg)
-		case policy.Shadow:
-			s.note(ctx, evt.ID, d.Msg)
-			s.metrics.outcome(kind, "shadow")
-			return eventstore.ErrDupEvent
-		case policy.Hold:
-			return s.hold(ctx, evt, d)
-		default:
-			s.log.Error("pipeline returned an unknown outcome", "outcome", int(d.Outcome), "id", evt.ID)
-			return errors.New("error: could not decide about this event")
 		}
+		s.deletions.add(evt)
+	}
+	switch d.Outcome {
+	case policy.Store:
+	case policy.Shadow:
+		c.msg = d.Msg
+		s.metrics.outcome(kind, "shadow")
+		return eventstore.ErrDupEvent
+	case policy.Hold:
+		return s.hold(ctx, c, evt, d)
+	default:
+		s.log.Error("pipeline returned an unknown outcome", "outcome", int(d.Outcome), "id", evt.ID)
+		return errors.New("error: could not decide about this event")
 	}
 
 	if replace {
@@ -150,7 +175,7 @@ func (s *Server) write(ctx context.Context, evt *nostr.Event, replace bool) erro
 		err = s.store.SaveEvent(ctx, evt)
 	}
 	if errors.Is(err, eventstore.ErrDupEvent) {
-		s.note(ctx, evt.ID, msgDuplicate)
+		c.msg = msgDuplicate
 		s.metrics.outcome(kind, "duplicate")
 		return eventstore.ErrDupEvent
 	}
@@ -159,36 +184,33 @@ func (s *Server) write(ctx context.Context, evt *nostr.Event, replace bool) erro
 		return errors.New(msgSaveFail)
 	}
 	s.metrics.stored.WithLabelValues(kind).Inc()
-	s.broadcast(evt)
-	if s.effects != nil {
-		s.effects.Apply(ctx, evt, d)
-	}
+	s.gate.Broadcast(evt)
 	for _, fn := range s.storedCallbacks() {
 		fn(ctx, evt)
+	}
+	if !c.publish && s.effects != nil {
+		s.effects.Apply(ctx, evt, d)
 	}
 	return eventstore.ErrDupEvent
 }
 
-func (s *Server) hold(ctx context.Context, evt *nostr.Event, d policy.Decision) error {
+func (s *Server) hold(ctx context.Context, c *call, evt *nostr.Event, d policy.Decision) error {
 	kind := kindLabel(evt.Kind)
 	if s.effects == nil {
 		s.log.Error("pipeline asked to hold an event but no purgatory is configured", "id", evt.ID)
 		s.metrics.rejected.WithLabelValues(kind, "error").Inc()
 		return errors.New("error: purgatory is not available")
 	}
-	msg, err := s.effects.Hold(ctx, evt, d, metaFor(ctx, s.clock))
+	msg, err := s.effects.Hold(ctx, evt, d, c.meta)
 	if err != nil {
 		s.log.Error("holding event in purgatory failed", "id", evt.ID, "error", err)
 		s.metrics.rejected.WithLabelValues(kind, "error").Inc()
 		return errors.New("error: could not keep the event in purgatory")
 	}
-	if msg == "" {
-		msg = d.Msg
-	}
 	if !strings.HasPrefix(msg, "purgatory:") && !strings.HasPrefix(msg, "duplicate:") {
-		msg = msgHeld
+		msg = policy.MsgPurgatory
 	}
-	s.note(ctx, evt.ID, msg)
+	c.msg = msg
 	s.metrics.outcome(kind, "hold")
 	return eventstore.ErrDupEvent
 }
@@ -223,36 +245,7 @@ func (s *Server) existing(ctx context.Context, evt *nostr.Event, replace bool) (
 	return false, newer, nil
 }
 
-// deletedByAuthor reports whether the author has deleted evt: by id, or, for
-// replaceable and addressable kinds, by address with a deletion not older
-// than evt (NIP-09). khatru v0.19.1 has this check too, but it queries the tag
-// as "#e" / "#a", which no store indexes, so it never matches; and it ignores
-// who signed the deletion, so anyone could pre-delete someone else's event.
-func (s *Server) deletedByAuthor(ctx context.Context, evt *nostr.Event) (bool, error) {
-	f := nostr.Filter{Kinds: []int{5}, Authors: []string{evt.PubKey}, Tags: nostr.TagMap{"e": {evt.ID}}, Limit: 1}
-	found, err := s.any(ctx, f)
-	if err != nil || found || nostr.IsRegularKind(evt.Kind) {
-		return found, err
-	}
-	addr := fmt.Sprintf("%d:%s:%s", evt.Kind, evt.PubKey, evt.Tags.GetD())
-	since := evt.CreatedAt
-	f = nostr.Filter{Kinds: []int{5}, Authors: []string{evt.PubKey}, Tags: nostr.TagMap{"a": {addr}}, Since: &since, Limit: 1}
-	return s.any(ctx, f)
-}
-
-func (s *Server) any(ctx context.Context, f nostr.Filter) (bool, error) {
-	ch, err := s.store.QueryEvents(ctx, f)
-	if err != nil {
-		return false, fmt.Errorf("query %v: %w", f, err)
-	}
-	found := false
-	for range ch {
-		found = true
-	}
-	return found, nil
-}
-
-// deleteEvent is khatru's DeleteEvent hook (NIP-09 and replacements).
+// deleteEvent removes one stored event (NIP-09 request or replacement).
 func (s *Server) deleteEvent(ctx context.Context, evt *nostr.Event) error {
 	if !s.writes.begin() {
 		return errors.New(msgClosing)
@@ -266,56 +259,17 @@ func (s *Server) deleteEvent(ctx context.Context, evt *nostr.Event) error {
 	return nil
 }
 
-// Publish stores evt and broadcasts it without asking the pipeline: it is how
-// purgatory releases an event whose git data arrived. Deletion rules and
-// replaceable/addressable semantics still apply. It returns nil when the event
-// is stored or already was, and an error with a NIP-01 prefixed reason when
-// the store refused it (e.g. deleted meanwhile, or a newer version exists).
-func (s *Server) Publish(ctx context.Context, evt *nostr.Event) error {
-	c := &call{mode: modePublish, meta: policy.Meta{Source: policy.SourcePurgatory, ReceivedAt: s.clock.Now()}}
-	ctx = context.WithValue(ctx, callKey{}, c)
-	if evt.Kind == 5 {
-		if msg := s.applyDeletion(ctx, evt); msg != "" {
-			return fmt.Errorf("publish %s: %s", evt.ID, msg)
-		}
-	}
-	if nostr.IsEphemeralKind(evt.Kind) {
-		s.broadcast(evt)
-		return nil
-	}
-	if _, err := s.khatru.AddEvent(ctx, evt); err != nil {
-		return fmt.Errorf("publish %s: %w", evt.ID, err)
-	}
-	return nil
+// Query answers the gate's REQs and NEG-OPENs from the store, which applies
+// the query limits.
+func (s *Server) Query(ctx context.Context, f nostr.Filter) (chan *nostr.Event, error) {
+	return s.store.QueryEvents(ctx, f)
 }
 
-// Ingest takes an event from outside the websocket path (a sync peer): it
-// checks the id (go-nostr clients do not) and the signature, then takes the
-// same path as a client EVENT. ok and msg are what an OK would carry.
-func (s *Server) Ingest(ctx context.Context, evt *nostr.Event, meta policy.Meta) (ok bool, msg string) {
-	if !evt.CheckID() {
-		s.metrics.rejected.WithLabelValues(kindLabel(evt.Kind), "invalid").Inc()
-		return false, "invalid: id is computed incorrectly"
+// Count answers the gate's COUNTs (NIP-45).
+func (s *Server) Count(ctx context.Context, f nostr.Filter) (int64, error) {
+	c, ok := s.store.(eventstore.Counter)
+	if !ok {
+		return 0, errors.New("unsupported: this relay does not count events (NIP-45)")
 	}
-	if valid, err := evt.CheckSignature(); err != nil || !valid {
-		s.metrics.rejected.WithLabelValues(kindLabel(evt.Kind), "invalid").Inc()
-		return false, "invalid: signature is invalid"
-	}
-	if meta.ReceivedAt.IsZero() {
-		meta.ReceivedAt = s.clock.Now()
-	}
-	if meta.Source == "" {
-		meta.Source = policy.SourceSync
-	}
-	c := &call{mode: modeIngest, meta: meta}
-	ctx = context.WithValue(ctx, callKey{}, c)
-	if evt.Kind == 5 {
-		if reject := s.applyDeletion(ctx, evt); reject != "" {
-			return false, reject
-		}
-	}
-	if _, err := s.khatru.AddEvent(ctx, evt); err != nil {
-		return false, err.Error()
-	}
-	return true, c.msg
+	return c.CountEvents(ctx, f)
 }

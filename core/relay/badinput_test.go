@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/grasp-dev/grasp/core/config"
 	"strconv"
 	"strings"
 	"testing"
@@ -19,9 +20,9 @@ import (
 // this package. Raw framing limits beyond khatru's read limit, subscription
 // counts and slow readers belong to the websocket front.
 
-var smallLimits = Limits{
-	MaxEventBytes: 4000, MaxContentBytes: 1000, MaxTags: 50, MaxTagValueBytes: 100,
-	CreatedAtLower: 24 * time.Hour, MaxFilters: 5, MaxFilterItems: 10, MaxTagFilters: 2,
+var smallLimits = config.Limits{
+	MaxEventBytes: 4000, MaxContentBytes: 1000, MaxEventTags: 50, MaxTagValueBytes: 100,
+	CreatedAtLowerLimit: config.Duration(24 * time.Hour), MaxFiltersPerReq: 5, MaxFilterItems: 10, MaxTagsPerFilter: 2,
 	MaxMessageBytes: 64 << 10,
 }
 
@@ -133,7 +134,7 @@ func rawEvent(t *testing.T, k key, kind int, created int64, tags nostr.Tags, con
 }
 
 func TestBadInputsGetCleanErrors(t *testing.T) {
-	tr := startRelay(t, Options{Limits: smallLimits}, Deps{})
+	tr := startRelay(t, Options{Limits: smallLimits})
 	a := newKey(t)
 	now := time.Now().Unix()
 	valid := a.event(t, 1, now, nil, "valid")
@@ -158,7 +159,9 @@ func TestBadInputsGetCleanErrors(t *testing.T) {
 			{name: "REQ alone", frame: `["REQ"]`, want: expNotice},
 			{name: "CLOSE alone", frame: `["CLOSE"]`, want: expNotice},
 			{name: "numeric sub id", frame: `["REQ",5,{}]`, want: expError},
-			{name: "empty sub id", frame: `["REQ","",{}]`, want: expClosed, reason: "invalid:"},
+			// The gate answers a REQ without a usable id with NOTICE: there is
+			// no id to CLOSE (before issue 9 this ran khatru without the gate).
+			{name: "empty sub id", frame: `["REQ","",{}]`, want: expNotice},
 			{name: "sub id of 65 chars", frame: `["REQ","` + strings.Repeat("s", 65) + `",{}]`, want: expClosed, reason: "invalid:"},
 			{name: "long sub id with limit 0", frame: `["REQ","` + strings.Repeat("s", 65) + `",{"limit":0}]`, want: expClosed, reason: "invalid:"},
 			{name: "CLOSE of unknown sub", frame: `["CLOSE","never-opened"]`, want: expNothing},
@@ -245,13 +248,15 @@ func TestBadInputsGetCleanErrors(t *testing.T) {
 			{name: "search", frame: `["REQ","f",{"search":"x"}]`, want: expClosed, reason: "blocked:"},
 			{name: "negative kind", frame: `["REQ","f",{"kinds":[-1]}]`, want: expClosed, reason: "invalid:"},
 			{name: "empty filter", frame: `["REQ","f",{}]`, want: expEOSE},
-			{name: "COUNT with a bad filter", frame: `["COUNT","n",{"ids":["abcd"]}]`, want: expNotice},
+			// NIP-45: a refused COUNT is CLOSED with the reason, like a REQ
+			// (khatru, without the gate, sent a NOTICE).
+			{name: "COUNT with a bad filter", frame: `["COUNT","n",{"ids":["abcd"]}]`, want: expClosed, reason: "invalid:"},
 		})
 	})
 }
 
 func TestSubscriptionReplacementAndChurn(t *testing.T) {
-	tr := startRelay(t, Options{}, Deps{})
+	tr := startRelay(t, Options{})
 	a, b := newKey(t), newKey(t)
 	sub := connect(t, tr.ws)
 	sub.send(fmt.Sprintf(`["REQ","s",{"authors":[%q]}]`, a.pk))
@@ -284,7 +289,7 @@ func TestSubscriptionReplacementAndChurn(t *testing.T) {
 	churn.send(`["CLOSE","x"]`)
 	churn.send(`["CLOSE","probe0"]`)
 	// Only the replaced subscription "s" stays.
-	eventually(t, "closed subscriptions leave the registry", func() bool { return tr.srv.subs.len() == 1 })
+	eventually(t, "closed subscriptions leave the registry", func() bool { return tr.srv.gate.Subscriptions() == 1 })
 	sub.c.CloseNow()
-	eventually(t, "a disconnect empties the registry", func() bool { return tr.srv.subs.len() == 0 })
+	eventually(t, "a disconnect empties the registry", func() bool { return tr.srv.gate.Subscriptions() == 0 })
 }

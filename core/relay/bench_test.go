@@ -41,10 +41,10 @@ func BenchmarkIngestDurableOK(b *testing.B) {
 		evts[i], _ = json.Marshal([]any{"EVENT", e})
 	}
 
-	bareURL := startBareKhatru(b)
+	bareURL := startBareKhatru(b, true)
 	db := openBadger(b, b.TempDir(), true)
 	b.Cleanup(db.Close) // runs after the relay has stopped
-	ours := startRelay(b, Options{}, Deps{Events: db})
+	ours := startRelay(b, Options{Events: db})
 	// The machine is shared: alternate rounds (and who goes first) so that
 	// load drifting during the run hits both relays alike.
 	const rounds = 4
@@ -76,9 +76,9 @@ func BenchmarkIngestDurableOK(b *testing.B) {
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
 // startBareKhatru is the baseline: khatru as its README wires it, on the
-// same store type, served by a plain http.Server.
-func startBareKhatru(b *testing.B) string {
-	db := openBadger(b, b.TempDir(), true)
+// same store type (fsynced writes or not), served by a plain http.Server.
+func startBareKhatru(b *testing.B, syncWrites bool) string {
+	db := openBadger(b, b.TempDir(), syncWrites)
 	rl := khatru.NewRelay()
 	rl.Log = log.New(io.Discard, "", 0)
 	rl.StoreEvent = append(rl.StoreEvent, db.SaveEvent)

@@ -2,56 +2,68 @@ package relay
 
 import (
 	"context"
+	"encoding/hex"
+	"fmt"
+	"hash/maphash"
 	"strconv"
 	"strings"
 	"sync"
 
+	"github.com/fiatjaf/eventstore"
 	"github.com/nbd-wtf/go-nostr"
-
-	"github.com/grasp-dev/grasp/core/policy"
 )
 
-// khatru applies a kind-5 deletion before it runs RejectEvent or the store
-// hooks, so the only place to stop a deletion that we will refuse is
-// OverwriteDeletionOutcome. There we run the cheap limits and the pipeline
-// for the deletion event itself; the pipeline's decision is remembered so the
-// store hook does not ask again (the pipeline runs once per event).
+// NIP-09 here has one owner: deletedByAuthor is the only "was this event
+// deleted by its author" check of grasp (it runs for client, sync and
+// purgatory events alike, with msgDeleted as the one answer), and
+// deleteTargets the only place a deletion request removes stored events.
 
-// deletionOutcome is khatru's OverwriteDeletionOutcome hook. Its answer
-// replaces khatru's author check, so it repeats it. khatru prefixes a refusal
-// with "blocked: ", so the reasons here carry no prefix.
-func (s *Server) deletionOutcome(ctx context.Context, target, deletion *nostr.Event) (bool, string) {
-	if target.PubKey != deletion.PubKey {
-		return false, "you are not the author of this event"
-	}
-	if modeOf(ctx) == modePublish {
-		return true, ""
-	}
-	if msg := s.checkEvent(deletion); msg != "" {
-		return false, stripPrefix(msg)
-	}
-	d, ok := s.deletes.get(deletion.ID)
-	if !ok {
-		d = s.pipeline.Decide(ctx, deletion, metaFor(ctx, s.clock))
-		s.deletes.put(deletion.ID, d)
-	}
-	if d.Outcome == policy.Rejected {
-		// khatru stops here; the store hook will not run to consume it.
-		s.deletes.take(deletion.ID)
-		if d.Msg == "" {
-			return false, "rejected by policy"
+// msgDeleted answers an event its author has deleted.
+const msgDeleted = "blocked: this event was deleted by its author"
+
+// deletedByAuthor reports whether the author has deleted evt: by id, or, for
+// replaceable and addressable kinds, by address with a deletion not older
+// than evt. Only deletions signed by evt's author count. The tombstone index
+// answers for almost every event without a query.
+func (s *Server) deletedByAuthor(ctx context.Context, evt *nostr.Event) (bool, error) {
+	byID, byAddr := s.deletions.mayMatch(evt)
+	if byID {
+		f := nostr.Filter{Kinds: []int{5}, Authors: []string{evt.PubKey}, Tags: nostr.TagMap{"e": {evt.ID}}, Limit: 1}
+		if found, err := s.any(ctx, f); err != nil || found {
+			return found, err
 		}
-		return false, stripPrefix(d.Msg)
 	}
-	// Shadow and Hold still honour the author's own deletion: it harms no one
-	// else, and refusing it would reveal a shadow rejection.
-	return true, ""
+	if !byAddr {
+		return false, nil
+	}
+	since := evt.CreatedAt
+	f := nostr.Filter{Kinds: []int{5}, Authors: []string{evt.PubKey}, Tags: nostr.TagMap{"a": {address(evt)}}, Since: &since, Limit: 1}
+	return s.any(ctx, f)
 }
 
-// applyDeletion does for Ingest and Publish what khatru does for a client's
-// kind 5 before storing it. It returns a prefixed reason on refusal.
-func (s *Server) applyDeletion(ctx context.Context, evt *nostr.Event) string {
-	for _, tag := range evt.Tags {
+func address(evt *nostr.Event) string {
+	return fmt.Sprintf("%d:%s:%s", evt.Kind, evt.PubKey, evt.Tags.GetD())
+}
+
+func (s *Server) any(ctx context.Context, f nostr.Filter) (bool, error) {
+	ch, err := s.store.QueryEvents(ctx, f)
+	if err != nil {
+		return false, fmt.Errorf("query %v: %w", f, err)
+	}
+	found := false
+	for range ch {
+		found = true
+	}
+	return found, nil
+}
+
+// deleteTargets removes the stored events a deletion request names (by id,
+// or by address up to the request's created_at). A request naming a stored
+// event of someone else is refused whole, before anything is deleted. It
+// returns a prefixed reason when the request is refused or a removal failed.
+func (s *Server) deleteTargets(ctx context.Context, del *nostr.Event) string {
+	var targets []*nostr.Event
+	for _, tag := range del.Tags {
 		if len(tag) < 2 {
 			continue
 		}
@@ -68,83 +80,113 @@ func (s *Server) applyDeletion(ctx context.Context, evt *nostr.Event) string {
 			if err != nil {
 				continue
 			}
-			until := evt.CreatedAt
+			until := del.CreatedAt
 			f = nostr.Filter{Kinds: []int{kind}, Authors: []string{parts[1]},
-				Tags: nostr.TagMap{"d": []string{parts[2]}}, Until: &until, Limit: 1}
+				Tags: nostr.TagMap{"d": []string{parts[2]}}, Until: &until, Limit: 10}
 		default:
 			continue
 		}
 		ch, err := s.store.QueryEvents(ctx, f)
 		if err != nil {
-			s.log.Warn("deletion target lookup failed", "deletion", evt.ID, "error", err)
+			s.log.Warn("deletion target lookup failed", "deletion", del.ID, "error", err)
 			continue
 		}
-		var target *nostr.Event
 		for e := range ch {
-			if target == nil {
-				target = e
-			}
+			targets = append(targets, e)
 		}
-		if target == nil {
-			continue
+	}
+	for _, t := range targets {
+		if t.PubKey != del.PubKey {
+			return "blocked: you are not the author of this event"
 		}
-		if ok, msg := s.deletionOutcome(ctx, target, evt); !ok {
-			return "blocked: " + msg
-		}
-		if err := s.deleteEvent(ctx, target); err != nil {
+	}
+	for _, t := range targets {
+		if err := s.deleteEvent(ctx, t); err != nil {
 			return err.Error()
 		}
 	}
 	return ""
 }
 
-func stripPrefix(msg string) string {
-	if i := strings.Index(msg, ": "); i > 0 && !strings.ContainsRune(msg[:i], ' ') {
-		return msg[i+2:]
+// tombstones is the index behind deletedByAuthor: 64-bit keys of every
+// target (event id, address) that a stored deletion request names,
+// whoever signed it. An event whose id and address are absent was not
+// deleted, and no query is made; a present key (a deletion by someone, or
+// a hash collision) is settled by the query. It is loaded from the store at
+// start and fed by every deletion written through this relay, so it is
+// complete for one grasp process per store. About 16 bytes per target.
+type tombstones struct {
+	mu       sync.RWMutex
+	keys     map[uint64]struct{}
+	complete bool // false: the store held more deletions than one load returns
+}
+
+var addrSeed = maphash.MakeSeed()
+
+// idKey is the first 8 bytes of an event id (a hash: uniform already).
+func idKey(id string) uint64 {
+	var b [8]byte
+	if len(id) < 16 {
+		return maphash.String(addrSeed, id)
 	}
-	return msg
-}
-
-// decisionMemo remembers pipeline decisions for deletion events between
-// khatru's deletion step and the store hook. It is bounded: entries whose
-// store hook never runs (khatru refused the event in between) are dropped
-// wholesale when it fills, at the cost of one extra pipeline call.
-type decisionMemo struct {
-	mu  sync.Mutex
-	max int
-	m   map[string]policy.Decision
-}
-
-func newDecisionMemo(max int) *decisionMemo {
-	return &decisionMemo{max: max, m: make(map[string]policy.Decision)}
-}
-
-func (d *decisionMemo) get(id string) (policy.Decision, bool) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	v, ok := d.m[id]
-	return v, ok
-}
-
-func (d *decisionMemo) put(id string, v policy.Decision) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if len(d.m) >= d.max {
-		clear(d.m)
+	if _, err := hex.Decode(b[:], []byte(id[:16])); err != nil {
+		return maphash.String(addrSeed, id)
 	}
-	d.m[id] = v
+	var k uint64
+	for _, c := range b {
+		k = k<<8 | uint64(c)
+	}
+	return k
 }
 
-func (d *decisionMemo) len() int {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return len(d.m)
+func addrKey(addr string) uint64 { return maphash.String(addrSeed, "a:"+addr) }
+
+// loadTombstones reads every stored deletion request. The query runs as a
+// negentropy session, which the store caps at one more than max; a store
+// answering with more than max leaves the index incomplete, and every event
+// is then checked by query.
+func loadTombstones(ctx context.Context, store eventstore.Store, max int) (*tombstones, error) {
+	t := &tombstones{keys: map[uint64]struct{}{}, complete: true}
+	ch, err := store.QueryEvents(eventstore.SetNegentropy(ctx), nostr.Filter{Kinds: []int{5}})
+	if err != nil {
+		return nil, fmt.Errorf("load deletion requests: %w", err)
+	}
+	n := 0
+	for del := range ch {
+		n++
+		t.add(del)
+	}
+	t.complete = n <= max
+	return t, nil
 }
 
-func (d *decisionMemo) take(id string) (policy.Decision, bool) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	v, ok := d.m[id]
-	delete(d.m, id)
-	return v, ok
+func (t *tombstones) add(del *nostr.Event) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, tag := range del.Tags {
+		if len(tag) < 2 {
+			continue
+		}
+		switch tag[0] {
+		case "e":
+			t.keys[idKey(tag[1])] = struct{}{}
+		case "a":
+			t.keys[addrKey(tag[1])] = struct{}{}
+		}
+	}
+}
+
+// mayMatch reports whether a deletion may name evt by id, and by address.
+func (t *tombstones) mayMatch(evt *nostr.Event) (byID, byAddr bool) {
+	addressable := !nostr.IsRegularKind(evt.Kind)
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	if !t.complete {
+		return true, addressable
+	}
+	_, byID = t.keys[idKey(evt.ID)]
+	if addressable {
+		_, byAddr = t.keys[addrKey(address(evt))]
+	}
+	return byID, byAddr
 }

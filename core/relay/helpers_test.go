@@ -16,6 +16,7 @@ import (
 	"github.com/fiatjaf/eventstore/badger"
 	"github.com/nbd-wtf/go-nostr"
 
+	"github.com/grasp-dev/grasp/core/env"
 	"github.com/grasp-dev/grasp/core/policy"
 	"github.com/grasp-dev/grasp/internal/testwait"
 )
@@ -49,7 +50,12 @@ type testRelay struct {
 }
 
 // startRelay serves a relay on 127.0.0.1:0 until the test ends.
-func startRelay(tb testing.TB, opts Options, deps Deps) *testRelay {
+func startRelay(tb testing.TB, opts Options) *testRelay {
+	tb.Helper()
+	return startRelayEnv(tb, opts, env.Env{})
+}
+
+func startRelayEnv(tb testing.TB, opts Options, e env.Env) *testRelay {
 	tb.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -60,11 +66,11 @@ func startRelay(tb testing.TB, opts Options, deps Deps) *testRelay {
 		opts.PublicURL = base
 	}
 	tr := &testRelay{base: base, ws: "ws://" + ln.Addr().String(), done: make(chan error, 1)}
-	if deps.Events == nil {
+	if opts.Events == nil {
 		tr.store = openBadger(tb, tb.TempDir(), false)
-		deps.Events = tr.store
+		opts.Events = tr.store
 	}
-	tr.srv, err = New(opts, deps)
+	tr.srv, err = New(opts, e)
 	if err != nil {
 		tb.Fatalf("new relay: %v", err)
 	}
@@ -126,6 +132,15 @@ func connect(tb testing.TB, url string) *client {
 // publish sends evt and waits for its OK; OK false becomes an error.
 func publish(tb testing.TB, c *client, evt *nostr.Event) error {
 	tb.Helper()
+	if ok, msg := publishOK(tb, c, evt); !ok {
+		return errors.New("msg: " + msg)
+	}
+	return nil
+}
+
+// publishOK sends evt and returns its OK: accepted, and the message.
+func publishOK(tb testing.TB, c *client, evt *nostr.Event) (bool, string) {
+	tb.Helper()
 	frame, err := json.Marshal([]any{"EVENT", evt})
 	if err != nil {
 		tb.Fatalf("marshal event: %v", err)
@@ -136,10 +151,7 @@ func publish(tb testing.TB, c *client, evt *nostr.Event) error {
 	if len(ok) < 4 {
 		tb.Fatalf("malformed OK %s", describe(seen[len(seen)-1:]))
 	}
-	if string(ok[2]) != "true" {
-		return errors.New("msg: " + str(ok, 3))
-	}
-	return nil
+	return string(ok[2]) == "true", str(ok, 3)
 }
 
 func mustPublish(tb testing.TB, c *client, evt *nostr.Event) {
@@ -289,25 +301,4 @@ func (f *fakePipeline) count(id string) int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.calls[id]
-}
-
-// okNotes records NoteOK calls.
-type okNotes struct {
-	mu sync.Mutex
-	m  map[string][]string
-}
-
-func (n *okNotes) note(_ context.Context, id, msg string) {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if n.m == nil {
-		n.m = make(map[string][]string)
-	}
-	n.m[id] = append(n.m[id], msg)
-}
-
-func (n *okNotes) get(id string) []string {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	return append([]string(nil), n.m[id]...)
 }

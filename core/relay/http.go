@@ -10,8 +10,8 @@ import (
 
 // CORS for every response (GRASP-01 C1-C3). Browser git clients send
 // Git-Protocol and friends, so the allow list is wider than the spec minimum.
-// khatru adds its own CORS middleware in its ServeHTTP, so we never call it:
-// we route to its websocket endpoint directly and serve NIP-11 ourselves.
+// The gate serves the websocket and NIP-11 is served here, so khatru's own
+// ServeHTTP (with its CORS middleware) is never called.
 const (
 	corsMethods = "GET, POST, OPTIONS"
 	corsHeaders = "Content-Type, Git-Protocol, Authorization, Accept, Content-Encoding, X-Requested-With"
@@ -30,7 +30,7 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request) {
 		h.Set("Access-Control-Max-Age", "86400")
 		w.WriteHeader(http.StatusNoContent)
 	case isWebsocket(r):
-		s.ws.ServeHTTP(w, r)
+		s.gate.ServeHTTP(w, r)
 	case git.Routed(r.URL.EscapedPath()):
 		s.gitMu.RLock()
 		git := s.git

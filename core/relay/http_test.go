@@ -2,12 +2,14 @@ package relay
 
 import (
 	"encoding/json"
+	"github.com/grasp-dev/grasp/core/config"
+	"github.com/grasp-dev/grasp/core/env"
 	"io"
 	"net/http"
 	"slices"
 	"strings"
-	"sync/atomic"
 	"testing"
+	"time"
 )
 
 func get(t *testing.T, method, url string, header map[string]string) (*http.Response, string) {
@@ -56,8 +58,8 @@ func TestG01N1_NIP11Document(t *testing.T) {
 		Contact: "mailto:op@example.org", IconURL: "https://example.org/icon.png",
 		SoftwareURL: "https://example.org/grasp", Version: "1.2.3",
 		SupportedGrasps: []string{"GRASP-01", "GRASP-02"}, AcceptanceCriteria: "anything listing us",
-		Limits: Limits{MaxTags: 77, CreatedAtLower: 3600 * 1e9},
-	}, Deps{})
+		Limits: config.Limits{MaxEventTags: 77, CreatedAtLowerLimit: config.Duration(time.Hour)},
+	})
 	resp, body := get(t, http.MethodGet, tr.base+"/", nostrJSON)
 	if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "application/nostr+json" {
 		t.Fatalf("NIP-11: status %d, content-type %q", resp.StatusCode, resp.Header.Get("Content-Type"))
@@ -79,7 +81,7 @@ func TestG01N1_NIP11Document(t *testing.T) {
 	for _, n := range doc["supported_nips"].([]any) {
 		nips = append(nips, int(n.(float64)))
 	}
-	for _, n := range []int{1, 9, 11, 34, 77} {
+	for _, n := range []int{1, 9, 11, 34, 42, 45, 70, 77} {
 		if !slices.Contains(nips, n) {
 			t.Errorf("supported_nips %v lacks %d", nips, n)
 		}
@@ -91,9 +93,11 @@ func TestG01N1_NIP11Document(t *testing.T) {
 		t.Error("G01-N4: curation must be absent when not configured")
 	}
 	lim := doc["limitation"].(map[string]any)
+	// The unset limits are config's defaults (issue 9 part 5: one source of
+	// defaults; the relay had its own, 100 / 1 MiB / 480 KiB).
 	want := map[string]float64{"max_event_tags": 77, "created_at_lower_limit": 3600, "created_at_upper_limit": 900,
-		"max_limit": 500, "default_limit": 100, "max_subid_length": 64, "max_subscriptions": 200,
-		"max_message_length": 1 << 20, "max_content_length": 480 << 10}
+		"max_limit": 500, "default_limit": 500, "max_subid_length": 64, "max_subscriptions": 200,
+		"max_message_length": 2 << 20, "max_content_length": 1 << 20}
 	for k, v := range want {
 		if lim[k] != v {
 			t.Errorf("limitation.%s = %v, want %v", k, lim[k], v)
@@ -102,7 +106,7 @@ func TestG01N1_NIP11Document(t *testing.T) {
 }
 
 func TestG01N4_CurationPresentWhenConfigured(t *testing.T) {
-	tr := startRelay(t, Options{Curation: "whitelisted maintainers only"}, Deps{})
+	tr := startRelay(t, Options{Curation: "whitelisted maintainers only"})
 	_, body := get(t, http.MethodGet, tr.base+"/", map[string]string{"Accept": "text/html, application/nostr+json;q=0.9"})
 	var doc map[string]any
 	if err := json.Unmarshal([]byte(body), &doc); err != nil {
@@ -117,7 +121,7 @@ func TestG01N4_CurationPresentWhenConfigured(t *testing.T) {
 }
 
 func TestG01C1_CORSAndRouting(t *testing.T) {
-	tr := startRelay(t, Options{Name: "routing test"}, Deps{})
+	tr := startRelay(t, Options{Name: "routing test"})
 	const repo = "/npub1qqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqq8yaf0w/my%20repo.git/info/refs?service=git-upload-pack"
 
 	// No git handler mounted yet: an HTML 404, with CORS.
@@ -179,43 +183,23 @@ func TestG01C1_CORSAndRouting(t *testing.T) {
 	}
 }
 
-func TestWebsocketFrontReceivesUpgrades(t *testing.T) {
-	var fronted atomic.Int32
-	tr := startRelay(t, Options{}, Deps{WebsocketFront: func(backend http.Handler) http.Handler {
-		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			fronted.Add(1)
-			backend.ServeHTTP(w, r)
-		})
-	}})
-	r := connect(t, tr.ws)
-	a := newKey(t)
-	mustPublish(t, r, a.event(t, 1, 1700000000, nil, "via the front"))
-	if fronted.Load() != 1 {
-		t.Fatalf("front saw %d upgrades, want 1", fronted.Load())
-	}
-	resp, _ := get(t, http.MethodGet, tr.base+"/", nostrJSON)
-	if resp.StatusCode != 200 || fronted.Load() != 1 {
-		t.Fatalf("plain HTTP must not go through the front (status %d, fronted %d)", resp.StatusCode, fronted.Load())
-	}
-}
-
 func TestNewRejectsBadOptions(t *testing.T) {
 	store := openBadger(t, t.TempDir(), false)
 	defer store.Close()
 	for name, opts := range map[string]Options{
-		"ftp public URL":         {PublicURL: "ftp://example.org"},
-		"public URL no host":     {PublicURL: "http://"},
-		"default above max":      {Limits: Limits{MaxLimit: 10, DefaultLimit: 20}},
-		"max limit switched off": {Limits: Limits{MaxLimit: -1}},
+		"ftp public URL":     {PublicURL: "ftp://example.org"},
+		"public URL no host": {PublicURL: "http://"},
+		"default above max":  {Limits: config.Limits{MaxLimit: 10, DefaultLimit: 20}},
 	} {
-		if _, err := New(opts, Deps{Events: store}); err == nil {
+		opts.Events = store
+		if _, err := New(opts, env.Env{}); err == nil {
 			t.Errorf("%s: New must fail", name)
 		}
 	}
-	if _, err := New(Options{}, Deps{}); err == nil {
+	if _, err := New(Options{}, env.Env{}); err == nil {
 		t.Error("New without a store must fail")
 	}
-	s, err := New(Options{PublicURL: "https://git.example.org/"}, Deps{Events: store})
+	s, err := New(Options{PublicURL: "https://git.example.org/", Events: store}, env.Env{})
 	if err != nil || s.RelayURL() != "wss://git.example.org" {
 		t.Fatalf("https public URL must give wss: %q %v", s.RelayURL(), err)
 	}

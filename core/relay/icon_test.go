@@ -8,7 +8,7 @@ import (
 )
 
 func TestG01N5_GeneratedIconIsAdvertisedAndServed(t *testing.T) {
-	tr := startRelay(t, Options{Name: "t"}, Deps{})
+	tr := startRelay(t, Options{Name: "t"})
 	req, _ := http.NewRequest("GET", tr.base+"/", nil)
 	req.Header.Set("Accept", "application/nostr+json")
 	resp, err := http.DefaultClient.Do(req)

@@ -19,7 +19,7 @@ import (
 // (relays.md §3.1) that a relay layer is responsible for.
 
 func TestFindOrderingLimitAndTimeWindow(t *testing.T) {
-	tr := startRelay(t, Options{}, Deps{})
+	tr := startRelay(t, Options{})
 	r := connect(t, tr.ws)
 	a := newKey(t)
 	base := time.Now().Add(-time.Hour).Unix()
@@ -57,7 +57,7 @@ func TestFindOrderingLimitAndTimeWindow(t *testing.T) {
 }
 
 func TestFindByIDAuthorKindAndTags(t *testing.T) {
-	tr := startRelay(t, Options{}, Deps{})
+	tr := startRelay(t, Options{})
 	r := connect(t, tr.ws)
 	a, b := newKey(t), newKey(t)
 	now := time.Now().Unix()
@@ -89,7 +89,7 @@ func TestFindByIDAuthorKindAndTags(t *testing.T) {
 }
 
 func TestReplaceableSemantics(t *testing.T) {
-	tr := startRelay(t, Options{}, Deps{})
+	tr := startRelay(t, Options{})
 	r := connect(t, tr.ws)
 	a := newKey(t)
 	now := time.Now().Unix()
@@ -155,7 +155,7 @@ func TestReplaceableSemantics(t *testing.T) {
 }
 
 func TestNIP09Deletion(t *testing.T) {
-	tr := startRelay(t, Options{}, Deps{})
+	tr := startRelay(t, Options{})
 	r := connect(t, tr.ws)
 	a, b := newKey(t), newKey(t)
 	now := time.Now().Unix()
@@ -213,7 +213,7 @@ func TestNIP09Deletion(t *testing.T) {
 // TestWrongIDWithValidSignature: relay-tester's "verifies id hashes": the id
 // is not the hash of the event but the signature over that id is valid.
 func TestWrongIDWithValidSignature(t *testing.T) {
-	tr := startRelay(t, Options{}, Deps{})
+	tr := startRelay(t, Options{})
 	a := newKey(t)
 	evt := a.event(t, 1, time.Now().Unix(), nil, "hello")
 	fake := sha256.Sum256([]byte("cafebabe"))
@@ -254,7 +254,7 @@ func TestWrongIDWithValidSignature(t *testing.T) {
 }
 
 func TestJSONEscapesRoundTrip(t *testing.T) {
-	tr := startRelay(t, Options{}, Deps{})
+	tr := startRelay(t, Options{})
 	r := connect(t, tr.ws)
 	a := newKey(t)
 	content := "line\nquote\" backslash\\ cr\r tab\t bs\b ff\f nonchar\uFDD1 plane16\U0010FFF2"

@@ -2,6 +2,8 @@ package relay
 
 import (
 	"encoding/json"
+
+	"github.com/fiatjaf/eventstore"
 	"net/http"
 	"strings"
 )
@@ -45,12 +47,11 @@ func positive(v int) int {
 }
 
 func (s *Server) buildNIP11() ([]byte, error) {
-	// 77 is answered by the websocket front, not by khatru.
-	nips := []int{1, 9, 11, 34}
-	if len(s.khatru.CountEvents) > 0 {
+	nips := []int{1, 9, 11, 34, 42}
+	if _, ok := s.store.(eventstore.Counter); ok {
 		nips = append(nips, 45)
 	}
-	nips = append(nips, 77)
+	nips = append(nips, 70, 77)
 	grasps := s.opts.SupportedGrasps
 	if grasps == nil {
 		grasps = []string{}
@@ -77,10 +78,10 @@ func (s *Server) buildNIP11() ([]byte, error) {
 			MaxSubscriptions:    positive(l.MaxSubscriptions),
 			MaxLimit:            positive(l.MaxLimit),
 			MaxSubidLength:      positive(l.MaxSubIDLength),
-			MaxEventTags:        positive(l.MaxTags),
+			MaxEventTags:        positive(l.MaxEventTags),
 			MaxContentLength:    positive(l.MaxContentBytes),
-			CreatedAtLowerLimit: int64(positive(int(l.CreatedAtLower.Seconds()))),
-			CreatedAtUpperLimit: int64(positive(int(l.CreatedAtUpper.Seconds()))),
+			CreatedAtLowerLimit: int64(positive(int(l.CreatedAtLowerLimit.D().Seconds()))),
+			CreatedAtUpperLimit: int64(positive(int(l.CreatedAtUpperLimit.D().Seconds()))),
 			DefaultLimit:        positive(l.DefaultLimit),
 		},
 	}

@@ -15,41 +15,57 @@ import (
 	"github.com/grasp-dev/grasp/core/policy"
 )
 
-// fakeHolder is the Effects of the tests: it records held events and the
-// decisions applied.
-type fakeHolder struct {
-	mu      sync.Mutex
-	held    []*nostr.Event
-	metas   []policy.Meta
-	applied []policy.Decision
-	msg     string
-	err     error
+// fakeEffects records what the relay hands to Effects.
+type fakeEffects struct {
+	mu        sync.Mutex
+	held      []*nostr.Event
+	decisions []policy.Decision // given to Hold
+	metas     []policy.Meta
+	applied   []applied
+	msg       string
+	err       error
 }
 
-func (h *fakeHolder) Apply(_ context.Context, _ *nostr.Event, d policy.Decision) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.applied = append(h.applied, d)
+type applied struct {
+	id string
+	d  policy.Decision
 }
 
-func (h *fakeHolder) Hold(_ context.Context, evt *nostr.Event, d policy.Decision, meta policy.Meta) (string, error) {
+func (h *fakeEffects) Hold(_ context.Context, evt *nostr.Event, d policy.Decision, meta policy.Meta) (string, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.err != nil {
 		return "", h.err
 	}
-	if d.Outcome != policy.Hold {
-		return "", errors.New("Hold called with a decision that does not hold")
-	}
 	h.held = append(h.held, evt)
+	h.decisions = append(h.decisions, d)
 	h.metas = append(h.metas, meta)
 	return h.msg, nil
 }
 
-func (h *fakeHolder) count() int {
+func (h *fakeEffects) Apply(_ context.Context, evt *nostr.Event, d policy.Decision) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.applied = append(h.applied, applied{evt.ID, d})
+}
+
+func (h *fakeEffects) count() int {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return len(h.held)
+}
+
+// appliedTo returns the decisions Apply received for id.
+func (h *fakeEffects) appliedTo(id string) []policy.Decision {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var out []policy.Decision
+	for _, a := range h.applied {
+		if a.id == id {
+			out = append(out, a.d)
+		}
+	}
+	return out
 }
 
 // byContent routes decisions by the event's content, so one relay can be
@@ -57,7 +73,11 @@ func (h *fakeHolder) count() int {
 func byContent(evt *nostr.Event) policy.Decision {
 	switch {
 	case strings.HasPrefix(evt.Content, "hold"):
-		return policy.Decision{Outcome: policy.Hold, Msg: "purgatory: won't be served until git data arrives"}
+		return policy.Decision{Outcome: policy.Hold, Msg: policy.MsgPurgatory,
+			Effects: []policy.Effect{{Kind: policy.AwaitGitData, OIDs: []string{strings.Repeat("c", 40)}}}}
+	case strings.HasPrefix(evt.Content, "reject-evict"):
+		return policy.Decision{Outcome: policy.Rejected, Msg: "invalid: this server is no longer listed",
+			Effects: []policy.Effect{{Kind: policy.EvictHeld}}}
 	case strings.HasPrefix(evt.Content, "reject-raw"):
 		return policy.Decision{Outcome: policy.Rejected, Msg: "not tagging an accepted repository"}
 	case strings.HasPrefix(evt.Content, "reject"):
@@ -69,17 +89,16 @@ func byContent(evt *nostr.Event) policy.Decision {
 }
 
 type pipelineRig struct {
-	tr     *testRelay
-	pipe   *fakePipeline
-	holder *fakeHolder
-	notes  *okNotes
-	stored chan *nostr.Event
+	tr      *testRelay
+	pipe    *fakePipeline
+	effects *fakeEffects
+	stored  chan *nostr.Event
 }
 
 func newPipelineRig(t *testing.T) *pipelineRig {
-	rig := &pipelineRig{pipe: &fakePipeline{decide: byContent}, holder: &fakeHolder{}, notes: &okNotes{},
+	rig := &pipelineRig{pipe: &fakePipeline{decide: byContent}, effects: &fakeEffects{},
 		stored: make(chan *nostr.Event, 100)}
-	rig.tr = startRelay(t, Options{}, Deps{Pipeline: rig.pipe, Effects: rig.holder, NoteOK: rig.notes.note})
+	rig.tr = startRelay(t, Options{Pipeline: rig.pipe, Effects: rig.effects})
 	rig.tr.srv.OnStored(func(_ context.Context, evt *nostr.Event) { rig.stored <- evt })
 	return rig
 }
@@ -111,14 +130,18 @@ func TestG01P1_HoldAnswersOKTrueAndIsNeitherServedNorBroadcast(t *testing.T) {
 	c := connect(t, rig.tr.ws)
 
 	held := a.event(t, 30617, time.Now().Unix(), nostr.Tags{{"d", "repo"}}, "hold me")
-	if err := publish(t, c, held); err != nil {
-		t.Fatalf("a held event must be answered OK true: %v", err)
+	if ok, msg := publishOK(t, c, held); !ok || msg != policy.MsgPurgatory {
+		t.Fatalf("a held event must be answered OK true with the purgatory message, got %v %q", ok, msg)
 	}
-	if got := rig.notes.get(held.ID); len(got) != 1 || !strings.HasPrefix(got[0], "purgatory:") {
-		t.Fatalf("NoteOK must carry the purgatory message, got %q", got)
+	if rig.effects.count() != 1 || rig.effects.metas[0].Source != policy.SourceClient || rig.effects.metas[0].Remote != "127.0.0.1" {
+		t.Fatalf("Hold must receive the event with client meta: %d %+v", rig.effects.count(), rig.effects.metas)
 	}
-	if rig.holder.count() != 1 || rig.holder.metas[0].Source != policy.SourceClient || rig.holder.metas[0].Remote != "127.0.0.1" {
-		t.Fatalf("holder must receive the event with client meta: %d %+v", rig.holder.count(), rig.holder.metas)
+	// The decision travels with the event (issue 9 part 2).
+	if d := rig.effects.decisions[0]; d.Outcome != policy.Hold || len(d.Effects) != 1 || d.Effects[0].Kind != policy.AwaitGitData {
+		t.Fatalf("Hold must receive the pipeline's decision, got %+v", d)
+	}
+	if len(rig.effects.appliedTo(held.ID)) != 0 {
+		t.Fatal("a held event must not reach Apply")
 	}
 	if got := query(t, c, nostr.Filter{IDs: []string{held.ID}}); len(got) != 0 {
 		t.Fatal("a held event must not be served")
@@ -133,22 +156,24 @@ func TestG01P1_HoldAnswersOKTrueAndIsNeitherServedNorBroadcast(t *testing.T) {
 	if got := <-rig.stored; got.ID != stored.ID {
 		t.Fatalf("OnStored saw %s", got.ID)
 	}
+	if got := rig.effects.appliedTo(stored.ID); len(got) != 1 || got[0].Outcome != policy.Store {
+		t.Fatalf("a stored event must reach Apply once with its decision, got %+v", got)
+	}
 	if n := rig.pipe.count(held.ID) + rig.pipe.count(stored.ID); n != 2 {
 		t.Fatalf("pipeline must run once per event, ran %d times for two events", n)
 	}
 
-	// Holder's own message wins; a failing holder is a clean error.
-	rig.holder.mu.Lock()
-	rig.holder.msg = "purgatory: PR event stored, waiting for git push with commit abc"
-	rig.holder.mu.Unlock()
+	// Hold's own message wins; a failing Hold is a clean error.
+	rig.effects.mu.Lock()
+	rig.effects.msg = "purgatory: PR event stored, waiting for git push with commit abc"
+	rig.effects.mu.Unlock()
 	pr := a.event(t, 1618, time.Now().Unix(), nil, "hold the PR")
-	mustPublish(t, c, pr)
-	if got := rig.notes.get(pr.ID); len(got) != 1 || got[0] != "purgatory: PR event stored, waiting for git push with commit abc" {
-		t.Fatalf("holder message must reach NoteOK, got %q", got)
+	if ok, msg := publishOK(t, c, pr); !ok || msg != "purgatory: PR event stored, waiting for git push with commit abc" {
+		t.Fatalf("Hold's message must reach the client's OK, got %v %q", ok, msg)
 	}
-	rig.holder.mu.Lock()
-	rig.holder.err = errors.New("disk full")
-	rig.holder.mu.Unlock()
+	rig.effects.mu.Lock()
+	rig.effects.err = errors.New("disk full")
+	rig.effects.mu.Unlock()
 	if err := publish(t, c, a.event(t, 1618, time.Now().Unix(), nil, "hold fails")); err == nil || !strings.Contains(err.Error(), "error:") {
 		t.Fatalf("a failing holder must give OK false error:, got %v", err)
 	}
@@ -169,6 +194,17 @@ func TestPipelineRejectShadowAndDuplicate(t *testing.T) {
 		t.Fatalf("an unprefixed reason must get blocked:, got %v", err)
 	}
 
+	if len(rig.effects.appliedTo(rej.ID)) != 0 {
+		t.Fatal("a rejection without effects must not reach Apply")
+	}
+	evict := a.event(t, 30617, now, nostr.Tags{{"d", "repo"}}, "reject-evict")
+	if err := publish(t, c, evict); err == nil || !strings.Contains(err.Error(), "no longer listed") {
+		t.Fatalf("rejection with effects: %v", err)
+	}
+	if got := rig.effects.appliedTo(evict.ID); len(got) != 1 || got[0].Outcome != policy.Rejected || got[0].Effects[0].Kind != policy.EvictHeld {
+		t.Fatalf("a rejection with effects must reach Apply at once, got %+v", got)
+	}
+
 	shadow := a.event(t, 1, now, nil, "shadow")
 	if err := publish(t, c, shadow); err != nil {
 		t.Fatalf("Shadow must answer OK true: %v", err)
@@ -178,10 +214,11 @@ func TestPipelineRejectShadowAndDuplicate(t *testing.T) {
 	}
 
 	ok := a.event(t, 1, now, nil, "fine")
-	mustPublish(t, c, ok)
-	mustPublish(t, c, ok)
-	if got := rig.notes.get(ok.ID); len(got) != 1 || got[0] != "duplicate: already have this event" {
-		t.Fatalf("a real duplicate must be noted, got %q", got)
+	if accepted, msg := publishOK(t, c, ok); !accepted || msg != "" {
+		t.Fatalf("first publication: %v %q", accepted, msg)
+	}
+	if accepted, msg := publishOK(t, c, ok); !accepted || msg != "duplicate: already have this event" {
+		t.Fatalf("a real duplicate must be answered OK true duplicate:, got %v %q", accepted, msg)
 	}
 	if n := rig.pipe.count(ok.ID); n != 1 {
 		t.Fatalf("duplicates must not reach the pipeline again, ran %d times", n)
@@ -212,8 +249,13 @@ func TestPipelineGuardsDeletions(t *testing.T) {
 	if n := rig.pipe.count(del.ID); n != 1 {
 		t.Fatalf("the pipeline must run once for a deletion, ran %d times", n)
 	}
-	if n := rig.tr.srv.deletes.len(); n != 0 {
-		t.Fatalf("deletion decisions must not linger: %d left", n)
+	if got := rig.effects.appliedTo(del.ID); len(got) != 1 || got[0].Outcome != policy.Store {
+		t.Fatalf("a stored deletion must reach Apply, got %+v", got)
+	}
+	// The target, deleted by its author, is refused from now on, with the
+	// one answer (issue 9 part 3).
+	if ok, msg := publishOK(t, c, target); ok || msg != msgDeleted {
+		t.Fatalf("re-publishing a deleted event: %v %q, want OK false %q", ok, msg, msgDeleted)
 	}
 }
 
@@ -239,8 +281,8 @@ func TestIngestChecksIDAndSignatureThenTakesClientPath(t *testing.T) {
 	if ok, msg := rig.tr.srv.Ingest(ctx, held, meta); !ok || !strings.HasPrefix(msg, "purgatory:") {
 		t.Fatalf("held synced event: %v %q", ok, msg)
 	}
-	if rig.holder.metas[0].Source != policy.SourceSync || rig.holder.metas[0].ReceivedAt.IsZero() {
-		t.Fatalf("holder must see the sync meta, got %+v", rig.holder.metas[0])
+	if rig.effects.metas[0].Source != policy.SourceSync || rig.effects.metas[0].ReceivedAt.IsZero() {
+		t.Fatalf("Hold must see the sync meta, got %+v", rig.effects.metas[0])
 	}
 	good := a.event(t, 1, time.Now().Unix(), nil, "synced")
 	if ok, msg := rig.tr.srv.Ingest(ctx, good, meta); !ok || msg != "" {
@@ -279,7 +321,7 @@ func TestPublishBypassesPipelineAndKeepsReplaceSemantics(t *testing.T) {
 	pipe := &fakePipeline{decide: func(*nostr.Event) policy.Decision {
 		return policy.Decision{Outcome: policy.Rejected, Msg: "invalid: nothing gets in"}
 	}}
-	tr := startRelay(t, Options{}, Deps{Pipeline: pipe})
+	tr := startRelay(t, Options{Pipeline: pipe})
 	var stored []string
 	tr.srv.OnStored(func(_ context.Context, evt *nostr.Event) { stored = append(stored, evt.ID) })
 	a := newKey(t)
@@ -324,7 +366,7 @@ func TestDecisionReachesEffectsWithTheEvent(t *testing.T) {
 	withEffect := func(o policy.Outcome, k policy.EffectKind) policy.Decision {
 		return policy.Decision{Outcome: o, Effects: []policy.Effect{{Kind: k, Repo: repo}}}
 	}
-	eff := &fakeHolder{}
+	eff := &fakeEffects{}
 	pipe := &fakePipeline{decide: func(evt *nostr.Event) policy.Decision {
 		switch evt.Content {
 		case "store":
@@ -338,7 +380,7 @@ func TestDecisionReachesEffectsWithTheEvent(t *testing.T) {
 		}
 		return withEffect(policy.Hold, policy.CreateRepo)
 	}}
-	tr := startRelay(t, Options{}, Deps{Pipeline: pipe, Effects: eff})
+	tr := startRelay(t, Options{Pipeline: pipe, Effects: eff})
 	c := connect(t, tr.ws)
 	a := newKey(t)
 	mustPublish(t, c, a.event(t, 1, time.Now().Unix(), nil, "store"))
@@ -351,10 +393,10 @@ func TestDecisionReachesEffectsWithTheEvent(t *testing.T) {
 	}
 	eff.mu.Lock()
 	defer eff.mu.Unlock()
-	if len(eff.applied) != 2 || !eff.applied[0].Has(policy.AlignRepo, repo) || !eff.applied[1].Has(policy.EvictHeld, repo) {
+	if len(eff.applied) != 2 || !eff.applied[0].d.Has(policy.AlignRepo, repo) || !eff.applied[1].d.Has(policy.EvictHeld, repo) {
 		t.Fatalf("applied %+v, want the stored decision's AlignRepo, then the rejection's EvictHeld, and nothing for a plain rejection", eff.applied)
 	}
-	if len(eff.held) != 1 || eff.held[0].Content != "hold" {
-		t.Fatalf("held %d events, want the one the pipeline held", len(eff.held))
+	if len(eff.held) != 1 || eff.held[0].Content != "hold" || !eff.decisions[0].Has(policy.CreateRepo, repo) {
+		t.Fatalf("held %d events (decisions %+v), want the one the pipeline held with its CreateRepo", len(eff.held), eff.decisions)
 	}
 }

@@ -1,18 +1,41 @@
 // Package relay owns the Nostr relay and the HTTP surface of a grasp server:
-// it configures khatru (hooks, limits, the NIP-11 document), routes every
-// HTTP request (websocket, NIP-11, git paths, landing page, CORS) and runs our
-// own http.Server with graceful shutdown.
+// the write path every event takes (client, sync and purgatory release),
+// the NIP-11 document, the routing of every HTTP request (websocket, NIP-11,
+// git paths, landing page, CORS) and our own http.Server with graceful
+// shutdown.
 //
-// It is the single place where a client EVENT meets the acceptance pipeline:
-// the pipeline runs once per event, inside the store hooks, after khatru has
-// checked the id, the signature and earlier deletions. It never decides what
-// is acceptable itself (that is core/policy) and never touches git data (that
-// is core/git, mounted with HandleGit).
+// It is the single place where an event meets the acceptance pipeline: the
+// pipeline decides once per event, and the decision travels with the event
+// to its effects (Effects.Hold, Effects.Apply) and to the OK the client
+// gets. It never decides what is acceptable itself (that is core/policy),
+// never touches git data (core/git, mounted with HandleGit), and never
+// speaks the websocket protocol (core/gate, which it builds and feeds).
 //
-// khatru's own live broadcast reads its listener list without its lock (a
-// data race and a crash risk under subscription churn), so every store hook
-// reports the event to khatru as a duplicate and this package broadcasts it
-// from its own subscription registry instead (broadcast.go).
+// # What remains of khatru, and why
+//
+// khatru v0.19.1 is the write pipeline: Ingest and Publish call its AddEvent,
+// which runs the RejectEvent hooks (the cheap limits, limits.go) and then the
+// StoreEvent or ReplaceEvent hook (write, adding.go) as khatru orders them
+// for regular and replaceable kinds. Three khatru behaviours are worked
+// around, each in one place:
+//   - its "was this deleted" check queries tag keys "#e"/"#a", which no store
+//     indexes, so it never matches (and ignores who signed the deletion): no
+//     QueryEvents hook is registered, so it queries nothing, and
+//     deletedByAuthor (deleting.go) is the one check;
+//   - it knows only "stored" and "not stored", and answers OK true with an
+//     empty message: the write hook stores the event itself and answers
+//     khatru with eventstore.ErrDupEvent for every OK true (stored, held,
+//     shadowed, duplicate), so khatru does nothing more (no OnEventSaved, no
+//     NIP-40 expiration tracking on the wall clock), and the message travels
+//     back in the call (adding.go);
+//   - its websocket handler cannot answer OK true with a message, answers
+//     NIP-77 with NEG-ERROR, races its NEG sessions, blocks on slow readers
+//     and broadcasts over a listener list it reads without its lock: the
+//     gate serves the websocket and broadcasts (see package gate for the
+//     measurement behind that).
+//
+// What the gate and these hooks cost over bare khatru is measured in
+// bridge_bench_test.go; the figures are in the package gate doc.
 package relay
 
 import (
@@ -29,14 +52,28 @@ import (
 	"github.com/fiatjaf/khatru"
 	"github.com/hashicorp/go-hclog"
 	"github.com/nbd-wtf/go-nostr"
-	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/grasp-dev/grasp/core/clock"
+	"github.com/grasp-dev/grasp/core/config"
+	"github.com/grasp-dev/grasp/core/env"
+	"github.com/grasp-dev/grasp/core/gate"
 	"github.com/grasp-dev/grasp/core/policy"
 )
 
-// Options configures the relay. The zero value works: every unset limit takes
-// its default (see DefaultLimits) and the public URL is derived per request.
+// Effects carries out what the pipeline decided, with the decision in hand.
+type Effects interface {
+	// Hold keeps evt in purgatory as d says; msg is the OK text
+	// ("purgatory: ..." or "duplicate: in purgatory").
+	Hold(ctx context.Context, evt *nostr.Event, d policy.Decision, meta policy.Meta) (msg string, err error)
+	// Apply carries out d's effects: after evt is durably stored (Store),
+	// or at once for a Rejected decision that has effects (evicting a held
+	// announcement whose replacement dropped this server). Deletions
+	// (kind 5) reach Apply after they are stored.
+	Apply(ctx context.Context, evt *nostr.Event, d policy.Decision)
+}
+
+// Options configures the relay. The zero value of every setting works:
+// limits take config's defaults and the public URL is derived per request.
 type Options struct {
 	Name        string
 	Description string
@@ -54,62 +91,36 @@ type Options struct {
 	AcceptanceCriteria string
 	// Curation is advertised as curation; "" omits the key (GRASP-01 N4).
 	Curation string
-	Limits   Limits
+	// Limits bound events, filters and connections; zero fields take
+	// config's defaults. The event store applies the query limits.
+	Limits config.Limits
 	// ShutdownGrace bounds how long Serve waits for in-flight writes and HTTP
 	// requests after its context ends; 0 means 30 s.
 	ShutdownGrace time.Duration
-	Clock         clock.Clock
-	Logger        hclog.Logger
-	Registerer    prometheus.Registerer
-}
 
-// Effects carries out what the pipeline decided, with the decision in hand.
-type Effects interface {
-	// Hold keeps evt in purgatory as d says; msg is the OK text
-	// ("purgatory: ..." or "duplicate: in purgatory").
-	Hold(ctx context.Context, evt *nostr.Event, d policy.Decision, meta policy.Meta) (msg string, err error)
-	// Apply carries out d's effects: after evt is durably stored (Store),
-	// or at once for a Rejected decision that has effects (evicting a held
-	// announcement whose replacement dropped this server). Deletions
-	// (kind 5) reach Apply after they are stored.
-	Apply(ctx context.Context, evt *nostr.Event, d policy.Decision)
-}
-
-// Deps are the collaborators the relay calls.
-type Deps struct {
-	// Events is the main event store, already Init'ed. The caller closes it
-	// after Serve returns.
+	// Events is the main event store, already Init'ed; required. The caller
+	// closes it after Serve returns.
 	Events eventstore.Store
 	// Pipeline decides about every event; nil stores everything.
 	Pipeline policy.Pipeline
-	// Effects receives events the pipeline holds, and the decision of every
-	// stored event; required only if the pipeline can answer Hold.
+	// Effects carries out decisions; required only if the pipeline can
+	// answer Hold or decide effects.
 	Effects Effects
-	// NoteOK tells the websocket front which message to put in the next OK
-	// for eventID on the connection of ctx (khatru answers OK true with an
-	// empty message whenever a store hook reports a duplicate). ctx is
-	// khatru's connection context: ConnRequest(ctx) returns the request the
-	// front handed to the backend. nil means no-op.
-	NoteOK func(ctx context.Context, eventID, msg string)
-	// WebsocketFront, when set, receives every websocket upgrade; it must hand
-	// the upgrade on to backend (khatru's websocket endpoint).
-	WebsocketFront func(backend http.Handler) http.Handler
 }
 
 // Server is a configured relay plus its HTTP routing.
 type Server struct {
 	opts     Options
-	limits   Limits
+	limits   config.Limits
 	clock    clock.Clock
 	log      hclog.Logger
 	store    eventstore.Store
 	pipeline policy.Pipeline
 	effects  Effects
-	noteOK   func(ctx context.Context, eventID, msg string)
 	metrics  *metrics
 
 	khatru  *khatru.Relay
-	ws      http.Handler // websocket endpoint: the front, or khatru directly
+	gate    *gate.Gate
 	wsURL   string
 	nip11   []byte
 	handler http.Handler
@@ -120,125 +131,75 @@ type Server struct {
 	storedMu sync.RWMutex
 	onStored []func(context.Context, *nostr.Event)
 
-	subs     *registry
-	reqs     *reqCounter
-	deletes  *decisionMemo
-	writes   *writeGate
-	conns    *connTracker
-	hijacked *hijackTracker
+	deletions *tombstones
+	writes    *writeGate
 }
 
-// New configures khatru and the HTTP routing. It does not listen; call Serve.
-func New(opts Options, deps Deps) (*Server, error) {
-	if deps.Events == nil {
-		return nil, errors.New("relay: Deps.Events is required")
+// New configures khatru, the gate and the HTTP routing. It does not listen;
+// call Serve.
+func New(opts Options, e env.Env) (*Server, error) {
+	if opts.Events == nil {
+		return nil, errors.New("relay: Options.Events is required")
 	}
-	limits, err := opts.Limits.withDefaults()
-	if err != nil {
-		return nil, fmt.Errorf("relay: limits: %w", err)
+	e = e.OrDefaults()
+	limits := opts.Limits.WithDefaults()
+	if limits.DefaultLimit > limits.MaxLimit {
+		return nil, fmt.Errorf("relay: limits: DefaultLimit %d exceeds MaxLimit %d", limits.DefaultLimit, limits.MaxLimit)
 	}
 	wsURL, err := relayURL(opts.PublicURL)
 	if err != nil {
 		return nil, fmt.Errorf("relay: public URL %q: %w", opts.PublicURL, err)
 	}
-	if opts.Clock == nil {
-		opts.Clock = clock.New()
-	}
-	if opts.Logger == nil {
-		opts.Logger = hclog.NewNullLogger()
-	}
 	if opts.ShutdownGrace <= 0 {
 		opts.ShutdownGrace = 30 * time.Second
 	}
-	m, err := newMetrics(opts.Registerer)
+	m, err := newMetrics(e.Metrics)
 	if err != nil {
 		return nil, fmt.Errorf("relay: metrics: %w", err)
 	}
 	s := &Server{
 		opts:     opts,
 		limits:   limits,
-		clock:    opts.Clock,
-		log:      opts.Logger,
-		store:    deps.Events,
-		pipeline: deps.Pipeline,
-		effects:  deps.Effects,
-		noteOK:   deps.NoteOK,
+		clock:    e.Clock,
+		log:      e.Log,
+		store:    opts.Events,
+		pipeline: opts.Pipeline,
+		effects:  opts.Effects,
 		metrics:  m,
 		wsURL:    wsURL,
-		subs:     newRegistry(),
-		reqs:     newReqCounter(),
-		deletes:  newDecisionMemo(4096),
 		writes:   newWriteGate(m.inflight),
-		conns:    newConnTracker(),
-		hijacked: newHijackTracker(),
 	}
 	if s.pipeline == nil {
 		s.pipeline = policy.AcceptAll{}
 	}
+	s.deletions, err = loadTombstones(context.Background(), s.store, limits.NegentropyMaxEvents)
+	if err != nil {
+		return nil, fmt.Errorf("relay: %w", err)
+	}
 	s.khatru = s.newKhatru()
+	s.gate = gate.New(gate.Options{Backend: s, Limits: limits, RelayURL: wsURL}, e.Named("gate"))
 	s.nip11, err = s.buildNIP11()
 	if err != nil {
 		return nil, fmt.Errorf("relay: NIP-11 document: %w", err)
-	}
-	s.ws = http.HandlerFunc(s.khatru.HandleWebsocket)
-	if deps.WebsocketFront != nil {
-		s.ws = deps.WebsocketFront(s.ws)
 	}
 	s.handler = http.HandlerFunc(s.route)
 	return s, nil
 }
 
-// newKhatru wires khatru's hook slices to our store, limits and pipeline.
+// newKhatru wires khatru's write hooks. No QueryEvents hook is registered:
+// khatru would use it only for its deletion check that never matches (see
+// the package doc) and for its websocket handler, which the gate replaces.
 func (s *Server) newKhatru() *khatru.Relay {
 	rl := khatru.NewRelay()
 	rl.Log = s.log.Named("khatru").StandardLogger(&hclog.StandardLoggerOptions{InferLevels: true})
-	// NIP-77 is served by the websocket front with our own session loop.
-	rl.Negentropy = false
-	rl.MaxMessageSize = int64(s.limits.MaxMessageBytes)
-	if s.opts.PublicURL != "" {
-		rl.ServiceURL = strings.TrimSuffix(s.opts.PublicURL, "/")
-	}
-	rl.OnConnect = append(rl.OnConnect, s.conns.add)
-	rl.OnDisconnect = append(rl.OnDisconnect, s.conns.remove)
-
 	rl.RejectEvent = append(rl.RejectEvent, s.rejectEvent)
-	rl.OverwriteDeletionOutcome = append(rl.OverwriteDeletionOutcome, s.deletionOutcome)
 	rl.StoreEvent = append(rl.StoreEvent, func(ctx context.Context, evt *nostr.Event) error {
 		return s.write(ctx, evt, false)
 	})
 	rl.ReplaceEvent = append(rl.ReplaceEvent, func(ctx context.Context, evt *nostr.Event) error {
 		return s.write(ctx, evt, true)
 	})
-	rl.DeleteEvent = append(rl.DeleteEvent, s.deleteEvent)
-	rl.QueryEvents = append(rl.QueryEvents, s.queryEvents)
-	if c, ok := s.store.(eventstore.Counter); ok {
-		rl.CountEvents = append(rl.CountEvents, c.CountEvents)
-	}
-	rl.OverwriteFilter = append(rl.OverwriteFilter, s.overwriteFilter)
-	rl.RejectFilter = append(rl.RejectFilter, s.rejectFilter)
-	rl.RejectCountFilter = append(rl.RejectCountFilter, func(ctx context.Context, f nostr.Filter) (bool, string) {
-		if msg := s.checkFilter(f); msg != "" {
-			return true, msg
-		}
-		return false, ""
-	})
 	return rl
-}
-
-// queryEvents is khatru's QueryEvents hook. khatru's own "was this deleted"
-// lookups ask for tag keys "#e" / "#a", which no store indexes and no client
-// filter can carry (the "#" is stripped when a filter is parsed): they never
-// match, so they are answered without touching the store, and write() does
-// the real check (deletedByAuthor).
-func (s *Server) queryEvents(ctx context.Context, f nostr.Filter) (chan *nostr.Event, error) {
-	for k := range f.Tags {
-		if strings.HasPrefix(k, "#") {
-			ch := make(chan *nostr.Event)
-			close(ch)
-			return ch, nil
-		}
-	}
-	return s.store.QueryEvents(ctx, f)
 }
 
 // Handler is the whole HTTP surface: CORS, websocket, NIP-11, git, pages.
@@ -270,16 +231,6 @@ func (s *Server) storedCallbacks() []func(context.Context, *nostr.Event) {
 	s.storedMu.RLock()
 	defer s.storedMu.RUnlock()
 	return s.onStored
-}
-
-// ConnRequest returns the HTTP request of the websocket connection behind a
-// khatru hook context (nil outside a websocket connection). A websocket front
-// uses it to find its own connection state when NoteOK is called.
-func ConnRequest(ctx context.Context) *http.Request {
-	if ws := khatru.GetConnection(ctx); ws != nil {
-		return ws.Request
-	}
-	return nil
 }
 
 func relayURL(public string) (string, error) {

@@ -9,7 +9,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/fiatjaf/khatru"
 	"github.com/hashicorp/go-hclog"
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -20,7 +19,6 @@ import (
 // git pushes, closes the websockets and returns. The caller closes the store
 // afterwards. A nil error means every in-flight write finished.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
-	tl := &trackingListener{Listener: ln, conns: s.hijacked}
 	srv := &http.Server{
 		Handler: s.handler,
 		// Slow-header clients are cut early; there is deliberately no
@@ -28,14 +26,9 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       2 * time.Minute,
 		ErrorLog:          s.log.Named("http").StandardLogger(&hclog.StandardLoggerOptions{InferLevels: true}),
-		ConnState: func(c net.Conn, state http.ConnState) {
-			if state == http.StateHijacked {
-				s.hijacked.markHijacked(c)
-			}
-		},
 	}
 	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(tl) }()
+	go func() { errc <- srv.Serve(ln) }()
 	select {
 	case err := <-errc:
 		if errors.Is(err, http.ErrServerClosed) {
@@ -74,35 +67,13 @@ func (s *Server) shutdown(srv *http.Server, served <-chan error) error {
 		}
 	}
 	<-served
-	s.log.Info("relay stopped", "subscriptions_left", s.subs.len())
+	s.log.Info("relay stopped")
 	return errors.Join(errs...)
 }
 
-// closeWebsockets says goodbye (close 1001) to khatru's connections, gives
-// the frames a moment to leave, then closes every hijacked connection, which
-// also ends connections held by a websocket front.
-func (s *Server) closeWebsockets() {
-	var wg sync.WaitGroup
-	for _, ws := range s.conns.list() {
-		wg.Add(1)
-		go func(ws *khatru.WebSocket) {
-			defer wg.Done()
-			// 1001 "going away"
-			frame := append([]byte{0x03, 0xe9}, "relay shutting down"...)
-			_ = ws.WriteMessage(closeMessage, frame)
-		}(ws)
-	}
-	sent := make(chan struct{})
-	go func() { wg.Wait(); close(sent) }()
-	select {
-	case <-sent:
-	case <-s.clock.After(time.Second):
-	}
-	s.hijacked.closeHijacked()
-}
-
-// closeMessage is the websocket close frame opcode (RFC 6455 §11.8).
-const closeMessage = 8
+// closeWebsockets says goodbye (close 1001) to every client websocket and
+// closes them; http.Server forgets hijacked connections.
+func (s *Server) closeWebsockets() { s.gate.Close() }
 
 // writeGate counts in-flight store writes and refuses new ones once
 // shutdown has begun, so that "all writes done" cannot be overtaken.
@@ -156,107 +127,4 @@ func (w *writeGate) inflight() int {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.n
-}
-
-// connTracker knows khatru's open websockets (OnConnect / OnDisconnect).
-type connTracker struct {
-	mu sync.Mutex
-	m  map[*khatru.WebSocket]struct{}
-}
-
-func newConnTracker() *connTracker { return &connTracker{m: make(map[*khatru.WebSocket]struct{})} }
-
-func (c *connTracker) add(ctx context.Context) {
-	if ws := khatru.GetConnection(ctx); ws != nil {
-		c.mu.Lock()
-		c.m[ws] = struct{}{}
-		c.mu.Unlock()
-	}
-}
-
-func (c *connTracker) remove(ctx context.Context) {
-	if ws := khatru.GetConnection(ctx); ws != nil {
-		c.mu.Lock()
-		delete(c.m, ws)
-		c.mu.Unlock()
-	}
-}
-
-func (c *connTracker) list() []*khatru.WebSocket {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	out := make([]*khatru.WebSocket, 0, len(c.m))
-	for ws := range c.m {
-		out = append(out, ws)
-	}
-	return out
-}
-
-// hijackTracker remembers accepted connections until they close, so that
-// shutdown can close the hijacked (websocket) ones, which http.Server forgets.
-type hijackTracker struct {
-	mu    sync.Mutex
-	conns map[*trackedConn]bool // value: hijacked
-}
-
-func newHijackTracker() *hijackTracker {
-	return &hijackTracker{conns: make(map[*trackedConn]bool)}
-}
-
-func (h *hijackTracker) markHijacked(c net.Conn) {
-	tc, ok := c.(*trackedConn)
-	if !ok {
-		return
-	}
-	h.mu.Lock()
-	if _, open := h.conns[tc]; open {
-		h.conns[tc] = true
-	}
-	h.mu.Unlock()
-}
-
-func (h *hijackTracker) closeHijacked() {
-	h.mu.Lock()
-	var victims []*trackedConn
-	for c, hijacked := range h.conns {
-		if hijacked {
-			victims = append(victims, c)
-		}
-	}
-	h.mu.Unlock()
-	for _, c := range victims {
-		_ = c.Close()
-	}
-}
-
-type trackingListener struct {
-	net.Listener
-	conns *hijackTracker
-}
-
-func (l *trackingListener) Accept() (net.Conn, error) {
-	c, err := l.Listener.Accept()
-	if err != nil {
-		return nil, err
-	}
-	tc := &trackedConn{Conn: c, owner: l.conns}
-	l.conns.mu.Lock()
-	l.conns.conns[tc] = false
-	l.conns.mu.Unlock()
-	return tc, nil
-}
-
-type trackedConn struct {
-	net.Conn
-	owner *hijackTracker
-	once  sync.Once
-}
-
-func (c *trackedConn) Close() error {
-	c.once.Do(func() {
-		c.owner.mu.Lock()
-		delete(c.owner.conns, c)
-		c.owner.mu.Unlock()
-	})
-	return c.Conn.Close()
 }

@@ -3,6 +3,7 @@ package relay
 import (
 	"context"
 	"encoding/json"
+	"github.com/grasp-dev/grasp/core/env"
 	"net"
 	"strings"
 	"testing"
@@ -35,7 +36,7 @@ func TestGracefulShutdownFinishesInFlightWrites(t *testing.T) {
 		t.Fatal(err)
 	}
 	addr := ln.Addr().String()
-	srv, err := New(Options{PublicURL: "http://" + addr}, Deps{Events: store, Pipeline: pipe})
+	srv, err := New(Options{PublicURL: "http://" + addr, Events: store, Pipeline: pipe}, env.Env{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,7 +98,7 @@ func TestGracefulShutdownFinishesInFlightWrites(t *testing.T) {
 func TestServeReturnsListenerErrors(t *testing.T) {
 	store := openBadger(t, t.TempDir(), false)
 	defer store.Close()
-	srv, err := New(Options{}, Deps{Events: store})
+	srv, err := New(Options{Events: store}, env.Env{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,7 +130,7 @@ func TestShutdownGraceBoundsTheWait(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := New(Options{Clock: fake, ShutdownGrace: time.Minute}, Deps{Events: store, Pipeline: pipe})
+	srv, err := New(Options{ShutdownGrace: time.Minute, Events: store, Pipeline: pipe}, env.Env{Clock: fake})
 	if err != nil {
 		t.Fatal(err)
 	}

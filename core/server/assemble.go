@@ -3,14 +3,11 @@ package server
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"path/filepath"
 	"time"
 
-	"github.com/fiatjaf/eventstore"
 	"github.com/nbd-wtf/go-nostr"
 
-	"github.com/grasp-dev/grasp/core/gate"
 	"github.com/grasp-dev/grasp/core/git"
 	"github.com/grasp-dev/grasp/core/hosting"
 	"github.com/grasp-dev/grasp/core/nip34"
@@ -67,7 +64,7 @@ func (s *Server) assemble(ext Extensions) error {
 	}
 	gc.OnArrived, gc.FindDrifted = s.hosting.Arrived, s.hosting.Drifted
 
-	if err := s.assembleRelay(svc, popts, rules); err != nil {
+	if err := s.assembleRelay(popts, rules); err != nil {
 		return err
 	}
 	s.relay.HandleGit(git.NewHandler(git.Options{
@@ -104,27 +101,11 @@ func (s *Server) policyOptions(svc nip34.Service, plugins policy.Chain, names []
 	}
 }
 
-// assembleRelay builds the relay (khatru, its limits and NIP-11 document)
-// behind the websocket gate: every event goes through rules, their decision
-// to the effects.
-func (s *Server) assembleRelay(svc nip34.Service, popts policy.Options, rules *policy.Rules) error {
+// assembleRelay builds the relay (khatru's write hooks, the websocket gate,
+// the NIP-11 document): every event goes through rules, their decision to
+// the effects.
+func (s *Server) assembleRelay(popts policy.Options, rules *policy.Rules) error {
 	cfg := s.cfg
-	lim := cfg.Relay.Limits
-	events := s.store.Events()
-	gateOpts := gate.Options{
-		MaxMessageBytes:         int64(lim.MaxMessageBytes),
-		MaxSubscriptions:        lim.MaxSubscriptions,
-		MaxSubIDLength:          lim.MaxSubIDLength,
-		MaxFiltersPerReq:        lim.MaxFiltersPerReq,
-		MaxPendingOutboundBytes: lim.MaxPendingOutboundBytes,
-		NegentropyMaxEvents:     lim.NegentropyMaxEvents,
-		MaxNegSessions:          lim.NegentropyMaxSessions,
-		NegentropyIdle:          lim.NegentropyIdleTimeout.D(),
-		Query: func(ctx context.Context, f nostr.Filter) (chan *nostr.Event, error) {
-			return events.QueryEvents(eventstore.SetNegentropy(ctx), f)
-		},
-		Clock: s.clk, Logger: s.log.Named("gate"), Registerer: s.env.Metrics,
-	}
 	grasps := []string{"GRASP-01"}
 	if cfg.Sync.Enabled {
 		grasps = append(grasps, "GRASP-02")
@@ -142,33 +123,10 @@ func (s *Server) assembleRelay(svc nip34.Service, popts policy.Options, rules *p
 		SupportedGrasps:    grasps,
 		AcceptanceCriteria: policy.AcceptanceCriteria(popts),
 		Curation:           policy.Curation(popts),
-		Limits: relay.Limits{
-			MaxEventBytes:    lim.MaxEventBytes,
-			MaxContentBytes:  lim.MaxContentBytes,
-			MaxTags:          lim.MaxEventTags,
-			MaxTagValueBytes: lim.MaxTagValueBytes,
-			CreatedAtLower:   lim.CreatedAtLowerLimit.D(),
-			CreatedAtUpper:   lim.CreatedAtUpperLimit.D(),
-			MaxFilters:       lim.MaxFiltersPerReq,
-			MaxTagFilters:    lim.MaxTagsPerFilter,
-			MaxSubscriptions: lim.MaxSubscriptions,
-			MaxSubIDLength:   lim.MaxSubIDLength,
-			MaxLimit:         lim.MaxLimit,
-			DefaultLimit:     lim.DefaultLimit,
-			MaxMessageBytes:  lim.MaxMessageBytes,
-		},
-		Clock: s.clk, Logger: s.log.Named("relay"), Registerer: s.env.Metrics,
-	}, relay.Deps{
-		Events:   events,
-		Pipeline: rules,
-		Effects:  s.hosting,
-		NoteOK: func(ctx context.Context, id, msg string) {
-			s.gate.NoteOK(ctx, id, msg)
-		},
-		WebsocketFront: func(backend http.Handler) http.Handler {
-			s.gate = gate.New(backend, gateOpts)
-			return s.gate
-		},
-	})
+		Limits:             cfg.Relay.Limits,
+		Events:             s.store.Events(),
+		Pipeline:           rules,
+		Effects:            s.hosting,
+	}, s.env.Named("relay"))
 	return err
 }

@@ -25,7 +25,6 @@ import (
 	"github.com/grasp-dev/grasp/core/clock"
 	"github.com/grasp-dev/grasp/core/config"
 	"github.com/grasp-dev/grasp/core/env"
-	"github.com/grasp-dev/grasp/core/gate"
 	"github.com/grasp-dev/grasp/core/git"
 	"github.com/grasp-dev/grasp/core/hosting"
 	"github.com/grasp-dev/grasp/core/metrics"
@@ -87,7 +86,6 @@ type Server struct {
 	repos    *git.Repos
 	hosting  *hosting.Hosting
 	hunter   *hunt.Hunter
-	gate     *gate.Gate
 	relay    *relay.Server
 	sched    *scheduler.Scheduler
 	throttle *throttle.Resolver
@@ -108,18 +106,14 @@ type Server struct {
 // its clock, logger and metrics registerer.
 func OpenStore(cfg config.Config, e env.Env) (*store.Store, error) {
 	e = e.OrDefaults()
-	lim := cfg.Relay.Limits
-	st, err := store.Open(store.Options{
-		Dir:           cfg.Server.DataDir,
-		Backend:       cfg.Store.Backend,
-		PostgresURL:   cfg.Store.PostgresURL,
-		Clock:         e.Clock,
-		MaxLimit:      lim.MaxLimit,
-		DefaultLimit:  lim.DefaultLimit,
-		NegentropyMax: lim.NegentropyMaxEvents,
-		MemTableMB:    cfg.Store.MemtableMB,
-		BlockCacheMB:  cfg.Store.BlockCacheMB,
-	}, e.Log.Named("store"), e.Metrics)
+	st, err := store.New(store.Options{
+		Dir:          cfg.Server.DataDir,
+		Backend:      cfg.Store.Backend,
+		PostgresURL:  cfg.Store.PostgresURL,
+		Limits:       cfg.Relay.Limits,
+		MemTableMB:   cfg.Store.MemtableMB,
+		BlockCacheMB: cfg.Store.BlockCacheMB,
+	}, e.Named("store"))
 	if err != nil {
 		return nil, fmt.Errorf("open store: %w", err)
 	}

@@ -25,7 +25,6 @@ func (s *Server) startSync(svc nip34.Service, sel gsync.RelaySelector) error {
 	if !sc.Enabled {
 		return nil
 	}
-	reg := s.env.Metrics
 	hc := s.cfg.Health
 	tracker, err := health.New(health.Options{
 		Schedule: health.Schedule{
@@ -39,8 +38,10 @@ func (s *Server) startSync(svc nip34.Service, sel gsync.RelaySelector) error {
 	}
 	// bootstrap relays are normalised where they are compared (nip34)
 	bootstrap := sc.BootstrapRelays
-	dial, catchUpDial := conn.GuardedDialers(sc.ConnectPrivateAddresses, bootstrap)
-	cu, err := catchup.New(catchup.Config{Logger: s.log.Named("sync").Named("catchup"), Registerer: reg, Clock: s.clk, Dial: catchUpDial})
+	lim := s.cfg.Relay.Limits
+	syncEnv := s.env.Named("sync")
+	dial, catchUpDial := conn.GuardedDialers(sc.ConnectPrivateAddresses, bootstrap, lim)
+	cu, err := catchup.New(catchup.Config{Dial: catchUpDial, Limits: lim}, syncEnv.Named("catchup"))
 	if err != nil {
 		return fmt.Errorf("start sync: %w", err)
 	}
@@ -49,8 +50,8 @@ func (s *Server) startSync(svc nip34.Service, sel gsync.RelaySelector) error {
 		Local:   catchup.StoreLocal{Store: s.store.Events()},
 		Dial:    dial,
 		CatchUp: cu,
-		Clock:   s.clk, Logger: s.log.Named("sync"), Registerer: reg,
-	})
+		Limits:  lim,
+	}, syncEnv)
 	if err != nil {
 		return fmt.Errorf("start sync: %w", err)
 	}
@@ -75,14 +76,14 @@ func (s *Server) startSync(svc nip34.Service, sel gsync.RelaySelector) error {
 		DailyMax:                sc.DailyMax.D(),
 		DisconnectCheckInterval: sc.DisconnectCheckInterval.D(),
 		Negentropy:              sc.Negentropy,
-	}, s.env.Named("sync"))
+	}, syncEnv)
 	if err != nil {
 		return fmt.Errorf("start sync: %w", err)
 	}
 	pool.Bind(mgr)
 	sub, err := gsync.NewSubscriber(gsync.SubscriberOptions{
 		Manager: mgr, Events: s.store.Events(), Held: s.purg, Spawn: s.background,
-	}, s.env.Named("sync"))
+	}, syncEnv)
 	if err != nil {
 		return fmt.Errorf("start sync: %w", err)
 	}

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"fmt"
+	coreenv "github.com/grasp-dev/grasp/core/env"
 	"net"
 	"slices"
 	"sync"
@@ -265,7 +266,7 @@ func BenchmarkNegentropyCatchUp(b *testing.B) {
 		}
 	}
 	fill(b, sut.srv, have)
-	client, err := catchup.New(catchup.Config{})
+	client, err := catchup.New(catchup.Config{}, coreenv.Env{})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -185,7 +185,10 @@ func (u *khatruPeer) query(ctx context.Context, f nostr.Filter) (chan *nostr.Eve
 		q.Since = &s
 	}
 	u.mu.Lock()
-	in, err := u.store.QueryEvents(ctx, q)
+	// Not the REQ's ctx: slicestore stops without closing its channel when
+	// ctx ends (a dropped connection), and the drain below would hold u.mu
+	// forever (seen as a 15-minute CI hang in put).
+	in, err := u.store.QueryEvents(context.Background(), q)
 	if err != nil {
 		u.mu.Unlock()
 		return nil, err

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"github.com/grasp-dev/grasp/core/env"
 	"os"
 	"strconv"
 	"strings"
@@ -128,7 +129,7 @@ func BenchmarkDurableSave(b *testing.B) {
 			b.StartTimer()
 
 			open := func(noSync bool) *Store {
-				s, err := Open(Options{Dir: b.TempDir(), UnsafeNoSync: noSync}, nil, nil)
+				s, err := New(Options{Dir: b.TempDir(), UnsafeNoSync: noSync}, env.Env{})
 				if err != nil {
 					b.Fatal(err)
 				}

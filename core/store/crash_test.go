@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"github.com/grasp-dev/grasp/core/env"
 	"os"
 	"os/exec"
 	"strconv"
@@ -38,7 +39,7 @@ func TestMain(m *testing.M) {
 func crashChild(dir, round string) int {
 	// A 1 MiB memtable makes WAL rotations and table flushes happen
 	// mid-stream, so the kill lands among them too.
-	s, err := Open(Options{Dir: dir, MemTableMB: 1}, nil, nil)
+	s, err := New(Options{Dir: dir, MemTableMB: 1}, env.Env{})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "child open:", err)
 		return 2
@@ -96,7 +97,7 @@ func TestCrashKill9EveryAckedEventSurvives(t *testing.T) {
 		}
 		acked = append(acked, ids...)
 
-		s, err := Open(Options{Dir: dir}, nil, nil)
+		s, err := New(Options{Dir: dir}, env.Env{})
 		if err != nil {
 			t.Fatalf("round %d: reopen after kill -9: %v", round, err)
 		}

@@ -56,7 +56,7 @@ func (e *events) DeleteEvent(ctx context.Context, evt *nostr.Event) error {
 }
 
 func (e *events) write(ctx context.Context, kind opKind, evt *nostr.Event) error {
-	start := e.s.opts.Clock.Now()
+	start := e.s.env.Clock.Now()
 	if err := validateEvent(evt, !e.direct); err != nil {
 		e.s.m.countWrite(kind, err)
 		return err
@@ -66,9 +66,14 @@ func (e *events) write(ctx context.Context, kind opKind, evt *nostr.Event) error
 		err = e.writeDirect(ctx, kind, evt)
 		e.s.m.countWrite(kind, err)
 	} else {
-		err = e.s.w.submit(ctx, &op{kind: kind, evt: evt, vlog: mayUseValueLog(evt, e.s.vthreshold)})
+		stored, content := evt, []byte(nil)
+		if kind != opDelete {
+			stored, content = splitLarge(evt)
+		}
+		err = e.s.w.submit(ctx, &op{kind: kind, evt: stored, content: content,
+			vlog: content != nil || mayUseValueLog(stored, e.s.vthreshold)})
 	}
-	e.s.m.saveSeconds.WithLabelValues(kind.String()).Observe(e.s.opts.Clock.Since(start).Seconds())
+	e.s.m.saveSeconds.WithLabelValues(kind.String()).Observe(e.s.env.Clock.Since(start).Seconds())
 	return err
 }
 
@@ -97,18 +102,23 @@ func (e *events) writeDirect(ctx context.Context, kind opKind, evt *nostr.Event)
 // and a negentropy session up to NegentropyMax. It returns 0 for "no events".
 func (e *events) effectiveLimit(ctx context.Context, f nostr.Filter) int {
 	if eventstore.IsNegentropySession(ctx) {
-		if f.Limit > 0 && f.Limit < e.s.opts.NegentropyMax {
+		// One more than the limit, so that a negentropy server can tell a
+		// filter matching more events than it may reconcile (NEG-ERR
+		// "blocked:") from one matching exactly as many, instead of
+		// reconciling a silently truncated set.
+		cap := e.s.opts.Limits.NegentropyMaxEvents + 1
+		if f.Limit > 0 && f.Limit < cap {
 			return f.Limit
 		}
-		return e.s.opts.NegentropyMax
+		return cap
 	}
 	switch {
 	case f.LimitZero:
 		return 0
 	case f.Limit <= 0:
-		return e.s.opts.DefaultLimit
-	case f.Limit > e.s.opts.MaxLimit:
-		return e.s.opts.MaxLimit
+		return e.s.opts.Limits.DefaultLimit
+	case f.Limit > e.s.opts.Limits.MaxLimit:
+		return e.s.opts.Limits.MaxLimit
 	default:
 		return f.Limit
 	}
@@ -148,6 +158,9 @@ func (e *events) QueryEvents(ctx context.Context, f nostr.Filter) (chan *nostr.E
 	ch, err := e.be.QueryEvents(ctx, f)
 	if err != nil {
 		return nil, fmt.Errorf("error: query events: %w", err)
+	}
+	if !e.direct {
+		ch = e.s.withContent(ctx, ch)
 	}
 	if len(f.IDs) > 0 && !e.direct {
 		// The badger backend answers an ids filter from the id index alone,
@@ -233,9 +246,9 @@ func (e *events) CountEvents(ctx context.Context, f nostr.Filter) (int64, error)
 }
 
 // Limits of the backend's binary encoding. An event beyond them cannot be
-// stored faithfully, so it is refused instead of truncated.
+// stored faithfully, so it is refused instead of truncated. Content beyond
+// the codec's 16-bit length goes to a large-content record (large.go).
 const (
-	maxContentBytes = math.MaxUint16
 	maxTags         = math.MaxUint16
 	maxTagItems     = math.MaxUint8
 	maxTagItemBytes = math.MaxUint16
@@ -271,8 +284,8 @@ func validateEvent(evt *nostr.Event, binaryLimits bool) error {
 	if !binaryLimits {
 		return nil
 	}
-	if len(evt.Content) > maxContentBytes {
-		return fmt.Errorf("invalid: content of %d bytes exceeds the store's %d-byte limit", len(evt.Content), maxContentBytes)
+	if len(evt.Content) > maxLargeContent {
+		return fmt.Errorf("invalid: content of %d bytes exceeds the store's %d-byte limit", len(evt.Content), maxLargeContent)
 	}
 	if len(evt.Tags) > maxTags {
 		return fmt.Errorf("invalid: %d tags exceed the store's limit of %d", len(evt.Tags), maxTags)

@@ -3,6 +3,8 @@ package store
 import (
 	"context"
 	"errors"
+	"github.com/grasp-dev/grasp/core/config"
+	"github.com/grasp-dev/grasp/core/env"
 	"slices"
 	"strings"
 	"sync"
@@ -16,7 +18,7 @@ import (
 // MaxLimit, and ties the negentropy cap to MaxLimit. Each case here would
 // fail against it: 50/4 = 12.
 func TestR4_ReqLimitsAreDeliberate(t *testing.T) {
-	testDeliberateLimits(t, openTest(t, Options{MaxLimit: 50, DefaultLimit: 10, NegentropyMax: 120, UnsafeNoSync: true}))
+	testDeliberateLimits(t, openTest(t, Options{Limits: config.Limits{MaxLimit: 50, DefaultLimit: 10, NegentropyMaxEvents: 120}, UnsafeNoSync: true}))
 }
 
 // testDeliberateLimits needs a store opened with MaxLimit 50, DefaultLimit 10
@@ -41,8 +43,10 @@ func testDeliberateLimits(t *testing.T, s *Store) {
 		{"limit above max gets MaxLimit", bg, nostr.Filter{Kinds: []int{1}, Limit: 1000}, 50},
 		{"empty filter above max gets MaxLimit", bg, nostr.Filter{Limit: 5000}, 50},
 		{"limit 0 gets nothing", bg, nostr.Filter{Kinds: []int{1}, LimitZero: true}, 0},
-		{"negentropy sees NegentropyMax", neg, nostr.Filter{Kinds: []int{1}}, 120},
-		{"negentropy above max gets NegentropyMax", neg, nostr.Filter{Limit: 100_000}, 120},
+		// One more than NegentropyMax: a negentropy server must see that a
+		// filter matches too many events to refuse it (issue 9 part 6).
+		{"negentropy sees NegentropyMax+1", neg, nostr.Filter{Kinds: []int{1}}, 121},
+		{"negentropy above max gets NegentropyMax+1", neg, nostr.Filter{Limit: 100_000}, 121},
 		{"negentropy with a small limit is exact", neg, nostr.Filter{Kinds: []int{1}, Limit: 7}, 7},
 	}
 	for _, c := range cases {
@@ -62,7 +66,7 @@ func testDeliberateLimits(t *testing.T, s *Store) {
 }
 
 func TestNegentropySeesEverythingUnderTheCap(t *testing.T) {
-	s := openTest(t, Options{MaxLimit: 20, DefaultLimit: 5, NegentropyMax: 1000, UnsafeNoSync: true})
+	s := openTest(t, Options{Limits: config.Limits{MaxLimit: 20, DefaultLimit: 5, NegentropyMaxEvents: 1000}, UnsafeNoSync: true})
 	for i := range 300 {
 		mustSave(t, s.Events(), signed(t, testKey(i), 1, nostr.Timestamp(5000+i), "x"))
 	}
@@ -196,7 +200,7 @@ func TestInvalidEventsAreRefusedAndNothingIsStored(t *testing.T) {
 		"kind above 65535":         func() *nostr.Event { e := good(); e.Kind = 70000; return e }(),
 		"negative created_at":      func() *nostr.Event { e := good(); e.CreatedAt = -1; return e }(),
 		"created_at beyond uint32": func() *nostr.Event { e := good(); e.CreatedAt = 1 << 33; return e }(),
-		"content over 64 KiB":      func() *nostr.Event { e := good(); e.Content = strings.Repeat("p", 70_000); return e }(),
+		"content over 32 MiB":      func() *nostr.Event { e := good(); e.Content = strings.Repeat("p", maxLargeContent+1); return e }(),
 		"tag with 256 items":       func() *nostr.Event { e := good(); e.Tags = nostr.Tags{bigTag}; return e }(),
 		"tag item over 64 KiB": func() *nostr.Event {
 			e := good()
@@ -224,7 +228,7 @@ func TestInvalidEventsAreRefusedAndNothingIsStored(t *testing.T) {
 
 func TestContentAtTheLimitRoundTrips(t *testing.T) {
 	s := openTest(t, Options{})
-	e := signed(t, testKey(4), 1617, 1000, strings.Repeat("d", maxContentBytes),
+	e := signed(t, testKey(4), 1617, 1000, strings.Repeat("d", maxCodecContent),
 		nostr.Tag{"a", "30617:" + strings.Repeat("ab", 32) + ":grasp"})
 	mustSave(t, s.Events(), e)
 	got := query(t, context.Background(), s.Events(), nostr.Filter{IDs: []string{e.ID}})
@@ -234,7 +238,7 @@ func TestContentAtTheLimitRoundTrips(t *testing.T) {
 }
 
 func TestClosedStoreRefusesWorkAndCloseIsIdempotent(t *testing.T) {
-	s, err := Open(Options{Dir: t.TempDir()}, nil, nil)
+	s, err := New(Options{Dir: t.TempDir()}, env.Env{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -263,7 +267,7 @@ func TestClosedStoreRefusesWorkAndCloseIsIdempotent(t *testing.T) {
 
 func TestReopenKeepsEventsAndSerials(t *testing.T) {
 	dir := t.TempDir()
-	s, err := Open(Options{Dir: dir}, nil, nil)
+	s, err := New(Options{Dir: dir}, env.Env{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -289,13 +293,13 @@ func TestReopenKeepsEventsAndSerials(t *testing.T) {
 func TestOptionsValidation(t *testing.T) {
 	for name, o := range map[string]Options{
 		"no dir":                  {},
-		"default above max":       {Dir: t.TempDir(), MaxLimit: 10, DefaultLimit: 20},
-		"negative limit":          {Dir: t.TempDir(), MaxLimit: -1},
+		"default above max":       {Dir: t.TempDir(), Limits: config.Limits{MaxLimit: 10, DefaultLimit: 20}},
+		"negative limit":          {Dir: t.TempDir(), Limits: config.Limits{MaxLimit: -1}},
 		"one compactor":           {Dir: t.TempDir(), NumCompactors: 1},
 		"one memtable":            {Dir: t.TempDir(), NumMemtables: 1},
-		"negative negentropy max": {Dir: t.TempDir(), NegentropyMax: -5},
+		"negative negentropy max": {Dir: t.TempDir(), Limits: config.Limits{NegentropyMaxEvents: -5}},
 	} {
-		if s, err := Open(o, nil, nil); err == nil {
+		if s, err := New(o, env.Env{}); err == nil {
 			s.Close()
 			t.Errorf("%s: Open accepted %+v", name, o)
 		}

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"github.com/grasp-dev/grasp/core/env"
 	"sync"
 	"testing"
 
@@ -34,10 +35,15 @@ func signed(t testing.TB, sk string, kind int, createdAt nostr.Timestamp, conten
 
 func openTest(t testing.TB, opts Options) *Store {
 	t.Helper()
+	return openTestEnv(t, opts, env.Env{})
+}
+
+func openTestEnv(t testing.TB, opts Options, e env.Env) *Store {
+	t.Helper()
 	if opts.Dir == "" {
 		opts.Dir = t.TempDir()
 	}
-	s, err := Open(opts, nil, nil)
+	s, err := New(opts, e)
 	if err != nil {
 		t.Fatalf("open store: %v", err)
 	}

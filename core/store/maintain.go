@@ -39,6 +39,16 @@ func (s *Store) Maintain(ctx context.Context) error {
 	}
 	s.m.sideEntries.Set(float64(live))
 
+	if s.hasLarge.Load() && s.events != nil && !s.events.direct {
+		sweep := &op{kind: opSweep}
+		if err := s.w.submit(ctx, sweep); err != nil {
+			return fmt.Errorf("store maintenance: sweep large contents: %w", err)
+		}
+		if sweep.swept > 0 {
+			s.log.Debug("removed orphaned large contents", "count", sweep.swept)
+		}
+	}
+
 	for i := 0; i < maxVlogRewrites; i++ {
 		if err := ctx.Err(); err != nil {
 			return fmt.Errorf("store maintenance: value-log GC: %w", err)
@@ -73,7 +83,7 @@ func (s *Store) Maintain(ctx context.Context) error {
 func (s *Store) removeExpired(ctx context.Context) (live, removed int, err error) {
 	prefix := []byte{sidePrefix}
 	cursor := prefix
-	now := s.opts.Clock.Now()
+	now := s.env.Clock.Now()
 	for {
 		if err := ctx.Err(); err != nil {
 			return live, removed, err

@@ -23,7 +23,7 @@ const (
 func openPostgres(opts Options) (*pgstore.PostgresBackend, error) {
 	pg := &pgstore.PostgresBackend{
 		DatabaseURL:       opts.PostgresURL,
-		QueryLimit:        max(opts.NegentropyMax, opts.MaxLimit),
+		QueryLimit:        max(opts.Limits.NegentropyMaxEvents+1, opts.Limits.MaxLimit),
 		QueryIDsLimit:     pgIDsLimit,
 		QueryAuthorsLimit: pgAuthorsLimit,
 		QueryKindsLimit:   pgKindsLimit,

@@ -9,6 +9,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"github.com/grasp-dev/grasp/core/config"
 	"os"
 	"os/exec"
 	"os/user"
@@ -78,10 +79,10 @@ func openPostgresTest(t *testing.T, url string, opts Options) *Store {
 func TestPostgresBackend(t *testing.T) {
 	url := startPostgres(t)
 	t.Run("R4 limits are deliberate", func(t *testing.T) {
-		testDeliberateLimits(t, openPostgresTest(t, url, Options{MaxLimit: 50, DefaultLimit: 10, NegentropyMax: 120}))
+		testDeliberateLimits(t, openPostgresTest(t, url, Options{Limits: config.Limits{MaxLimit: 50, DefaultLimit: 10, NegentropyMaxEvents: 120}}))
 	})
 	t.Run("queries match a brute-force matcher", func(t *testing.T) {
-		testQueriesMatchBruteForce(t, openPostgresTest(t, url, Options{MaxLimit: 40, DefaultLimit: 15}))
+		testQueriesMatchBruteForce(t, openPostgresTest(t, url, Options{Limits: config.Limits{MaxLimit: 40, DefaultLimit: 15}}))
 	})
 	t.Run("concurrent identical events stored once", func(t *testing.T) {
 		testConcurrentIdentical(t, openPostgresTest(t, url, Options{}))

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"github.com/grasp-dev/grasp/core/config"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -16,7 +17,7 @@ import (
 // nostr.Filter.Matches over every event, newest first, cut at the limit the
 // store promises.
 func TestQueriesMatchABruteForceMatcher(t *testing.T) {
-	testQueriesMatchBruteForce(t, openTest(t, Options{MaxLimit: 40, DefaultLimit: 15, UnsafeNoSync: true}))
+	testQueriesMatchBruteForce(t, openTest(t, Options{Limits: config.Limits{MaxLimit: 40, DefaultLimit: 15}, UnsafeNoSync: true}))
 }
 
 // testQueriesMatchBruteForce needs a store with MaxLimit 40, DefaultLimit 15.

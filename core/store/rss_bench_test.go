@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"github.com/grasp-dev/grasp/core/env"
 	"os"
 	"os/exec"
 	"strconv"
@@ -43,7 +44,7 @@ func rssChild(mode, dir string) int {
 	)
 	switch mode {
 	case "tuned":
-		s, err := Open(Options{Dir: dir, UnsafeNoSync: true}, nil, nil)
+		s, err := New(Options{Dir: dir, UnsafeNoSync: true}, env.Env{})
 		if err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			return 2

@@ -100,7 +100,7 @@ func (sd *Side) commit(fn func(tx SideTx) error) (wrote, big bool, err error) {
 	defer sd.s.sideMu.Unlock()
 	txn := sd.s.db.NewTransaction(true)
 	defer txn.Discard()
-	tx := &sideTx{txn: txn, now: sd.s.opts.Clock.Now(), vthreshold: sd.s.vthreshold}
+	tx := &sideTx{txn: txn, now: sd.s.env.Clock.Now(), vthreshold: sd.s.vthreshold}
 	if err := fn(tx); err != nil {
 		return false, false, err
 	}
@@ -118,7 +118,7 @@ func (sd *Side) view(fn func(tx *sideTx) error) error {
 		return errClosed
 	}
 	return sd.s.db.View(func(txn *badger.Txn) error {
-		return fn(&sideTx{txn: txn, now: sd.s.opts.Clock.Now(), readOnly: true})
+		return fn(&sideTx{txn: txn, now: sd.s.env.Clock.Now(), readOnly: true})
 	})
 }
 

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"github.com/grasp-dev/grasp/core/env"
 	"slices"
 	"strings"
 	"sync"
@@ -68,7 +69,7 @@ func TestSidePutGetDeleteScan(t *testing.T) {
 
 func TestG01P1_SideEntriesExpireInvisiblyByTheStoreClock(t *testing.T) {
 	fc := clock.NewFake(epoch)
-	sd := openTest(t, Options{Clock: fc}).Side()
+	sd := openTestEnv(t, Options{}, env.Env{Clock: fc}).Side()
 	if err := sd.Put("purgatory", "held", []byte("evt"), 30*time.Minute); err != nil {
 		t.Fatal(err)
 	}
@@ -195,7 +196,7 @@ func TestSideUpdateSerialisesReadModifyWrite(t *testing.T) {
 func TestSideEntriesSurviveReopen(t *testing.T) {
 	dir := t.TempDir()
 	fc := clock.NewFake(epoch)
-	s, err := Open(Options{Dir: dir, Clock: fc}, nil, nil)
+	s, err := New(Options{Dir: dir}, env.Env{Clock: fc})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -206,7 +207,7 @@ func TestSideEntriesSurviveReopen(t *testing.T) {
 		t.Fatal(err)
 	}
 	fc.Advance(59 * time.Minute) // downtime counts against the ttl
-	sd := openTest(t, Options{Dir: dir, Clock: fc}).Side()
+	sd := openTestEnv(t, Options{Dir: dir}, env.Env{Clock: fc}).Side()
 	if v, ok, err := sd.Get("rejected", "id1"); !ok || err != nil || string(v) != "spam" {
 		t.Fatalf("after reopen got %q %v %v", v, ok, err)
 	}
@@ -240,7 +241,7 @@ func rawKeyExists(t *testing.T, s *Store, bucket, key string) bool {
 func TestMaintainRemovesExpiredEntriesAndSetsGauges(t *testing.T) {
 	fc := clock.NewFake(epoch)
 	reg := prometheus.NewRegistry()
-	s, err := Open(Options{Dir: t.TempDir(), Clock: fc}, nil, reg)
+	s, err := New(Options{Dir: t.TempDir()}, env.Env{Clock: fc, Metrics: reg})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -294,7 +295,7 @@ func TestMaintainRemovesExpiredEntriesAndSetsGauges(t *testing.T) {
 // An entry renewed between Maintain's scan and its delete must survive.
 func TestDeleteIfExpiredSparesRenewedEntries(t *testing.T) {
 	fc := clock.NewFake(epoch)
-	s := openTest(t, Options{Clock: fc})
+	s := openTestEnv(t, Options{}, env.Env{Clock: fc})
 	sd := s.Side()
 	if err := sd.Put("b", "k", []byte("old"), time.Minute); err != nil {
 		t.Fatal(err)
@@ -317,7 +318,7 @@ func TestDeleteIfExpiredSparesRenewedEntries(t *testing.T) {
 // value log too, and come back intact after a reopen.
 func TestBigSideValueSyncsTheValueLog(t *testing.T) {
 	dir := t.TempDir()
-	s, err := Open(Options{Dir: dir}, nil, nil)
+	s, err := New(Options{Dir: dir}, env.Env{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -354,7 +355,7 @@ func TestBigSideValueSyncsTheValueLog(t *testing.T) {
 // synced once after it stopped growing and forgotten once flushed.
 func TestWALSyncerFollowsRotations(t *testing.T) {
 	dir := t.TempDir()
-	s, err := Open(Options{Dir: dir, MemTableMB: 1}, nil, nil)
+	s, err := New(Options{Dir: dir, MemTableMB: 1}, env.Env{})
 	if err != nil {
 		t.Fatal(err)
 	}

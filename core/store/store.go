@@ -14,9 +14,14 @@
 // durable on its own, and it is shared between instances); the side tables
 // stay in the local badger database.
 //
+// Events whose content exceeds what the backend's codec holds (64 KiB) are
+// stored in two records (large.go), so the relay's content limit is not
+// bounded by the codec.
+//
 // This package never decides whether an event is acceptable; it only refuses
 // what it cannot store faithfully (malformed ids, fields beyond the binary
-// encoding's limits).
+// encoding's limits). How many events a query returns is decided here, from
+// the relay limits (max_limit, default_limit, negentropy_max_events).
 package store
 
 import (
@@ -31,9 +36,10 @@ import (
 	"github.com/fiatjaf/eventstore"
 	ebadger "github.com/fiatjaf/eventstore/badger"
 	pgstore "github.com/fiatjaf/eventstore/postgresql"
-	"github.com/grasp-dev/grasp/core/clock"
 	"github.com/hashicorp/go-hclog"
-	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/grasp-dev/grasp/core/config"
+	"github.com/grasp-dev/grasp/core/env"
 )
 
 // Options configures Open. The zero value of every field except Dir selects
@@ -49,23 +55,19 @@ type Options struct {
 	// PostgresURL is the lib/pq connection string for Backend "postgres".
 	PostgresURL string
 
-	// MaxLimit is the largest REQ limit honoured (default 5000). A REQ
-	// asking for more gets exactly MaxLimit.
-	MaxLimit int
-	// DefaultLimit is applied to a REQ without a limit (default 500).
-	DefaultLimit int
-	// NegentropyMax is how many events a query made for a negentropy
-	// session (eventstore.SetNegentropy) may see (default 1,000,000).
-	NegentropyMax int
+	// Limits gives the query limits: a REQ gets at most MaxLimit events,
+	// DefaultLimit when it asks for none, and a negentropy session
+	// (eventstore.SetNegentropy) up to NegentropyMaxEvents. Zero fields take
+	// config's defaults.
+	Limits config.Limits
 
-	// MemTableMB is the size of one memtable (default 16). Badger's default,
-	// 64 MiB times 5 memtables, lets memtable arenas alone reach ~400 MiB.
-	MemTableMB int
+	// MemTableMB is the size of one memtable; BlockCacheMB the block cache.
+	// Zero takes config's [store] defaults.
+	MemTableMB   int
+	BlockCacheMB int
 	// NumMemtables bounds memtables held in memory before writes stall
 	// (default 3).
 	NumMemtables int
-	// BlockCacheMB is the block cache (default 32; badger's is 256).
-	BlockCacheMB int
 	// IndexCacheMB caps memory for table indexes and bloom filters
 	// (default 16). With 0 badger keeps every index in memory.
 	IndexCacheMB int
@@ -80,10 +82,6 @@ type Options struct {
 	// UnsafeNoSync skips the fsync after each group commit. Only for
 	// benchmarks and throwaway test relays: OK no longer means durable.
 	UnsafeNoSync bool
-
-	// Clock is used for side-table expiry and latency metrics
-	// (default: the wall clock).
-	Clock clock.Clock
 }
 
 // Backends for Options.Backend.
@@ -92,14 +90,9 @@ const (
 	BackendPostgres = "postgres"
 )
 
-// Defaults for Options.
+// Defaults of the badger tuning that grasp.toml does not expose.
 const (
-	DefaultMaxLimit       = 5000
-	DefaultDefaultLimit   = 500
-	DefaultNegentropyMax  = 1_000_000
-	DefaultMemTableMB     = 16
 	DefaultNumMemtables   = 3
-	DefaultBlockCacheMB   = 32
 	DefaultIndexCacheMB   = 16
 	DefaultNumCompactors  = 2
 	DefaultValueLogFileMB = 64
@@ -112,19 +105,15 @@ func (o Options) withDefaults() Options {
 			*v = def
 		}
 	}
-	setInt(&o.MaxLimit, DefaultMaxLimit)
-	setInt(&o.DefaultLimit, DefaultDefaultLimit)
-	setInt(&o.NegentropyMax, DefaultNegentropyMax)
-	setInt(&o.MemTableMB, DefaultMemTableMB)
+	o.Limits = o.Limits.WithDefaults()
+	def := config.Default().Store
+	setInt(&o.MemTableMB, def.MemtableMB)
 	setInt(&o.NumMemtables, DefaultNumMemtables)
-	setInt(&o.BlockCacheMB, DefaultBlockCacheMB)
+	setInt(&o.BlockCacheMB, def.BlockCacheMB)
 	setInt(&o.IndexCacheMB, DefaultIndexCacheMB)
 	setInt(&o.NumCompactors, DefaultNumCompactors)
 	setInt(&o.ValueLogFileMB, DefaultValueLogFileMB)
 	setInt(&o.MaxBatch, DefaultMaxBatch)
-	if o.Clock == nil {
-		o.Clock = clock.New()
-	}
 	if o.Backend == "" {
 		o.Backend = BackendBadger
 	}
@@ -148,8 +137,8 @@ func (o Options) validate() error {
 		name string
 		v    int
 	}{
-		{"MaxLimit", o.MaxLimit}, {"DefaultLimit", o.DefaultLimit},
-		{"NegentropyMax", o.NegentropyMax}, {"MemTableMB", o.MemTableMB},
+		{"Limits.MaxLimit", o.Limits.MaxLimit}, {"Limits.DefaultLimit", o.Limits.DefaultLimit},
+		{"Limits.NegentropyMaxEvents", o.Limits.NegentropyMaxEvents}, {"MemTableMB", o.MemTableMB},
 		{"NumMemtables", o.NumMemtables}, {"BlockCacheMB", o.BlockCacheMB},
 		{"IndexCacheMB", o.IndexCacheMB}, {"NumCompactors", o.NumCompactors},
 		{"ValueLogFileMB", o.ValueLogFileMB}, {"MaxBatch", o.MaxBatch},
@@ -158,8 +147,8 @@ func (o Options) validate() error {
 			return fmt.Errorf("store: %s must not be negative (got %d)", f.name, f.v)
 		}
 	}
-	if o.DefaultLimit > o.MaxLimit {
-		return fmt.Errorf("store: DefaultLimit %d exceeds MaxLimit %d", o.DefaultLimit, o.MaxLimit)
+	if o.Limits.DefaultLimit > o.Limits.MaxLimit {
+		return fmt.Errorf("store: DefaultLimit %d exceeds MaxLimit %d", o.Limits.DefaultLimit, o.Limits.MaxLimit)
 	}
 	if o.NumMemtables < 2 {
 		return fmt.Errorf("store: NumMemtables must be at least 2 (got %d)", o.NumMemtables)
@@ -174,6 +163,7 @@ func (o Options) validate() error {
 // Store is the open database: events and side tables.
 type Store struct {
 	opts    Options
+	env     env.Env
 	log     hclog.Logger
 	dbDir   string
 	backend *ebadger.BadgerBackend
@@ -186,7 +176,9 @@ type Store struct {
 	vthreshold int64
 	events     *events
 	side       *Side
-	closed     atomic.Bool
+	// hasLarge is set once the database holds a large-content record.
+	hasLarge atomic.Bool
+	closed   atomic.Bool
 	// sideMu serialises side-table write transactions (see Side.commit).
 	sideMu sync.Mutex
 
@@ -194,11 +186,11 @@ type Store struct {
 	closeErr  error
 }
 
-// Open opens (creating if needed) the store under opts.Dir.
-func Open(opts Options, log hclog.Logger, reg prometheus.Registerer) (*Store, error) {
-	if log == nil {
-		log = hclog.NewNullLogger()
-	}
+// New opens (creating if needed) the store under opts.Dir. env's clock drives
+// side-table expiry and latency metrics.
+func New(opts Options, e env.Env) (*Store, error) {
+	e = e.OrDefaults()
+	log := e.Log
 	opts = opts.withDefaults()
 	if err := opts.validate(); err != nil {
 		return nil, err
@@ -209,11 +201,11 @@ func Open(opts Options, log hclog.Logger, reg prometheus.Registerer) (*Store, er
 	}
 	m := newMetrics()
 
-	s := &Store{opts: opts, log: log, dbDir: dbDir, m: m,
+	s := &Store{opts: opts, env: e, log: log, dbDir: dbDir, m: m,
 		vthreshold: valueThreshold(int64(opts.MemTableMB) << 20)}
 	s.backend = &ebadger.BadgerBackend{
 		Path:                  dbDir,
-		MaxLimit:              opts.MaxLimit,
+		MaxLimit:              opts.Limits.MaxLimit,
 		BadgerOptionsModifier: s.badgerOptions,
 	}
 	if err := s.backend.Init(); err != nil {
@@ -224,8 +216,14 @@ func Open(opts Options, log hclog.Logger, reg prometheus.Registerer) (*Store, er
 	}
 	// Init ties the negentropy cap to MaxLimit whenever MaxLimit is set;
 	// negentropy sessions need the whole matching set, so set it afterwards.
-	s.backend.MaxLimitNegentropy = opts.NegentropyMax
+	s.backend.MaxLimitNegentropy = opts.Limits.NegentropyMaxEvents + 1 // see effectiveLimit
 	s.db = s.backend.DB
+	large, err := anyLarge(s.db)
+	if err != nil {
+		s.db.Close()
+		return nil, fmt.Errorf("store: look for large contents: %w", err)
+	}
+	s.hasLarge.Store(large)
 
 	s.wals = newWALSyncer(dbDir)
 	s.w = newWriter(s, opts.MaxBatch)
@@ -239,7 +237,7 @@ func Open(opts Options, log hclog.Logger, reg prometheus.Registerer) (*Store, er
 		s.events = &events{s: s, be: s.pg, direct: true}
 	}
 	// Registered last, so a failed Open leaves the registry as it was.
-	if err := m.register(reg); err != nil {
+	if err := m.register(e.Metrics); err != nil {
 		s.db.Close()
 		if s.pg != nil {
 			s.pg.DB.Close()
@@ -248,8 +246,8 @@ func Open(opts Options, log hclog.Logger, reg prometheus.Registerer) (*Store, er
 	}
 	s.side = &Side{s: s}
 	go s.w.run()
-	log.Info("store opened", "dir", dbDir, "backend", opts.Backend, "max_limit", opts.MaxLimit,
-		"default_limit", opts.DefaultLimit, "negentropy_max", opts.NegentropyMax,
+	log.Info("store opened", "dir", dbDir, "backend", opts.Backend, "max_limit", opts.Limits.MaxLimit,
+		"default_limit", opts.Limits.DefaultLimit, "negentropy_max", opts.Limits.NegentropyMaxEvents,
 		"sync", !opts.UnsafeNoSync)
 	return s, nil
 }

@@ -21,6 +21,9 @@ const (
 	// opBarrier carries no write: the side tables commit their own
 	// transaction and then wait on a barrier for the next group fsync.
 	opBarrier
+	// opSweep removes orphaned large-content records; it runs on the writer
+	// so that no write is between an event's two records (large.go).
+	opSweep
 )
 
 func (k opKind) String() string {
@@ -31,6 +34,8 @@ func (k opKind) String() string {
 		return "replace"
 	case opDelete:
 		return "delete"
+	case opSweep:
+		return "sweep"
 	default:
 		return "barrier"
 	}
@@ -40,6 +45,11 @@ type op struct {
 	kind opKind
 	ctx  context.Context
 	evt  *nostr.Event
+	// content is the content record of a large event (large.go), written
+	// before evt, whose content is then largeStub.
+	content []byte
+	// swept reports what an opSweep removed.
+	swept int
 	// vlog marks a write that may have gone to badger's value log.
 	vlog bool
 	done chan error // buffered: the writer never blocks on a caller that gave up
@@ -169,7 +179,7 @@ func (w *writer) commit(batch []*op, errs []error) {
 		if err == nil && syncErr != nil {
 			err = fmt.Errorf("error: %s applied but not made durable: %w", o.kind, syncErr)
 		}
-		if o.kind != opBarrier {
+		if o.kind != opBarrier && o.kind != opSweep {
 			w.s.m.countWrite(o.kind, err)
 		}
 		o.done <- err
@@ -180,9 +190,9 @@ func (w *writer) sync(vlog bool) error {
 	if w.s.opts.UnsafeNoSync {
 		return nil
 	}
-	start := w.s.opts.Clock.Now()
+	start := w.s.env.Clock.Now()
 	err := w.syncFn(vlog)
-	w.s.m.syncSeconds.Observe(w.s.opts.Clock.Since(start).Seconds())
+	w.s.m.syncSeconds.Observe(w.s.env.Clock.Since(start).Seconds())
 	if err != nil {
 		w.s.log.Error("group commit sync failed", "error", err)
 	}
@@ -199,13 +209,24 @@ func (w *writer) apply(o *op) (err error) {
 		}
 	}()
 	b := w.s.backend
+	if o.content != nil {
+		if err := w.s.putLarge(o.evt.ID, o.content); err != nil {
+			return err
+		}
+	}
 	switch o.kind {
 	case opSave:
 		return b.SaveEvent(o.ctx, o.evt)
 	case opReplace:
 		return b.ReplaceEvent(o.ctx, o.evt)
 	case opDelete:
-		return b.DeleteEvent(o.ctx, o.evt)
+		if err := b.DeleteEvent(o.ctx, o.evt); err != nil {
+			return err
+		}
+		return w.s.dropLarge(o.evt.ID)
+	case opSweep:
+		o.swept, err = w.s.sweepLarge()
+		return err
 	default:
 		return nil
 	}

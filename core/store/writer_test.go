@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/grasp-dev/grasp/core/env"
 	"github.com/grasp-dev/grasp/internal/testwait"
 	"github.com/nbd-wtf/go-nostr"
 	"github.com/prometheus/client_golang/prometheus"
@@ -150,7 +151,7 @@ func metricValue(m *dto.Metric) float64 {
 
 func TestMetricsCountWritesQueriesAndBatches(t *testing.T) {
 	reg := prometheus.NewRegistry()
-	s, err := Open(Options{Dir: t.TempDir()}, nil, reg)
+	s, err := New(Options{Dir: t.TempDir()}, env.Env{Metrics: reg})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -183,7 +184,7 @@ func TestMetricsCountWritesQueriesAndBatches(t *testing.T) {
 		}
 	}
 	// A second store on the same registry is a wiring mistake, reported.
-	if s2, err := Open(Options{Dir: t.TempDir()}, nil, reg); err == nil {
+	if s2, err := New(Options{Dir: t.TempDir()}, env.Env{Metrics: reg}); err == nil {
 		s2.Close()
 		t.Fatalf("second registration on one registry succeeded")
 	}

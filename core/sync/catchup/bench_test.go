@@ -2,6 +2,7 @@ package catchup
 
 import (
 	"context"
+	"github.com/grasp-dev/grasp/core/env"
 	gosync "sync"
 	"testing"
 	"time"
@@ -30,7 +31,7 @@ func BenchmarkCatchUp50k(b *testing.B) {
 		benchEvts = corpus(b, 50_000, 100)
 		benchURL = upstream(b, benchEvts, upstreamOpts{negentropy: true})
 	})
-	c := newClient(b, Config{})
+	c := newClient(b, Config{}, env.Env{})
 	ctx := context.Background()
 	run := func(local *memStore, neg bool) (Result, time.Duration) {
 		start := time.Now()

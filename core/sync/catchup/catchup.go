@@ -24,9 +24,10 @@ import (
 	"time"
 
 	"github.com/grasp-dev/grasp/core/clock"
+	"github.com/grasp-dev/grasp/core/config"
+	"github.com/grasp-dev/grasp/core/env"
 	"github.com/hashicorp/go-hclog"
 	"github.com/nbd-wtf/go-nostr"
-	"github.com/prometheus/client_golang/prometheus"
 )
 
 // Item is one stored event as negentropy sees it.
@@ -59,15 +60,6 @@ type Conn interface {
 
 // Dialer opens a Conn to a relay URL.
 type Dialer func(ctx context.Context, url string) (Conn, error)
-
-// DialWebsocket is the default Dialer: a plain go-nostr websocket.
-func DialWebsocket(ctx context.Context, url string) (Conn, error) {
-	c, err := nostr.NewConnection(ctx, url, nil, nil)
-	if err != nil {
-		return nil, err
-	}
-	return c, nil
-}
 
 // Method is how a catch-up found the missing events.
 type Method string
@@ -163,10 +155,11 @@ type Result struct {
 
 // Config builds a Client.
 type Config struct {
-	Logger     hclog.Logger          // nil: no logging
-	Registerer prometheus.Registerer // nil: metrics are not exported
-	Clock      clock.Clock           // nil: the real clock
-	Dial       Dialer                // nil: DialWebsocket
+	// Dial opens the connections; nil: HTTPDialer(nil, Limits).
+	Dial Dialer
+	// Limits bound what a peer may send (MaxPeerMessageBytes per frame,
+	// for the default dialer); zero fields take config's defaults.
+	Limits config.Limits
 }
 
 // Client runs catch-ups. It is safe for concurrent use; each CatchUp uses
@@ -180,19 +173,14 @@ type Client struct {
 	noted map[string]bool // relays whose fallback was logged already
 }
 
-// New returns a Client, registering its metrics with cfg.Registerer.
-func New(cfg Config) (*Client, error) {
-	c := &Client{log: cfg.Logger, clk: cfg.Clock, dial: cfg.Dial, noted: map[string]bool{}}
-	if c.log == nil {
-		c.log = hclog.NewNullLogger()
-	}
-	if c.clk == nil {
-		c.clk = clock.New()
-	}
+// New returns a Client, registering its metrics with env's registerer.
+func New(cfg Config, e env.Env) (*Client, error) {
+	e = e.OrDefaults()
+	c := &Client{log: e.Log, clk: e.Clock, dial: cfg.Dial, noted: map[string]bool{}}
 	if c.dial == nil {
-		c.dial = DialWebsocket
+		c.dial = HTTPDialer(nil, cfg.Limits)
 	}
-	m, err := newMetrics(cfg.Registerer)
+	m, err := newMetrics(e.Metrics)
 	if err != nil {
 		return nil, fmt.Errorf("register catch-up metrics: %w", err)
 	}

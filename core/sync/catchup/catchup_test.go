@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"github.com/grasp-dev/grasp/core/env"
 	"strings"
 	"testing"
 	"time"
@@ -28,7 +29,7 @@ func TestG02_1_NegentropyConvergesWithKhatru(t *testing.T) {
 	}
 	local := newMem(append(ours, evts[300:1000]...)...)
 	reg := prometheus.NewRegistry()
-	c := newClient(t, Config{Registerer: reg})
+	c := newClient(t, Config{}, env.Env{Metrics: reg})
 
 	res, err := c.CatchUp(ctxFor(t), url, allKinds, local, local, realClock(t, Options{Negentropy: true}))
 	if err != nil {
@@ -70,7 +71,7 @@ func TestG02_5_FallbackWhenPeerLacksNIP77(t *testing.T) {
 	evts := testPool(t)
 	url := upstream(t, evts, upstreamOpts{negentropy: false, reqCap: 500})
 	var logs bytes.Buffer
-	c := newClient(t, Config{Logger: hclog.New(&hclog.LoggerOptions{Output: &logs, Level: hclog.Warn})})
+	c := newClient(t, Config{}, env.Env{Log: hclog.New(&hclog.LoggerOptions{Output: &logs, Level: hclog.Warn})})
 	local := newMem(evts[1000:1100]...)
 
 	res, err := c.CatchUp(ctxFor(t), url, allKinds, local, local, realClock(t, Options{Negentropy: true}))
@@ -119,7 +120,7 @@ func TestG02_5_ReqPagingThroughCaps(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			url := upstream(t, evts, upstreamOpts{reqCap: tc.cap})
 			local := newMem()
-			c := newClient(t, Config{})
+			c := newClient(t, Config{}, env.Env{})
 			res, err := c.CatchUp(ctxFor(t), url, tc.filter, local, local, realClock(t, Options{PageLimit: tc.page}))
 			if err != nil {
 				t.Fatal(err)
@@ -165,7 +166,7 @@ func TestR1_BadEventsFromPeerAreDropped(t *testing.T) {
 		url := upstream(t, peer, upstreamOpts{negentropy: true})
 		local := newMem()
 		reg := prometheus.NewRegistry()
-		c := newClient(t, Config{Registerer: reg})
+		c := newClient(t, Config{}, env.Env{Metrics: reg})
 		res, err := c.CatchUp(ctxFor(t), url, allKinds, local, local, realClock(t, Options{Negentropy: neg}))
 		if err != nil {
 			t.Fatal(err)
@@ -197,7 +198,7 @@ func TestR1_UnrequestedEventsAreDropped(t *testing.T) {
 	url := p.serve(t)
 
 	local := newMem()
-	res, err := newClient(t, Config{}).CatchUp(ctxFor(t), url, allKinds, local, local, realClock(t, Options{Negentropy: true}))
+	res, err := newClient(t, Config{}, env.Env{}).CatchUp(ctxFor(t), url, allKinds, local, local, realClock(t, Options{Negentropy: true}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -206,7 +207,7 @@ func TestR1_UnrequestedEventsAreDropped(t *testing.T) {
 	}
 
 	local = newMem()
-	res, err = newClient(t, Config{}).CatchUp(ctxFor(t), url, allKinds, local, local, realClock(t, Options{}))
+	res, err = newClient(t, Config{}, env.Env{}).CatchUp(ctxFor(t), url, allKinds, local, local, realClock(t, Options{}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -224,7 +225,7 @@ func TestR2_NegErrBothLabelsFallBack(t *testing.T) {
 	for name, url := range map[string]string{"NEG-ERROR from khatru": khatruURL, "NEG-ERR": nipURL} {
 		t.Run(name, func(t *testing.T) {
 			local := newMem()
-			res, err := newClient(t, Config{}).CatchUp(ctxFor(t), url, allKinds, local, local, realClock(t, Options{Negentropy: true}))
+			res, err := newClient(t, Config{}, env.Env{}).CatchUp(ctxFor(t), url, allKinds, local, local, realClock(t, Options{Negentropy: true}))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -242,7 +243,7 @@ func TestR2_RetriesAfterPeerLosesSession(t *testing.T) {
 	p := &scripted{events: evts, loseFirst: true}
 	url := p.serve(t)
 	local := newMem(evts[:70]...)
-	res, err := newClient(t, Config{}).CatchUp(ctxFor(t), url, allKinds, local, local, realClock(t, Options{Negentropy: true}))
+	res, err := newClient(t, Config{}, env.Env{}).CatchUp(ctxFor(t), url, allKinds, local, local, realClock(t, Options{Negentropy: true}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -253,7 +254,7 @@ func TestR2_RetriesAfterPeerLosesSession(t *testing.T) {
 	// With retries off the lost session sends us to REQ paging.
 	p2 := &scripted{events: evts, loseFirst: true}
 	local2 := newMem(evts[:70]...)
-	res, err = newClient(t, Config{}).CatchUp(ctxFor(t), p2.serve(t), allKinds, local2, local2, realClock(t, Options{Negentropy: true, Retries: -1}))
+	res, err = newClient(t, Config{}, env.Env{}).CatchUp(ctxFor(t), p2.serve(t), allKinds, local2, local2, realClock(t, Options{Negentropy: true, Retries: -1}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -269,7 +270,7 @@ func TestG02_5_SilentNegentropyTimesOut(t *testing.T) {
 	p := &scripted{events: evts, silentNeg: true, gotOpen: make(chan struct{}, 1)}
 	url := p.serve(t)
 	fake := clock.NewFake(time.Unix(1_760_000_000, 0))
-	c := newClient(t, Config{Clock: fake})
+	c := newClient(t, Config{}, env.Env{Clock: fake})
 	local := newMem()
 	type out struct {
 		res Result
@@ -319,7 +320,7 @@ func TestCatchUpRelayDropsMidSync(t *testing.T) {
 			proxy := cutProxy(t, url, tc.after)
 			local := newMem()
 			reg := prometheus.NewRegistry()
-			c := newClient(t, Config{Registerer: reg})
+			c := newClient(t, Config{}, env.Env{Metrics: reg})
 			res, err := c.CatchUp(ctxFor(t), proxy, allKinds, local, local, realClock(t, Options{Negentropy: tc.neg}))
 			if err == nil {
 				t.Fatalf("no error after the relay dropped; result %+v", res)
@@ -347,7 +348,7 @@ func TestCatchUpHonoursContext(t *testing.T) {
 	done := make(chan error, 1)
 	go func() {
 		local := newMem()
-		_, err := newClient(t, Config{}).CatchUp(ctx, url, allKinds, local, local, Options{Negentropy: true, RoundTimeout: time.Hour})
+		_, err := newClient(t, Config{}, env.Env{}).CatchUp(ctx, url, allKinds, local, local, Options{Negentropy: true, RoundTimeout: time.Hour})
 		done <- err
 	}()
 	<-p.gotOpen
@@ -368,7 +369,7 @@ func TestCatchUpHonoursContext(t *testing.T) {
 func TestG02_1_InSyncNegentropyCostsUnderOnePercentOfReq(t *testing.T) {
 	evts := testPool(t)
 	url := upstream(t, evts, upstreamOpts{negentropy: true})
-	c := newClient(t, Config{})
+	c := newClient(t, Config{}, env.Env{})
 	full := newMem(evts...)
 	// Paging with everything held still downloads every event (the cost
 	// negentropy saves) but verifies none, which keeps this test cheap.
@@ -398,7 +399,7 @@ func TestCatchUpIgnoresMalformedLocalIDs(t *testing.T) {
 	bogus := localFunc(func(context.Context, nostr.Filter) ([]Item, error) {
 		return []Item{{ID: "xyz", CreatedAt: 1}, {ID: strings.ToUpper(evts[0].ID), CreatedAt: evts[0].CreatedAt}}, nil
 	})
-	res, err := newClient(t, Config{}).CatchUp(ctxFor(t), url, allKinds, bogus, local, realClock(t, Options{Negentropy: true}))
+	res, err := newClient(t, Config{}, env.Env{}).CatchUp(ctxFor(t), url, allKinds, bogus, local, realClock(t, Options{Negentropy: true}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -414,7 +415,7 @@ func (f localFunc) Items(ctx context.Context, flt nostr.Filter) ([]Item, error) 
 // A failing Local stops the run before anything is sent.
 func TestCatchUpLocalErrorIsWrapped(t *testing.T) {
 	boom := errors.New("disk on fire")
-	_, err := newClient(t, Config{}).CatchUp(context.Background(), "ws://127.0.0.1:1", allKinds,
+	_, err := newClient(t, Config{}, env.Env{}).CatchUp(context.Background(), "ws://127.0.0.1:1", allKinds,
 		localFunc(func(context.Context, nostr.Filter) ([]Item, error) { return nil, boom }), newMem(), Options{})
 	if !errors.Is(err, boom) || !strings.Contains(err.Error(), "list local events") {
 		t.Fatalf("error %v, want the local error wrapped", err)
@@ -437,7 +438,7 @@ func TestR2_HostileNegentropyReplyFallsBackInsteadOfPanicking(t *testing.T) {
 	for _, payload := range []string{"6100ffffffffffffffff7f00", "6100210000", "61000003", "6100000205"} {
 		url := (&scripted{events: evts, hostile: payload}).serve(t)
 		local := newMem()
-		res, err := newClient(t, Config{}).CatchUp(ctxFor(t), url, allKinds, local, local, realClock(t, Options{Negentropy: true}))
+		res, err := newClient(t, Config{}, env.Env{}).CatchUp(ctxFor(t), url, allKinds, local, local, realClock(t, Options{Negentropy: true}))
 		if err != nil {
 			t.Fatalf("%s: %v", payload, err)
 		}

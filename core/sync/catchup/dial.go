@@ -7,11 +7,16 @@ import (
 	"net/http"
 
 	"github.com/coder/websocket"
+
+	"github.com/grasp-dev/grasp/core/config"
 )
 
 // HTTPDialer returns a Dialer whose websocket handshakes go through client
-// (e.g. one whose connections refuse internal addresses, core/netguard).
-func HTTPDialer(client *http.Client) Dialer {
+// (nil: the default client; e.g. one whose connections refuse internal
+// addresses, core/netguard), reading frames of up to
+// lim.MaxPeerMessageBytes (zero: config's default).
+func HTTPDialer(client *http.Client, lim config.Limits) Dialer {
+	readLimit := int64(lim.WithDefaults().MaxPeerMessageBytes)
 	return func(ctx context.Context, url string) (Conn, error) {
 		c, resp, err := websocket.Dial(ctx, url, &websocket.DialOptions{
 			HTTPClient: client,
@@ -23,7 +28,7 @@ func HTTPDialer(client *http.Client) Dialer {
 		if err != nil {
 			return nil, err
 		}
-		c.SetReadLimit(32 << 20)
+		c.SetReadLimit(readLimit)
 		return wsConn{c}, nil
 	}
 }

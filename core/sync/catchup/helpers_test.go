@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"github.com/grasp-dev/grasp/core/env"
 	"io"
 	"log"
 	"net"
@@ -431,9 +432,9 @@ func requireNoLeak(t *testing.T) {
 	})
 }
 
-func newClient(tb testing.TB, cfg Config) *Client {
+func newClient(tb testing.TB, cfg Config, e env.Env) *Client {
 	tb.Helper()
-	c, err := New(cfg)
+	c, err := New(cfg, e)
 	if err != nil {
 		tb.Fatal(err)
 	}

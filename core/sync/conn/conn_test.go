@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/grasp-dev/grasp/core/env"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -201,11 +202,11 @@ func (noLocal) Items(context.Context, nostr.Filter) ([]catchup.Item, error) { re
 
 func newTestPool(t *testing.T, clk clock.Clock, snk Sink, cu CatchUpper, mutate func(*Options)) (*Pool, *recorder) {
 	t.Helper()
-	o := Options{Sink: snk, Local: noLocal{}, CatchUp: cu, Clock: clk}
+	o := Options{Sink: snk, Local: noLocal{}, CatchUp: cu}
 	if mutate != nil {
 		mutate(&o)
 	}
-	p, err := New(o)
+	p, err := New(o, env.Env{Clock: clk})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/grasp-dev/grasp/core/config"
 	"github.com/grasp-dev/grasp/core/netguard"
 	"github.com/grasp-dev/grasp/core/nip34"
 	"github.com/grasp-dev/grasp/core/sync/catchup"
@@ -15,9 +16,11 @@ import (
 // announcements, so unless allowPrivate is set they may not reach internal
 // addresses (core/netguard checks the address actually connected to). The
 // trusted relays (the operator's bootstrap relays) are dialled as given.
-func GuardedDialers(allowPrivate bool, trusted []string) (Dialer, catchup.Dialer) {
+// lim.MaxPeerMessageBytes bounds a catch-up frame (the pool bounds the live
+// connection's).
+func GuardedDialers(allowPrivate bool, trusted []string, lim config.Limits) (Dialer, catchup.Dialer) {
 	if allowPrivate {
-		return HTTPDialer(nil), catchup.HTTPDialer(nil)
+		return HTTPDialer(nil), catchup.HTTPDialer(nil, lim)
 	}
 	ok := map[string]bool{}
 	for _, u := range trusted {
@@ -35,6 +38,6 @@ func GuardedDialers(allowPrivate bool, trusted []string) (Dialer, catchup.Dialer
 	return func(ctx context.Context, url string) (*websocket.Conn, error) {
 			return HTTPDialer(pick(url))(ctx, url)
 		}, func(ctx context.Context, url string) (catchup.Conn, error) {
-			return catchup.HTTPDialer(pick(url))(ctx, url)
+			return catchup.HTTPDialer(pick(url), lim)(ctx, url)
 		}
 }

@@ -24,12 +24,13 @@ import (
 
 	"github.com/coder/websocket"
 	"github.com/grasp-dev/grasp/core/clock"
+	"github.com/grasp-dev/grasp/core/config"
+	"github.com/grasp-dev/grasp/core/env"
 	"github.com/grasp-dev/grasp/core/policy"
 	gsync "github.com/grasp-dev/grasp/core/sync"
 	"github.com/grasp-dev/grasp/core/sync/catchup"
 	"github.com/hashicorp/go-hclog"
 	"github.com/nbd-wtf/go-nostr"
-	"github.com/prometheus/client_golang/prometheus"
 )
 
 // Reporter receives what happens on the connections; *sync.Manager
@@ -66,12 +67,9 @@ type CatchUpper interface {
 // Dialer opens a websocket to a relay URL.
 type Dialer func(ctx context.Context, url string) (*websocket.Conn, error)
 
-func dialWebsocket(ctx context.Context, url string) (*websocket.Conn, error) {
-	return HTTPDialer(nil)(ctx, url)
-}
-
 // HTTPDialer returns a Dialer whose handshakes go through client (nil: the
 // default client), e.g. one whose connections refuse internal addresses.
+// The pool sets each connection's read limit (Limits.MaxPeerMessageBytes).
 func HTTPDialer(client *http.Client) Dialer {
 	return func(ctx context.Context, url string) (*websocket.Conn, error) {
 		c, resp, err := websocket.Dial(ctx, url, &websocket.DialOptions{
@@ -87,21 +85,21 @@ func HTTPDialer(client *http.Client) Dialer {
 
 // Options configure a Pool. Zero values take the defaults noted.
 type Options struct {
-	Sink  Sink          // required: where events go (relay.Ingest)
-	Local catchup.Local // required: what we hold, for negentropy
+	// Limits bound what a peer may send: MaxPeerMessageBytes per frame.
+	// Zero fields take config's defaults.
+	Limits config.Limits
+	Sink   Sink          // required: where events go (relay.Ingest)
+	Local  catchup.Local // required: what we hold, for negentropy
 	// CatchUp runs history catch-ups; nil builds a catchup.Client with this
-	// pool's clock, logger and registerer.
+	// pool's env and limits.
 	CatchUp CatchUpper
 	// CatchUpOptions tune each catch-up; Negentropy is set per subscription
 	// from the manager's CatchUp mode.
 	CatchUpOptions catchup.Options
-	Dial           Dialer        // nil: a plain websocket
+	Dial           Dialer        // nil: HTTPDialer(nil)
 	DialTimeout    time.Duration // default 10s
 	PingInterval   time.Duration // default 29s; three failed pings close the socket
 	WriteTimeout   time.Duration // per frame, default 10s
-	// MaxMessageBytes caps one frame from a peer; default 1 MiB (events are
-	// capped far below that by the relay limits).
-	MaxMessageBytes int64
 	// EventsPerSecond and Burst cap what one relay delivers, live and
 	// catch-up together; defaults 500/s and 2,000.
 	EventsPerSecond float64
@@ -122,10 +120,6 @@ type Options struct {
 	GapGrace time.Duration
 	// NoticesPerMinute caps NOTICEs passed on per relay; default 30.
 	NoticesPerMinute int
-
-	Clock      clock.Clock
-	Logger     hclog.Logger
-	Registerer prometheus.Registerer
 }
 
 func (o *Options) defaults() error {
@@ -136,8 +130,9 @@ func (o *Options) defaults() error {
 		return errors.New("conn options: Local is required")
 	}
 	if o.Dial == nil {
-		o.Dial = dialWebsocket
+		o.Dial = HTTPDialer(nil)
 	}
+	o.Limits = o.Limits.WithDefaults()
 	dur := func(d *time.Duration, v time.Duration) {
 		if *d <= 0 {
 			*d = v
@@ -148,9 +143,6 @@ func (o *Options) defaults() error {
 	dur(&o.WriteTimeout, 10*time.Second)
 	dur(&o.LiveSlack, 2*time.Minute)
 	dur(&o.GapGrace, time.Minute)
-	if o.MaxMessageBytes <= 0 {
-		o.MaxMessageBytes = 1 << 20
-	}
 	if o.EventsPerSecond <= 0 {
 		o.EventsPerSecond = 500
 	}
@@ -168,12 +160,6 @@ func (o *Options) defaults() error {
 	}
 	if o.NoticesPerMinute <= 0 {
 		o.NoticesPerMinute = 30
-	}
-	if o.Clock == nil {
-		o.Clock = clock.New()
-	}
-	if o.Logger == nil {
-		o.Logger = hclog.NewNullLogger()
 	}
 	return nil
 }
@@ -199,21 +185,22 @@ type Pool struct {
 	stopped bool
 }
 
-// New builds a Pool.
-func New(opts Options) (*Pool, error) {
+// New builds a Pool; e's logger is named "conn" for the pool's own logs.
+func New(opts Options, e env.Env) (*Pool, error) {
+	e = e.OrDefaults()
 	if err := opts.defaults(); err != nil {
 		return nil, err
 	}
-	m, err := newMetrics(opts.Registerer)
+	m, err := newMetrics(e.Metrics)
 	if err != nil {
 		return nil, fmt.Errorf("register sync connection metrics: %w", err)
 	}
 	p := &Pool{
-		o: opts, clk: opts.Clock, log: opts.Logger.Named("conn"), m: m, catchUp: opts.CatchUp,
+		o: opts, clk: e.Clock, log: e.Log.Named("conn"), m: m, catchUp: opts.CatchUp,
 		slots: make(chan struct{}, opts.MaxCatchUps), relays: map[string]*relay{}, peers: map[string]*peer{},
 	}
 	if p.catchUp == nil {
-		c, err := catchup.New(catchup.Config{Logger: opts.Logger.Named("catchup"), Registerer: opts.Registerer, Clock: opts.Clock})
+		c, err := catchup.New(catchup.Config{Limits: opts.Limits}, e.Named("catchup"))
 		if err != nil {
 			return nil, err
 		}

@@ -136,7 +136,7 @@ func (r *relay) run() {
 	}
 	r.p.m.dials.WithLabelValues("ok").Inc()
 	r.p.m.open.Inc()
-	ws.SetReadLimit(o.MaxMessageBytes)
+	ws.SetReadLimit(int64(o.Limits.MaxPeerMessageBytes))
 	r.ws = ws
 	r.p.log.Info("connected to relay", "relay", r.url)
 	r.p.report(r, func(rep Reporter) { rep.Connected(r.url) })
