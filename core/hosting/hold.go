@@ -67,13 +67,11 @@ func (h *Hosting) Hold(ctx context.Context, evt *nostr.Event, d policy.Decision,
 			h.spawn(func(ctx context.Context) { h.begin(ctx).adopt(r) })
 		}
 	}
-	isPR := evt.Kind == nip34.KindPR || evt.Kind == nip34.KindPRUpdate
-	if isPR {
+	if evt.Kind == nip34.KindPR || evt.Kind == nip34.KindPRUpdate {
 		o.settlePlaceholders(evt, "")
 	}
-	msg := policy.MsgPurgatory
-	if isPR && len(entry.Needs) > 0 {
-		msg = fmt.Sprintf("purgatory: PR event stored, waiting for git push with commit %s", entry.Needs[0])
+	if d.Msg != "" {
+		return d.Msg, nil // the rules' text (core/policy owns them all)
 	}
-	return msg, nil
+	return policy.MsgPurgatory, nil
 }

@@ -2,7 +2,6 @@ package policy
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/grasp-dev/grasp/core/nip34"
 	"github.com/nbd-wtf/go-nostr"
@@ -91,7 +90,7 @@ func (r *Rules) pr(ctx context.Context, evt *nostr.Event, meta Meta) Decision {
 		effects = append(effects, Effect{Kind: AwaitRepo, Repo: heldRepo})
 	}
 	d := hold(effects...)
-	d.Msg = fmt.Sprintf("%s (waiting for commit %s at refs/nostr/%s)", MsgPurgatory, p.Tip, evt.ID)
+	d.Msg = MsgPRPurgatory(p.Tip, evt.ID)
 	return d
 }
 

@@ -16,11 +16,19 @@ import (
 
 // The purgatory OK texts have one owner, here: MsgPurgatory answers events
 // held until their git data (or the repository they belong to) arrives,
-// MsgInPurgatory an event purgatory already holds (G01-P6).
+// MsgInPurgatory an event purgatory already holds (G01-P6), and
+// MsgPRPurgatory a PR held until its tip commit is pushed (G01-P4).
 const (
 	MsgPurgatory   = "purgatory: won't be served until git data arrives"
 	MsgInPurgatory = "duplicate: in purgatory"
 )
+
+// MsgPRPurgatory is the OK text of a PR or PR update (id) held until commit
+// is pushed: ngit-grasp's wording, which clients already show, and where
+// the push goes.
+func MsgPRPurgatory(commit, id string) string {
+	return "purgatory: PR event stored, waiting for git push with commit " + commit + " to refs/nostr/" + id
+}
 
 // Rules is the GRASP acceptance pipeline: Pre chain, the GRASP-01 rules,
 // then the operator's plugin chain. It implements Pipeline.

@@ -204,7 +204,7 @@ func (p *Purgatory) load() error {
 }
 
 // ErrDuplicate is returned by Hold for an event already held.
-var ErrDuplicate = errors.New("duplicate: in purgatory")
+var ErrDuplicate = errors.New("purgatory: event already held")
 
 // Hold stores e durably. A held event with the same id answers ErrDuplicate.
 // A held announcement (or state) with the same address and author is

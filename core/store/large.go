@@ -9,6 +9,8 @@ import (
 
 	"github.com/dgraph-io/badger/v4"
 	"github.com/nbd-wtf/go-nostr"
+
+	"github.com/grasp-dev/grasp/core/nip34"
 )
 
 // Large events. eventstore v0.17.14's badger codec writes the content length
@@ -50,10 +52,10 @@ const maxLargeContent = 32 << 20
 func largeKey(id string) ([]byte, error) {
 	k := make([]byte, 1, 33)
 	k[0] = largePrefix
-	raw, err := hex.DecodeString(id)
-	if err != nil || len(raw) != 32 {
+	if !nip34.IsHex64(id) {
 		return nil, fmt.Errorf("invalid: event id %q", id)
 	}
+	raw, _ := hex.DecodeString(id)
 	return append(k, raw...), nil
 }
 
