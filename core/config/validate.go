@@ -2,7 +2,6 @@ package config
 
 import (
 	"fmt"
-	"github.com/grasp-dev/grasp/core/nip34"
 	"net"
 	"net/url"
 	"path/filepath"
@@ -11,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/grasp-dev/grasp/core/logging"
+	"github.com/grasp-dev/grasp/core/nip34"
 )
 
 // fillDerived fills the values that default from other values: public_url

@@ -2,9 +2,10 @@ package config
 
 import (
 	"encoding/hex"
-	"github.com/grasp-dev/grasp/core/nip34"
 	"strings"
 	"testing"
+
+	"github.com/grasp-dev/grasp/core/nip34"
 )
 
 // nip19Hex/nip19Npub is the npub example of NIP-19.

@@ -3,7 +3,6 @@ package gate
 import (
 	"context"
 	"fmt"
-	"github.com/grasp-dev/grasp/core/config"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -18,6 +17,8 @@ import (
 	"github.com/nbd-wtf/go-nostr/nip77"
 	"github.com/nbd-wtf/go-nostr/nip77/negentropy"
 	"github.com/nbd-wtf/go-nostr/nip77/negentropy/storage/vector"
+
+	"github.com/grasp-dev/grasp/core/config"
 )
 
 // negTransport carries NIP-77 frames for the test client.

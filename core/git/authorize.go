@@ -2,9 +2,10 @@ package git
 
 import (
 	"fmt"
-	"github.com/grasp-dev/grasp/core/nip34"
 	"sort"
 	"strings"
+
+	"github.com/grasp-dev/grasp/core/nip34"
 )
 
 // StateCandidate is an authorised kind-30618 repository state, adapted by

@@ -2,9 +2,10 @@ package git
 
 import (
 	"fmt"
-	"github.com/grasp-dev/grasp/core/nip34"
 	"net/url"
 	"strings"
+
+	"github.com/grasp-dev/grasp/core/nip34"
 )
 
 // ValidateIdentifier checks a NIP-34 `d` identifier before it is used as a

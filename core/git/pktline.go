@@ -4,10 +4,11 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"github.com/grasp-dev/grasp/core/nip34"
 	"io"
 	"strconv"
 	"strings"
+
+	"github.com/grasp-dev/grasp/core/nip34"
 )
 
 // maxPktPayload is git's LARGE_PACKET_DATA_MAX: 65520 bytes per packet

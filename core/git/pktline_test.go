@@ -2,10 +2,11 @@ package git
 
 import (
 	"bytes"
-	"github.com/grasp-dev/grasp/core/nip34"
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/grasp-dev/grasp/core/nip34"
 )
 
 func TestReadPushCommands(t *testing.T) {

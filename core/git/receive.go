@@ -5,10 +5,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/grasp-dev/grasp/core/nip34"
 	"io"
 	"net/http"
 	"strings"
+
+	"github.com/grasp-dev/grasp/core/nip34"
 )
 
 const receiveResultType = "application/x-git-receive-pack-result"

@@ -6,7 +6,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/grasp-dev/grasp/core/nip34"
 	"io"
 	"os"
 	"os/exec"
@@ -16,6 +15,8 @@ import (
 
 	"github.com/grasp-dev/grasp/core/env"
 	"github.com/hashicorp/go-hclog"
+
+	"github.com/grasp-dev/grasp/core/nip34"
 )
 
 // ErrNotFound is returned when a repository does not exist on disk.

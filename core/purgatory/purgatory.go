@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/grasp-dev/grasp/core/nip34"
 	"sort"
 	"sync"
 	"time"
@@ -15,6 +14,8 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/nbd-wtf/go-nostr"
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/grasp-dev/grasp/core/nip34"
 )
 
 // KV is the durable side table purgatory writes through. Every Put must be

@@ -2,14 +2,15 @@ package relay
 
 import (
 	"encoding/json"
-	"github.com/grasp-dev/grasp/core/config"
-	"github.com/grasp-dev/grasp/core/env"
 	"io"
 	"net/http"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/grasp-dev/grasp/core/config"
+	"github.com/grasp-dev/grasp/core/env"
 )
 
 func get(t *testing.T, method, url string, header map[string]string) (*http.Response, string) {

@@ -2,10 +2,10 @@ package relay
 
 import (
 	"encoding/json"
-
-	"github.com/fiatjaf/eventstore"
 	"net/http"
 	"strings"
+
+	"github.com/fiatjaf/eventstore"
 )
 
 // info is our NIP-11 document. We build it ourselves rather than through

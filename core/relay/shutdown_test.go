@@ -3,7 +3,6 @@ package relay
 import (
 	"context"
 	"encoding/json"
-	"github.com/grasp-dev/grasp/core/env"
 	"net"
 	"strings"
 	"testing"
@@ -12,6 +11,7 @@ import (
 	"github.com/nbd-wtf/go-nostr"
 
 	"github.com/grasp-dev/grasp/core/clock"
+	"github.com/grasp-dev/grasp/core/env"
 	"github.com/grasp-dev/grasp/core/policy"
 	"github.com/grasp-dev/grasp/internal/testwait"
 )

@@ -3,7 +3,6 @@ package server
 import (
 	"context"
 	"fmt"
-	coreenv "github.com/grasp-dev/grasp/core/env"
 	"net"
 	"slices"
 	"sync"
@@ -17,6 +16,8 @@ import (
 	"github.com/grasp-dev/grasp/core/sync/catchup"
 	"github.com/grasp-dev/grasp/internal/testwait"
 	"github.com/nbd-wtf/go-nostr"
+
+	coreenv "github.com/grasp-dev/grasp/core/env"
 )
 
 // benchServer is one of our servers on the real clock for benchmarks.

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"fmt"
-	"github.com/grasp-dev/grasp/core/env"
 	"os"
 	"strconv"
 	"strings"
@@ -17,6 +16,8 @@ import (
 	ebadger "github.com/fiatjaf/eventstore/badger"
 	"github.com/hashicorp/go-hclog"
 	"github.com/nbd-wtf/go-nostr"
+
+	"github.com/grasp-dev/grasp/core/env"
 )
 
 var nullLog = hclog.NewNullLogger()

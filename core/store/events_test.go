@@ -3,8 +3,6 @@ package store
 import (
 	"context"
 	"errors"
-	"github.com/grasp-dev/grasp/core/config"
-	"github.com/grasp-dev/grasp/core/env"
 	"slices"
 	"strings"
 	"sync"
@@ -12,6 +10,9 @@ import (
 
 	"github.com/fiatjaf/eventstore"
 	"github.com/nbd-wtf/go-nostr"
+
+	"github.com/grasp-dev/grasp/core/config"
+	"github.com/grasp-dev/grasp/core/env"
 )
 
 // The backend alone gives MaxLimit/4 to a REQ without a limit or above

@@ -2,11 +2,12 @@ package store
 
 import (
 	"context"
-	"github.com/grasp-dev/grasp/core/env"
 	"sync"
 	"testing"
 
 	"github.com/nbd-wtf/go-nostr"
+
+	"github.com/grasp-dev/grasp/core/env"
 )
 
 var (

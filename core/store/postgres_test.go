@@ -9,7 +9,6 @@ package store
 import (
 	"context"
 	"fmt"
-	"github.com/grasp-dev/grasp/core/config"
 	"os"
 	"os/exec"
 	"os/user"
@@ -20,6 +19,8 @@ import (
 	"testing"
 
 	"github.com/nbd-wtf/go-nostr"
+
+	"github.com/grasp-dev/grasp/core/config"
 )
 
 // startPostgres initialises and starts a private cluster and returns its

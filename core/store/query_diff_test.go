@@ -3,13 +3,14 @@ package store
 import (
 	"context"
 	"fmt"
-	"github.com/grasp-dev/grasp/core/config"
 	"math/rand/v2"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/nbd-wtf/go-nostr"
+
+	"github.com/grasp-dev/grasp/core/config"
 )
 
 // TestQueriesMatchABruteForceMatcher is a differential test in the manner of

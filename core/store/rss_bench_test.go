@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"github.com/grasp-dev/grasp/core/env"
 	"os"
 	"os/exec"
 	"strconv"
@@ -16,6 +15,8 @@ import (
 
 	ebadger "github.com/fiatjaf/eventstore/badger"
 	"github.com/nbd-wtf/go-nostr"
+
+	"github.com/grasp-dev/grasp/core/env"
 )
 
 var rssKey = nostr.GeneratePrivateKey()

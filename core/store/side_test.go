@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"github.com/grasp-dev/grasp/core/env"
 	"slices"
 	"strings"
 	"sync"
@@ -15,6 +14,8 @@ import (
 	"github.com/dgraph-io/badger/v4"
 	"github.com/grasp-dev/grasp/core/clock"
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/grasp-dev/grasp/core/env"
 )
 
 var epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/grasp-dev/grasp/core/nip34"
 	"math/rand/v2"
 	"runtime/debug"
 	"slices"
@@ -16,6 +15,8 @@ import (
 	"github.com/grasp-dev/grasp/core/env"
 	"github.com/hashicorp/go-hclog"
 	"github.com/nbd-wtf/go-nostr"
+
+	"github.com/grasp-dev/grasp/core/nip34"
 )
 
 // Conns is how the manager acts on relay connections. The connection layer

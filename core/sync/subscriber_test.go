@@ -2,7 +2,6 @@ package sync
 
 import (
 	"context"
-	"github.com/grasp-dev/grasp/internal/testwait"
 	"testing"
 	"time"
 
@@ -13,6 +12,7 @@ import (
 	"github.com/grasp-dev/grasp/core/internal/memkv"
 	"github.com/grasp-dev/grasp/core/nip34"
 	"github.com/grasp-dev/grasp/core/purgatory"
+	"github.com/grasp-dev/grasp/internal/testwait"
 )
 
 type subRig struct {

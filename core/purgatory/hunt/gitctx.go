@@ -4,13 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/grasp-dev/grasp/core/nip34"
 	"net"
 	"strings"
 	"time"
 
 	gitrepo "github.com/grasp-dev/grasp/core/git"
 	"github.com/hashicorp/go-hclog"
+
+	"github.com/grasp-dev/grasp/core/nip34"
 )
 
 // Repos is the bare-repository store fetched objects land in: git.Repos,

@@ -3,10 +3,11 @@ package hunt
 import (
 	"context"
 	"fmt"
-	"github.com/grasp-dev/grasp/core/netguard"
 	"net"
 	"net/netip"
 	"strings"
+
+	"github.com/grasp-dev/grasp/core/netguard"
 )
 
 // pinSource resolves the source's host once and returns git settings

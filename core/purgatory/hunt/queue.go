@@ -2,9 +2,10 @@ package hunt
 
 import (
 	"context"
-	"github.com/grasp-dev/grasp/core/nip34"
 	"strings"
 	"time"
+
+	"github.com/grasp-dev/grasp/core/nip34"
 )
 
 // entry is one repository in the queue, owned by Run's goroutine.

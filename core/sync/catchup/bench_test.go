@@ -2,12 +2,13 @@ package catchup
 
 import (
 	"context"
-	"github.com/grasp-dev/grasp/core/env"
 	gosync "sync"
 	"testing"
 	"time"
 
 	"github.com/nbd-wtf/go-nostr"
+
+	"github.com/grasp-dev/grasp/core/env"
 )
 
 var (

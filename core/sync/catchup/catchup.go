@@ -17,7 +17,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/grasp-dev/grasp/core/nip34"
 	"io"
 	"strings"
 	gosync "sync"
@@ -28,6 +27,8 @@ import (
 	"github.com/grasp-dev/grasp/core/env"
 	"github.com/hashicorp/go-hclog"
 	"github.com/nbd-wtf/go-nostr"
+
+	"github.com/grasp-dev/grasp/core/nip34"
 )
 
 // Item is one stored event as negentropy sees it.

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"github.com/grasp-dev/grasp/core/env"
 	"io"
 	"log"
 	"net"
@@ -26,6 +25,8 @@ import (
 	"github.com/nbd-wtf/go-nostr/nip77"
 	"github.com/nbd-wtf/go-nostr/nip77/negentropy"
 	"github.com/nbd-wtf/go-nostr/nip77/negentropy/storage/vector"
+
+	"github.com/grasp-dev/grasp/core/env"
 )
 
 const (

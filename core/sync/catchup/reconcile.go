@@ -3,8 +3,6 @@ package catchup
 import (
 	"errors"
 	"fmt"
-	"github.com/grasp-dev/grasp/core/negguard"
-	"github.com/grasp-dev/grasp/core/nip34"
 	"strings"
 	gosync "sync"
 	"time"
@@ -13,6 +11,9 @@ import (
 	"github.com/nbd-wtf/go-nostr/nip77"
 	"github.com/nbd-wtf/go-nostr/nip77/negentropy"
 	"github.com/nbd-wtf/go-nostr/nip77/negentropy/storage/vector"
+
+	"github.com/grasp-dev/grasp/core/negguard"
+	"github.com/grasp-dev/grasp/core/nip34"
 )
 
 // negEnd is how one negentropy session ended when it did not succeed.

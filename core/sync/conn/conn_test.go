@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/grasp-dev/grasp/core/env"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -21,6 +20,8 @@ import (
 	"github.com/nbd-wtf/go-nostr"
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
+
+	"github.com/grasp-dev/grasp/core/env"
 )
 
 // peerServer is a scripted relay: it records frames from us and lets the
