@@ -16,8 +16,6 @@ import (
 	"github.com/grasp-dev/grasp/core/sync/catchup"
 	"github.com/grasp-dev/grasp/internal/testwait"
 	"github.com/nbd-wtf/go-nostr"
-
-	coreenv "github.com/grasp-dev/grasp/core/env"
 )
 
 // benchServer is one of our servers on the real clock for benchmarks.
@@ -267,7 +265,7 @@ func BenchmarkNegentropyCatchUp(b *testing.B) {
 		}
 	}
 	fill(b, sut.srv, have)
-	client, err := catchup.New(catchup.Config{}, coreenv.Env{})
+	client, err := catchup.New(catchup.Config{}, env.Env{})
 	if err != nil {
 		b.Fatal(err)
 	}
