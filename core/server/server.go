@@ -1,8 +1,9 @@
 // Package server assembles one grasp process from a config.Config and what
 // the composition root built before it (the metrics registry and the
 // store): purgatory, the GRASP rules, the GRASP-01 effects (core/hosting),
-// the git host, the websocket gate, the relay, GRASP-02 sync, the git-data
-// hunter, the metrics listener and the scheduled loops. It owns start-up
+// the relay (which builds the websocket gate) with the git host mounted,
+// GRASP-02 sync, the git-data hunter, the metrics listener and the
+// scheduled loops. Every part takes config.Limits as it is. It owns start-up
 // order and graceful shutdown, and nothing else: it is wiring only.
 //
 // It receives operator extensions (the JavaScript accept chain, relay
