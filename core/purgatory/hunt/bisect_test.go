@@ -3,6 +3,7 @@ package hunt
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -15,8 +16,10 @@ import (
 
 // fakeGit stands in for a remote that, unlike git upload-pack, does not
 // name the object it lacks, so Fetch must bisect. It keeps the objects the
-// remote has and the local repo holds in files under $FAKE_STATE.
+// remote has and the local repo holds in files under FAKE_STATE (written
+// into the script: a fetch runs with an environment of its own).
 const fakeGit = `#!/bin/sh
+FAKE_STATE=%s
 cmd=""; oids=""; eoo=0
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -44,7 +47,7 @@ for o in $oids; do echo "$o" >> "$FAKE_STATE/present"; done
 func TestG02_MultiOIDFetchBisectsWhenTheRemoteNamesNoObject(t *testing.T) {
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "git")
-	if err := os.WriteFile(bin, []byte(fakeGit), 0o755); err != nil {
+	if err := os.WriteFile(bin, []byte(fmt.Sprintf(fakeGit, shellQuote(dir))), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	has := []string{oid("a"), oid("b"), oid("c"), oid("d")}
@@ -53,7 +56,6 @@ func TestG02_MultiOIDFetchBisectsWhenTheRemoteNamesNoObject(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	t.Setenv("FAKE_STATE", dir)
 	// the repository exists on disk; every git run is the fake's
 	repos, err := gitrepo.NewRepos(gitrepo.RepoOptions{Root: filepath.Join(dir, "repos"), GitBinary: bin}, env.Env{})
 	if err != nil {
@@ -81,3 +83,5 @@ func TestG02_MultiOIDFetchBisectsWhenTheRemoteNamesNoObject(t *testing.T) {
 		t.Fatalf("%d fetch runs for %d objects: bisection unbounded", n, len(want))
 	}
 }
+
+func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }

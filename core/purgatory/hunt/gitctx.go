@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
+	"net/netip"
 	"strings"
 	"time"
 
@@ -43,10 +43,14 @@ type GitContext struct {
 	AllowPrivate bool
 	// Resolver resolves source hosts when AllowPrivate is off (default
 	// net.DefaultResolver).
-	Resolver *net.Resolver
+	Resolver Resolver
 	// Timeout bounds one Fetch, fallbacks included (default 10 min).
 	Timeout time.Duration
 	Log     hclog.Logger
+
+	// internal is netguard.Internal unless a test lets loopback stand in
+	// for a public host.
+	internal func(netip.Addr) bool
 }
 
 // maxRuns bounds the git processes (remote requests) of one Fetch.
@@ -98,8 +102,9 @@ func (g *GitContext) Has(ctx context.Context, repo nip34.RepoRef, oids []string)
 // that error Fetch drops the objects git names, or bisects when it names
 // none, until every object the remote has has arrived.
 func (g *GitContext) Fetch(ctx context.Context, repo nip34.RepoRef, url string, oids []string) ([]string, error) {
-	if _, ok := parseSource(url); !ok {
-		return nil, &FetchError{Kind: KindLocal, URL: url, Err: errors.New("only http and https sources are fetched")}
+	t, err := parseSource(url)
+	if err != nil {
+		return nil, &FetchError{Kind: KindRefused, URL: url, Err: err}
 	}
 	timeout := g.Timeout
 	if timeout <= 0 {
@@ -107,10 +112,13 @@ func (g *GitContext) Fetch(ctx context.Context, repo nip34.RepoRef, url string, 
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	pin, err := g.pinSource(ctx, url)
+	pin, err := g.pinSource(ctx, url, t)
 	if err != nil {
 		return nil, err
 	}
+	// git is given the URL that was checked, whatever the announcement
+	// spelled; results and errors still name the caller's url.
+	src := t.url
 
 	present, err := g.Has(ctx, repo, oids)
 	if err != nil {
@@ -143,7 +151,7 @@ func (g *GitContext) Fetch(ctx context.Context, repo nip34.RepoRef, url string, 
 			continue
 		}
 		budget--
-		ferr := g.fetchOnce(ctx, repo, url, pin, set)
+		ferr := g.fetchOnce(ctx, repo, src, pin, set)
 		switch {
 		case ferr == nil:
 		case ferr.Kind != KindMissing:

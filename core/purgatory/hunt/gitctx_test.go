@@ -328,7 +328,7 @@ func TestGitContextRefusesNonHTTPSources(t *testing.T) {
 	gc := f.gitContext()
 	for _, u := range []string{"file://" + f.rootA + "/r.git", f.rootA + "/r.git", "ext::sh -c touch% /tmp/pwned"} {
 		got, err := gc.Fetch(context.Background(), repoN("r"), u, []string{f.c2})
-		if len(got) != 0 || KindOf(err) != KindLocal {
+		if len(got) != 0 || KindOf(err) != KindRefused {
 			t.Errorf("Fetch(%q) = %v, %v; want refused", u, got, err)
 		}
 	}

@@ -5,54 +5,67 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
-	"strings"
 
 	"github.com/grasp-dev/grasp/core/netguard"
 )
 
-// pinSource resolves the source's host once and returns git settings
-// (key=value, for git -c) that pin the connection to the checked address and
-// forbid redirects. With AllowPrivate it returns nothing (git resolves as
-// usual).
-func (g *GitContext) pinSource(ctx context.Context, raw string) ([]string, error) {
+// Resolver resolves source host names; *net.Resolver implements it. Tests
+// inject their own (DNS rebinding is tested without DNS).
+type Resolver interface {
+	LookupNetIP(ctx context.Context, network, host string) ([]netip.Addr, error)
+}
+
+// pinSource checks the source's host and returns git settings (key=value,
+// for git -c) that pin the connection to the checked address and forbid
+// redirects. With AllowPrivate it returns nothing (git resolves as usual).
+//
+// A name is resolved once, refused if any of its addresses is internal, and
+// pinned with http.curloptResolve under exactly the name in t.url, so curl
+// never resolves it again (DNS rebinding). An address literal needs no pin:
+// curl does not resolve it. curl 7.88 could not have taken one for an IPv6
+// host anyway: it cannot parse a CURLOPT_RESOLVE entry whose host is an IPv6
+// address, in any bracketing, and fails the transfer (curl issue 16357,
+// fixed in 8.13), which made every IPv6-literal source unfetchable.
+func (g *GitContext) pinSource(ctx context.Context, raw string, t target) ([]string, error) {
 	if g.AllowPrivate {
 		return nil, nil
 	}
-	t, ok := parseSource(raw)
-	if !ok {
-		return nil, &FetchError{Kind: KindLocal, URL: raw, Err: fmt.Errorf("only http and https sources are fetched")}
+	internal := g.internal
+	if internal == nil {
+		internal = netguard.Internal
 	}
-	host := t.domain
-	var addrs []netip.Addr
-	if a, err := netip.ParseAddr(strings.Trim(host, "[]")); err == nil {
-		addrs = []netip.Addr{a}
-	} else {
-		ips, err := g.resolver().LookupNetIP(ctx, "ip", host)
-		if err != nil {
-			return nil, &FetchError{Kind: KindNetwork, URL: raw, Err: fmt.Errorf("resolve %s: %w", host, err)}
+	refuse := func(a netip.Addr) error {
+		return &FetchError{Kind: KindRefused, URL: raw,
+			Err: fmt.Errorf("%s is the internal address %s; not fetching (purgatory.fetch_private_addresses is off)", t.domain, a)}
+	}
+	noRedirects := "http.followRedirects=false"
+	if t.ip.IsValid() {
+		if internal(t.ip) {
+			return nil, refuse(t.ip)
 		}
-		addrs = ips
+		return []string{noRedirects}, nil
+	}
+	addrs, err := g.resolver().LookupNetIP(ctx, "ip", t.name)
+	if err != nil {
+		return nil, &FetchError{Kind: KindNetwork, URL: raw, Err: fmt.Errorf("resolve %s: %w", t.name, err)}
 	}
 	if len(addrs) == 0 {
-		return nil, &FetchError{Kind: KindNetwork, URL: raw, Err: fmt.Errorf("resolve %s: no addresses", host)}
+		return nil, &FetchError{Kind: KindNetwork, URL: raw, Err: fmt.Errorf("resolve %s: no addresses", t.name)}
 	}
 	for _, a := range addrs {
-		if netguard.Internal(a) {
-			return nil, &FetchError{Kind: KindRefused, URL: raw,
-				Err: fmt.Errorf("%s resolves to the internal address %s; not fetching (purgatory.fetch_private_addresses is off)", host, a)}
+		if internal(a) {
+			return nil, refuse(a)
 		}
 	}
-	ip := addrs[0].Unmap().String()
-	if addrs[0].Is6() && !addrs[0].Is4In6() {
+	a := addrs[0].Unmap()
+	ip := a.String()
+	if a.Is6() {
 		ip = "[" + ip + "]"
 	}
-	return []string{
-		fmt.Sprintf("http.curloptResolve=%s:%s:%s", host, t.port, ip),
-		"http.followRedirects=false",
-	}, nil
+	return []string{fmt.Sprintf("http.curloptResolve=%s:%s:%s", t.name, t.port, ip), noRedirects}, nil
 }
 
-func (g *GitContext) resolver() *net.Resolver {
+func (g *GitContext) resolver() Resolver {
 	if g.Resolver != nil {
 		return g.Resolver
 	}

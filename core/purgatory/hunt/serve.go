@@ -140,10 +140,10 @@ func (h *Hunter) pick(e *entry, only string) (grant, []string) {
 		if e.tried[u] {
 			continue
 		}
-		t, ok := parseSource(u)
-		if !ok || h.self.matches(t) {
-			if !ok {
-				h.log.Debug("skipping unusable git source", "repo", e.repo.String(), "url", truncate(u, 200))
+		t, err := parseSource(u)
+		if err != nil || h.self.matches(t) {
+			if err != nil {
+				h.log.Debug("skipping unusable git source", "repo", e.repo.String(), "url", truncate(u, 200), "error", err)
 			}
 			e.tried[u] = true
 			continue
