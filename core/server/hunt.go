@@ -1,7 +1,9 @@
 package server
 
 import (
+	"context"
 	"fmt"
+	"time"
 
 	"github.com/grasp-dev/grasp/core/purgatory"
 	"github.com/grasp-dev/grasp/core/purgatory/hunt"
@@ -29,6 +31,11 @@ func (s *Server) assembleHunter(ext Extensions) (*hunt.GitContext, error) {
 		Tuners:   tuners,
 		Table:    table,
 	}, s.env.Named("throttle"))
+	// A git that cannot pin fetches keeps the hunter off (logged, and
+	// grasp_hunt_enabled 0); the server still runs.
+	vctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	disabled := hunt.CheckGit(vctx, s.repos, cfg.Purgatory.FetchPrivateAddresses)
+	cancel()
 	gc := &hunt.GitContext{
 		Repos:        s.repos,
 		AllowPrivate: cfg.Purgatory.FetchPrivateAddresses,
@@ -44,6 +51,7 @@ func (s *Server) assembleHunter(ext Extensions) (*hunt.GitContext, error) {
 		NaughtyTTL:   cfg.Purgatory.NaughtyTTL.D(),
 		SelfHost:     cfg.Server.PublicURL,
 		Limits:       s.throttle.Limits,
+		Disabled:     disabled,
 	}, s.env.Named("hunt"))
 	return gc, err
 }

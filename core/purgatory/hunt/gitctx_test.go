@@ -25,6 +25,7 @@ import (
 	gitrepo "github.com/grasp-dev/grasp/core/git"
 	"github.com/grasp-dev/grasp/core/nip34"
 	"github.com/grasp-dev/grasp/core/purgatory"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 func git(t *testing.T, dir string, args ...string) string {
@@ -335,4 +336,75 @@ func TestGitContextRefusesNonHTTPSources(t *testing.T) {
 	if _, err := gc.Has(context.Background(), repoN("nope"), []string{f.c2}); err == nil {
 		t.Error("Has on a missing repository did not fail")
 	}
+}
+
+type fixedVersion struct {
+	v   gitrepo.Version
+	err error
+}
+
+func (f fixedVersion) Version(context.Context) (gitrepo.Version, error) { return f.v, f.err }
+
+// Audit F18d: git before 2.37 ignores http.curloptResolve silently, which
+// would drop the address pin. With the guard on, such a git keeps the
+// hunter from starting: it queues nothing, fetches nothing, says why in the
+// log and reports grasp_hunt_enabled 0.
+func TestAbuse_F18d_HunterRefusesAGitThatCannotPin(t *testing.T) {
+	ctx := context.Background()
+	for _, c := range []struct {
+		v            gitrepo.Version
+		err          error
+		allowPrivate bool
+		ok           bool
+	}{
+		{gitrepo.Version{Major: 2, Minor: 36, Patch: 6}, nil, false, false},
+		{gitrepo.Version{Major: 2, Minor: 30, Patch: 2}, nil, false, false},
+		{gitrepo.Version{Major: 2, Minor: 37, Patch: 0}, nil, false, true},
+		{gitrepo.Version{Major: 2, Minor: 39, Patch: 5}, nil, false, true},
+		{gitrepo.Version{}, errors.New("exec: git: not found"), false, false},
+		{gitrepo.Version{Major: 2, Minor: 30, Patch: 2}, nil, true, true}, // nothing is pinned then
+	} {
+		err := CheckGit(ctx, fixedVersion{c.v, c.err}, c.allowPrivate)
+		if (err == nil) != c.ok {
+			t.Errorf("CheckGit(%v, %v, private=%v) = %v, want ok=%v", c.v, c.err, c.allowPrivate, err, c.ok)
+		}
+		if err != nil && c.err == nil && !strings.Contains(err.Error(), "2.37") {
+			t.Errorf("the refusal does not name the version needed: %v", err)
+		}
+	}
+
+	sc := newFakeSC(clock.NewFake(time.Unix(1_700_000_000, 0)))
+	reg := prometheus.NewRegistry()
+	h, err := New(Options{Sync: sc, Disabled: CheckGit(ctx, fixedVersion{v: gitrepo.Version{Major: 2, Minor: 30, Patch: 2}}, false)},
+		env.Env{Clock: sc.clk, Metrics: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, ok := gauge(reg, "grasp_hunt_enabled"); !ok || v != 0 {
+		t.Fatalf("grasp_hunt_enabled = %v (exported %v), want 0", v, ok)
+	}
+	runCtx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- h.Run(runCtx) }()
+	h.Need(Need{Repo: repoN("r"), OIDs: []string{oid("a")}, Sources: []string{"https://git.example.com/r.git"}, FromSync: true})
+	if err := h.Recheck(ctx); err != nil {
+		t.Fatal(err)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if st := h.Stats(); st.Repos != 0 || st.Fetches != 0 || len(sc.calls) != 0 {
+		t.Fatalf("a disabled hunter queued or fetched: %+v, calls %v", st, sc.calls)
+	}
+}
+
+func gauge(reg *prometheus.Registry, name string) (float64, bool) {
+	mfs, _ := reg.Gather()
+	for _, mf := range mfs {
+		if mf.GetName() == name && len(mf.GetMetric()) == 1 {
+			return mf.GetMetric()[0].GetGauge().GetValue(), true
+		}
+	}
+	return 0, false
 }

@@ -88,6 +88,9 @@ func New(opts Options, e env.Env) (*Hunter, error) {
 		naughty: map[string]time.Time{},
 	}
 	h.stats.Store(&Stats{InFlight: map[string]int{}})
+	if opts.Disabled == nil {
+		m.enabled.Set(1)
+	}
 	return h, nil
 }
 
@@ -108,6 +111,9 @@ func (h *Hunter) ForgetEvent(repo nip34.RepoRef, eventID string) {
 // accepted state (GRASP-02: fetch missing git data no less than every 1 h).
 // Run it from the scheduler at least hourly.
 func (h *Hunter) Recheck(ctx context.Context) error {
+	if h.opts.Disabled != nil {
+		return nil
+	}
 	needs, err := h.sc.Drifted(ctx)
 	if err != nil {
 		return fmt.Errorf("hunt recheck: list drifted repositories: %w", err)
@@ -132,6 +138,11 @@ func (h *Hunter) Run(ctx context.Context) error {
 		return errors.New("hunt: Run is already running")
 	}
 	defer h.running.Store(false)
+	if h.opts.Disabled != nil {
+		h.log.Error("the git-data hunter is off: held events wait for a push", "reason", h.opts.Disabled)
+		<-ctx.Done()
+		return nil
+	}
 	h.ctx = ctx
 	h.log.Info("starting git-data hunt loop", "interval", h.opts.HuntInterval)
 	defer func() {
@@ -154,6 +165,9 @@ func (h *Hunter) Run(ctx context.Context) error {
 }
 
 func (h *Hunter) post(m any) {
+	if h.opts.Disabled != nil {
+		return // nothing would ever take it from the inbox
+	}
 	h.busy.Add(1)
 	h.mu.Lock()
 	h.inbox = append(h.inbox, m)

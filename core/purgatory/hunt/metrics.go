@@ -15,6 +15,7 @@ type metrics struct {
 	requests   *prometheus.CounterVec
 	throttled  *prometheus.CounterVec
 	naughty    prometheus.Gauge
+	enabled    prometheus.Gauge
 	collectors []prometheus.Collector
 }
 
@@ -44,8 +45,11 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		naughty: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "grasp_hunt_naughty_hosts", Help: "Hosts skipped after DNS, TLS or connection failures.",
 		}),
+		enabled: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "grasp_hunt_enabled", Help: "1 if the git-data hunter fetches, 0 if it refused to start (the log says why: a git older than 2.37 cannot pin fetches).",
+		}),
 	}
-	m.collectors = []prometheus.Collector{m.queue, m.attempts, m.rounds, m.oids, m.inFlight, m.requests, m.throttled, m.naughty}
+	m.collectors = []prometheus.Collector{m.queue, m.attempts, m.rounds, m.oids, m.inFlight, m.requests, m.throttled, m.naughty, m.enabled}
 	if reg != nil {
 		for _, c := range m.collectors {
 			if err := reg.Register(c); err != nil {

@@ -38,6 +38,10 @@ type Options struct {
 	// DefaultLimits for every domain. It is called from the owner goroutine
 	// whenever capacity is checked, so it must be cheap (memoised).
 	Limits func(ctx context.Context, domain string) purgatory.Limits
+	// Disabled, if set, is why the hunter must not fetch (CheckGit): it
+	// then queues nothing, logs the reason when it runs, and reports
+	// grasp_hunt_enabled 0. Held events still leave purgatory by push.
+	Disabled error
 }
 
 // DefaultLimits are the seed's per-domain limits: 5 concurrent, 30 a minute.
