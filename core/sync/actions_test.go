@@ -18,7 +18,7 @@ func TestG02_ComputeActions(t *testing.T) {
 	if _, err := x.AddRootEvent(repoAddr(1), hexID(4)); err != nil {
 		t.Fatal(err)
 	}
-	targets := DeriveRelayTargets(x, "", nil, nil, false)
+	targets, _ := DeriveRelayTargets(x, TargetRules{})
 	connected := func(confirmed map[RepoID]uint32) *RelayState {
 		rs := newRelayState("", false)
 		rs.Status = Connected

@@ -74,6 +74,9 @@ type Options struct {
 	DailyMin, DailyMax      time.Duration // daily fresh sync, default 23h..25h
 	DisconnectCheckInterval time.Duration // default 60s
 	Negentropy              bool          // try NIP-77 for history
+	// Caps bound the relays connected (per repository, in total, for held
+	// announcements); zero fields mean no bound.
+	Caps Caps
 
 	Rand func() float64 // in [0,1), for the daily timer; default math/rand/v2
 }
@@ -155,6 +158,7 @@ type Manager struct {
 	nConn     int
 	nPending  int
 	allRelays bool
+	capped    int // relays the caps leave out, last recompute
 }
 
 // NewManager validates opts and builds a Manager; call Run to start it.

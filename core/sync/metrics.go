@@ -13,6 +13,7 @@ type metrics struct {
 	confirmed      prometheus.Counter
 	consolidations prometheus.Counter
 	daily          prometheus.Counter
+	capped         prometheus.Gauge
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -44,11 +45,14 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		daily: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "grasp_sync_daily_syncs_total", Help: "Daily fresh syncs started.",
 		}),
+		capped: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "grasp_sync_relays_capped", Help: "Relays listed by synced repositories that sync.max_relays_per_repo, max_relays or max_held_relays leave out.",
+		}),
 	}
 	if reg == nil {
 		return m, nil
 	}
-	for _, c := range []prometheus.Collector{m.relayConnected, m.filters, m.attempts, m.tracked, m.connected, m.pending, m.confirmed, m.consolidations, m.daily} {
+	for _, c := range []prometheus.Collector{m.relayConnected, m.filters, m.attempts, m.tracked, m.connected, m.pending, m.confirmed, m.consolidations, m.daily, m.capped} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}

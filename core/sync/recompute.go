@@ -69,7 +69,18 @@ func splitAddr(addr string) (pubkey, identifier string) {
 }
 
 func (m *Manager) recomputeAll() {
-	m.targets = DeriveRelayTargets(m.repos, m.o.Self, m.o.Bootstrap, m.sel, m.o.Archive)
+	var capped int
+	m.targets, capped = DeriveRelayTargets(m.repos, TargetRules{
+		Self: m.o.Self, Bootstrap: m.o.Bootstrap, Selection: m.sel, Archive: m.o.Archive, Caps: m.o.Caps, Prev: m.targets,
+	})
+	if capped != m.capped {
+		if capped > m.capped {
+			m.log.Warn("relay caps leave relays out of sync", "left_out", capped, "max_relays_per_repo", m.o.Caps.PerRepo,
+				"max_relays", m.o.Caps.Total, "max_held_relays", m.o.Caps.Held)
+		}
+		m.capped = capped
+		m.m.capped.Set(float64(capped))
+	}
 	m.run(ComputeActions(m.repos, m.targets, m.pending, m.relays, m.o.TagsPerFilter))
 }
 

@@ -1,6 +1,11 @@
 package sync
 
-import "github.com/grasp-dev/grasp/core/nip34"
+import (
+	"slices"
+	"strings"
+
+	"github.com/grasp-dev/grasp/core/nip34"
+)
 
 // Selection is the relay-selection result per repository: coordinate →
 // the ordered relays chosen for it. A repository with no entry uses every
@@ -20,44 +25,167 @@ type Targets struct {
 	Held int
 }
 
+// Caps bound the relays sync connects to, since announcements are anyone's:
+// one never-released announcement listing 1000 relays made sync dial all
+// 1000, 8000 times in 17 minutes (audit F14). Zero means no bound.
+type Caps struct {
+	// PerRepo is how many relays of one repository are synced: the first
+	// ones of its (selected) list, this server aside.
+	PerRepo int
+	// Total bounds the relays synced for stored repositories, bootstrap
+	// relays aside; the ones listed by the most repositories are kept.
+	Total int
+	// Held bounds the further relays connected only for repositories whose
+	// announcement is still in purgatory (state-only sync), within Total.
+	Held int
+}
+
+// TargetRules are the inputs of DeriveRelayTargets besides the index.
+type TargetRules struct {
+	Self      string   // this server's relay URL, never a target
+	Bootstrap []string // always targets, outside the caps
+	Selection Selection
+	Archive   bool // sync repositories that do not list this server
+	Caps      Caps
+	// Prev are the targets in force: among relays wanted by as many
+	// repositories, these are kept, so a newcomer cannot displace a relay
+	// already connected.
+	Prev map[string]Targets
+}
+
 // DeriveRelayTargets inverts the repository index into per-relay targets.
-// self (this server's relay URL) is never a target. Outside archive mode a
-// repository whose announcement does not list this server is not synced
-// (G02-7), and a repository without an announcement has no relays yet.
-func DeriveRelayTargets(repos *RepoSyncIndex, self string, bootstrap []string, sel Selection, archive bool) map[string]Targets {
-	selfURL, _ := nip34.NormalizeRelayURL(self)
+// Self is never a target. Outside archive mode a repository whose
+// announcement does not list this server is not synced (G02-7), and a
+// repository without an announcement has no relays yet. Within the caps,
+// stored repositories' relays come first (a relay wanted only by held
+// announcements is connected only while room is left), then the relays the
+// most repositories list. It also returns how many relays the caps left out.
+func DeriveRelayTargets(repos *RepoSyncIndex, r TargetRules) (map[string]Targets, int) {
+	bootstrap, sel, archive, caps := r.Bootstrap, r.Selection, r.Archive, r.Caps
+	selfURL, _ := nip34.NormalizeRelayURL(r.Self)
 	out := make(map[string]Targets)
+	// per interned relay: 1 bootstrap, 2 kept for stored repos, 3 kept for
+	// held ones; 0 not (yet) kept
+	const (
+		boot = iota + 1
+		keptStored
+		keptHeld
+	)
+	mark := make([]uint8, len(repos.relayURLs))
 	for _, b := range bootstrap {
 		n, err := nip34.NormalizeRelayURL(b)
 		if err != nil || n == selfURL {
 			continue
 		}
 		out[n] = Targets{Bootstrap: true}
+		if ri, ok := repos.relayByURL[n]; ok {
+			mark[ri] = boot
+		}
 	}
-	// Relay URLs are interned in the index; resolve self once.
 	selfIdx, selfKnown := repos.relayByURL[selfURL]
-	var chosen []uint32
+
+	// The chosen relays of every synced repository, capped per repository.
+	type span struct {
+		id       RepoID
+		from, to int
+		held     bool
+	}
+	var (
+		spans []span
+		picks []uint32
+		buf   []uint32
+	)
 	for i := range repos.repos {
 		e := &repos.repos[i]
 		if !e.announced || len(e.relays) == 0 || (!archive && !e.listsSelf) {
 			continue
 		}
-		chosen = selectRelays(repos, e, sel, chosen[:0])
-		for _, ri := range chosen {
+		buf = selectRelays(repos, e, sel, buf[:0])
+		from := len(picks)
+		for _, ri := range buf {
 			if selfKnown && ri == selfIdx {
+				continue
+			}
+			if caps.PerRepo > 0 && len(picks)-from >= caps.PerRepo {
+				break
+			}
+			picks = append(picks, ri)
+		}
+		if len(picks) > from {
+			spans = append(spans, span{id: RepoID(i), from: from, to: len(picks), held: e.held})
+		}
+	}
+
+	// Keep the relays most repositories want, stored ones first.
+	dropped := 0
+	keep := func(held bool, limit int, as uint8) int {
+		count := map[uint32]int{}
+		for _, s := range spans {
+			if s.held != held {
+				continue
+			}
+			for _, ri := range picks[s.from:s.to] {
+				if mark[ri] == 0 {
+					count[ri]++
+				}
+			}
+		}
+		cands := make([]uint32, 0, len(count))
+		for ri := range count {
+			cands = append(cands, ri)
+		}
+		if limit >= 0 && len(cands) > limit {
+			slices.SortFunc(cands, func(a, b uint32) int {
+				if count[a] != count[b] {
+					return count[b] - count[a]
+				}
+				_, pa := r.Prev[repos.relayURLs[a]]
+				_, pb := r.Prev[repos.relayURLs[b]]
+				if pa != pb {
+					if pa {
+						return -1
+					}
+					return 1
+				}
+				return strings.Compare(repos.relayURLs[a], repos.relayURLs[b])
+			})
+			dropped += len(cands) - limit
+			cands = cands[:limit]
+		}
+		for _, ri := range cands {
+			mark[ri] = as
+		}
+		return len(cands)
+	}
+	total, held := -1, -1
+	if caps.Total > 0 {
+		total = caps.Total
+	}
+	n := keep(false, total, keptStored)
+	if total >= 0 {
+		held = total - n
+	}
+	if caps.Held > 0 && (held < 0 || caps.Held < held) {
+		held = caps.Held
+	}
+	keep(true, held, keptHeld)
+
+	for _, s := range spans {
+		for _, ri := range picks[s.from:s.to] {
+			if mark[ri] == 0 {
 				continue
 			}
 			u := repos.relayURLs[ri]
 			t := out[u]
-			if e.held {
+			if s.held {
 				t.Held++
 			} else {
-				t.Repos = append(t.Repos, RepoID(i))
+				t.Repos = append(t.Repos, s.id)
 			}
 			out[u] = t
 		}
 	}
-	return out
+	return out, dropped
 }
 
 func selectRelays(repos *RepoSyncIndex, e *repoEntry, sel Selection, buf []uint32) []uint32 {

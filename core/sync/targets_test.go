@@ -55,7 +55,7 @@ func TestG02_6_G02_7_DeriveRelayTargets(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			x := build()
-			got := DeriveRelayTargets(x, self, c.bootstrap, c.sel, c.archive)
+			got, _ := DeriveRelayTargets(x, TargetRules{Self: self, Bootstrap: c.bootstrap, Selection: c.sel, Archive: c.archive})
 			if len(got) != len(c.want) {
 				t.Fatalf("relays %v, want %v", keys(got), c.want)
 			}
