@@ -169,6 +169,16 @@ type Sync struct {
 	// anyone's announcements) on loopback, private and link-local
 	// addresses. Off by default (SSRF); bootstrap relays are always allowed.
 	ConnectPrivateAddresses bool `toml:"connect_private_addresses"`
+	// Relay URLs are anyone's: one announcement listing 1000 relays made
+	// sync dial all 1000 (audit F14). MaxRelaysPerRepo is how many of a
+	// repository's relays are synced (the first it lists, after relay
+	// selection); MaxRelays bounds the relays synced in all, bootstrap
+	// relays aside, keeping those the most repositories list;
+	// MaxHeldRelays bounds, within MaxRelays, the relays connected only for
+	// announcements still in purgatory.
+	MaxRelaysPerRepo int `toml:"max_relays_per_repo"`
+	MaxRelays        int `toml:"max_relays"`
+	MaxHeldRelays    int `toml:"max_held_relays"`
 }
 
 // Health is the relay connection health tracker (backoff, dead relays).
@@ -177,6 +187,11 @@ type Health struct {
 	MaxBackoff  Duration `toml:"max_backoff"`
 	DeadAfter   Duration `toml:"dead_after"`
 	DeadRetry   Duration `toml:"dead_retry"`
+	// ForgetAfter drops the record of a relay nothing happened with for
+	// this long (it is no longer listed, or no longer dialled); MaxRecords
+	// bounds the records kept, forgetting the longest idle first.
+	ForgetAfter Duration `toml:"forget_after"`
+	MaxRecords  int      `toml:"max_records"`
 }
 
 // Throttle is the per-domain git fetch limits of the hunter.

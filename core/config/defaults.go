@@ -80,12 +80,21 @@ func base() Config {
 			Negentropy:              true,
 			DisconnectCheckInterval: Duration(time.Minute),
 			RateLimitCooldown:       Duration(65 * time.Second),
+			// ngit lists a handful of relays; 10 per repository leaves
+			// room for long lists, and 300 in all is an order of magnitude
+			// more relays than the NIP-34 ecosystem runs.
+			MaxRelaysPerRepo: 10,
+			MaxRelays:        300,
+			MaxHeldRelays:    50,
 		},
 		Health: Health{
 			BaseBackoff: Duration(5 * time.Second),
 			MaxBackoff:  Duration(time.Hour),
 			DeadAfter:   Duration(day),
 			DeadRetry:   Duration(day),
+			// longer than a dead relay's retry interval
+			ForgetAfter: Duration(7 * day),
+			MaxRecords:  1000,
 		},
 		Throttle: Throttle{
 			Concurrent:    5,
@@ -202,4 +211,33 @@ func (l Limits) WithDefaults() Limits {
 		}
 	}
 	return l
+}
+
+// WithDefaults returns s with every zero number and duration set to its
+// default; flags and lists are kept as they are. Load's result needs
+// nothing: these keys must be positive.
+func (s Sync) WithDefaults() Sync {
+	fillZero(&s, Default().Sync)
+	return s
+}
+
+// WithDefaults is Sync.WithDefaults for [health].
+func (h Health) WithDefaults() Health {
+	fillZero(&h, Default().Health)
+	return h
+}
+
+// fillZero sets the zero numeric fields of *v (durations included) to
+// those of d.
+func fillZero[T any](v *T, d T) {
+	lv, dv := reflect.ValueOf(v).Elem(), reflect.ValueOf(d)
+	for i := 0; i < lv.NumField(); i++ {
+		f := lv.Field(i)
+		switch f.Kind() {
+		case reflect.Int, reflect.Int64, reflect.Float64:
+			if f.IsZero() {
+				f.Set(dv.Field(i))
+			}
+		}
+	}
 }

@@ -322,6 +322,7 @@ func (c *Config) checkTimers(k *checker) {
 		{"health.max_backoff", c.Health.MaxBackoff},
 		{"health.dead_after", c.Health.DeadAfter},
 		{"health.dead_retry", c.Health.DeadRetry},
+		{"health.forget_after", c.Health.ForgetAfter},
 	} {
 		k.positiveDur(t.key, t.d)
 	}
@@ -331,6 +332,7 @@ func (c *Config) checkTimers(k *checker) {
 	if pg.FetchBackoffBase > pg.FetchBackoffMax {
 		k.fail("purgatory.fetch_backoff_base", "%s exceeds fetch_backoff_max %s", pg.FetchBackoffBase, pg.FetchBackoffMax)
 	}
+	k.positive("health.max_records", c.Health.MaxRecords)
 	if c.Health.BaseBackoff > c.Health.MaxBackoff {
 		k.fail("health.base_backoff", "%s exceeds max_backoff %s", c.Health.BaseBackoff, c.Health.MaxBackoff)
 	}
@@ -355,6 +357,12 @@ func (c *Config) checkSync(k *checker) {
 	k.positiveDur("sync.daily_max", s.DailyMax)
 	k.positiveDur("sync.disconnect_check_interval", s.DisconnectCheckInterval)
 	k.positiveDur("sync.rate_limit_cooldown", s.RateLimitCooldown)
+	k.positive("sync.max_relays_per_repo", s.MaxRelaysPerRepo)
+	k.positive("sync.max_relays", s.MaxRelays)
+	k.positive("sync.max_held_relays", s.MaxHeldRelays)
+	if s.MaxHeldRelays > s.MaxRelays {
+		k.fail("sync.max_held_relays", "%d exceeds max_relays %d", s.MaxHeldRelays, s.MaxRelays)
+	}
 	if s.DailyMin > s.DailyMax {
 		k.fail("sync.daily_min", "%s exceeds daily_max %s", s.DailyMin, s.DailyMax)
 	}

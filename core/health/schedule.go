@@ -5,7 +5,11 @@
 // It never opens connections itself.
 package health
 
-import "time"
+import (
+	"time"
+
+	"github.com/grasp-dev/grasp/core/config"
+)
 
 // Status is a relay's health class; the numbers are the metric values.
 type Status int
@@ -50,9 +54,12 @@ type Schedule struct {
 	Cooldown  time.Duration
 }
 
-// DefaultSchedule is the seed's: 5 s, 1 h, 24 h, 24 h, 65 s.
+// DefaultSchedule is config's (the seed's: 5 s, 1 h, 24 h, 24 h, 65 s).
 func DefaultSchedule() Schedule {
-	return Schedule{Base: 5 * time.Second, Max: time.Hour, DeadAfter: 24 * time.Hour, DeadRetry: 24 * time.Hour, Cooldown: 65 * time.Second}
+	d := config.Default()
+	h := d.Health
+	return Schedule{Base: h.BaseBackoff.D(), Max: h.MaxBackoff.D(), DeadAfter: h.DeadAfter.D(), DeadRetry: h.DeadRetry.D(),
+		Cooldown: d.Sync.RateLimitCooldown.D()}
 }
 
 func (s Schedule) withDefaults() Schedule {

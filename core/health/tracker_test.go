@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/grasp-dev/grasp/core/config"
 	"github.com/grasp-dev/grasp/core/env"
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
@@ -37,6 +38,13 @@ func (m *memKV) Put(bucket, key string, val []byte, ttl time.Duration) error {
 	return nil
 }
 
+func (m *memKV) Delete(bucket, key string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.data[bucket], key)
+	return nil
+}
+
 func (m *memKV) Scan(bucket string, fn func(string, []byte, time.Time) error) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -60,6 +68,7 @@ func TestG02_8_TrackerSurvivesRestart(t *testing.T) {
 	}
 	tr.RateLimited("wss://busy.example", epoch)
 	tr.Succeeded("wss://up.example", epoch, 42*time.Millisecond)
+	tr.Close()
 
 	again, err := New(Options{KV: kv}, env.Env{})
 	if err != nil {
@@ -108,6 +117,7 @@ func TestTrackerSkipsCorruptRecordAndReportsLoadError(t *testing.T) {
 type scanErrKV struct{}
 
 func (scanErrKV) Put(string, string, []byte, time.Duration) error { return nil }
+func (scanErrKV) Delete(string, string) error                     { return nil }
 func (scanErrKV) Scan(string, func(string, []byte, time.Time) error) error {
 	return errors.New("disk gone")
 }
@@ -119,6 +129,7 @@ func TestTrackerWriteFailureKeepsMemoryState(t *testing.T) {
 		t.Fatal(err)
 	}
 	tr.Failed("wss://x.example", epoch)
+	tr.Close()
 	if st, _ := tr.State("wss://x.example"); st.Failures != 1 {
 		t.Fatalf("state not kept in memory: %+v", st)
 	}
@@ -126,7 +137,8 @@ func TestTrackerWriteFailureKeepsMemoryState(t *testing.T) {
 
 func TestTrackerMetrics(t *testing.T) {
 	reg := prometheus.NewRegistry()
-	tr, err := New(Options{Schedule: Schedule{DeadAfter: time.Minute}}, env.Env{Metrics: reg})
+	tr, err := New(Options{Config: config.Health{DeadAfter: config.Duration(time.Minute)}, Labelled: []string{"wss://a.example", "wss://b.example"}},
+		env.Env{Metrics: reg})
 	if err != nil {
 		t.Fatal(err)
 	}

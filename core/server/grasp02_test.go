@@ -130,13 +130,13 @@ func TestG02_2_G02_6_LiveSyncOfLayers2And3FromADiscoveredRelay(t *testing.T) {
 	c1 := w.commit("one")
 	both := []nostr.Tag{{"clone", peer.cloneURL(a, "repo")}, {"relays", peer.ws}}
 	peer.release(a, "repo", w, c1, nostr.Tag{"clone", e.cloneURL(a, "repo")}, nostr.Tag{"relays", e.ws})
-	if e.metric("grasp_sync_relay_connected", peer.ws) != 0 {
+	if e.relayUp(peer.ws) {
 		t.Fatal("connected to the peer before any announcement named it")
 	}
 	e.release(a, "repo", w, c1, both...)
 	e.eventually("G02-6: connection to the relay the announcement lists", syncStep, func() bool {
-		return e.metric("grasp_sync_relay_connected", peer.ws) == 1 && e.metric("grasp_sync_pending_batches", "") == 0 &&
-			e.metric("grasp_sync_filters", peer.ws) >= 4
+		return e.relayUp(peer.ws) && e.metric("grasp_sync_pending_batches", "") == 0 &&
+			e.relayFilters(peer.ws) >= 4
 	})
 
 	issue := e.sign(b, 1621, nostr.Tags{{"a", repoCoord(a, "repo")}, {"p", a.pk}}, "live issue")
@@ -145,7 +145,7 @@ func TestG02_2_G02_6_LiveSyncOfLayers2And3FromADiscoveredRelay(t *testing.T) {
 
 	// the issue is a new root event: layer 3 for it opens after a batch
 	e.eventually("layer 3 subscription for the issue", syncStep, func() bool {
-		return e.metric("grasp_sync_filters", peer.ws) >= 7 && e.metric("grasp_sync_pending_batches", "") == 0
+		return e.relayFilters(peer.ws) >= 7 && e.metric("grasp_sync_pending_batches", "") == 0
 	})
 	comment := e.sign(a, 1111, nostr.Tags{{"E", issue.ID, "", b.pk}, {"K", "1621"}, {"P", b.pk}, {"e", issue.ID}, {"k", "1621"}, {"p", b.pk}}, "on it")
 	pcl.mustAccept(comment, "")
@@ -175,13 +175,13 @@ func TestG02_ReconnectWithinAndAfter15MinutesLosesNothing(t *testing.T) {
 	u.put(e.announcement(a, "repo", nostr.Tag{"relays", u.url}), first)
 	e.release(a, "repo", w, c1, nostr.Tag{"relays", u.url})
 	connected := func() bool {
-		return e.metric("grasp_sync_relay_connected", u.url) == 1 && e.metric("grasp_sync_pending_batches", "") == 0
+		return e.relayUp(u.url) && e.metric("grasp_sync_pending_batches", "") == 0
 	}
 	e.eventually("initial sync", syncStep, func() bool { return connected() && cl.served(first.ID) })
 
 	for _, gap := range []time.Duration{10 * time.Second, 20 * time.Minute} {
 		u.drop()
-		e.eventually("the drop noticed", 0, func() bool { return e.metric("grasp_sync_relay_connected", u.url) == 0 })
+		e.eventually("the drop noticed", 0, func() bool { return !e.relayUp(u.url) })
 		missed := e.sign(b, 1621, nostr.Tags{{"a", repoCoord(a, "repo")}}, "while away "+gap.String())
 		u.put(missed)
 		u.up()
@@ -246,7 +246,7 @@ func TestG02_1_HeldAnnouncementIsSyncedFromItsRelays(t *testing.T) {
 	// a held repo is synced at the state-only level (the seed's StateOnly):
 	// its relay is connected for announcements and states, its issues wait
 	e.eventually("sync of the held repository's relay", syncStep, func() bool {
-		return e.metric("grasp_sync_relay_connected", u.url) == 1 && e.metric("grasp_sync_pending_batches", "") == 0
+		return e.relayUp(u.url) && e.metric("grasp_sync_pending_batches", "") == 0
 	})
 	if cl.served(issue.ID) {
 		t.Fatal("issue of a held repository served before the repository")
@@ -274,12 +274,12 @@ func TestG02_ExpiredRepoIsNoLongerSynced(t *testing.T) {
 	a := newKey(t)
 	cl.mustAccept(e.announcement(a, "repo", nostr.Tag{"relays", peer.ws}), purg)
 	e.eventually("sync of the held repo's relay", 200*time.Millisecond, func() bool {
-		return e.metric("grasp_sync_relay_connected", peer.ws) == 1
+		return e.relayUp(peer.ws)
 	})
 	// past the TTL: the announcement expires, sync forgets the repo
 	e.clk.Advance(ttl)
 	e.eventually("the relay only the expired repo used is closed", time.Second, func() bool {
-		return e.metric("grasp_sync_relay_connected", peer.ws) == 0 && e.srv.purg.Len() == 0
+		return !e.relayUp(peer.ws) && e.srv.purg.Len() == 0
 	})
 }
 
@@ -300,7 +300,7 @@ func TestG02_SyncRefusesInternalRelaysButNotBootstrap(t *testing.T) {
 		return e.metric("grasp_sync_relay_connected", boot.ws) == 1 &&
 			e.metric("grasp_sync_connection_attempts_total", "failed") >= 1
 	})
-	if e.metric("grasp_sync_relay_connected", peer.ws) != 0 {
+	if e.relayUp(peer.ws) {
 		t.Fatal("connected to a relay on an internal address")
 	}
 	if n := peer.metric("grasp_gate_connections_total", ""); n != 0 {
@@ -322,14 +322,14 @@ func TestG02_ReturningRepoGetsItsRootEventsBack(t *testing.T) {
 	issue := e.sign(b, 1621, nostr.Tags{{"a", repoCoord(a, "repo")}}, "old issue")
 	cl.mustAccept(issue, "")
 	e.eventually("layer 3 for the issue", syncStep, func() bool {
-		return e.metric("grasp_sync_relay_connected", u.url) == 1 && e.metric("grasp_sync_pending_batches", "") == 0 &&
-			e.metric("grasp_sync_filters", u.url) >= 7
+		return e.relayUp(u.url) && e.metric("grasp_sync_pending_batches", "") == 0 &&
+			e.relayFilters(u.url) >= 7
 	})
 	// the author deletes the announcement: sync forgets the repo
 	e.clk.Advance(time.Second)
 	cl.mustAccept(e.sign(a, 5, nostr.Tags{{"a", repoCoord(a, "repo")}}, ""), "")
 	e.eventually("the forgotten repo's relay closed", 500*time.Millisecond, func() bool {
-		return e.metric("grasp_sync_relay_connected", u.url) == 0
+		return !e.relayUp(u.url)
 	})
 	// a comment on the old issue appears upstream while the repo is gone
 	comment := e.sign(b, 1111, nostr.Tags{{"E", issue.ID, "", b.pk}, {"K", "1621"}, {"P", b.pk}}, "still broken")
@@ -340,8 +340,8 @@ func TestG02_ReturningRepoGetsItsRootEventsBack(t *testing.T) {
 	cl = e.dial()
 	e.release(a, "repo", w, c2, nostr.Tag{"relays", u.url})
 	e.eventually("the returning repo synced in full again", syncStep, func() bool {
-		return e.metric("grasp_sync_relay_connected", u.url) == 1 && e.metric("grasp_sync_pending_batches", "") == 0 &&
-			e.metric("grasp_sync_filters", u.url) >= 7
+		return e.relayUp(u.url) && e.metric("grasp_sync_pending_batches", "") == 0 &&
+			e.relayFilters(u.url) >= 7
 	})
 	e.eventually("the comment on the old issue, via its replayed layer 3", syncStep, func() bool { return cl.served(comment.ID) })
 }

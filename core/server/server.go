@@ -87,6 +87,7 @@ type Server struct {
 	repos    *git.Repos
 	hosting  *hosting.Hosting
 	hunter   *hunt.Hunter
+	syncMgr  *gsync.Manager
 	relay    *relay.Server
 	sched    *scheduler.Scheduler
 	throttle *throttle.Resolver

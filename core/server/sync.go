@@ -25,19 +25,14 @@ func (s *Server) startSync(svc nip34.Service, sel gsync.RelaySelector) error {
 	if !sc.Enabled {
 		return nil
 	}
-	hc := s.cfg.Health
+	// bootstrap relays are normalised where they are compared (nip34)
+	bootstrap := sc.BootstrapRelays
 	tracker, err := health.New(health.Options{
-		Schedule: health.Schedule{
-			Base: hc.BaseBackoff.D(), Max: hc.MaxBackoff.D(), DeadAfter: hc.DeadAfter.D(), DeadRetry: hc.DeadRetry.D(),
-			Cooldown: sc.RateLimitCooldown.D(),
-		},
-		KV: s.store.Side(),
+		Config: s.cfg.Health, Cooldown: sc.RateLimitCooldown.D(), KV: s.store.Side(), Labelled: bootstrap,
 	}, s.env.Named("health"))
 	if err != nil {
 		return fmt.Errorf("start sync: %w", err)
 	}
-	// bootstrap relays are normalised where they are compared (nip34)
-	bootstrap := sc.BootstrapRelays
 	lim := s.cfg.Relay.Limits
 	syncEnv := s.env.Named("sync")
 	dial, catchUpDial := conn.GuardedDialers(sc.ConnectPrivateAddresses, bootstrap, lim)
@@ -56,31 +51,24 @@ func (s *Server) startSync(svc nip34.Service, sel gsync.RelaySelector) error {
 		return fmt.Errorf("start sync: %w", err)
 	}
 	mgr, err := gsync.NewManager(gsync.Options{
-		Conns:     pool,
-		Health:    tracker,
-		Selector:  sel, // relay selection plugins; nil keeps every listed relay
-		Self:      svc.RelayURL(),
-		Bootstrap: bootstrap,
-		Archive:   s.cfg.Grasp.ArchiveAll,
+		Conns:    pool,
+		Health:   tracker,
+		Selector: sel, // relay selection plugins; nil keeps every listed relay
+		Self:     svc.RelayURL(),
+		Archive:  s.cfg.Grasp.ArchiveAll,
+		Config:   sc,
 		// "Lists this server" has one definition: the one the GRASP rules
 		// apply to announcements.
 		ListsSelf: func(evt *nostr.Event) bool {
 			a, err := nip34.ParseAnnouncement(evt)
 			return err == nil && nip34.ListsService(a, svc)
 		},
-		BatchWindow:             sc.BatchWindow.D(),
-		ConsolidateAbove:        sc.ConsolidateAbove,
-		TagsPerFilter:           sc.TagsPerFilter,
-		QuickReconnectWindow:    sc.QuickReconnectWindow.D(),
-		DailyMin:                sc.DailyMin.D(),
-		DailyMax:                sc.DailyMax.D(),
-		DisconnectCheckInterval: sc.DisconnectCheckInterval.D(),
-		Negentropy:              sc.Negentropy,
 	}, syncEnv)
 	if err != nil {
 		return fmt.Errorf("start sync: %w", err)
 	}
 	pool.Bind(mgr)
+	s.syncMgr = mgr
 	sub, err := gsync.NewSubscriber(gsync.SubscriberOptions{
 		Manager: mgr, Events: s.store.Events(), Held: s.purg, Spawn: s.background,
 	}, syncEnv)
@@ -93,8 +81,10 @@ func (s *Server) startSync(svc nip34.Service, sel gsync.RelaySelector) error {
 	s.sched.Go("sync", func(ctx context.Context) error {
 		err := sub.Run(ctx)
 		// The manager has stopped asking; close the connections and wait,
-		// so no synced event reaches the store after this returns.
+		// so no synced event reaches the store after this returns, and
+		// write the health records still pending.
 		pool.Stop()
+		tracker.Close()
 		return err
 	})
 	return nil

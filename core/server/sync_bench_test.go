@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/grasp-dev/grasp/core/config"
+	gsync "github.com/grasp-dev/grasp/core/sync"
 	"github.com/grasp-dev/grasp/core/env"
 	"github.com/grasp-dev/grasp/core/nip34"
 	"github.com/grasp-dev/grasp/core/policy"
@@ -116,8 +117,8 @@ func BenchmarkLivePropagation(b *testing.B) {
 	sk := nostr.GeneratePrivateKey()
 	addr := seedRepo(b, sk, "bench", peer, sut)
 	testwait.For(b, "sync connected", func() bool {
-		return benchMetric(sut.srv, "grasp_sync_relay_connected", peer.ws) == 1 &&
-			benchMetric(sut.srv, "grasp_sync_pending_batches", "") == 0 && benchMetric(sut.srv, "grasp_sync_filters", peer.ws) >= 4
+		return relaySnapshot(sut.srv, peer.ws).Status == gsync.Connected &&
+			benchMetric(sut.srv, "grasp_sync_pending_batches", "") == 0 && relaySnapshot(sut.srv, peer.ws).Filters >= 4
 	})
 	ctx := testwait.Context(b)
 	pub, err := nostr.RelayConnect(ctx, peer.ws)

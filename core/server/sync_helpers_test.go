@@ -17,6 +17,7 @@ import (
 	"github.com/fiatjaf/eventstore/slicestore"
 	"github.com/fiatjaf/khatru"
 	"github.com/grasp-dev/grasp/core/config"
+	gsync "github.com/grasp-dev/grasp/core/sync"
 	"github.com/grasp-dev/grasp/internal/testwait"
 	"github.com/nbd-wtf/go-nostr"
 )
@@ -46,6 +47,27 @@ func hasMetric(s *Server, name string) bool {
 	}
 	return false
 }
+
+// relaySnapshot is the sync manager's view of one relay (zero if it is not
+// tracked): per-relay metrics exist for bootstrap relays only.
+func relaySnapshot(s *Server, url string) gsync.RelaySnapshot {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	snap, err := s.syncMgr.Snapshot(ctx)
+	if err != nil {
+		return gsync.RelaySnapshot{}
+	}
+	for _, r := range snap.Relays {
+		if r.URL == url {
+			return r
+		}
+	}
+	return gsync.RelaySnapshot{}
+}
+
+func (e *testServer) relayUp(url string) bool { return relaySnapshot(e.srv, url).Status == gsync.Connected }
+
+func (e *testServer) relayFilters(url string) int { return relaySnapshot(e.srv, url).Filters }
 
 // metric is the value of name with the given label value ("" for none),
 // summed over matching series.

@@ -1,6 +1,7 @@
 package sync
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -30,7 +31,9 @@ var testCaps = Caps{PerRepo: 10, Total: 40, Held: 15}
 // capped per repository, in total, and for held announcements, and stored
 // repositories' relays come before held ones'.
 func TestAbuse_F14_AnnouncementsCannotMakeSyncDialUnboundedRelays(t *testing.T) {
-	h := newHarness(t, func(o *Options) { o.Caps = testCaps })
+	h := newHarness(t, func(o *Options) {
+		o.Config.MaxRelaysPerRepo, o.Config.MaxRelays, o.Config.MaxHeldRelays = testCaps.PerRepo, testCaps.Total, testCaps.Held
+	})
 	// one held announcement listing 1000 relays
 	h.m.ObserveHeld(announcement(0, append([]string{selfURL}, attackerRelays(0, 1000)...)...))
 	h.observe()
@@ -72,6 +75,22 @@ func TestAbuse_F14_AnnouncementsCannotMakeSyncDialUnboundedRelays(t *testing.T) 
 	}
 	if !found {
 		t.Fatal("the flood pushed out the relay listed by an earlier stored repository with the same support")
+	}
+	// the announcers chose every URL: none of them names a metric series
+	h.m.Disconnected(legit, errors.New("gone"))
+	h.snap()
+	mfs, err := h.reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if strings.Contains(l.GetValue(), "example") {
+					t.Fatalf("%s is labelled with the announced URL %q", mf.GetName(), l.GetValue())
+				}
+			}
+		}
 	}
 }
 

@@ -24,7 +24,7 @@ func (h *harness) check() {
 // forget calls Forget and lets the batch window pass.
 func (h *harness) forget(addr string) {
 	h.m.Forget(addr)
-	h.clk.Advance(h.m.o.BatchWindow)
+	h.clk.Advance(h.m.o.Config.BatchWindow.D())
 	h.snap()
 }
 
@@ -85,7 +85,7 @@ func twoRepos(h *harness) []call {
 }
 
 func TestG02_ForgetClosesItsSubscriptionsAndIdleRelays(t *testing.T) {
-	h := newHarness(t, func(o *Options) { o.Bootstrap = []string{boot} })
+	h := newHarness(t, func(o *Options) { o.Config.BootstrapRelays = []string{boot} })
 	setup := twoRepos(h)
 	h.forget(repoAddr(0))
 	calls := h.conns.take()
@@ -151,7 +151,7 @@ func TestG02_ForgetClosesItsSubscriptionsAndIdleRelays(t *testing.T) {
 }
 
 func TestG02_ForgottenRepoComesBackFromScratch(t *testing.T) {
-	h := newHarness(t, func(o *Options) { o.Bootstrap = []string{boot} })
+	h := newHarness(t, func(o *Options) { o.Config.BootstrapRelays = []string{boot} })
 	twoRepos(h)
 	h.forget(repoAddr(0))
 	h.check()
@@ -286,7 +286,7 @@ func TestG02_ForgetUnknownOrMalformedIsNoop(t *testing.T) {
 // Consolidated subscriptions pack many repositories: forgetting one keeps
 // them open (no churn) and the next rebuild leaves its values out.
 func TestG02_ForgetThenConsolidationDropsValues(t *testing.T) {
-	h := newHarness(t, func(o *Options) { o.ConsolidateAbove = 25; o.TagsPerFilter = 2 })
+	h := newHarness(t, func(o *Options) { o.Config.ConsolidateAbove = 25; o.Config.TagsPerFilter = 2 })
 	var evts []*nostr.Event
 	for r := 0; r < 3; r++ {
 		evts = append(evts, announcement(r, selfURL, r1), rootEvent(1617, 10+r, r))
@@ -353,7 +353,7 @@ func TestG02_ForgetThousandReposEmptiesManager(t *testing.T) {
 	for r := 0; r < n; r++ {
 		h.m.Forget(repoAddr(r))
 	}
-	h.clk.Advance(h.m.o.BatchWindow)
+	h.clk.Advance(h.m.o.Config.BatchWindow.D())
 	h.check()
 	s := h.snap()
 	if s.Repos != 0 || s.RootEvents != 0 || len(s.Relays) != 0 {

@@ -6,7 +6,7 @@ import (
 )
 
 func TestG02_1_HeldAnnouncementSyncsStateOnlyUntilStored(t *testing.T) {
-	h := newHarness(t, func(o *Options) { o.Negentropy = true })
+	h := newHarness(t, func(o *Options) { o.Config.Negentropy = true })
 	h.m.ObserveHeld(announcement(0, selfURL, r1))
 	h.observe(rootEvent(1617, 1, 0))
 	h.take1("connect")

@@ -53,9 +53,9 @@ func (m *Manager) onConnected(url string) {
 	}
 	now := m.clk.Now()
 	m.health.Succeeded(url, now, now.Sub(rs.connectStarted))
-	m.m.attempts.WithLabelValues(url, "ok").Inc()
+	m.m.attempts.WithLabelValues(relayLabel(rs), "ok").Inc()
 	stopTimer(&rs.reconnectTimer)
-	fresh, since := ReconnectPlan(rs.LastConnected, now, m.o.QuickReconnectWindow)
+	fresh, since := ReconnectPlan(rs.LastConnected, now, m.o.Config.QuickReconnectWindow.D())
 	m.setStatus(rs, Connected)
 	rs.LastConnected, rs.DisconnectedAt = now, time.Time{}
 	if fresh {
@@ -84,11 +84,11 @@ func (m *Manager) onDisconnected(url string, err error) {
 	now := m.clk.Now()
 	m.health.Failed(url, now)
 	if rs.Status == Connected {
-		m.m.attempts.WithLabelValues(url, "lost").Inc()
+		m.m.attempts.WithLabelValues(relayLabel(rs), "lost").Inc()
 		rs.LastConnected, rs.DisconnectedAt = now, now
 		m.log.Info("relay connection lost", "relay", url, "error", err)
 	} else {
-		m.m.attempts.WithLabelValues(url, "failed").Inc()
+		m.m.attempts.WithLabelValues(relayLabel(rs), "failed").Inc()
 		m.log.Debug("relay connection failed", "relay", url, "error", err)
 	}
 	m.setStatus(rs, Disconnected)
@@ -106,7 +106,7 @@ func (m *Manager) onDisconnected(url string, err error) {
 func (m *Manager) armDaily(rs *RelayState) {
 	rs.dailyGen++
 	gen, url := rs.dailyGen, rs.URL
-	d := DailyDelay(m.o.DailyMin, m.o.DailyMax, m.o.Rand())
+	d := DailyDelay(m.o.Config.DailyMin.D(), m.o.Config.DailyMax.D(), m.o.Rand())
 	rs.dailyTimer = m.clk.AfterFunc(d, func() {
 		m.send(func() { m.onDaily(url, gen) })
 	})
@@ -141,7 +141,7 @@ func (m *Manager) onDaily(url string, gen uint64) {
 }
 
 func (m *Manager) historyMode() CatchUp {
-	if m.o.Negentropy {
+	if m.o.Config.Negentropy {
 		return CatchUpNegentropy
 	}
 	return CatchUpReq
@@ -149,12 +149,15 @@ func (m *Manager) historyMode() CatchUp {
 
 func (m *Manager) setStatus(rs *RelayState, s ConnStatus) {
 	if (rs.Status == Connected) != (s == Connected) {
+		up := 0.0
 		if s == Connected {
 			m.nConn++
-			m.m.relayConnected.WithLabelValues(rs.URL).Set(1)
+			up = 1
 		} else {
 			m.nConn--
-			m.m.relayConnected.WithLabelValues(rs.URL).Set(0)
+		}
+		if rs.Bootstrap {
+			m.m.relayConnected.WithLabelValues(rs.URL).Set(up)
 		}
 		m.m.connected.Set(float64(m.nConn))
 	}
@@ -162,6 +165,10 @@ func (m *Manager) setStatus(rs *RelayState, s ConnStatus) {
 }
 
 func (m *Manager) setFilters(rs *RelayState, n int) {
+	m.nFilters += n - rs.Filters
 	rs.Filters = n
-	m.m.filters.WithLabelValues(rs.URL).Set(float64(n))
+	m.m.filtersOpen.Set(float64(m.nFilters))
+	if rs.Bootstrap {
+		m.m.filters.WithLabelValues(rs.URL).Set(float64(n))
+	}
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/grasp-dev/grasp/core/clock"
+	"github.com/grasp-dev/grasp/core/config"
 	"github.com/grasp-dev/grasp/core/env"
 	"github.com/hashicorp/go-hclog"
 	"github.com/nbd-wtf/go-nostr"
@@ -51,8 +52,7 @@ type HealthTracker interface {
 	Health(url string) Health
 }
 
-// Options configure a Manager. Zero durations and counts take the seed's
-// defaults.
+// Options configure a Manager.
 type Options struct {
 	Conns  Conns         // required
 	Health HealthTracker // required: backoff and rate-limit cooldowns
@@ -60,23 +60,17 @@ type Options struct {
 	Selector      RelaySelector
 	SelectTimeout time.Duration // per Selector call; default 2s
 
-	Self      string   // this server's relay URL, never synced from
-	Bootstrap []string // always connected, never removed
-	Archive   bool     // sync repositories that do not list this server
+	Self    string // this server's relay URL, never synced from
+	Archive bool   // sync repositories that do not list this server
 	// ListsSelf decides whether an accepted announcement lists this server;
 	// nil compares its relays tag with Self.
 	ListsSelf func(evt *nostr.Event) bool
 
-	BatchWindow             time.Duration // self-subscriber batch, default 5s
-	ConsolidateAbove        int           // filters per connection, default 70 (>= 25)
-	TagsPerFilter           int           // values per filter, default 100
-	QuickReconnectWindow    time.Duration // the 15-minute rule, default 15m
-	DailyMin, DailyMax      time.Duration // daily fresh sync, default 23h..25h
-	DisconnectCheckInterval time.Duration // default 60s
-	Negentropy              bool          // try NIP-77 for history
-	// Caps bound the relays connected (per repository, in total, for held
-	// announcements); zero fields mean no bound.
-	Caps Caps
+	// Config is the [sync] section as loaded: bootstrap relays, the seed's
+	// timers, negentropy and the relay caps. Zero numbers and durations
+	// take config's defaults; Enabled and ConnectPrivateAddresses are the
+	// wiring's business.
+	Config config.Sync
 
 	Rand func() float64 // in [0,1), for the daily timer; default math/rand/v2
 }
@@ -91,30 +85,18 @@ func (o *Options) defaults() error {
 	if o.Selector == nil {
 		o.Selector = AllRelays{}
 	}
-	setDur := func(d *time.Duration, v time.Duration) {
-		if *d <= 0 {
-			*d = v
-		}
+	if o.SelectTimeout <= 0 {
+		o.SelectTimeout = 2 * time.Second
 	}
-	setDur(&o.SelectTimeout, 2*time.Second)
-	setDur(&o.BatchWindow, 5*time.Second)
-	setDur(&o.QuickReconnectWindow, 15*time.Minute)
-	setDur(&o.DailyMin, 23*time.Hour)
-	setDur(&o.DailyMax, 25*time.Hour)
-	setDur(&o.DisconnectCheckInterval, 60*time.Second)
-	if o.ConsolidateAbove == 0 {
-		o.ConsolidateAbove = 70
-	}
-	if o.TagsPerFilter <= 0 {
-		o.TagsPerFilter = 100
-	}
+	o.Config = o.Config.WithDefaults()
+	c := &o.Config
 	// Consolidation packs into half the limit (layer 1 aside); it needs room
 	// for one chunk of each of the four item groups: 4 × 3 filters.
-	if o.ConsolidateAbove < 25 {
-		return fmt.Errorf("sync options: consolidate_above %d is below the minimum of 25", o.ConsolidateAbove)
+	if c.ConsolidateAbove < 25 {
+		return fmt.Errorf("sync options: consolidate_above %d is below the minimum of 25", c.ConsolidateAbove)
 	}
-	if o.DailyMax < o.DailyMin {
-		return fmt.Errorf("sync options: daily_max %s is before daily_min %s", o.DailyMax, o.DailyMin)
+	if c.DailyMax < c.DailyMin {
+		return fmt.Errorf("sync options: daily_max %s is before daily_min %s", c.DailyMax, c.DailyMin)
 	}
 	if o.Rand == nil {
 		o.Rand = rand.Float64
@@ -127,6 +109,11 @@ func (o *Options) defaults() error {
 		o.Self = n
 	}
 	return nil
+}
+
+// caps are the relay caps of the config.
+func (o *Options) caps() Caps {
+	return Caps{PerRepo: o.Config.MaxRelaysPerRepo, Total: o.Config.MaxRelays, Held: o.Config.MaxHeldRelays}
 }
 
 // Manager is the sync actor: one goroutine (Run) owns RepoSyncIndex,
@@ -159,6 +146,7 @@ type Manager struct {
 	nPending  int
 	allRelays bool
 	capped    int // relays the caps leave out, last recompute
+	nFilters  int // filters open on every relay
 }
 
 // NewManager validates opts and builds a Manager; call Run to start it.
@@ -190,7 +178,7 @@ func (m *Manager) Run(ctx context.Context) error {
 		return errors.New("sync manager: Run called twice")
 	}
 	defer close(m.stopped)
-	tick := m.clk.NewTicker(m.o.DisconnectCheckInterval)
+	tick := m.clk.NewTicker(m.o.Config.DisconnectCheckInterval.D())
 	defer tick.Stop()
 	m.recomputeAll()
 	close(m.running)

@@ -2,6 +2,7 @@ package sync
 
 import (
 	"context"
+	"github.com/grasp-dev/grasp/core/config"
 	stdsync "sync"
 	"testing"
 	"time"
@@ -10,6 +11,7 @@ import (
 	"github.com/grasp-dev/grasp/core/env"
 	"github.com/grasp-dev/grasp/internal/testwait"
 	"github.com/nbd-wtf/go-nostr"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
@@ -74,20 +76,21 @@ type harness struct {
 	clk   *clock.Fake
 	conns *fakeConns
 	hl    *fakeHealth
+	reg   *prometheus.Registry
 }
 
 func newHarness(t *testing.T, tweak func(*Options)) *harness {
 	t.Helper()
-	h := &harness{t: t, clk: clock.NewFake(t0), conns: &fakeConns{}, hl: &fakeHealth{}}
+	h := &harness{t: t, clk: clock.NewFake(t0), conns: &fakeConns{}, hl: &fakeHealth{}, reg: prometheus.NewRegistry()}
 	o := Options{
 		Conns: h.conns, Health: h.hl, Self: "wss://self.example",
-		Rand:                    func() float64 { return 0.5 },
-		DisconnectCheckInterval: 1000 * time.Hour, // driven explicitly by tests that need it
+		Rand:   func() float64 { return 0.5 },
+		Config: config.Sync{DisconnectCheckInterval: config.Duration(1000 * time.Hour)}, // driven explicitly by tests that need it
 	}
 	if tweak != nil {
 		tweak(&o)
 	}
-	m, err := NewManager(o, env.Env{Clock: h.clk})
+	m, err := NewManager(o, env.Env{Clock: h.clk, Metrics: h.reg})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,7 +130,7 @@ func (h *harness) observe(evts ...*nostr.Event) {
 	for _, e := range evts {
 		h.m.Observe(e)
 	}
-	h.clk.Advance(h.m.o.BatchWindow)
+	h.clk.Advance(h.m.o.Config.BatchWindow.D())
 	h.snap()
 }
 
@@ -188,7 +191,7 @@ func (h *harness) initialSync(n int) []call {
 }
 
 func TestG02_Scenario1_InitialConnect(t *testing.T) {
-	h := newHarness(t, func(o *Options) { o.Negentropy = true })
+	h := newHarness(t, func(o *Options) { o.Config.Negentropy = true })
 	h.observe(announcement(0, "wss://self.example", r1), rootEvent(1617, 1, 0), rootEvent(1618, 2, 0), rootEvent(1621, 3, 0))
 	if c := h.conns.take(); len(c) != 1 || c[0].op != "connect" || c[0].url != r1 {
 		t.Fatalf("discovery calls %+v, want one connect to r1 (never to self)", c)
@@ -327,7 +330,7 @@ func TestG02_Scenario3_StaleReconnect(t *testing.T) {
 }
 
 func TestG02_Scenario4_Consolidation(t *testing.T) {
-	h := newHarness(t, func(o *Options) { o.ConsolidateAbove = 25; o.TagsPerFilter = 2 })
+	h := newHarness(t, func(o *Options) { o.Config.ConsolidateAbove = 25; o.Config.TagsPerFilter = 2 })
 	first := h.initialSync(5) // 1 + 3 + 9 filters
 	if r := h.relay(r1); r.Filters != 13 || r.ConfirmedEvents != 5 {
 		t.Fatalf("after initial sync %+v", r)
@@ -456,7 +459,10 @@ func TestG02_7_NonListingAnnouncementNotSynced(t *testing.T) {
 
 func TestG02_DisconnectCheckClosesIdleRelaysNotBootstrap(t *testing.T) {
 	const boot = "wss://boot.example"
-	h := newHarness(t, func(o *Options) { o.Bootstrap = []string{boot}; o.DisconnectCheckInterval = time.Minute })
+	h := newHarness(t, func(o *Options) {
+		o.Config.BootstrapRelays = []string{boot}
+		o.Config.DisconnectCheckInterval = config.Duration(time.Minute)
+	})
 	h.snap()
 	h.take1("connect") // bootstrap connected at start
 	h.m.Connected(boot)
@@ -490,7 +496,7 @@ func TestG02_DisconnectCheckClosesIdleRelaysNotBootstrap(t *testing.T) {
 }
 
 func TestG02_8_RateLimitedCloseCoolsDown(t *testing.T) {
-	h := newHarness(t, func(o *Options) { o.DisconnectCheckInterval = 30 * time.Second })
+	h := newHarness(t, func(o *Options) { o.Config.DisconnectCheckInterval = config.Duration(30 * time.Second) })
 	h.observe(announcement(0, "wss://self.example", r1), rootEvent(1617, 1, 0))
 	h.take1("connect")
 	h.m.Connected(r1)
@@ -532,9 +538,9 @@ func TestNewManagerValidates(t *testing.T) {
 	for name, o := range map[string]Options{
 		"no conns":        {Health: &fakeHealth{}},
 		"no health":       {Conns: &fakeConns{}},
-		"tiny limit":      {Conns: &fakeConns{}, Health: &fakeHealth{}, ConsolidateAbove: 10},
+		"tiny limit":      {Conns: &fakeConns{}, Health: &fakeHealth{}, Config: config.Sync{ConsolidateAbove: 10}},
 		"bad self":        {Conns: &fakeConns{}, Health: &fakeHealth{}, Self: "ftp://x"},
-		"inverted window": {Conns: &fakeConns{}, Health: &fakeHealth{}, DailyMin: 2 * time.Hour, DailyMax: time.Hour},
+		"inverted window": {Conns: &fakeConns{}, Health: &fakeHealth{}, Config: config.Sync{DailyMin: config.Duration(2 * time.Hour), DailyMax: config.Duration(time.Hour)}},
 	} {
 		if _, err := NewManager(o, env.Env{}); err == nil {
 			t.Errorf("%s: accepted", name)

@@ -2,10 +2,24 @@ package sync
 
 import "github.com/prometheus/client_golang/prometheus"
 
-// metrics are always collected; they are exported only if a Registerer is given.
+// otherRelays is the relay label of every relay that is not a bootstrap
+// relay: relay URLs come from strangers' announcements, and labelling series
+// with them let one announcement create thousands (audit F14).
+const otherRelays = "other"
+
+func relayLabel(rs *RelayState) string {
+	if rs.Bootstrap {
+		return rs.URL
+	}
+	return otherRelays
+}
+
+// metrics are always collected; they are exported only if a Registerer is
+// given. Per-relay series exist for the operator's bootstrap relays only.
 type metrics struct {
-	relayConnected *prometheus.GaugeVec
-	filters        *prometheus.GaugeVec
+	relayConnected *prometheus.GaugeVec // bootstrap relays
+	filters        *prometheus.GaugeVec // bootstrap relays
+	filtersOpen    prometheus.Gauge
 	attempts       *prometheus.CounterVec
 	tracked        prometheus.Gauge
 	connected      prometheus.Gauge
@@ -19,13 +33,16 @@ type metrics struct {
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	m := &metrics{
 		relayConnected: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "grasp_sync_relay_connected", Help: "1 if the sync connection to the relay is up, else 0.",
+			Name: "grasp_sync_relay_connected", Help: "1 if the sync connection to the bootstrap relay is up, else 0.",
 		}, []string{"relay"}),
 		filters: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "grasp_sync_filters", Help: "Filters (one per subscription) open on the relay connection.",
+			Name: "grasp_sync_filters", Help: "Filters (one per subscription) open on the bootstrap relay's connection.",
 		}, []string{"relay"}),
+		filtersOpen: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "grasp_sync_filters_open", Help: "Filters (one per subscription) open on every sync connection.",
+		}),
 		attempts: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "grasp_sync_connection_attempts_total", Help: "Connection outcomes per relay: ok, failed (never came up), lost (dropped after connecting).",
+			Name: "grasp_sync_connection_attempts_total", Help: "Connection outcomes (ok, failed: never came up, lost: dropped after connecting) per bootstrap relay; relay=\"other\" sums the relays taken from announcements.",
 		}, []string{"relay", "result"}),
 		tracked: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "grasp_sync_relays_tracked", Help: "Relays the sync manager is tracking.",
@@ -52,7 +69,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	if reg == nil {
 		return m, nil
 	}
-	for _, c := range []prometheus.Collector{m.relayConnected, m.filters, m.attempts, m.tracked, m.connected, m.pending, m.confirmed, m.consolidations, m.daily, m.capped} {
+	for _, c := range []prometheus.Collector{m.relayConnected, m.filters, m.filtersOpen, m.attempts, m.tracked, m.connected, m.pending, m.confirmed, m.consolidations, m.daily, m.capped} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -60,8 +77,11 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	return m, nil
 }
 
-func (m *metrics) forget(url string) {
-	m.relayConnected.DeleteLabelValues(url)
-	m.filters.DeleteLabelValues(url)
-	m.attempts.DeletePartialMatch(prometheus.Labels{"relay": url})
+func (m *metrics) forget(rs *RelayState) {
+	if !rs.Bootstrap {
+		return
+	}
+	m.relayConnected.DeleteLabelValues(rs.URL)
+	m.filters.DeleteLabelValues(rs.URL)
+	m.attempts.DeletePartialMatch(prometheus.Labels{"relay": rs.URL})
 }

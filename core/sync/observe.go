@@ -46,7 +46,7 @@ func (m *Manager) enqueue(u update) {
 	m.obsArmed = true
 	m.obsMu.Unlock()
 	if arm {
-		m.clk.AfterFunc(m.o.BatchWindow, m.flushObserved)
+		m.clk.AfterFunc(m.o.Config.BatchWindow.D(), m.flushObserved)
 	}
 }
 

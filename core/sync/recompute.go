@@ -71,17 +71,17 @@ func splitAddr(addr string) (pubkey, identifier string) {
 func (m *Manager) recomputeAll() {
 	var capped int
 	m.targets, capped = DeriveRelayTargets(m.repos, TargetRules{
-		Self: m.o.Self, Bootstrap: m.o.Bootstrap, Selection: m.sel, Archive: m.o.Archive, Caps: m.o.Caps, Prev: m.targets,
+		Self: m.o.Self, Bootstrap: m.o.Config.BootstrapRelays, Selection: m.sel, Archive: m.o.Archive, Caps: m.o.caps(), Prev: m.targets,
 	})
 	if capped != m.capped {
 		if capped > m.capped {
-			m.log.Warn("relay caps leave relays out of sync", "left_out", capped, "max_relays_per_repo", m.o.Caps.PerRepo,
-				"max_relays", m.o.Caps.Total, "max_held_relays", m.o.Caps.Held)
+			m.log.Warn("relay caps leave relays out of sync", "left_out", capped, "max_relays_per_repo", m.o.Config.MaxRelaysPerRepo,
+				"max_relays", m.o.Config.MaxRelays, "max_held_relays", m.o.Config.MaxHeldRelays)
 		}
 		m.capped = capped
 		m.m.capped.Set(float64(capped))
 	}
-	m.run(ComputeActions(m.repos, m.targets, m.pending, m.relays, m.o.TagsPerFilter))
+	m.run(ComputeActions(m.repos, m.targets, m.pending, m.relays, m.o.Config.TagsPerFilter))
 }
 
 func (m *Manager) recomputeRelay(url string) {
@@ -89,7 +89,7 @@ func (m *Manager) recomputeRelay(url string) {
 	if !ok {
 		return
 	}
-	m.run(ComputeActions(m.repos, map[string]Targets{url: t}, m.pending, m.relays, m.o.TagsPerFilter))
+	m.run(ComputeActions(m.repos, map[string]Targets{url: t}, m.pending, m.relays, m.o.Config.TagsPerFilter))
 }
 
 func (m *Manager) run(actions []Action) {
@@ -158,7 +158,7 @@ func (m *Manager) checkRelays() {
 			}
 		case Connected:
 			if rs.layer1 == "" && !m.coolingDown(u) {
-				m.subscribeLayer1(rs, timestamp(now.Add(-m.o.QuickReconnectWindow)), CatchUpReq)
+				m.subscribeLayer1(rs, timestamp(now.Add(-m.o.Config.QuickReconnectWindow.D())), CatchUpReq)
 			}
 		}
 	}
@@ -172,8 +172,9 @@ func (m *Manager) remove(rs *RelayState) {
 		m.conns.Close(rs.URL)
 	}
 	m.setStatus(rs, Disconnected)
+	m.setFilters(rs, 0)
 	m.dropPending(rs.URL)
 	delete(m.relays, rs.URL)
 	m.m.tracked.Set(float64(len(m.relays)))
-	m.m.forget(rs.URL)
+	m.m.forget(rs)
 }

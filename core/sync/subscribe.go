@@ -44,7 +44,7 @@ func (m *Manager) subscribeBatch(rs *RelayState, items []ItemRange, filters []no
 // pending batches have finished (closing their subscriptions early would
 // lose their EOSE); meanwhile the action is dropped and recomputed later.
 func (m *Manager) addFilters(rs *RelayState, a Action) {
-	if rs.Filters+len(a.Filters) > m.o.ConsolidateAbove {
+	if rs.Filters+len(a.Filters) > m.o.Config.ConsolidateAbove {
 		if len(m.pending[rs.URL]) > 0 {
 			rs.deferred = true
 			return
@@ -58,7 +58,7 @@ func (m *Manager) addFilters(rs *RelayState, a Action) {
 // consolidateBudget is how many layer 2+3 filters a consolidation packs
 // into: half the limit, leaving the other half for incremental additions so
 // that the next consolidation is not due at the next batch.
-func (m *Manager) consolidateBudget() int { return (m.o.ConsolidateAbove - 1) / 2 }
+func (m *Manager) consolidateBudget() int { return (m.o.Config.ConsolidateAbove - 1) / 2 }
 
 // consolidate closes every layer 2+3 subscription and reopens the confirmed
 // items from now − window (so the gap while closed is covered) and the new
@@ -71,8 +71,8 @@ func (m *Manager) consolidate(rs *RelayState, a Action) {
 	now := m.clk.Now()
 	items := m.confirmedRanges(rs)
 	addrs, events := itemValues(m.repos, items, countEvents(items))
-	k := PackSize([]ItemCount{{len(addrs), len(events)}, {len(a.Addrs), len(a.Events)}}, m.consolidateBudget(), m.o.TagsPerFilter)
-	m.subscribeItems(rs, ItemFilters(addrs, events, k, timestamp(now.Add(-m.o.QuickReconnectWindow))), CatchUpReq, nil, newSubGroup(items))
+	k := PackSize([]ItemCount{{len(addrs), len(events)}, {len(a.Addrs), len(a.Events)}}, m.consolidateBudget(), m.o.Config.TagsPerFilter)
+	m.subscribeItems(rs, ItemFilters(addrs, events, k, timestamp(now.Add(-m.o.Config.QuickReconnectWindow.D()))), CatchUpReq, nil, newSubGroup(items))
 	m.subscribeBatch(rs, a.Items, ItemFilters(a.Addrs, a.Events, k, nil))
 	m.log.Info("consolidated filters", "relay", rs.URL, "filters", rs.Filters, "values_per_filter", k)
 }
@@ -86,7 +86,7 @@ func (m *Manager) resubscribeConfirmed(rs *RelayState, since time.Time) {
 		return
 	}
 	addrs, events := itemValues(m.repos, items, countEvents(items))
-	k := PackSize([]ItemCount{{len(addrs), len(events)}}, m.consolidateBudget(), m.o.TagsPerFilter)
+	k := PackSize([]ItemCount{{len(addrs), len(events)}}, m.consolidateBudget(), m.o.Config.TagsPerFilter)
 	m.subscribeItems(rs, ItemFilters(addrs, events, k, timestamp(since)), CatchUpReq, nil, newSubGroup(items))
 }
 

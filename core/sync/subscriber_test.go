@@ -140,7 +140,7 @@ func TestG02_SubscriberStartsFromHistoryAndPurgatory(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- s.Run(ctx) }()
 	defer func() { cancel(); <-done }()
-	testwait.Stepping(t, "both repos and the root event after start", func() { r.clk.Advance(m.o.BatchWindow) }, func() bool {
+	testwait.Stepping(t, "both repos and the root event after start", func() { r.clk.Advance(m.o.Config.BatchWindow.D()) }, func() bool {
 		snap, err := m.Snapshot(testwait.Context(t))
 		return err == nil && snap.Repos == 2 && snap.RootEvents == 1
 	})
