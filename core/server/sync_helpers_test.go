@@ -65,7 +65,9 @@ func relaySnapshot(s *Server, url string) gsync.RelaySnapshot {
 	return gsync.RelaySnapshot{}
 }
 
-func (e *testServer) relayUp(url string) bool { return relaySnapshot(e.srv, url).Status == gsync.Connected }
+func (e *testServer) relayUp(url string) bool {
+	return relaySnapshot(e.srv, url).Status == gsync.Connected
+}
 
 func (e *testServer) relayFilters(url string) int { return relaySnapshot(e.srv, url).Filters }
 
