@@ -42,16 +42,11 @@ func (s *Server) assembleHunter(ext Extensions) (*hunt.GitContext, error) {
 		Log:          s.log.Named("hunt"),
 	}
 	s.hunter, err = hunt.New(hunt.Options{
-		Sync:         gc,
-		UserDelay:    cfg.Purgatory.UserFetchDelay.D(),
-		SyncDelay:    cfg.Purgatory.SyncFetchDelay.D(),
-		HuntInterval: cfg.Purgatory.HuntInterval.D(),
-		BackoffBase:  cfg.Purgatory.FetchBackoffBase.D(),
-		BackoffMax:   cfg.Purgatory.FetchBackoffMax.D(),
-		NaughtyTTL:   cfg.Purgatory.NaughtyTTL.D(),
-		SelfHost:     cfg.Server.PublicURL,
-		Limits:       s.throttle.Limits,
-		Disabled:     disabled,
+		Sync:     gc,
+		Config:   cfg.Purgatory,
+		SelfHost: cfg.Server.PublicURL,
+		Limits:   s.throttle.Limits,
+		Disabled: disabled,
 	}, s.env.Named("hunt"))
 	return gc, err
 }

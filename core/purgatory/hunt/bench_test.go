@@ -3,6 +3,7 @@ package hunt
 import (
 	"context"
 	"fmt"
+	"github.com/grasp-dev/grasp/core/config"
 	"syscall"
 	"testing"
 	"time"
@@ -151,7 +152,7 @@ func BenchmarkHunterIdleCPU(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		base = measure()
 		opts := DefaultOptions()
-		opts.UserDelay = time.Hour
+		opts.Config.UserFetchDelay = config.Duration(time.Hour)
 		h, err := New(withSync(opts, newFakeSC(clock.NewFake(t0))), env.Env{Clock: clock.New()})
 		if err != nil {
 			b.Fatal(err)

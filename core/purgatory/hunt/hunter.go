@@ -144,7 +144,7 @@ func (h *Hunter) Run(ctx context.Context) error {
 		return nil
 	}
 	h.ctx = ctx
-	h.log.Info("starting git-data hunt loop", "interval", h.opts.HuntInterval)
+	h.log.Info("starting git-data hunt loop", "interval", h.opts.Config.HuntInterval.D())
 	defer func() {
 		if h.timer != nil {
 			h.timer.Stop()
@@ -254,7 +254,7 @@ func (h *Hunter) nextWake(now time.Time) time.Time {
 			at = t
 		}
 	}
-	floor := h.lastScan.Add(h.opts.HuntInterval)
+	floor := h.lastScan.Add(h.opts.Config.HuntInterval.D())
 	for _, e := range h.entries {
 		if e.active {
 			continue

@@ -4,31 +4,26 @@ import (
 	"context"
 	"time"
 
+	"github.com/grasp-dev/grasp/core/config"
 	"github.com/grasp-dev/grasp/core/purgatory"
 )
 
-// Options configure a Hunter. The zero value works: delays of zero hunt at
-// the next scan, every other zero field takes the seed default below.
+// Options configure a Hunter. The zero value works: every zero timer takes
+// config's default, except the fetch delays, where zero means at the next
+// scan.
 type Options struct {
 	// Sync fetches and checks objects and reports arrivals (GitContext);
 	// required.
 	Sync SyncContext
-	// UserDelay is the wait before hunting for a client-submitted event:
-	// a git push is expected to follow (seed: 3 min).
-	UserDelay time.Duration
-	// SyncDelay is the wait before hunting for a synced event, so a burst
-	// of events for one repository becomes one fetch (seed: 500 ms).
-	SyncDelay time.Duration
-	// HuntInterval is the shortest time between two scans for ready
-	// repositories (seed: 1 s). The hunter sleeps when nothing is due.
-	HuntInterval time.Duration
-	// BackoffBase and BackoffMax shape the retry delay after a round that
-	// left OIDs missing: base, doubling, capped (seed: 20 s, 2 min).
-	BackoffBase time.Duration
-	BackoffMax  time.Duration
-	// NaughtyTTL is how long a host that failed at DNS, TLS or connection
-	// level is skipped (seed: 12 h).
-	NaughtyTTL time.Duration
+	// Config is the [purgatory] section as loaded. The hunter reads its
+	// timers: user_fetch_delay (wait for a client-submitted event, a push
+	// is expected), sync_fetch_delay (so a burst of synced events for one
+	// repository becomes one fetch), hunt_interval (shortest time between
+	// two scans; the hunter sleeps when nothing is due),
+	// fetch_backoff_base/max (retry delay after a round left OIDs
+	// missing: base, doubling, capped) and naughty_ttl (how long a host
+	// that failed at DNS, TLS or connection level is skipped).
+	Config config.Purgatory
 	// SelfHost is this server's host[:port] (or its public URL); sources on
 	// it are never fetched from. A host without a port matches the default
 	// ports 80 and 443.
@@ -50,40 +45,30 @@ var DefaultLimits = purgatory.Limits{Concurrency: 5, PerMinute: 30}
 // rateWindow is the sliding window of Limits.PerMinute.
 const rateWindow = time.Minute
 
-// DefaultOptions returns the seed's timers.
+// DefaultOptions returns config's timers.
 func DefaultOptions() Options {
-	return Options{
-		UserDelay:    3 * time.Minute,
-		SyncDelay:    500 * time.Millisecond,
-		HuntInterval: time.Second,
-		BackoffBase:  20 * time.Second,
-		BackoffMax:   2 * time.Minute,
-		NaughtyTTL:   12 * time.Hour,
-	}
+	return Options{Config: config.Default().Purgatory}
 }
 
 func (o Options) withDefaults() Options {
-	d := DefaultOptions()
-	if o.UserDelay < 0 {
-		o.UserDelay = 0
+	d := config.Default().Purgatory
+	c := &o.Config
+	if c.UserFetchDelay < 0 {
+		c.UserFetchDelay = 0
 	}
-	if o.SyncDelay < 0 {
-		o.SyncDelay = 0
+	if c.SyncFetchDelay < 0 {
+		c.SyncFetchDelay = 0
 	}
-	if o.HuntInterval <= 0 {
-		o.HuntInterval = d.HuntInterval
+	for _, f := range []struct{ v, d *config.Duration }{
+		{&c.HuntInterval, &d.HuntInterval}, {&c.FetchBackoffBase, &d.FetchBackoffBase},
+		{&c.FetchBackoffMax, &d.FetchBackoffMax}, {&c.NaughtyTTL, &d.NaughtyTTL},
+	} {
+		if *f.v <= 0 {
+			*f.v = *f.d
+		}
 	}
-	if o.BackoffBase <= 0 {
-		o.BackoffBase = d.BackoffBase
-	}
-	if o.BackoffMax <= 0 {
-		o.BackoffMax = d.BackoffMax
-	}
-	if o.BackoffMax < o.BackoffBase {
-		o.BackoffMax = o.BackoffBase
-	}
-	if o.NaughtyTTL <= 0 {
-		o.NaughtyTTL = d.NaughtyTTL
+	if c.FetchBackoffMax < c.FetchBackoffBase {
+		c.FetchBackoffMax = c.FetchBackoffBase
 	}
 	if o.Limits == nil {
 		o.Limits = func(context.Context, string) purgatory.Limits { return DefaultLimits }

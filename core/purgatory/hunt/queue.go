@@ -62,9 +62,9 @@ func (h *Hunter) applyNeed(m msgNeed) {
 	if e == nil && len(oids) == 0 {
 		return
 	}
-	delay := h.opts.UserDelay
+	delay := h.opts.Config.UserFetchDelay.D()
 	if n.FromSync {
-		delay = h.opts.SyncDelay
+		delay = h.opts.Config.SyncFetchDelay.D()
 	}
 	at := m.at.Add(delay)
 	if e == nil {
@@ -135,7 +135,7 @@ func (h *Hunter) drop(e *entry, why string) {
 // scan starts a round for every ready repository, at most once per
 // HuntInterval so a burst of Needs becomes one batch of rounds.
 func (h *Hunter) scan(now time.Time) {
-	if !h.lastScan.IsZero() && now.Before(h.lastScan.Add(h.opts.HuntInterval)) {
+	if !h.lastScan.IsZero() && now.Before(h.lastScan.Add(h.opts.Config.HuntInterval.D())) {
 		return
 	}
 	started := false
@@ -172,7 +172,7 @@ func (h *Hunter) endRound(e *entry) {
 		e.cancel = nil
 	}
 	e.attempts++
-	wait := Backoff(e.attempts, h.opts.BackoffBase, h.opts.BackoffMax)
+	wait := Backoff(e.attempts, h.opts.Config.FetchBackoffBase.D(), h.opts.Config.FetchBackoffMax.D())
 	e.next = now.Add(wait)
 	if !e.renewAt.IsZero() && e.renewAt.Before(e.next) {
 		e.next = e.renewAt

@@ -201,9 +201,9 @@ func (h *Hunter) applyResult(m msgResult) {
 	h.m.attempts.WithLabelValues(result).Inc()
 	if m.err != nil && kind == KindNetwork {
 		if !h.isNaughty(m.g.host, h.clk.Now()) {
-			h.log.Warn("git host unreachable; skipping it", "host", m.g.host, "for", h.opts.NaughtyTTL, "error", m.err)
+			h.log.Warn("git host unreachable; skipping it", "host", m.g.host, "for", h.opts.Config.NaughtyTTL.D(), "error", m.err)
 		}
-		h.naughty[m.g.host] = h.clk.Now().Add(h.opts.NaughtyTTL)
+		h.naughty[m.g.host] = h.clk.Now().Add(h.opts.Config.NaughtyTTL.D())
 	}
 	if h.current(m.e) {
 		e := m.e

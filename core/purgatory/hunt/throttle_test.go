@@ -3,6 +3,7 @@ package hunt
 import (
 	"context"
 	"fmt"
+	"github.com/grasp-dev/grasp/core/config"
 	"reflect"
 	"testing"
 	"time"
@@ -163,7 +164,7 @@ func TestG02_8_RateLimitPerSlidingMinute(t *testing.T) {
 
 func TestG02_8_RoundRobinAcrossReposOnADomain(t *testing.T) {
 	opts := DefaultOptions()
-	opts.BackoffBase, opts.BackoffMax = 5*time.Minute, 5*time.Minute // one round each in this window
+	opts.Config.FetchBackoffBase, opts.Config.FetchBackoffMax = config.Duration(5*time.Minute), config.Duration(5*time.Minute) // one round each in this window
 	hs := newHarness(t, opts, purgatory.Limits{Concurrency: 1, PerMinute: 100})
 	hs.sc.took = 10 * time.Second
 	hs.h.Need(Need{Repo: repoN("A"), OIDs: []string{oid("x")}, FromSync: true, Sources: []string{
@@ -190,7 +191,7 @@ func TestG02_8_RoundRobinAcrossReposOnADomain(t *testing.T) {
 
 func TestG02_8_NaughtyHostsSkippedUntilExpiry(t *testing.T) {
 	opts := DefaultOptions()
-	opts.NaughtyTTL = 10 * time.Minute
+	opts.Config.NaughtyTTL = config.Duration(10 * time.Minute)
 	hs := newHarness(t, opts, purgatory.Limits{})
 	dead := "https://dead.example/r.git"
 	other := "https://dead.example:8443/r.git" // same machine, another service
