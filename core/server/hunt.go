@@ -2,10 +2,8 @@ package server
 
 import (
 	"context"
-	"fmt"
 	"time"
 
-	"github.com/grasp-dev/grasp/core/purgatory"
 	"github.com/grasp-dev/grasp/core/purgatory/hunt"
 	"github.com/grasp-dev/grasp/core/throttle"
 )
@@ -17,20 +15,11 @@ import (
 // caller sets the returned context's callbacks to the effects.
 func (s *Server) assembleHunter(ext Extensions) (*hunt.GitContext, error) {
 	cfg := s.cfg
-	table, err := throttle.LoadFiles(cfg.Throttle.Files)
+	topts, err := throttle.Configured(cfg.Throttle, ext.Tuner)
 	if err != nil {
-		return nil, fmt.Errorf("throttle.files: %w", err)
+		return nil, err
 	}
-	var tuners []purgatory.ThrottleTuner
-	if ext.Tuner != nil {
-		tuners = append(tuners, ext.Tuner)
-	}
-	s.throttle = throttle.NewResolver(throttle.Options{
-		Defaults: purgatory.Limits{Concurrency: cfg.Throttle.Concurrent, PerMinute: cfg.Throttle.PerMinute},
-		Max:      purgatory.Limits{Concurrency: cfg.Throttle.MaxConcurrent, PerMinute: cfg.Throttle.MaxPerMinute},
-		Tuners:   tuners,
-		Table:    table,
-	}, s.env.Named("throttle"))
+	s.throttle = throttle.NewResolver(topts, s.env.Named("throttle"))
 	// A git that cannot pin fetches keeps the hunter off (logged, and
 	// grasp_hunt_enabled 0); the server still runs.
 	vctx, cancel := context.WithTimeout(context.Background(), time.Minute)

@@ -2,11 +2,13 @@ package throttle
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"sync"
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/grasp-dev/grasp/core/config"
 	"github.com/grasp-dev/grasp/core/env"
 	"github.com/grasp-dev/grasp/core/purgatory"
 )
@@ -19,6 +21,27 @@ type Options struct {
 	// chain; the lead passes the plugins.Host here).
 	Tuners []purgatory.ThrottleTuner
 	Table  Table // from LoadFiles; applied after the tuners
+}
+
+// Configured returns the options of the [throttle] section: its limits and
+// hard caps, its tuning files (loaded now), and the tuners (nil ones are
+// skipped) in order.
+func Configured(c config.Throttle, tuners ...purgatory.ThrottleTuner) (Options, error) {
+	table, err := LoadFiles(c.Files)
+	if err != nil {
+		return Options{}, fmt.Errorf("throttle.files: %w", err)
+	}
+	o := Options{
+		Defaults: purgatory.Limits{Concurrency: c.Concurrent, PerMinute: c.PerMinute},
+		Max:      purgatory.Limits{Concurrency: c.MaxConcurrent, PerMinute: c.MaxPerMinute},
+		Table:    table,
+	}
+	for _, t := range tuners {
+		if t != nil {
+			o.Tuners = append(o.Tuners, t)
+		}
+	}
+	return o, nil
 }
 
 // Resolver computes and memoises the limits of each domain:

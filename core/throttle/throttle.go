@@ -9,15 +9,16 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/grasp-dev/grasp/core/config"
 	"github.com/grasp-dev/grasp/core/purgatory"
 )
 
-// Built-in defaults and hard caps, used when the config leaves them at zero.
-const (
-	DefaultConcurrent    = 5
-	DefaultPerMinute     = 30
-	DefaultMaxConcurrent = 32
-	DefaultMaxPerMinute  = 600
+// Defaults and hard caps used when the options leave them at zero: config's.
+var (
+	DefaultConcurrent    = config.Default().Throttle.Concurrent
+	DefaultPerMinute     = config.Default().Throttle.PerMinute
+	DefaultMaxConcurrent = config.Default().Throttle.MaxConcurrent
+	DefaultMaxPerMinute  = config.Default().Throttle.MaxPerMinute
 )
 
 // Entry is one domain's override from a tuning file. A nil field keeps the
