@@ -97,6 +97,11 @@ type Options struct {
 	// MaxEvents bounds what one run will fetch from a peer (ids taken from
 	// negentropy, or events paged by REQ). Default 1,000,000.
 	MaxEvents int
+	// ReadBuffer bounds, in bytes, the frames read from the peer and not
+	// yet handled. The socket is read regardless of the caller's pace (so
+	// pings are answered) until this much is waiting. Default 16 MiB: some
+	// thousand events, more than the requests in flight ask for.
+	ReadBuffer int
 }
 
 func (o Options) withDefaults() Options {
@@ -127,6 +132,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.MaxEvents <= 0 {
 		o.MaxEvents = 1_000_000
+	}
+	if o.ReadBuffer <= 0 {
+		o.ReadBuffer = 16 << 20
 	}
 	return o
 }
@@ -263,10 +271,16 @@ func (c *Client) run(ctx context.Context, url string, filter nostr.Filter, local
 
 // noteFallback logs a relay's first fallback only: peers without NIP-77 would
 // otherwise log on every catch-up.
+// maxNoted bounds the relays remembered as logged.
+const maxNoted = 4096
+
 func (c *Client) noteFallback(url, reason string) {
 	c.m.fallbacks.WithLabelValues(fallbackKind(reason)).Inc()
 	c.mu.Lock()
 	first := !c.noted[url]
+	if len(c.noted) >= maxNoted {
+		clear(c.noted) // relay URLs are strangers': keep the memory bounded
+	}
 	c.noted[url] = true
 	c.mu.Unlock()
 	if first {

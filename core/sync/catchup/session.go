@@ -12,21 +12,29 @@ import (
 )
 
 // session is one connection used by one CatchUp call. Only the calling
-// goroutine writes and handles frames; a reader goroutine turns the socket
-// into a channel so every wait can also watch a timer and ctx.
+// goroutine writes and handles frames; a reader goroutine reads the socket
+// into a queue so every wait can also watch a timer and ctx.
+//
+// The reader never waits for the caller: coder/websocket answers a peer's
+// ping only while a read is in progress, and khatru drops a client that
+// leaves pings unanswered for 60 s. A 64-frame channel stopped the reader
+// whenever the pipeline took long over a page, and the peer dropped us. The
+// queue is bounded in bytes instead (Options.ReadBuffer, far above what the
+// requests in flight ask for); only a peer sending more than that ahead of
+// us stops the reading.
 type session struct {
-	c       *Client
-	url     string
-	opts    Options
-	ctx     context.Context
-	cancel  context.CancelFunc
-	conn    Conn
-	frames  chan []byte
-	readErr error // set by the reader before it closes frames
-	sent    int64
-	recv    int64 // written by the reader only; read after frames is closed
-	seq     int
-	closed  bool
+	c      *Client
+	url    string
+	opts   Options
+	ctx    context.Context
+	cancel context.CancelFunc
+	conn   Conn
+	q      *frameQueue
+	read   chan struct{} // closed when the reader has returned
+	sent   int64
+	recv   int64 // written by the reader only; read after it returned
+	seq    int
+	closed bool
 }
 
 var errTimeout = errors.New("no answer from the peer in time")
@@ -45,24 +53,23 @@ func (c *Client) open(ctx context.Context, url string, opts Options) (*session, 
 		}
 		return nil, fmt.Errorf("dial: %w: %w", errConn, err)
 	}
-	s := &session{c: c, url: url, opts: opts, ctx: sctx, cancel: cancel, conn: conn, frames: make(chan []byte, 64)}
-	go s.read()
+	s := &session{c: c, url: url, opts: opts, ctx: sctx, cancel: cancel, conn: conn,
+		q: newFrameQueue(opts.ReadBuffer), read: make(chan struct{})}
+	go s.reader()
 	return s, nil
 }
 
-func (s *session) read() {
-	defer close(s.frames)
+func (s *session) reader() {
+	defer close(s.read)
 	for {
 		var buf bytes.Buffer
 		if err := s.conn.ReadMessage(s.ctx, &buf); err != nil {
-			s.readErr = err
+			s.q.close(err)
 			return
 		}
 		s.recv += int64(buf.Len())
-		select {
-		case s.frames <- buf.Bytes():
-		case <-s.ctx.Done():
-			s.readErr = s.ctx.Err()
+		if err := s.q.push(s.ctx, buf.Bytes()); err != nil {
+			s.q.close(err)
 			return
 		}
 	}
@@ -77,9 +84,7 @@ func (s *session) close(res *Result) {
 	s.closed = true
 	s.cancel()
 	_ = s.conn.Close()
-	for range s.frames {
-		// drain so the reader can see ctx and exit
-	}
+	<-s.read
 	res.BytesSent += s.sent
 	res.BytesReceived += s.recv
 }
@@ -118,17 +123,12 @@ func (s *session) nextFrames(wanted func(sub, id string) bool) ([]frame, error) 
 		return nil, err
 	}
 	batch := []frame{{raw: f}}
-more:
 	for len(batch) < maxBatch {
-		select {
-		case f, ok := <-s.frames:
-			if !ok {
-				break more // handle what arrived; the next read reports the close
-			}
-			batch = append(batch, frame{raw: f})
-		default:
-			break more
+		f, ok, _ := s.q.pop()
+		if !ok {
+			break // handle what arrived; the next read reports a close
 		}
+		batch = append(batch, frame{raw: f})
 	}
 	var events []int
 	for i := range batch {
@@ -154,19 +154,24 @@ more:
 func (s *session) next() ([]byte, error) {
 	t := s.c.clk.NewTimer(s.opts.RoundTimeout)
 	defer t.Stop()
-	select {
-	case f, ok := <-s.frames:
-		if !ok {
+	for {
+		f, ok, readErr := s.q.pop()
+		switch {
+		case ok:
+			return f, nil
+		case readErr != nil:
 			if s.ctx.Err() != nil {
 				return nil, fmt.Errorf("read: %w", s.ctx.Err())
 			}
-			return nil, fmt.Errorf("read: %w: %w", errConn, s.readErr)
+			return nil, fmt.Errorf("read: %w: %w", errConn, readErr)
 		}
-		return f, nil
-	case <-t.C():
-		return nil, errTimeout
-	case <-s.ctx.Done():
-		return nil, fmt.Errorf("read: %w", s.ctx.Err())
+		select {
+		case <-s.q.ready:
+		case <-t.C():
+			return nil, errTimeout
+		case <-s.ctx.Done():
+			return nil, fmt.Errorf("read: %w", s.ctx.Err())
+		}
 	}
 }
 

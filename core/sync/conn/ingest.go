@@ -15,9 +15,11 @@ import (
 	"github.com/nbd-wtf/go-nostr"
 )
 
-// read turns frames into queued events and owner commands. It blocks on a
-// full event queue, which stops reading the socket: backpressure instead of
-// unbounded buffering (go-nostr's Relay spawns a goroutine per event).
+// read turns frames into queued events and owner commands. It keeps
+// reading whatever the ingester's pace, so the peer's pings are answered
+// (see liveQueue); a peer that outpaces ingestion beyond the queue's bound
+// is disconnected, never buffered without limit (go-nostr's Relay spawns a
+// goroutine per event).
 func (r *relay) read() {
 	defer r.wg.Done()
 	for {
@@ -61,12 +63,13 @@ func (r *relay) frame(data []byte) bool {
 			return true
 		}
 		evt := env.Event
-		select {
-		case r.events <- inbound{evt: &evt, at: r.p.clk.Now()}:
-			return true
-		case <-r.ctx.Done():
+		if !r.events.push(inbound{evt: &evt, at: r.p.clk.Now()}) {
+			r.p.m.dropped.WithLabelValues("overflow").Inc()
+			r.shut(fmt.Errorf("%s sends events faster than they are ingested (%d bytes waiting); reconnecting, its catch-up fetches the rest",
+				r.url, r.events.waiting()))
 			return false
 		}
+		return true
 	case "CLOSED":
 		var env nostr.ClosedEnvelope
 		if err := env.FromJSON(string(data)); err != nil {
@@ -124,22 +127,26 @@ func matchesAny(filters []nostr.Filter, evt *nostr.Event) bool {
 func (r *relay) ingest() {
 	defer r.wg.Done()
 	for {
-		select {
-		case <-r.ctx.Done():
-			return
-		case in := <-r.events:
-			waited, err := r.pe.lim.wait(r.ctx)
-			if err != nil {
+		in, ok := r.events.pop()
+		if !ok {
+			select {
+			case <-r.ctx.Done():
 				return
+			case <-r.events.notify:
 			}
-			if waited {
-				r.p.m.paced.Inc()
-			}
-			res := r.deliver(r.ctx, in.evt, in.at)
-			r.p.m.events.WithLabelValues(sourceLive, res).Inc()
-			r.p.m.liveDelay.Observe(r.p.clk.Since(in.at).Seconds())
-			r.p.log.Debug("live event", "relay", r.url, "id", in.evt.ID, "kind", in.evt.Kind, "result", res)
+			continue
 		}
+		waited, err := r.pe.lim.wait(r.ctx)
+		if err != nil {
+			return
+		}
+		if waited {
+			r.p.m.paced.Inc()
+		}
+		res := r.deliver(r.ctx, in.evt, in.at)
+		r.p.m.events.WithLabelValues(sourceLive, res).Inc()
+		r.p.m.liveDelay.Observe(r.p.clk.Since(in.at).Seconds())
+		r.p.log.Debug("live event", "relay", r.url, "id", in.evt.ID, "kind", in.evt.Kind, "result", res)
 	}
 }
 

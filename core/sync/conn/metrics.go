@@ -45,7 +45,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		}, []string{"kind"}),
 		dropped: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "grasp_sync_inbound_dropped_total",
-			Help: "Frames from sync peers dropped before the pipeline: malformed, unknown_sub, unmatched (event outside the subscription's filter), oversized.",
+			Help: "Frames from sync peers dropped before the pipeline: malformed, unknown_sub, unmatched (event outside the subscription's filter), oversized, overflow (the peer outpaced ingestion and was disconnected).",
 		}, []string{"reason"}),
 		paced: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "grasp_sync_inbound_paced_total",

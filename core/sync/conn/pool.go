@@ -104,9 +104,10 @@ type Options struct {
 	// catch-up together; defaults 500/s and 2,000.
 	EventsPerSecond float64
 	Burst           int
-	// QueueSize bounds the live events read but not yet ingested per relay;
-	// when full the socket is not read (backpressure). Default 256.
-	QueueSize int
+	// QueueBytes bounds the live events read but not yet ingested per
+	// relay; a peer that gets this far ahead is disconnected (and caught up
+	// with on reconnect). Default 8 MiB.
+	QueueBytes int
 	// CatchUpsPerRelay and MaxCatchUps bound concurrent catch-up sessions
 	// (each its own websocket); defaults 2 and 16.
 	CatchUpsPerRelay int
@@ -149,8 +150,8 @@ func (o *Options) defaults() error {
 	if o.Burst <= 0 {
 		o.Burst = 2000
 	}
-	if o.QueueSize <= 0 {
-		o.QueueSize = 256
+	if o.QueueBytes <= 0 {
+		o.QueueBytes = 8 << 20
 	}
 	if o.CatchUpsPerRelay <= 0 {
 		o.CatchUpsPerRelay = 2

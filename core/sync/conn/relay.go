@@ -71,7 +71,7 @@ type relay struct {
 	gen  uint64
 
 	ws       *websocket.Conn
-	events   chan inbound
+	events   *liveQueue
 	slots    chan struct{} // this relay's catch-up sessions
 	pinging  atomic.Bool
 	pingFail atomic.Int32
@@ -81,7 +81,7 @@ func newRelay(p *Pool, url string, pe *peer) *relay {
 	ctx, cancel := context.WithCancelCause(p.ctx)
 	return &relay{
 		p: p, url: url, pe: pe, ctx: ctx, cancel: cancel, notify: make(chan struct{}, 1),
-		subs: map[string]*sub{}, events: make(chan inbound, p.o.QueueSize), slots: make(chan struct{}, p.o.CatchUpsPerRelay),
+		subs: map[string]*sub{}, events: newLiveQueue(p.o.QueueBytes), slots: make(chan struct{}, p.o.CatchUpsPerRelay),
 	}
 }
 
