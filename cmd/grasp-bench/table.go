@@ -1,0 +1,411 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+)
+
+// tableOpts are the flags of the table command.
+type tableOpts struct {
+	events       int
+	seed         uint64
+	corpusDir    string
+	rounds       int
+	scenarios    map[string]bool
+	conns        int
+	window       int
+	queries      int
+	negRuns      int
+	fanout       fanoutOpts
+	cloneCommits int
+	clones       int
+	settle       time.Duration
+	build        buildOpts
+	profileDir   string
+	baselineSync bool
+	jsonPath     string
+	keep         bool
+}
+
+var allScenarios = []string{"ingest", "query", "negentropy", "fanout", "clone"}
+
+func parseScenarios(s string) (map[string]bool, error) {
+	out := map[string]bool{"ingest": true} // everything else needs the store filled
+	for _, name := range strings.Split(s, ",") {
+		name = strings.TrimSpace(name)
+		if name == "" {
+			continue
+		}
+		if name == "all" {
+			for _, n := range allScenarios {
+				out[n] = true
+			}
+			continue
+		}
+		if !slices.Contains(allScenarios, name) {
+			return nil, fmt.Errorf("unknown scenario %q (have %s, all)", name, strings.Join(allScenarios, ", "))
+		}
+		out[name] = true
+	}
+	return out, nil
+}
+
+func tableFlags(fs *flag.FlagSet, o *tableOpts) *string {
+	fs.IntVar(&o.events, "events", 20000, "events in the corpus")
+	fs.Uint64Var(&o.seed, "seed", 1, "corpus generator seed")
+	fs.StringVar(&o.corpusDir, "corpus-dir", defaultCorpusDir(), "where pre-signed corpora are cached")
+	fs.IntVar(&o.rounds, "rounds", 2, "rounds; each starts both servers afresh and the order alternates")
+	scen := fs.String("scenarios", "all", "comma-separated: "+strings.Join(allScenarios, ",")+" (ingest always runs)")
+	fs.IntVar(&o.conns, "conns", 4, "ingest: websocket connections")
+	fs.IntVar(&o.window, "window", 64, "ingest: unanswered EVENTs allowed per connection")
+	fs.IntVar(&o.queries, "queries", 100, "query: REQs of each kind")
+	fs.IntVar(&o.negRuns, "neg-runs", 3, "negentropy: runs of each reconciliation (the median is reported)")
+	fs.IntVar(&o.fanout.Subs, "subs", 500, "fanout: live subscriptions")
+	fs.IntVar(&o.fanout.Conns, "sub-conns", 10, "fanout: connections the subscriptions are spread over")
+	fs.IntVar(&o.fanout.Events, "fanout-events", 200, "fanout: events published one at a time")
+	fs.IntVar(&o.cloneCommits, "clone-commits", 3000, "clone: commits in the generated repository")
+	fs.IntVar(&o.clones, "clones", 2, "clone: clones through each server (and as many native ones)")
+	fs.DurationVar(&o.settle, "settle", 3*time.Second, "pause after ingest before the second write reading (background compaction)")
+	fs.StringVar(&o.build.graspBin, "grasp-bin", "", "use this grasp binary instead of building ./cmd/grasp")
+	fs.StringVar(&o.build.baselineBin, "baseline-bin", "", "use this baseline binary instead of building it")
+	fs.Func("tags", "comma-separated build tags for grasp, e.g. libsecp256k1", func(v string) error {
+		o.build.tags = strings.Split(v, ",")
+		return nil
+	})
+	fs.StringVar(&o.profileDir, "profile", "", "write CPU profiles of ingest, negentropy and fanout per server and round to this directory")
+	fs.BoolVar(&o.baselineSync, "baseline-sync", true, "baseline: badger SyncWrites (an OK means durable, as for grasp)")
+	fs.StringVar(&o.jsonPath, "json", "", "also write every figure as JSON to this file (- for stdout)")
+	fs.BoolVar(&o.keep, "keep", false, "keep the temporary directory (data dirs, logs)")
+	return scen
+}
+
+func tableCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("grasp-bench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var o tableOpts
+	scen := tableFlags(fs, &o)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	var err error
+	if o.scenarios, err = parseScenarios(*scen); err != nil {
+		return err
+	}
+	if o.rounds < 1 || o.events < 100 || o.conns < 1 || o.window < 1 || o.fanout.Conns < 1 || o.fanout.Subs < o.fanout.Conns {
+		return fmt.Errorf("need rounds >= 1, events >= 100, conns and window >= 1, subs >= sub-conns >= 1")
+	}
+	o.build.profile = o.profileDir != ""
+	res, err := runTable(ctx, o, stderr)
+	if res != nil {
+		writeTableReport(stdout, o, res)
+		if o.jsonPath != "" {
+			if jerr := writeJSON(o.jsonPath, res); jerr != nil && err == nil {
+				err = jerr
+			}
+		}
+	}
+	return err
+}
+
+// tableResult is the whole output of the table command.
+type tableResult struct {
+	Machine   machine        `json:"machine"`
+	Command   string         `json:"command"`
+	Corpus    corpusSummary  `json:"corpus"`
+	Settings  map[string]any `json:"settings"`
+	Rounds    []roundResult  `json:"rounds"`
+	CloneRepo map[string]any `json:"clone_repo,omitempty"`
+}
+
+type corpusSummary struct {
+	Path          string         `json:"path"`
+	Events        int            `json:"events"`
+	Repositories  int            `json:"repositories"`
+	AvgEventBytes float64        `json:"avg_event_bytes"`
+	Kinds         map[string]int `json:"kinds"`
+}
+
+func summarise(c *corpus, path string, n int) corpusSummary {
+	s := corpusSummary{Path: path, Events: n, Kinds: map[string]int{}}
+	var bytes int64
+	for _, it := range c.items[:n] {
+		s.Kinds[fmt.Sprint(it.kind)]++
+		bytes += int64(len(it.frame) - len(`["EVENT",]`))
+		if it.kind == 30617 {
+			s.Repositories++
+		}
+	}
+	s.AvgEventBytes = float64(bytes) / float64(max(1, n))
+	return s
+}
+
+func runTable(ctx context.Context, o tableOpts, stderr io.Writer) (*tableResult, error) {
+	logf := logger(stderr)
+	res := &tableResult{Machine: describeMachine(), Command: "grasp-bench " + strings.Join(os.Args[1:], " ")}
+	tmp, err := os.MkdirTemp("", "grasp-bench-")
+	if err != nil {
+		return nil, err
+	}
+	if o.keep {
+		logf("keeping %s", tmp)
+	} else {
+		defer os.RemoveAll(tmp)
+	}
+	c, err := loadOrGenerate(o.corpusDir, o.events, o.seed, logf)
+	if err != nil {
+		return nil, err
+	}
+	res.Corpus = summarise(c, corpusPath(o.corpusDir, o.events, o.seed), len(c.items))
+	res.Settings = map[string]any{
+		"conns": o.conns, "window": o.window, "queries_per_kind": o.queries, "neg_runs": o.negRuns,
+		"fanout": o.fanout, "clone_commits": o.cloneCommits, "clones": o.clones, "settle": o.settle.String(),
+		"baseline_sync_writes": o.baselineSync, "scenarios": o.scenarios, "grasp_tags": o.build.tags,
+	}
+	bins, err := prepareBinaries(ctx, o.build, tmp, logf)
+	if err != nil {
+		return res, err
+	}
+	var repo *cloneRepo
+	if o.scenarios["clone"] {
+		logf("generating a repository of %d commits", o.cloneCommits)
+		if repo, err = makeCloneRepo(ctx, filepath.Join(tmp, "clone-src.git"), o.cloneCommits); err != nil {
+			return res, err
+		}
+		res.CloneRepo = map[string]any{"commits": repo.commits, "pack_bytes": repo.packBytes}
+	}
+	if o.profileDir != "" {
+		if err := os.MkdirAll(o.profileDir, 0o755); err != nil {
+			return res, err
+		}
+	}
+	for r := 1; r <= o.rounds; r++ {
+		order := []string{serverGrasp, serverBaseline}
+		if r%2 == 0 {
+			order = []string{serverBaseline, serverGrasp}
+		}
+		rr := roundResult{Round: r, Order: order, Servers: map[string]*serverRun{}}
+		for _, name := range order {
+			logf("round %d: %s", r, name)
+			dir, err := os.MkdirTemp(tmp, name+"-")
+			if err != nil {
+				return res, err
+			}
+			run, err := runServerRound(ctx, name, bins, dir, c, repo, o, r, logf)
+			if !o.keep {
+				os.RemoveAll(dir)
+			}
+			if run != nil {
+				rr.Servers[name] = run
+			}
+			if err != nil {
+				rr.computeRatios()
+				res.Rounds = append(res.Rounds, rr)
+				return res, fmt.Errorf("round %d, %s: %w", r, name, err)
+			}
+		}
+		rr.computeRatios()
+		res.Rounds = append(res.Rounds, rr)
+	}
+	res.Machine.LoadAfter = loadAvg()
+	return res, nil
+}
+
+// runServerRound starts one server afresh and runs every scenario on it.
+func runServerRound(ctx context.Context, name string, bins binaries, dir string, c *corpus, repo *cloneRepo, o tableOpts, round int, logf func(string, ...any)) (*serverRun, error) {
+	p, gitRoot, err := startServer(ctx, name, bins, dir, serverOpts{baselineSync: o.baselineSync, profile: o.profileDir != ""})
+	if err != nil {
+		return nil, err
+	}
+	defer p.stop()
+	run := &serverRun{Server: name, Detail: map[string]any{}}
+	profiled := func(scenario string, f func() error) error {
+		if o.profileDir != "" {
+			if err := p.startProfile(filepath.Join(o.profileDir, fmt.Sprintf("%s-%s-r%d.pprof", scenario, name, round))); err != nil {
+				return err
+			}
+		}
+		err := f()
+		if o.profileDir != "" {
+			if perr := p.stopProfile(); perr != nil && err == nil {
+				err = perr
+			}
+		}
+		return err
+	}
+
+	// the repositories first (untimed), then their activity: ingest, RSS,
+	// bytes written
+	anns, states, activity := c.split(0, len(c.items))
+	done := newDoneSet(len(c.items))
+	pushRepo := filepath.Join(dir, "seed.git")
+	if _, err := gitRun(ctx, "", "init", "-q", "--bare", pushRepo); err != nil {
+		return nil, err
+	}
+	sr, err := seedRepos(ctx, p, name != serverBaseline, c, anns, states, done, pushRepo)
+	if err != nil {
+		return nil, fmt.Errorf("seed repositories: %w", err)
+	}
+	run.Detail["seed"] = sr
+	before, err := sampleProc(p.pid())
+	if err != nil {
+		return nil, err
+	}
+	var ing ingestResult
+	err = profiled("ingest", func() error {
+		var err error
+		ing, err = ingest(ctx, p.wsURL(), c, activity, done, o.conns, o.window)
+		return err
+	})
+	if err != nil {
+		return run, fmt.Errorf("ingest: %w", err)
+	}
+	after, err := sampleProc(p.pid())
+	if err != nil {
+		return run, err
+	}
+	if ing.Rejected > 0 {
+		return run, fmt.Errorf("ingest: %d events refused: %v", ing.Rejected, ing.Reasons)
+	}
+	select {
+	case <-time.After(o.settle):
+	case <-ctx.Done():
+		return run, ctx.Err()
+	}
+	settled, err := sampleProc(p.pid())
+	if err != nil {
+		return run, err
+	}
+	dirs, total := dirSizes(p.dataDir)
+	n := float64(len(activity))
+	run.add("ingest_rate", "ingest to durable OK", "events/s", ing.rate())
+	run.add("ingest_ok_p50", "  OK latency p50", "ms", ms(percentile(ing.lats, 0.5)))
+	run.add("ingest_ok_p99", "  OK latency p99", "ms", ms(percentile(ing.lats, 0.99)))
+	run.add("ingest_cpu", "  server CPU per event", "µs", float64((after.cpu-before.cpu).Microseconds())/n)
+	run.add("write_per_event", "bytes written per event, at the last OK", "B", float64(after.writeBytes-before.writeBytes)/n)
+	run.add("write_per_event_settled", fmt.Sprintf("bytes written per event, %s later", o.settle), "B", float64(settled.writeBytes-before.writeBytes)/n)
+	run.add("disk_per_event", "data directory size per event", "B", float64(total)/float64(len(c.items)))
+	run.Detail["ingest"] = ing
+	run.Detail["data_dir_bytes"] = dirs
+	run.Detail["rss_after_ingest_kib"] = after.hwmKB
+
+	if err := p.alive(); err != nil {
+		return run, err
+	}
+	if o.scenarios["query"] {
+		logf("round %d: %s: queries", round, name)
+		qs, err := runQueries(ctx, p.wsURL(), querySets(c, len(c.items), o.queries, o.seed))
+		if err != nil {
+			return run, fmt.Errorf("query: %w", err)
+		}
+		for _, q := range qs {
+			run.add("query_"+q.Name+"_p50", "query "+q.Name+" p50", "ms", ms(q.P50))
+			run.add("query_"+q.Name+"_p99", "query "+q.Name+" p99", "ms", ms(q.P99))
+		}
+		run.Detail["queries"] = qs
+	}
+	if o.scenarios["negentropy"] {
+		logf("round %d: %s: negentropy", round, name)
+		var partial, insync []negResult
+		err := profiled("negentropy", func() error {
+			for range max(1, o.negRuns) {
+				r, err := runNegentropy(ctx, p.wsURL(), c, len(c.items), 100)
+				if err != nil {
+					return fmt.Errorf("99%% held: %w", err)
+				}
+				partial = append(partial, r)
+				r, err = runNegentropy(ctx, p.wsURL(), c, len(c.items), 0)
+				if err != nil {
+					return fmt.Errorf("in sync: %w", err)
+				}
+				insync = append(insync, r)
+			}
+			return nil
+		})
+		if err != nil {
+			return run, fmt.Errorf("negentropy: %w", err)
+		}
+		run.add("neg_99", "NIP-77 reconciliation, 99 % held (incl. fetching the 1 %)", "ms", ms(medianNeg(partial)))
+		run.add("neg_insync", "NIP-77 reconciliation, all held", "ms", ms(medianNeg(insync)))
+		run.Detail["negentropy_99"] = partial
+		run.Detail["negentropy_insync"] = insync
+	}
+	if o.scenarios["fanout"] {
+		logf("round %d: %s: fan-out", round, name)
+		var fo fanoutResult
+		err := profiled("fanout", func() error {
+			var err error
+			fo, err = runFanout(ctx, p.wsURL(), c.hdr.Repos, o.fanout)
+			return err
+		})
+		if err != nil {
+			return run, fmt.Errorf("fanout: %w", err)
+		}
+		label := fmt.Sprintf("live fan-out (%d subs on %d conns × %d events)", o.fanout.Subs, o.fanout.Conns, o.fanout.Events)
+		run.add("fanout_p50", label+" p50", "ms", ms(fo.P50))
+		run.add("fanout_p99", "  fan-out p99", "ms", ms(fo.P99))
+		run.add("fanout_last_p50", "  publish → last subscriber p50", "ms", ms(fo.LastP50))
+		run.Detail["fanout"] = fo
+	}
+	if o.scenarios["clone"] && repo != nil {
+		logf("round %d: %s: clone", round, name)
+		var url string
+		if name == serverBaseline {
+			url, err = hostOnBaseline(ctx, p, gitRoot, repo)
+		} else {
+			url, err = hostOnGrasp(ctx, p, repo)
+		}
+		if err != nil {
+			return run, fmt.Errorf("clone setup: %w", err)
+		}
+		cl, err := runClones(ctx, url, repo, o.clones, dir)
+		if err != nil {
+			return run, fmt.Errorf("clone: %w", err)
+		}
+		run.add("clone_ratio", "git clone through the server ÷ git clone --no-local", "", cl.ratio())
+		run.add("clone_s", "  git clone through the server", "s", cl.Served.Seconds()/float64(cl.Clones))
+		run.Detail["clone"] = cl
+	}
+	final, err := sampleProc(p.pid())
+	if err != nil {
+		return run, err
+	}
+	run.add("rss_peak", "server RSS peak (VmHWM)", "MiB", float64(final.hwmKB)/1024)
+	return run, p.alive()
+}
+
+func medianNeg(rs []negResult) time.Duration {
+	d := make([]time.Duration, len(rs))
+	for i, r := range rs {
+		d[i] = r.Duration
+	}
+	slices.Sort(d)
+	return d[len(d)/2]
+}
+
+func writeTableReport(w io.Writer, o tableOpts, res *tableResult) {
+	fmt.Fprintf(w, "grasp-bench: %d rounds (values: round 1 / round 2 ...), ratio = grasp ÷ baseline (same run)\n", len(res.Rounds))
+	fmt.Fprintf(w, "machine: %s\n", res.Machine)
+	fmt.Fprintf(w, "corpus: %d events (%d repositories), average event %.0f B of JSON; %d connections × %d in flight\n",
+		res.Corpus.Events, res.Corpus.Repositories, res.Corpus.AvgEventBytes, o.conns, o.window)
+	fmt.Fprintf(w, "baseline: khatru v0.19.1 + eventstore badger, default options, SyncWrites=%v; git http-backend over CGI\n\n", o.baselineSync)
+	writeTable(w, res.Rounds)
+	fmt.Fprint(w, ingestNotes)
+}
+
+const ingestNotes = `
+ingest: the corpus's issues, patches, comments and statuses; the repositories they belong to
+  (announcements, states and, on grasp, a push of the commit each state names) are created
+  before and not counted.
+bytes written: /proc/<pid>/io write_bytes of the server process over the ingest (with the
+  children it reaped, i.e. git) ÷ events: event store, indexes, value log, WAL, side tables;
+  logs go to a pipe and are not counted.
+server CPU: utime+stime (with reaped children) over the ingest ÷ events; steadier than
+  events/s when other processes share the cores.
+`
