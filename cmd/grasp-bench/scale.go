@@ -222,31 +222,12 @@ func scaleServer(ctx context.Context, name string, bins binaries, dir string, c 
 		run.Detail["ingest"] = ing
 		if name != serverLibsecp {
 			logf("%s: queries and NIP-77 at %d events", name, n)
-			qs, err := runQueries(ctx, p.wsURL(), querySets(c, n, o.queries, o.seed))
-			if err != nil {
-				return out, fmt.Errorf("queries at %d: %w", n, err)
+			if err := measureQueries(ctx, p, c, n, o.queries, o.seed, run); err != nil {
+				return out, fmt.Errorf("at %d events: %w", n, err)
 			}
-			for _, q := range qs {
-				run.add("query_"+q.Name+"_p50", "query "+q.Name+" p50", "ms", ms(q.P50))
-				run.add("query_"+q.Name+"_p99", "query "+q.Name+" p99", "ms", ms(q.P99))
+			if err := measureNegentropy(ctx, p, c, n, o.negRuns, run); err != nil {
+				return out, fmt.Errorf("at %d events: %w", n, err)
 			}
-			run.Detail["queries"] = qs
-			var partial, insync []negResult
-			for range max(1, o.negRuns) {
-				r, err := runNegentropy(ctx, p.wsURL(), c, n, 100)
-				if err != nil {
-					return out, fmt.Errorf("negentropy (99%% held) at %d: %w", n, err)
-				}
-				partial = append(partial, r)
-				r, err = runNegentropy(ctx, p.wsURL(), c, n, 0)
-				if err != nil {
-					return out, fmt.Errorf("negentropy (in sync) at %d: %w", n, err)
-				}
-				insync = append(insync, r)
-			}
-			run.add("neg_99", "NIP-77, 99 % held (incl. fetching the 1 %)", "ms", ms(medianNeg(partial)))
-			run.add("neg_insync", "NIP-77, all held", "ms", ms(medianNeg(insync)))
-			run.Detail["negentropy_99"], run.Detail["negentropy_insync"] = partial, insync
 		}
 		now, err := sampleProc(p.pid())
 		if err != nil {

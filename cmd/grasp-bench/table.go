@@ -300,46 +300,26 @@ func runServerRound(ctx context.Context, name string, bins binaries, dir string,
 	}
 	if o.scenarios["query"] {
 		logf("round %d: %s: queries", round, name)
-		qs, err := runQueries(ctx, p.wsURL(), querySets(c, len(c.items), o.queries, o.seed))
-		if err != nil {
-			return run, fmt.Errorf("query: %w", err)
+		if err := measureQueries(ctx, p, c, len(c.items), o.queries, o.seed, run); err != nil {
+			return run, err
 		}
-		for _, q := range qs {
-			run.add("query_"+q.Name+"_p50", "query "+q.Name+" p50", "ms", ms(q.P50))
-			run.add("query_"+q.Name+"_p99", "query "+q.Name+" p99", "ms", ms(q.P99))
-		}
-		run.Detail["queries"] = qs
 	}
 	if o.scenarios["negentropy"] {
 		logf("round %d: %s: negentropy", round, name)
-		var partial, insync []negResult
-		err := profiled("negentropy", func() error {
-			for range max(1, o.negRuns) {
-				r, err := runNegentropy(ctx, p.wsURL(), c, len(c.items), 100)
-				if err != nil {
-					return fmt.Errorf("99%% held: %w", err)
-				}
-				partial = append(partial, r)
-				r, err = runNegentropy(ctx, p.wsURL(), c, len(c.items), 0)
-				if err != nil {
-					return fmt.Errorf("in sync: %w", err)
-				}
-				insync = append(insync, r)
-			}
-			return nil
-		})
-		if err != nil {
-			return run, fmt.Errorf("negentropy: %w", err)
+		if err := profiled("negentropy", func() error {
+			return measureNegentropy(ctx, p, c, len(c.items), o.negRuns, run)
+		}); err != nil {
+			return run, err
 		}
-		run.add("neg_99", "NIP-77 reconciliation, 99 % held (incl. fetching the 1 %)", "ms", ms(medianNeg(partial)))
-		run.add("neg_insync", "NIP-77 reconciliation, all held", "ms", ms(medianNeg(insync)))
-		run.Detail["negentropy_99"] = partial
-		run.Detail["negentropy_insync"] = insync
 	}
 	if o.scenarios["fanout"] {
 		logf("round %d: %s: fan-out", round, name)
 		var fo fanoutResult
-		err := profiled("fanout", func() error {
+		cpu0, err := threadCPU(p.pid())
+		if err != nil {
+			return run, err
+		}
+		err = profiled("fanout", func() error {
 			var err error
 			fo, err = runFanout(ctx, p.wsURL(), c.hdr.Repos, o.fanout)
 			return err
@@ -347,10 +327,15 @@ func runServerRound(ctx context.Context, name string, bins binaries, dir string,
 		if err != nil {
 			return run, fmt.Errorf("fanout: %w", err)
 		}
+		cpu1, err := threadCPU(p.pid())
+		if err != nil {
+			return run, err
+		}
 		label := fmt.Sprintf("live fan-out (%d subs on %d conns × %d events)", o.fanout.Subs, o.fanout.Conns, o.fanout.Events)
 		run.add("fanout_p50", label+" p50", "ms", ms(fo.P50))
 		run.add("fanout_p99", "  fan-out p99", "ms", ms(fo.P99))
 		run.add("fanout_last_p50", "  publish → last subscriber p50", "ms", ms(fo.LastP50))
+		run.add("fanout_cpu", "  server CPU per delivered copy (incl. subscribing)", "µs", float64((cpu1-cpu0).Microseconds())/float64(max(1, fo.Deliveries)))
 		run.Detail["fanout"] = fo
 	}
 	if o.scenarios["clone"] && repo != nil {
@@ -378,15 +363,6 @@ func runServerRound(ctx context.Context, name string, bins binaries, dir string,
 	}
 	run.add("rss_peak", "server RSS peak (VmHWM)", "MiB", float64(final.hwmKB)/1024)
 	return run, p.alive()
-}
-
-func medianNeg(rs []negResult) time.Duration {
-	d := make([]time.Duration, len(rs))
-	for i, r := range rs {
-		d[i] = r.Duration
-	}
-	slices.Sort(d)
-	return d[len(d)/2]
 }
 
 func writeTableReport(w io.Writer, o tableOpts, res *tableResult) {
