@@ -20,20 +20,12 @@ import (
 
 // scaleOpts are the flags of the scale command.
 type scaleOpts struct {
+	commonOpts
 	points           []int
-	seed             uint64
-	corpusDir        string
-	conns, window    int
-	queries          int
-	negRuns          int
 	baselineBudget   time.Duration
 	libsecp          bool
 	verifyGoroutines int
 	verifyFor        time.Duration
-	build            buildOpts
-	baselineSync     bool
-	jsonPath         string
-	keep             bool
 }
 
 // pointRun is one server's figures at one store size.
@@ -65,21 +57,11 @@ func scaleCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.SetOutput(stderr)
 	var o scaleOpts
 	points := fs.String("points", "20000,200000,1000000", "store sizes at which to measure (events, ascending); the corpus is the largest, each point its prefix")
-	fs.Uint64Var(&o.seed, "seed", 1, "corpus generator seed")
-	fs.StringVar(&o.corpusDir, "corpus-dir", defaultCorpusDir(), "where pre-signed corpora are cached")
-	fs.IntVar(&o.conns, "conns", 4, "ingest: websocket connections")
-	fs.IntVar(&o.window, "window", 64, "ingest: unanswered EVENTs allowed per connection")
-	fs.IntVar(&o.queries, "queries", 100, "query: REQs of each kind at each point")
-	fs.IntVar(&o.negRuns, "neg-runs", 3, "negentropy: runs of each reconciliation per point (median reported)")
+	o.register(fs)
 	fs.DurationVar(&o.baselineBudget, "baseline-budget", 15*time.Minute, "skip the baseline at a point whose ingest its previous rate says would take longer")
 	fs.BoolVar(&o.libsecp, "libsecp", true, "also measure grasp built with -tags libsecp256k1 (cgo) and the verification ceilings")
 	fs.IntVar(&o.verifyGoroutines, "verify-goroutines", runtime.NumCPU(), "goroutines for the signature-verification ceiling")
 	fs.DurationVar(&o.verifyFor, "verify-for", 10*time.Second, "how long each verification ceiling is measured")
-	fs.StringVar(&o.build.graspBin, "grasp-bin", "", "use this grasp binary instead of building ./cmd/grasp")
-	fs.StringVar(&o.build.baselineBin, "baseline-bin", "", "use this baseline binary instead of building it")
-	fs.BoolVar(&o.baselineSync, "baseline-sync", true, "baseline: badger SyncWrites (an OK means durable, as for grasp)")
-	fs.StringVar(&o.jsonPath, "json", "", "also write every figure as JSON to this file (- for stdout)")
-	fs.BoolVar(&o.keep, "keep", false, "keep the temporary directory (data dirs, logs)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -92,29 +74,17 @@ func scaleCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	o.build.libsecp = o.libsecp
 	res, err := runScale(ctx, o, stderr)
-	if res != nil {
-		writeScaleReport(stdout, o, res)
-		if o.jsonPath != "" {
-			if jerr := writeJSON(o.jsonPath, res); jerr != nil && err == nil {
-				err = jerr
-			}
-		}
-	}
-	return err
+	return emit(res, err, func(r *scaleResult) { writeScaleReport(stdout, o, r) }, o.jsonPath)
 }
 
 func runScale(ctx context.Context, o scaleOpts, stderr io.Writer) (*scaleResult, error) {
 	logf := logger(stderr)
 	res := &scaleResult{Machine: describeMachine(), Command: "grasp-bench " + strings.Join(os.Args[1:], " "), Servers: map[string][]pointRun{}}
-	tmp, err := os.MkdirTemp("", "grasp-bench-scale-")
+	tmp, cleanup, err := o.workDir("grasp-bench-scale-", logf)
 	if err != nil {
 		return nil, err
 	}
-	if o.keep {
-		logf("keeping %s", tmp)
-	} else {
-		defer os.RemoveAll(tmp)
-	}
+	defer cleanup()
 	last := o.points[len(o.points)-1]
 	c, err := loadOrGenerate(o.corpusDir, last, o.seed, logf)
 	if err != nil {

@@ -12,26 +12,77 @@ import (
 	"time"
 )
 
+// commonOpts are the flags the table and scale commands share.
+type commonOpts struct {
+	seed          uint64
+	corpusDir     string
+	conns, window int
+	queries       int
+	negRuns       int
+	build         buildOpts
+	baselineSync  bool
+	jsonPath      string
+	keep          bool
+}
+
+func (o *commonOpts) register(fs *flag.FlagSet) {
+	fs.Uint64Var(&o.seed, "seed", 1, "corpus generator seed")
+	fs.StringVar(&o.corpusDir, "corpus-dir", defaultCorpusDir(), "where pre-signed corpora are cached")
+	fs.IntVar(&o.conns, "conns", 4, "ingest: websocket connections")
+	fs.IntVar(&o.window, "window", 64, "ingest: unanswered EVENTs allowed per connection")
+	fs.IntVar(&o.queries, "queries", 100, "query: REQs of each kind")
+	fs.IntVar(&o.negRuns, "neg-runs", 3, "negentropy: runs of each reconciliation (the median is reported)")
+	fs.StringVar(&o.build.graspBin, "grasp-bin", "", "use this grasp binary instead of building ./cmd/grasp")
+	fs.StringVar(&o.build.baselineBin, "baseline-bin", "", "use this baseline binary instead of building it")
+	fs.Func("tags", "comma-separated build tags for grasp, e.g. libsecp256k1", func(v string) error {
+		o.build.tags = strings.Split(v, ",")
+		return nil
+	})
+	fs.BoolVar(&o.baselineSync, "baseline-sync", true, "baseline: badger SyncWrites (an OK means durable, as for grasp)")
+	fs.StringVar(&o.jsonPath, "json", "", "also write every figure as JSON to this file (- for stdout)")
+	fs.BoolVar(&o.keep, "keep", false, "keep the temporary directory (data dirs, logs)")
+}
+
+// workDir makes the run's temporary directory; cleanup removes it unless
+// -keep asked to keep it.
+func (o commonOpts) workDir(prefix string, logf func(string, ...any)) (string, func(), error) {
+	tmp, err := os.MkdirTemp("", prefix)
+	if err != nil {
+		return "", nil, err
+	}
+	if o.keep {
+		logf("keeping %s", tmp)
+		return tmp, func() {}, nil
+	}
+	return tmp, func() { os.RemoveAll(tmp) }, nil
+}
+
+// emit prints what was measured, also after a failure part-way, and
+// writes it as JSON when asked.
+func emit[T any](res *T, err error, print func(*T), jsonPath string) error {
+	if res == nil {
+		return err
+	}
+	print(res)
+	if jsonPath != "" {
+		if jerr := writeJSON(jsonPath, res); jerr != nil && err == nil {
+			err = jerr
+		}
+	}
+	return err
+}
+
 // tableOpts are the flags of the table command.
 type tableOpts struct {
+	commonOpts
 	events       int
-	seed         uint64
-	corpusDir    string
 	rounds       int
 	scenarios    map[string]bool
-	conns        int
-	window       int
-	queries      int
-	negRuns      int
 	fanout       fanoutOpts
 	cloneCommits int
 	clones       int
 	settle       time.Duration
-	build        buildOpts
 	profileDir   string
-	baselineSync bool
-	jsonPath     string
-	keep         bool
 }
 
 var allScenarios = []string{"ingest", "query", "negentropy", "fanout", "clone"}
@@ -58,31 +109,17 @@ func parseScenarios(s string) (map[string]bool, error) {
 }
 
 func tableFlags(fs *flag.FlagSet, o *tableOpts) *string {
+	o.register(fs)
 	fs.IntVar(&o.events, "events", 20000, "events in the corpus")
-	fs.Uint64Var(&o.seed, "seed", 1, "corpus generator seed")
-	fs.StringVar(&o.corpusDir, "corpus-dir", defaultCorpusDir(), "where pre-signed corpora are cached")
 	fs.IntVar(&o.rounds, "rounds", 2, "rounds; each starts both servers afresh and the order alternates")
 	scen := fs.String("scenarios", "all", "comma-separated: "+strings.Join(allScenarios, ",")+" (ingest always runs)")
-	fs.IntVar(&o.conns, "conns", 4, "ingest: websocket connections")
-	fs.IntVar(&o.window, "window", 64, "ingest: unanswered EVENTs allowed per connection")
-	fs.IntVar(&o.queries, "queries", 100, "query: REQs of each kind")
-	fs.IntVar(&o.negRuns, "neg-runs", 3, "negentropy: runs of each reconciliation (the median is reported)")
 	fs.IntVar(&o.fanout.Subs, "subs", 500, "fanout: live subscriptions")
 	fs.IntVar(&o.fanout.Conns, "sub-conns", 10, "fanout: connections the subscriptions are spread over")
 	fs.IntVar(&o.fanout.Events, "fanout-events", 200, "fanout: events published one at a time")
 	fs.IntVar(&o.cloneCommits, "clone-commits", 3000, "clone: commits in the generated repository")
 	fs.IntVar(&o.clones, "clones", 2, "clone: clones through each server (and as many native ones)")
 	fs.DurationVar(&o.settle, "settle", 3*time.Second, "pause after ingest before the second write reading (background compaction)")
-	fs.StringVar(&o.build.graspBin, "grasp-bin", "", "use this grasp binary instead of building ./cmd/grasp")
-	fs.StringVar(&o.build.baselineBin, "baseline-bin", "", "use this baseline binary instead of building it")
-	fs.Func("tags", "comma-separated build tags for grasp, e.g. libsecp256k1", func(v string) error {
-		o.build.tags = strings.Split(v, ",")
-		return nil
-	})
 	fs.StringVar(&o.profileDir, "profile", "", "write CPU profiles of ingest, negentropy and fanout per server and round to this directory")
-	fs.BoolVar(&o.baselineSync, "baseline-sync", true, "baseline: badger SyncWrites (an OK means durable, as for grasp)")
-	fs.StringVar(&o.jsonPath, "json", "", "also write every figure as JSON to this file (- for stdout)")
-	fs.BoolVar(&o.keep, "keep", false, "keep the temporary directory (data dirs, logs)")
 	return scen
 }
 
@@ -103,15 +140,7 @@ func tableCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	o.build.profile = o.profileDir != ""
 	res, err := runTable(ctx, o, stderr)
-	if res != nil {
-		writeTableReport(stdout, o, res)
-		if o.jsonPath != "" {
-			if jerr := writeJSON(o.jsonPath, res); jerr != nil && err == nil {
-				err = jerr
-			}
-		}
-	}
-	return err
+	return emit(res, err, func(r *tableResult) { writeTableReport(stdout, o, r) }, o.jsonPath)
 }
 
 // tableResult is the whole output of the table command.
@@ -149,15 +178,11 @@ func summarise(c *corpus, path string, n int) corpusSummary {
 func runTable(ctx context.Context, o tableOpts, stderr io.Writer) (*tableResult, error) {
 	logf := logger(stderr)
 	res := &tableResult{Machine: describeMachine(), Command: "grasp-bench " + strings.Join(os.Args[1:], " ")}
-	tmp, err := os.MkdirTemp("", "grasp-bench-")
+	tmp, cleanup, err := o.workDir("grasp-bench-", logf)
 	if err != nil {
 		return nil, err
 	}
-	if o.keep {
-		logf("keeping %s", tmp)
-	} else {
-		defer os.RemoveAll(tmp)
-	}
+	defer cleanup()
 	c, err := loadOrGenerate(o.corpusDir, o.events, o.seed, logf)
 	if err != nil {
 		return nil, err
