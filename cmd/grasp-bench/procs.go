@@ -234,6 +234,8 @@ type procSample struct {
 	hwmKB      int64 // VmHWM: peak resident set since start
 	rssKB      int64 // VmRSS
 	writeBytes int64 // /proc/<pid>/io write_bytes: bytes sent (or due) to the storage layer
+	cancelled  int64 // cancelled_write_bytes: dirtied, then truncated or deleted before writeback
+	wchar      int64 // bytes handed to write(2) and the like, cached or not
 	cpu        time.Duration
 }
 
@@ -265,8 +267,15 @@ func sampleProc(pid int) (procSample, error) {
 		return s, err
 	}
 	for _, line := range strings.Split(string(io), "\n") {
-		if v, ok := strings.CutPrefix(line, "write_bytes:"); ok {
-			s.writeBytes, _ = strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+		field, v, _ := strings.Cut(line, ":")
+		n, _ := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+		switch field {
+		case "write_bytes":
+			s.writeBytes = n
+		case "cancelled_write_bytes":
+			s.cancelled = n
+		case "wchar":
+			s.wchar = n
 		}
 	}
 	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))

@@ -254,8 +254,9 @@ func verifyCeilings(ctx context.Context, o scaleOpts, tmp string, logf func(stri
 func writeScaleReport(w io.Writer, o scaleOpts, res *scaleResult) {
 	fmt.Fprintf(w, "grasp-bench scale: each server filled point by point; ingest figures are for the events added since the previous point\n")
 	fmt.Fprintf(w, "machine: %s\n", res.Machine)
-	fmt.Fprintf(w, "corpus: %d events (%d repositories), average event %.0f B of JSON; %d connections × %d in flight\n\n",
+	fmt.Fprintf(w, "corpus: %d events (%d repositories), average event %.0f B of JSON; %d connections × %d in flight\n",
 		res.Corpus.Events, res.Corpus.Repositories, res.Corpus.AvgEventBytes, o.conns, o.window)
+	fmt.Fprint(w, baselineLine(o.baselineSync))
 	tw := tabwriter.NewWriter(w, 0, 0, 1, ' ', 0)
 	fmt.Fprint(tw, "| events stored\t")
 	for _, n := range o.points {

@@ -73,7 +73,11 @@ func prepareBinaries(ctx context.Context, o buildOpts, dir string, logf func(str
 
 // serverOpts configure one server process.
 type serverOpts struct {
-	negentropyMax int  // grasp: relay.limits.negentropy_max_events; 0 keeps the default
+	// negentropyMax is the most events one NIP-77 session covers: grasp's
+	// relay.limits.negentropy_max_events, the baseline's
+	// MaxLimitNegentropy. 0 keeps grasp's default (1,000,000) and gives the
+	// baseline the same.
+	negentropyMax int
 	baselineSync  bool // baseline: badger SyncWrites
 	profile       bool
 }
@@ -113,7 +117,12 @@ func startServer(ctx context.Context, name string, bins binaries, dir string, o 
 		if err := os.MkdirAll(gitRoot, 0o755); err != nil {
 			return nil, "", err
 		}
-		args := []string{"-listen", "127.0.0.1:0", "-dir", data, "-git-root", gitRoot, "-sync=" + strconv.FormatBool(o.baselineSync)}
+		negLimit := o.negentropyMax
+		if negLimit == 0 {
+			negLimit = 1_000_000
+		}
+		args := []string{"-listen", "127.0.0.1:0", "-dir", data, "-git-root", gitRoot, "-sync=" + strconv.FormatBool(o.baselineSync),
+			"-neg-limit", strconv.Itoa(negLimit)}
 		if o.profile {
 			args = append(args, "-profile", "127.0.0.1:0")
 		}

@@ -5,11 +5,20 @@
 // OK means the event is on disk, as it does for grasp), NIP-77 enabled, and
 // `git http-backend` behind Go's CGI handler for the clone comparison.
 //
+// One setting departs from eventstore's defaults, because it decides what
+// NIP-77 costs: MaxLimitNegentropy, the most events a negentropy query
+// returns, is -neg-limit (1,000,000, grasp's default
+// relay.limits.negentropy_max_events). eventstore's own default,
+// 16,777,216, makes every NEG-OPEN preallocate result slices for that many
+// events (~800 MB); MaxLimit = 1000, which other test relays set, silently
+// cuts reconciliation to the newest 1000 events. -neg-limit 0 restores the
+// library default.
+//
 // It adds nothing of grasp's: no policy, no limits, no purgatory. It must
 // stay that plain, or the ratios stop meaning "grasp ÷ the framework it is
 // built on".
 //
-//	baseline -listen 127.0.0.1:0 -dir DATA [-git-root DIR] [-sync=true] [-profile 127.0.0.1:0]
+//	baseline -listen 127.0.0.1:0 -dir DATA [-git-root DIR] [-sync=true] [-neg-limit N] [-profile 127.0.0.1:0]
 //
 // It prints "listening <host:port>" on stdout once it serves, and stops
 // cleanly on SIGTERM or SIGINT.
@@ -42,21 +51,23 @@ func main() {
 	dir := flag.String("dir", "", "badger data directory (required)")
 	gitRoot := flag.String("git-root", "", "serve the bare repositories under this directory with git http-backend")
 	syncWrites := flag.Bool("sync", true, "badger SyncWrites: an OK means the event is on disk")
+	negLimit := flag.Int("neg-limit", 1_000_000, "badger MaxLimitNegentropy: most events one NIP-77 session covers (0: eventstore's default)")
 	profile := flag.String("profile", "", "serve the CPU-profile switch on this loopback address")
 	flag.Parse()
 	if *dir == "" {
 		fmt.Fprintln(os.Stderr, "baseline: -dir is required")
 		os.Exit(2)
 	}
-	if err := run(*listen, *dir, *gitRoot, *syncWrites, *profile); err != nil {
+	if err := run(*listen, *dir, *gitRoot, *syncWrites, *negLimit, *profile); err != nil {
 		fmt.Fprintf(os.Stderr, "baseline: %v\n", err)
 		os.Exit(1)
 	}
 }
 
-func run(listen, dir, gitRoot string, syncWrites bool, profile string) error {
+func run(listen, dir, gitRoot string, syncWrites bool, negLimit int, profile string) error {
 	db := &badger.BadgerBackend{
-		Path: dir,
+		Path:               dir,
+		MaxLimitNegentropy: negLimit, // with MaxLimit unset, Init keeps it (0: its default)
 		BadgerOptionsModifier: func(o dgbadger.Options) dgbadger.Options {
 			return o.WithSyncWrites(syncWrites).WithLogger(nil)
 		},
