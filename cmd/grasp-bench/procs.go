@@ -22,15 +22,12 @@ import (
 // moduleRoot is the directory of the go.mod of the working directory's
 // module; the servers are built from there.
 func moduleRoot(ctx context.Context) (string, error) {
-	out, err := exec.CommandContext(ctx, "go", "env", "GOMOD").Output()
-	if err != nil {
-		return "", fmt.Errorf("go env GOMOD: %w", err)
-	}
-	mod := strings.TrimSpace(string(out))
-	if mod == "" || mod == os.DevNull {
+	out, err := exec.CommandContext(ctx, "go", "list", "-m", "-f", "{{.Path}} {{.Dir}}").Output()
+	path, dir, _ := strings.Cut(strings.TrimSpace(string(out)), " ")
+	if err != nil || path != "github.com/grasp-dev/grasp" || dir == "" {
 		return "", errors.New("not inside the grasp module: run from the repository, or pass -grasp-bin and -baseline-bin")
 	}
-	return filepath.Dir(mod), nil
+	return dir, nil
 }
 
 // goBuild builds pkg (relative to the module root) into out.

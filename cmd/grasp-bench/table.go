@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/grasp-dev/grasp/core/nip34"
 )
 
 // commonOpts are the flags the table and scale commands share.
@@ -167,7 +169,7 @@ func summarise(c *corpus, path string, n int) corpusSummary {
 	for _, it := range c.items[:n] {
 		s.Kinds[fmt.Sprint(it.kind)]++
 		bytes += int64(len(it.frame) - len(`["EVENT",]`))
-		if it.kind == 30617 {
+		if it.kind == nip34.KindAnnouncement {
 			s.Repositories++
 		}
 	}
