@@ -91,6 +91,52 @@ func TestTableEndToEnd(t *testing.T) {
 	}
 }
 
+// TestScaleEndToEnd fills both servers point by point on a tiny corpus and
+// checks every point carries positive figures for each.
+func TestScaleEndToEnd(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs two servers")
+	}
+	dir := t.TempDir()
+	jsonPath := filepath.Join(dir, "out.json")
+	var stdout, stderr bytes.Buffer
+	code := run([]string{"scale", "-points", "150,300", "-libsecp=false", "-corpus-dir", dir,
+		"-conns", "2", "-window", "8", "-queries", "3", "-neg-runs", "1", "-json", jsonPath}, &stdout, &stderr)
+	if code != 0 {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout.String(), stderr.String())
+	}
+	data, err := os.ReadFile(jsonPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res scaleResult
+	if err := json.Unmarshal(data, &res); err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Points) != 2 || res.Points[0] < 150 || res.Points[1] != 300 {
+		t.Fatalf("points %v, want about 150 and 300", res.Points)
+	}
+	for _, name := range []string{serverGrasp, serverBaseline} {
+		runs := res.Servers[name]
+		if len(runs) != 2 {
+			t.Fatalf("%s: %d points, want 2", name, len(runs))
+		}
+		for _, pr := range runs {
+			if pr.Run == nil {
+				t.Fatalf("%s at %d: skipped (%s)", name, pr.Events, pr.Skipped)
+			}
+			for _, k := range []string{"ingest_rate", "ingest_cpu", "query_ids_p50", "neg_99", "neg_insync", "rss_peak"} {
+				if v, ok := pr.Run.get(k); !ok || !(v > 0) {
+					t.Errorf("%s at %d: %s = %v (present %v), want a positive number", name, pr.Events, k, v, ok)
+				}
+			}
+		}
+	}
+	if !strings.Contains(stdout.String(), "| events stored") {
+		t.Errorf("no scale table in the output:\n%s", stdout.String())
+	}
+}
+
 // TestCorpusReproducible: the same size and seed give the same events (ids),
 // every dependency points backwards, and the commit a state names is the
 // object git computes for the body the benchmark pushes.
@@ -128,6 +174,15 @@ func TestCorpusReproducible(t *testing.T) {
 	}
 	if states != len(ca.hdr.Repos) || states < 2 {
 		t.Fatalf("%d states for %d repositories", states, len(ca.hdr.Repos))
+	}
+	// every prefix the scale curve measures has all its repositories
+	// released: no announcement without its state
+	for n := 1; n <= len(ca.items); n += 7 {
+		b := ca.boundary(n)
+		anns, states, _ := ca.split(0, b)
+		if b < n || len(anns) != len(states) {
+			t.Fatalf("boundary(%d) = %d with %d announcements and %d states before it", n, b, len(anns), len(states))
+		}
 	}
 	oid, body := seedCommit(strings.Repeat("ab", 32), "repo")
 	cmd := exec.Command("git", "hash-object", "-t", "commit", "--stdin")

@@ -548,3 +548,24 @@ func (c *corpus) split(from, to int) (anns, states, activity []int) {
 	}
 	return anns, states, activity
 }
+
+// boundary is the first size >= n at which no announcement is stored
+// without the state that follows it, so that every prefix the scale curve
+// measures has all its repositories released.
+func (c *corpus) boundary(n int) int {
+	open := map[string]bool{}
+	for i, it := range c.items {
+		if i >= n && len(open) == 0 {
+			return i
+		}
+		if it.kind == nip34.KindAnnouncement || it.kind == nip34.KindState {
+			key := it.pubkey + ":" + dTag(it)
+			if it.kind == nip34.KindAnnouncement {
+				open[key] = true
+			} else {
+				delete(open, key)
+			}
+		}
+	}
+	return len(c.items)
+}

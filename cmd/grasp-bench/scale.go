@@ -44,6 +44,7 @@ type verifyResult struct {
 }
 
 type scaleResult struct {
+	Points   []int                 `json:"points"` // the sizes measured (see corpus.boundary)
 	Machine  machine               `json:"machine"`
 	Command  string                `json:"command"`
 	Corpus   corpusSummary         `json:"corpus"`
@@ -91,6 +92,10 @@ func runScale(ctx context.Context, o scaleOpts, stderr io.Writer) (*scaleResult,
 		return nil, err
 	}
 	res.Corpus = summarise(c, corpusPath(o.corpusDir, last, o.seed), last)
+	for i, n := range o.points {
+		o.points[i] = c.boundary(n)
+	}
+	res.Points = o.points
 	negMax := 0
 	if last+last/10 > 1_000_000 { // the default limit must cover the whole store
 		negMax = last + last/10
@@ -105,7 +110,7 @@ func runScale(ctx context.Context, o scaleOpts, stderr io.Writer) (*scaleResult,
 		return res, err
 	}
 	if o.libsecp {
-		if res.Verify, err = verifyCeilings(ctx, o, tmp, logf); err != nil {
+		if res.Verify, err = verifyCeilings(ctx, o, last, tmp, logf); err != nil {
 			return res, err
 		}
 	}
@@ -219,7 +224,7 @@ func scaleServer(ctx context.Context, name string, bins binaries, dir string, c 
 // verifyCeilings measures signature checks per second with btcec (this
 // binary) and with libsecp256k1 (this command rebuilt with the tag), on
 // the same events.
-func verifyCeilings(ctx context.Context, o scaleOpts, tmp string, logf func(string, ...any)) ([]verifyResult, error) {
+func verifyCeilings(ctx context.Context, o scaleOpts, events int, tmp string, logf func(string, ...any)) ([]verifyResult, error) {
 	logf("signature verification ceilings (%d goroutines, %s each)", o.verifyGoroutines, o.verifyFor)
 	var out []verifyResult
 	root, err := moduleRoot(ctx)
@@ -235,7 +240,7 @@ func verifyCeilings(ctx context.Context, o scaleOpts, tmp string, logf func(stri
 		if err := goBuild(ctx, root, "./cmd/grasp-bench", bins[lib], tags); err != nil {
 			return nil, err
 		}
-		cmd := exec.CommandContext(ctx, bins[lib], "verify", "-events", strconv.Itoa(o.points[len(o.points)-1]), "-seed", strconv.FormatUint(o.seed, 10),
+		cmd := exec.CommandContext(ctx, bins[lib], "verify", "-events", strconv.Itoa(events), "-seed", strconv.FormatUint(o.seed, 10),
 			"-corpus-dir", o.corpusDir, "-goroutines", strconv.Itoa(o.verifyGoroutines), "-for", o.verifyFor.String(), "-json")
 		var stdout, stderr bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &stdout, &stderr
@@ -259,12 +264,12 @@ func writeScaleReport(w io.Writer, o scaleOpts, res *scaleResult) {
 	fmt.Fprint(w, baselineLine(o.baselineSync))
 	tw := tabwriter.NewWriter(w, 0, 0, 1, ' ', 0)
 	fmt.Fprint(tw, "| events stored\t")
-	for _, n := range o.points {
+	for _, n := range res.Points {
 		fmt.Fprintf(tw, "| %s\t", commas(int64(n)))
 	}
 	fmt.Fprintln(tw, "|")
 	fmt.Fprint(tw, "|---\t")
-	for range o.points {
+	for range res.Points {
 		fmt.Fprint(tw, "|--:\t")
 	}
 	fmt.Fprintln(tw, "|")
@@ -296,7 +301,7 @@ func writeScaleReport(w io.Writer, o scaleOpts, res *scaleResult) {
 				label = name + ": ingest"
 			}
 			fmt.Fprintf(tw, "| %s, %s\t", label, k.Unit)
-			for _, n := range o.points {
+			for _, n := range res.Points {
 				cell := "—"
 				for _, pr := range runs {
 					if pr.Events == n && pr.Run != nil {
