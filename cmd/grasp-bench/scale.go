@@ -102,7 +102,7 @@ func runScale(ctx context.Context, o scaleOpts, stderr io.Writer) (*scaleResult,
 	}
 	res.Settings = map[string]any{
 		"points": o.points, "conns": o.conns, "window": o.window, "queries_per_kind": o.queries, "neg_runs": o.negRuns,
-		"baseline_budget": o.baselineBudget.String(), "baseline_sync_writes": o.baselineSync,
+		"baseline_budget": o.baselineBudget.String(), "baseline_sync_writes": o.baselineSync, "baseline_neg_limit": o.baselineNeg,
 		"grasp_negentropy_max_events": negMax,
 	}
 	bins, err := prepareBinaries(ctx, o.build, tmp, logf)
@@ -141,7 +141,7 @@ func runScale(ctx context.Context, o scaleOpts, stderr io.Writer) (*scaleResult,
 // between the previous point and this one, then measures queries and
 // NIP-77 over everything stored so far.
 func scaleServer(ctx context.Context, name string, bins binaries, dir string, c *corpus, o scaleOpts, negMax int, logf func(string, ...any)) ([]pointRun, error) {
-	p, _, err := startServer(ctx, name, bins, dir, serverOpts{negentropyMax: negMax, baselineSync: o.baselineSync})
+	p, _, err := startServer(ctx, name, bins, dir, serverOpts{negentropyMax: negMax, baselineSync: o.baselineSync, baselineNeg: o.baselineNeg})
 	if err != nil {
 		return nil, err
 	}
@@ -261,7 +261,7 @@ func writeScaleReport(w io.Writer, o scaleOpts, res *scaleResult) {
 	fmt.Fprintf(w, "machine: %s\n", res.Machine)
 	fmt.Fprintf(w, "corpus: %d events (%d repositories), average event %.0f B of JSON; %d connections × %d in flight\n",
 		res.Corpus.Events, res.Corpus.Repositories, res.Corpus.AvgEventBytes, o.conns, o.window)
-	fmt.Fprint(w, baselineLine(o.baselineSync))
+	fmt.Fprint(w, baselineLine(o.commonOpts))
 	tw := tabwriter.NewWriter(w, 0, 0, 1, ' ', 0)
 	fmt.Fprint(tw, "| events stored\t")
 	for _, n := range res.Points {

@@ -78,6 +78,7 @@ type serverOpts struct {
 	// MaxLimitNegentropy. 0 keeps grasp's default (1,000,000) and gives the
 	// baseline the same.
 	negentropyMax int
+	baselineNeg   int  // baseline: MaxLimitNegentropy instead of negentropyMax, if > 0
 	baselineSync  bool // baseline: badger SyncWrites
 	profile       bool
 }
@@ -120,6 +121,9 @@ func startServer(ctx context.Context, name string, bins binaries, dir string, o 
 		negLimit := o.negentropyMax
 		if negLimit == 0 {
 			negLimit = 1_000_000
+		}
+		if o.baselineNeg > 0 {
+			negLimit = o.baselineNeg
 		}
 		args := []string{"-listen", "127.0.0.1:0", "-dir", data, "-git-root", gitRoot, "-sync=" + strconv.FormatBool(o.baselineSync),
 			"-neg-limit", strconv.Itoa(negLimit)}

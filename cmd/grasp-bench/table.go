@@ -23,6 +23,7 @@ type commonOpts struct {
 	negRuns       int
 	build         buildOpts
 	baselineSync  bool
+	baselineNeg   int
 	jsonPath      string
 	keep          bool
 }
@@ -41,6 +42,7 @@ func (o *commonOpts) register(fs *flag.FlagSet) {
 		return nil
 	})
 	fs.BoolVar(&o.baselineSync, "baseline-sync", true, "baseline: badger SyncWrites (an OK means durable, as for grasp)")
+	fs.IntVar(&o.baselineNeg, "baseline-neg-limit", 0, "baseline: badger MaxLimitNegentropy; 0 = grasp's negentropy_max_events (16777216 is eventstore's default)")
 	fs.StringVar(&o.jsonPath, "json", "", "also write every figure as JSON to this file (- for stdout)")
 	fs.BoolVar(&o.keep, "keep", false, "keep the temporary directory (data dirs, logs)")
 }
@@ -193,7 +195,7 @@ func runTable(ctx context.Context, o tableOpts, stderr io.Writer) (*tableResult,
 	res.Settings = map[string]any{
 		"conns": o.conns, "window": o.window, "queries_per_kind": o.queries, "neg_runs": o.negRuns,
 		"fanout": o.fanout, "clone_commits": o.cloneCommits, "clones": o.clones, "settle": o.settle.String(),
-		"baseline_sync_writes": o.baselineSync, "scenarios": o.scenarios, "grasp_tags": o.build.tags,
+		"baseline_sync_writes": o.baselineSync, "baseline_neg_limit": o.baselineNeg, "scenarios": o.scenarios, "grasp_tags": o.build.tags,
 	}
 	bins, err := prepareBinaries(ctx, o.build, tmp, logf)
 	if err != nil {
@@ -246,7 +248,7 @@ func runTable(ctx context.Context, o tableOpts, stderr io.Writer) (*tableResult,
 
 // runServerRound starts one server afresh and runs every scenario on it.
 func runServerRound(ctx context.Context, name string, bins binaries, dir string, c *corpus, repo *cloneRepo, o tableOpts, round int, logf func(string, ...any)) (*serverRun, error) {
-	p, gitRoot, err := startServer(ctx, name, bins, dir, serverOpts{baselineSync: o.baselineSync, profile: o.profileDir != ""})
+	p, gitRoot, err := startServer(ctx, name, bins, dir, serverOpts{baselineSync: o.baselineSync, baselineNeg: o.baselineNeg, profile: o.profileDir != ""})
 	if err != nil {
 		return nil, err
 	}
@@ -402,7 +404,7 @@ func writeTableReport(w io.Writer, o tableOpts, res *tableResult) {
 	fmt.Fprintf(w, "machine: %s\n", res.Machine)
 	fmt.Fprintf(w, "corpus: %d events (%d repositories), average event %.0f B of JSON; %d connections × %d in flight\n",
 		res.Corpus.Events, res.Corpus.Repositories, res.Corpus.AvgEventBytes, o.conns, o.window)
-	fmt.Fprint(w, baselineLine(o.baselineSync))
+	fmt.Fprint(w, baselineLine(o.commonOpts))
 	writeTable(w, res.Rounds)
 	fmt.Fprint(w, ingestNotes)
 }
@@ -422,6 +424,10 @@ server CPU: utime+stime (with reaped children) over the ingest ÷ events; per RE
   figures when other processes share the cores.
 `
 
-func baselineLine(syncWrites bool) string {
-	return fmt.Sprintf("baseline: khatru v0.19.1 + eventstore badger, default options but SyncWrites=%v and MaxLimitNegentropy = grasp's negentropy_max_events; git http-backend over CGI\n\n", syncWrites)
+func baselineLine(o commonOpts) string {
+	neg := "= grasp's negentropy_max_events"
+	if o.baselineNeg > 0 {
+		neg = commas(int64(o.baselineNeg))
+	}
+	return fmt.Sprintf("baseline: khatru v0.19.1 + eventstore badger, default options but SyncWrites=%v and MaxLimitNegentropy %s; git http-backend over CGI\n\n", o.baselineSync, neg)
 }
