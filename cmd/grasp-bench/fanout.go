@@ -42,12 +42,16 @@ const fanoutRepos = 40
 // fewer filters than one that tests them all.
 func fanoutFilters(repos []string, subs int, since nostr.Timestamp) []nostr.Filter {
 	out := make([]nostr.Filter, subs)
+	followed := min(len(repos), fanoutRepos)
 	for k := range out {
 		if k%5 == 0 {
 			out[k] = nostr.Filter{Kinds: []int{nip34.KindIssue}, Since: &since}
 		} else {
+			// numbered among the per-repository subscriptions, so every
+			// repository gets the same number of followers
+			j := k - k/5 - 1
 			out[k] = nostr.Filter{Kinds: []int{nip34.KindIssue, nip34.KindComment}, Since: &since,
-				Tags: nostr.TagMap{"a": {repos[k%min(len(repos), fanoutRepos)]}}}
+				Tags: nostr.TagMap{"a": {repos[j%followed]}}}
 		}
 	}
 	return out
