@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/grasp-dev/grasp/core/env"
 	"github.com/grasp-dev/grasp/core/sync/catchup"
 	"github.com/nbd-wtf/go-nostr"
 )
@@ -47,7 +48,7 @@ func runNegentropy(ctx context.Context, url string, c *corpus, n, missEvery int)
 		}
 		held = append(held, catchup.Item{ID: it.id, CreatedAt: nostr.Timestamp(it.createdAt)})
 	}
-	client, err := catchup.New(catchup.Config{})
+	client, err := catchup.New(catchup.Config{}, env.Env{})
 	if err != nil {
 		return negResult{}, err
 	}
