@@ -6,20 +6,19 @@ import (
 	"net/url"
 	"reflect"
 	"strings"
+
+	"github.com/grasp-dev/grasp/core/nip34"
 )
 
-// RelayURL is the websocket URL of this relay: public_url with http→ws and
-// https→wss. Announcements must list it in `relays`.
+// RelayURL is the websocket URL of this relay ("" while public_url is not
+// a valid URL); nip34.Service.RelayURL owns the derivation. Announcements
+// must list it in `relays`.
 func (c Config) RelayURL() string {
-	u, err := url.Parse(c.Server.PublicURL)
-	if err != nil || u.Host == "" {
+	svc, err := nip34.ParseService(c.Server.PublicURL)
+	if err != nil {
 		return ""
 	}
-	scheme := "ws"
-	if strings.EqualFold(u.Scheme, "https") {
-		scheme = "wss"
-	}
-	return scheme + "://" + u.Host
+	return svc.RelayURL()
 }
 
 // Host is host[:port] of public_url, the service identity that clone and
