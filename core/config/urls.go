@@ -74,25 +74,30 @@ func ParseRepoPattern(s string) (RepoPattern, error) {
 	return RepoPattern{Identifier: s}, nil
 }
 
-// startupOnly are the keys (or key prefixes) read once when the process
-// starts: a reload cannot apply them, only a restart.
-var startupOnly = []string{
-	"server.listen",
-	"server.public_url",
-	"server.data_dir",
-	"store",
-	"plugins.pool_size",
-	"metrics.enabled",
-	"metrics.listen",
+// reloadable are the keys (or key prefixes) a reload applies: SIGHUP, or a
+// changed file with plugins.watch, re-reads grasp.toml and swaps the plugin
+// set (cmd/grasp), and nothing else. Every other key is read once when the
+// process starts.
+var reloadable = []string{
+	"plugins.dir",
+	"plugins.max_call_stack",
+	"plugins.accept",
+	"plugins.relay_selection",
+	"plugins.throttle",
 }
 
-// RestartNeeded names the startup-only keys whose values differ between prev
-// and next, so a reload can warn that they take effect only after a restart.
+// Reloadable reports whether a reload applies key (a dotted path such as
+// "plugins.accept" or "sync.batch_window").
+func Reloadable(key string) bool { return underAny(key, reloadable) }
+
+// RestartNeeded names the keys whose values differ between prev and next but
+// that a reload does not apply, so a reload can say that they take effect
+// only after a restart instead of silently keeping the old value.
 func RestartNeeded(prev, next Config) []string {
 	a, b := flatten(prev), flatten(next)
 	var changed []string
 	for _, k := range leafKeys(reflect.TypeOf(Config{}), "") {
-		if !underAny(k, startupOnly) {
+		if Reloadable(k) {
 			continue
 		}
 		if !reflect.DeepEqual(a[k], b[k]) {
