@@ -67,7 +67,7 @@ func (s *Server) assemble(ext Extensions) error {
 		Ingest: func(ctx context.Context, evt *nostr.Event, meta policy.Meta) (bool, string) {
 			return s.relay.Ingest(ctx, evt, meta)
 		},
-		Spawn:   s.background,
+		Spawn: s.background,
 	}, s.env.Named("hosting"))
 	if err != nil {
 		return err
