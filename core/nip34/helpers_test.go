@@ -23,4 +23,3 @@ func ev(kind int, pubkey string, tags ...[]string) *nostr.Event {
 }
 
 func oid(c byte) string { return strings.Repeat(string(c), 40) }
-
