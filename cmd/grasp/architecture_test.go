@@ -83,8 +83,10 @@ func importViolations(imports map[string][]string) []string {
 				bad = append(bad, pkg+" imports "+dep+": core never imports plugins/ or cmd/")
 			case pkg == "core/nip34" || pkg == "core/clock":
 				bad = append(bad, pkg+" imports "+dep+": it imports nothing of ours")
-			case pkg == "core/policy" && dep != "core/nip34" && dep != "core/env":
-				bad = append(bad, pkg+" imports "+dep+": policy imports only core/nip34 and core/env")
+			case pkg == "core/policy" && !slices.Contains([]string{"core/nip34", "core/env", "core/clock", "core/roster"}, dep):
+				bad = append(bad, pkg+" imports "+dep+": policy imports only core/nip34, core/env, core/clock and core/roster")
+			case pkg == "core/roster" && !slices.Contains([]string{"core/nip34", "core/env", "core/clock"}, dep):
+				bad = append(bad, pkg+" imports "+dep+": roster imports only core/nip34, core/env and core/clock")
 			case under(pkg, "core/sync") && under(dep, "core/git"), under(pkg, "core/git") && under(dep, "core/sync"):
 				bad = append(bad, pkg+" imports "+dep+": sync and git do not import each other")
 			case pkg == "core/hosting" && under(dep, "core/sync"):
@@ -117,6 +119,7 @@ func TestImportRulesCatchViolations(t *testing.T) {
 		"core/relay":     {"plugins"},
 		"core/nip34":     {"core/clock"},
 		"core/policy":    {"core/store"},
+		"core/roster":    {"core/policy"},
 		"core/sync/conn": {"core/git"},
 		"core/git":       {"core/sync"},
 		"core/hosting":   {"core/sync"},
@@ -124,8 +127,8 @@ func TestImportRulesCatchViolations(t *testing.T) {
 		"scripts":        {"plugins"},
 		"cmd/grasp":      {"plugins", "core/server"},
 	})
-	if len(bad) != 8 {
-		t.Fatalf("want 8 violations, got %d:\n%s", len(bad), strings.Join(bad, "\n"))
+	if len(bad) != 9 {
+		t.Fatalf("want 9 violations, got %d:\n%s", len(bad), strings.Join(bad, "\n"))
 	}
 }
 
