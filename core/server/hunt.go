@@ -35,6 +35,7 @@ func (s *Server) assembleHunter(ext Extensions) (*hunt.GitContext, error) {
 		Config:   cfg.Purgatory,
 		SelfHost: cfg.Server.PublicURL,
 		Limits:   s.throttle.Limits,
+		Labelled: s.throttle.Named,
 		Disabled: disabled,
 	}, s.env.Named("hunt"))
 	return gc, err

@@ -98,6 +98,14 @@ func (r *Resolver) Invalidate() {
 	r.mu.Unlock()
 }
 
+// Named reports whether a tuning file names domain itself (see Table.Names):
+// the hunter labels only such domains' metric series.
+func (r *Resolver) Named(domain string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.opts.Table.Names(domain)
+}
+
 // Limits returns the limits for domain, computing them on first use.
 func (r *Resolver) Limits(ctx context.Context, domain string) purgatory.Limits {
 	domain = strings.ToLower(domain)

@@ -35,9 +35,19 @@ type Entry struct {
 // wildcard beats a shorter one.
 type Table map[string]Entry
 
+// Names reports whether domain has an entry of its own (not a wildcard's):
+// the operator named it, so it may label metric series. Domains only a
+// wildcard matches come from clone URLs anyone chooses (audit F14).
+func (t Table) Names(domain string) bool {
+	_, ok := t[tableKey(domain)]
+	return ok
+}
+
+func tableKey(domain string) string { return strings.ToLower(strings.TrimSuffix(domain, ".")) }
+
 // Lookup returns the entry that applies to domain, if any.
 func (t Table) Lookup(domain string) (Entry, bool) {
-	domain = strings.ToLower(strings.TrimSuffix(domain, "."))
+	domain = tableKey(domain)
 	if e, ok := t[domain]; ok {
 		return e, true
 	}

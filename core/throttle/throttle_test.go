@@ -182,6 +182,22 @@ func TestExactBeatsWildcard(t *testing.T) {
 	}
 }
 
+// Only a domain a tuning file names itself may label metric series (F14):
+// a wildcard matches domains that strangers' clone URLs choose.
+func TestF14_NamedOnlyForExactEntries(t *testing.T) {
+	a := 1
+	r := NewResolver(Options{Table: Table{"*.example.com": {PerMinute: &a}, "forge.example.org": {PerMinute: &a}}}, env.Env{})
+	for domain, want := range map[string]bool{"forge.example.org": true, "Forge.Example.Org.": true, "x.example.com": false, "example.com": false, "other.org": false} {
+		if got := r.Named(domain); got != want {
+			t.Errorf("Named(%q) = %v, want %v", domain, got, want)
+		}
+	}
+	r.Update(Options{})
+	if r.Named("forge.example.org") {
+		t.Error("a domain stays named after a reload removed its file")
+	}
+}
+
 func TestResolverMemoisesAndInvalidates(t *testing.T) {
 	var calls atomic.Int32
 	tuner := tunerFunc(func(_ string, cur purgatory.Limits) (purgatory.Limits, error) {

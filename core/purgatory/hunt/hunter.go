@@ -311,7 +311,7 @@ func (h *Hunter) publish() {
 	for name, d := range h.domains {
 		if d.idle(now) {
 			delete(h.domains, name)
-			h.m.forgetDomain(name)
+			h.m.forgetDomain(d)
 			continue
 		}
 		if d.inFlight > 0 {

@@ -34,13 +34,13 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "grasp_hunt_oids_fetched_total", Help: "Needed objects that arrived by fetch.",
 		}),
 		inFlight: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "grasp_hunt_domain_in_flight", Help: "Git fetches in flight per domain.",
+			Name: "grasp_hunt_domain_in_flight", Help: "Git fetches in flight per domain named in a throttle tuning file; domain=\"other\" sums the rest.",
 		}, []string{"domain"}),
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "grasp_hunt_domain_requests_total", Help: "Git fetches started per domain.",
+			Name: "grasp_hunt_domain_requests_total", Help: "Git fetches started per domain named in a throttle tuning file; domain=\"other\" sums the rest.",
 		}, []string{"domain"}),
 		throttled: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "grasp_hunt_throttled_waits_total", Help: "Times a repository had to wait for a domain's throttle.",
+			Name: "grasp_hunt_throttled_waits_total", Help: "Times a repository had to wait for a domain's throttle, per domain named in a throttle tuning file; domain=\"other\" sums the rest.",
 		}, []string{"domain"}),
 		naughty: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "grasp_hunt_naughty_hosts", Help: "Hosts skipped after DNS, TLS or connection failures.",
@@ -60,10 +60,18 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	return m, nil
 }
 
-// forgetDomain drops a domain's series when its throttle state is dropped:
-// domains come from announcements, so their label values must not pile up.
-func (m *metrics) forgetDomain(d string) {
-	m.inFlight.DeleteLabelValues(d)
-	m.requests.DeleteLabelValues(d)
-	m.throttled.DeleteLabelValues(d)
+// otherDomains is the domain label of every domain the operator does not
+// name: domains come from clone URLs in strangers' announcements, and one
+// announcement could otherwise create a series per domain it lists (F14).
+const otherDomains = "other"
+
+// forgetDomain drops a named domain's series when its throttle state is
+// dropped (it is idle); the shared "other" series stay.
+func (m *metrics) forgetDomain(d *domainState) {
+	if d.label == otherDomains {
+		return
+	}
+	m.inFlight.DeleteLabelValues(d.label)
+	m.requests.DeleteLabelValues(d.label)
+	m.throttled.DeleteLabelValues(d.label)
 }

@@ -33,6 +33,13 @@ type Options struct {
 	// DefaultLimits for every domain. It is called from the owner goroutine
 	// whenever capacity is checked, so it must be cheap (memoised).
 	Limits func(ctx context.Context, domain string) purgatory.Limits
+	// Labelled reports whether a domain is the operator's to name in
+	// metric labels (pass throttle.Resolver.Named: domains with a tuning
+	// file entry of their own). Every other domain's fetches are summed
+	// under domain="other": domains come from clone URLs that strangers
+	// choose (audit F14). Nil labels none. Called from the owner goroutine
+	// when a domain's throttle state is created.
+	Labelled func(domain string) bool
 	// Disabled, if set, is why the hunter must not fetch (CheckGit): it
 	// then queues nothing, logs the reason when it runs, and reports
 	// grasp_hunt_enabled 0. Held events still leave purgatory by push.

@@ -44,7 +44,11 @@ func (h *Hunter) limits(domain string) purgatory.Limits {
 func (h *Hunter) domain(name string) *domainState {
 	d := h.domains[name]
 	if d == nil {
-		d = newDomainState()
+		label := otherDomains
+		if h.opts.Labelled != nil && h.opts.Labelled(name) {
+			label = name
+		}
+		d = newDomainState(label)
 		h.domains[name] = d
 	}
 	return d
@@ -85,7 +89,7 @@ func (h *Hunter) answer(w *waiter, g grant) {
 	}
 	if d := h.domains[g.domain]; g.ok && d != nil && d.inFlight > 0 {
 		d.inFlight--
-		h.m.inFlight.WithLabelValues(g.domain).Set(float64(d.inFlight))
+		h.m.inFlight.WithLabelValues(d.label).Dec()
 	}
 }
 
@@ -119,8 +123,8 @@ func (h *Hunter) offer(e *entry, prefer string) {
 	if len(throttled) > 0 {
 		key := repoKey(e.repo)
 		for _, name := range throttled {
-			if h.domain(name).enqueue(key) {
-				h.m.throttled.WithLabelValues(name).Inc()
+			if d := h.domain(name); d.enqueue(key) {
+				h.m.throttled.WithLabelValues(d.label).Inc()
 			}
 		}
 		return
@@ -161,8 +165,8 @@ func (h *Hunter) pick(e *entry, only string) (grant, []string) {
 		e.tried[u] = true
 		d.take(now)
 		h.fetches++
-		h.m.requests.WithLabelValues(t.domain).Inc()
-		h.m.inFlight.WithLabelValues(t.domain).Set(float64(d.inFlight))
+		h.m.requests.WithLabelValues(d.label).Inc()
+		h.m.inFlight.WithLabelValues(d.label).Inc()
 		return grant{ok: true, url: u, domain: t.domain, host: t.host, oids: e.oidList()}, nil
 	}
 	return grant{}, throttled
@@ -188,7 +192,7 @@ func (h *Hunter) pump(name string) {
 func (h *Hunter) applyResult(m msgResult) {
 	if d := h.domains[m.g.domain]; d != nil && d.inFlight > 0 {
 		d.inFlight--
-		h.m.inFlight.WithLabelValues(m.g.domain).Set(float64(d.inFlight))
+		h.m.inFlight.WithLabelValues(d.label).Dec()
 	}
 	kind := KindOf(m.err)
 	result := "ok"

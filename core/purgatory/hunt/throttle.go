@@ -11,13 +11,16 @@ import (
 // arrival order. Serving the head and re-queueing at the tail is the round
 // robin that keeps one repository from taking every slot.
 type domainState struct {
+	label    string // its metric label: the domain, or otherDomains
 	inFlight int
 	starts   []time.Time // ascending; only those inside the window are kept
 	waiting  []string    // repo keys
 	queued   map[string]bool
 }
 
-func newDomainState() *domainState { return &domainState{queued: map[string]bool{}} }
+func newDomainState(label string) *domainState {
+	return &domainState{label: label, queued: map[string]bool{}}
+}
 
 // prune forgets starts that left the sliding window.
 func (d *domainState) prune(now time.Time) {

@@ -3,12 +3,13 @@ package hunt
 import (
 	"context"
 	"fmt"
-	"github.com/grasp-dev/grasp/core/config"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/grasp-dev/grasp/core/clock"
+	"github.com/grasp-dev/grasp/core/config"
 	"github.com/grasp-dev/grasp/core/env"
 	"github.com/grasp-dev/grasp/core/purgatory"
 	"github.com/prometheus/client_golang/prometheus"
@@ -84,7 +85,7 @@ func TestG02_8_NextURLSelection(t *testing.T) {
 
 func TestDomainThrottleSlidingWindow(t *testing.T) {
 	lim := purgatory.Limits{Concurrency: 2, PerMinute: 3}
-	d := newDomainState()
+	d := newDomainState(otherDomains)
 	d.enqueue("w")
 	for i := 0; i < 2; i++ {
 		if !d.hasCapacity(t0, lim) {
@@ -249,12 +250,14 @@ func TestMetricsReportQueueAttemptsAndDomains(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	clk := clock.NewFake(t0)
 	sc := newFakeSC(clk)
-	h, err := New(withSync(DefaultOptions(), sc), env.Env{Clock: clk, Metrics: reg})
+	opts := DefaultOptions()
+	opts.Labelled = func(d string) bool { return d == "one.example" } // a tuning file names it
+	h, err := New(withSync(opts, sc), env.Env{Clock: clk, Metrics: reg})
 	if err != nil {
 		t.Fatal(err)
 	}
 	sc.h = h
-	if _, err := New(withSync(DefaultOptions(), sc), env.Env{Clock: clk, Metrics: reg}); err == nil {
+	if _, err := New(withSync(opts, sc), env.Env{Clock: clk, Metrics: reg}); err == nil {
 		t.Fatal("second registration on one registry accepted")
 	}
 	hs := &harness{t: t, clk: clk, sc: sc, h: h}
@@ -278,11 +281,65 @@ func TestMetricsReportQueueAttemptsAndDomains(t *testing.T) {
 		{"grasp_hunt_oids_fetched_total", "", 1},
 		{"grasp_hunt_queue_repos", "", 1},
 		{"grasp_hunt_domain_requests_total", "one.example", 1},
-		{"grasp_hunt_domain_requests_total", "two.example", 1},
+		{"grasp_hunt_domain_requests_total", "other", 1}, // two.example, named by nobody
+		{"grasp_hunt_domain_requests_total", "two.example", -1},
+		{"grasp_hunt_domain_in_flight", "one.example", 0},
+		{"grasp_hunt_domain_in_flight", "other", 0},
 		{"grasp_hunt_rounds_total", "backoff", 1},
 	} {
 		if got := metricValue(t, reg, tc.name, tc.label); got != tc.want {
 			t.Errorf("%s{%s} = %v, want %v", tc.name, tc.label, got, tc.want)
+		}
+	}
+}
+
+// Audit F14 (hunter side): domains come from clone URLs whoever announces
+// a repository chooses, so labelling the per-domain series with them let one
+// announcement create a series per domain it lists. Only domains a tuning
+// file names get their own series; the rest are summed under "other".
+func TestAbuse_F14_HuntDomainSeriesOnlyForOperatorDomains(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	clk := clock.NewFake(t0)
+	sc := newFakeSC(clk)
+	opts := DefaultOptions()
+	opts.Labelled = func(d string) bool { return d == "forge.example" }
+	h, err := New(withSync(opts, sc), env.Env{Clock: clk, Metrics: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc.h = h
+	hs := &harness{t: t, clk: clk, sc: sc, h: h}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- h.Run(ctx) }()
+	defer func() { close(sc.stop); cancel(); <-done }()
+	const n = 200
+	sources := []string{"https://forge.example/r.git"}
+	sc.remote(sources[0], KindOther)
+	for i := range n {
+		u := fmt.Sprintf("https://attacker-%d.example/r.git", i)
+		sc.remote(u, KindOther)
+		sources = append(sources, u)
+	}
+	h.Need(Need{Repo: repoN("r"), OIDs: []string{oid("x")}, Sources: sources, FromSync: true})
+	hs.advance(time.Second, 500*time.Millisecond)
+	if got := metricValue(t, reg, "grasp_hunt_domain_requests_total", "other"); got != n {
+		t.Fatalf("grasp_hunt_domain_requests_total{domain=other} = %v, want %d", got, n)
+	}
+	if got := metricValue(t, reg, "grasp_hunt_domain_requests_total", "forge.example"); got != 1 {
+		t.Fatalf("grasp_hunt_domain_requests_total{domain=forge.example} = %v, want 1", got)
+	}
+	fams, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range fams {
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if strings.Contains(l.GetValue(), "attacker") {
+					t.Fatalf("%s is labelled with the announced domain %q", f.GetName(), l.GetValue())
+				}
+			}
 		}
 	}
 }
