@@ -2,6 +2,7 @@ package server
 
 import (
 	"testing"
+	"time"
 
 	"github.com/nbd-wtf/go-nostr"
 )
@@ -28,6 +29,9 @@ func TestN34_12_13_UAndBTagsQueryableNotAuthority(t *testing.T) {
 	// The fork names a as its upstream: that makes f no maintainer of a's
 	// repo (a state by f is not authoritative there).
 	y := w.commit("y")
+	// a later second: a state signed in the same second as f's first one
+	// wins only with the lower id (nip34.Later), half the time
+	e.clk.Advance(time.Second)
 	cl.mustAccept(e.state(f, "repo", map[string]string{"refs/heads/main": y}, "refs/heads/main"), purg)
 	refused(t, w, e.cloneURL(a, "repo"), "main:refs/heads/main")
 
