@@ -461,3 +461,30 @@ func TestRejectedIndexBounds(t *testing.T) {
 		}
 	})
 }
+
+// Invited: a pending invitee of a confirmed maintainer (the operator's
+// trace of a one-way listing), not a confirmed one, not a stranger.
+func TestRosterInvited(t *testing.T) {
+	cases := []struct {
+		name string
+		anns []*nostr.Event
+		pk   string
+		want bool
+	}{
+		{"case 2: listed, no announcement", []*nostr.Event{ann(kA, "d", 1, "", mt(kB))}, kB, true},
+		{"case 9: listed, declined", []*nostr.Event{ann(kA, "d", 1, "", M(kA), m(kB)), ann(kB, "d", 1, "", M(kA), m(kB, "10", "20"))}, kB, true},
+		{"case 7: confirmed", []*nostr.Event{ann(kA, "d", 1, "", M(kA), m(kB)), ann(kB, "d", 1, "", M(kA), m(kB))}, kB, false},
+		{"case 4: C invited by unconfirmed B only", []*nostr.Event{ann(kA, "d", 1, "", mt(kB)), ann(kB, "d", 1, "", mt(kC)), ann(kC, "d", 1, "", mt(kB))}, kC, false},
+		{"case 14: moderator is not invited as maintainer", []*nostr.Event{ann(kA, "d", 1, "", M(kA), o(kD)), ann(kD, "d", 1, "", M(kA), o(kD))}, kD, false},
+		{"stranger", []*nostr.Event{ann(kA, "d", 1, "", mt(kB))}, kC, false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			r := newRig(t)
+			r.store.add(c.anns...)
+			if got := r.view("d").Invited(kA, c.pk); got != c.want {
+				t.Fatalf("Invited(A, %s) = %v, want %v", c.pk[:1], got, c.want)
+			}
+		})
+	}
+}
