@@ -22,6 +22,14 @@ func (o *op) release(r nip34.RepoRef) {
 		return
 	}
 	hasData := len(git.StateRefs(refs)) > 0
+	if !hasData {
+		// N34-2: a 30618 with no refs is a valid empty state; a repository
+		// whose authoritative stored state is empty has all the data it
+		// will have, so its held announcement goes out (else it would wait
+		// for a push that never comes, and expire).
+		st, ok := o.view(r.Identifier).latest(r.Pubkey)
+		hasData = ok && len(st.Refs) == 0
+	}
 	evs, err := o.purg.Release(r, hasData, func(oids []string) bool { return o.has(r, oids) })
 	if err != nil {
 		o.log.Error("release from purgatory", "repo", r.String(), "error", err)
