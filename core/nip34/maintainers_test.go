@@ -80,7 +80,7 @@ func loaderOf(anns []Announcement, asked *int) Loader {
 		var best Announcement
 		found := false
 		for _, a := range anns {
-			if a.Pubkey == pk && (!found || newer(a, best)) {
+			if a.Pubkey == pk && (!found || Later(int64(a.CreatedAt), a.EventID, int64(best.CreatedAt), best.EventID)) {
 				best, found = a, true
 			}
 		}
