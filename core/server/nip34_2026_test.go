@@ -36,6 +36,11 @@ func TestN34_12_13_UAndBTagsQueryableNotAuthority(t *testing.T) {
 	cl.mustAccept(e.state(f, "repo", map[string]string{"refs/heads/main": y}, "refs/heads/main"), purg)
 	refused(t, w, e.cloneURL(a, "repo"), "main:refs/heads/main")
 
+	// `u` is no invitation: an announcement that does not list this
+	// service and names a only in `u` is refused (maintainer discovery
+	// never reads it).
+	cl.mustReject(e.sign(k, 30617, nostr.Tags{{"d", "repo"}, {"u", upstream, e.ws, a.pk}}, ""), "invalid: announcement must list this service")
+
 	pr := e.sign(k, 1618, nostr.Tags{{"a", upstream}, {"c", x}, {"b", "dev"}, {"clone", e.cloneURL(a, "repo")}}, "")
 	cl.mustAccept(pr, "")
 	if got := cl.query(nostr.Filter{Kinds: []int{1618}, Tags: nostr.TagMap{"b": {"dev"}}}); len(got) != 1 || got[0].ID != pr.ID {
