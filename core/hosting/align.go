@@ -18,7 +18,9 @@ func (o *op) alignToState(evt *nostr.Event) {
 		return
 	}
 	refs, head := stateRefs(st)
-	owners := o.view(st.Identifier).owners(evt.PubKey)
+	v := o.view(st.Identifier)
+	all := v.owners(evt.PubKey)
+	owners := v.following(all, int64(evt.CreatedAt), evt.ID)
 	oids := values(refs)
 	var src nip34.RepoRef
 	for _, owner := range owners {
@@ -26,6 +28,12 @@ func (o *op) alignToState(evt *nostr.Event) {
 			src = ref(owner, st.Identifier)
 			break
 		}
+	}
+	if len(owners) == 0 {
+		// Stored (its author's latest), but another maintainer's state
+		// sorts after it (a late or same-second higher-id state).
+		o.log.Debug("stored state is not authoritative for any repo here", "id", evt.ID, "d", st.Identifier)
+		return
 	}
 	if src.IsZero() {
 		o.log.Warn("state objects not found in any repo", "id", evt.ID, "d", st.Identifier)
@@ -36,7 +44,7 @@ func (o *op) alignToState(evt *nostr.Event) {
 		return
 	}
 	o.propagate(src, refs, head, owners)
-	for _, owner := range owners {
+	for _, owner := range all {
 		o.release(ref(owner, st.Identifier))
 	}
 }
@@ -67,4 +75,20 @@ func (o *op) alignLatest(r nip34.RepoRef, released ...*nostr.Event) {
 	if err := o.repos.Align(o.ctx, r, st.Refs, st.HEAD); err != nil {
 		o.log.Error("align fetched repo to its state", "repo", r.String(), "error", err)
 	}
+}
+
+// following keeps the owners whose authoritative stored state does not
+// sort after the state (createdAt, id) (nip34.Later): a stored state that
+// is its author's latest is not necessarily its repositories' latest — a
+// co-maintainer's later state, or a same-second one with a lower id, keeps
+// the repository where it is (maintainers-v3.md §4.3).
+func (v *view) following(owners []string, createdAt int64, id string) []string {
+	var out []string
+	for _, owner := range owners {
+		if cur, ok := v.latest(owner); ok && cur.EventID != id && nip34.Later(cur.CreatedAt, cur.EventID, createdAt, id) {
+			continue
+		}
+		out = append(out, owner)
+	}
+	return out
 }

@@ -18,8 +18,9 @@ func (h *Hosting) OnPush(ctx context.Context, res git.PushResult) {
 	}
 	owners := []string{res.Repo.Pubkey}
 	if res.State != nil {
-		owners = o.view(res.Repo.Identifier).owners(res.State.Author)
-		o.propagate(res.Repo, res.State.Refs, res.State.HEAD, owners)
+		v := o.view(res.Repo.Identifier)
+		owners = v.owners(res.State.Author)
+		o.propagate(res.Repo, res.State.Refs, res.State.HEAD, v.following(owners, res.State.CreatedAt, res.State.EventID))
 	}
 	o.release(res.Repo)
 	for _, owner := range owners {

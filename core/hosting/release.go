@@ -1,6 +1,8 @@
 package hosting
 
 import (
+	"sort"
+
 	"github.com/nbd-wtf/go-nostr"
 
 	"github.com/grasp-dev/grasp/core/git"
@@ -20,6 +22,14 @@ func (o *op) release(r nip34.RepoRef) {
 		return
 	}
 	hasData := len(git.StateRefs(refs)) > 0
+	if !hasData {
+		// N34-2: a 30618 with no refs is a valid empty state; a repository
+		// whose authoritative stored state is empty has all the data it
+		// will have, so its held announcement goes out (else it would wait
+		// for a push that never comes, and expire).
+		st, ok := o.view(r.Identifier).latest(r.Pubkey)
+		hasData = ok && len(st.Refs) == 0
+	}
 	evs, err := o.purg.Release(r, hasData, func(oids []string) bool { return o.has(r, oids) })
 	if err != nil {
 		o.log.Error("release from purgatory", "repo", r.String(), "error", err)
@@ -28,6 +38,13 @@ func (o *op) release(r nip34.RepoRef) {
 	// their re-check), each event is re-checked, its git side made right,
 	// then published: a client that sees a released state or PR can fetch
 	// its refs at once.
+	// r's own announcement before the other announcements released with
+	// it: purgatory orders announcements by created_at, and an invitee's
+	// announcement that does not list this service is kept only because
+	// r's invites it (G01-R2x), so it must be re-checked after r's is
+	// published — else an acceptance signed before the owner's
+	// announcement is refused on release.
+	sort.SliceStable(evs, func(i, j int) bool { return announces(evs[i], r) && !announces(evs[j], r) })
 	var newest *nostr.Event
 	for _, evt := range evs {
 		if evt.Kind == nip34.KindState && (newest == nil || nip34.LaterEvent(evt, newest)) {
@@ -66,4 +83,9 @@ func (o *op) release(r nip34.RepoRef) {
 			o.hunter.ForgetEvent(r, evt.ID)
 		}
 	}
+}
+
+// announces reports whether evt is r's own announcement.
+func announces(evt *nostr.Event, r nip34.RepoRef) bool {
+	return evt.Kind == nip34.KindAnnouncement && evt.PubKey == r.Pubkey && evt.Tags.GetD() == r.Identifier
 }

@@ -2,6 +2,7 @@ package hosting
 
 import (
 	"context"
+	"strings"
 
 	"github.com/nbd-wtf/go-nostr"
 
@@ -28,7 +29,7 @@ func (o *op) view(d string) *view {
 	if v, ok := o.views[d]; ok {
 		return v
 	}
-	v := &view{d: d, rv: o.roster.View(o.ctx, d, ""), byOwner: map[string]stateSet{}}
+	v := &view{d: d, rv: o.roster.View(o.ctx, d, ""), byRoster: map[string]stateSet{}}
 	o.views[d] = v
 	return v
 }
@@ -40,7 +41,7 @@ func (o *op) view(d string) *view {
 type view struct {
 	d         string
 	rv        *roster.View
-	byOwner   map[string]stateSet // by owner
+	byRoster  map[string]stateSet // by roster (the members, joined)
 	published []*nostr.Event      // states this operation published
 }
 
@@ -74,10 +75,13 @@ func (v *view) clones(owner string) []string {
 }
 
 func (v *view) load(owner string) stateSet {
-	s, ok := v.byOwner[owner]
+	// The states read depend on the roster only: owners of one
+	// identifier whose rosters agree (reciprocal maintainers) share a read.
+	k := strings.Join(v.rv.Roster(owner).Members(), ",")
+	s, ok := v.byRoster[k]
 	if !ok {
 		s.stored, s.held = v.rv.States(owner)
-		v.byOwner[owner] = s
+		v.byRoster[k] = s
 	}
 	return s
 }

@@ -188,30 +188,6 @@ func (w *walker) get(pk string) (Announcement, bool) {
 	return a, true
 }
 
-// Latest keeps only the newest announcement per (author, identifier).
-func Latest(anns []Announcement) []Announcement {
-	type key struct{ pk, d string }
-	idx := map[key]int{}
-	var out []Announcement
-	for _, a := range anns {
-		k := key{a.Pubkey, a.Identifier}
-		if i, ok := idx[k]; ok {
-			if newer(a, out[i]) {
-				out[i] = a
-			}
-			continue
-		}
-		idx[k] = len(out)
-		out = append(out, a)
-	}
-	return out
-}
-
-// newer orders two versions of the same announcement (Later).
-func newer(a, b Announcement) bool {
-	return Later(int64(a.CreatedAt), a.EventID, int64(b.CreatedAt), b.EventID)
-}
-
 // LatestState is the authoritative state among states (§4.3): the Later
 // one among those whose author is in authorised. Eligibility is the
 // current roster only (§2.6): a removed key's states never count, a newly

@@ -11,6 +11,37 @@ import (
 
 // The worked examples of maintainers-v3.md §5, one test per row, for the
 // repository /A/d. Keys: A, B, C, D, E, L.
+//
+// Case -> test (TestMaintainersV3_CaseNN_* here; what a row says beyond the
+// roster is asserted where it happens):
+//
+//	 1 Case01_ImplicitSole
+//	 2 Case02_LegacyInviteeWithoutAnnouncement; roster.TestRosterAnswersV3Cases
+//	   (B invited, not trusted); server Case02_..._E2E (state refused, push refused)
+//	 3 Case03_LegacyReciprocity; roster.TestRosterAnswersV3Cases
+//	 4 Case04_UnconfirmedCycleCannotBootstrap
+//	 5 Case05_RecursionThroughConfirmedKey
+//	 6 Case06_CompatibilityTagIgnored
+//	 7 Case07_CanonicalAcceptance; roster.TestRosterAnswersV3Cases; server Case07_..._E2E
+//	 8 Case08_AnyEdgeBack
+//	 9 Case09_SelfEndVetoes; roster.TestRosterAnswersV3Cases; server Case09_..._E2E
+//	10 Case10_StandingAcceptance
+//	11 Case11_AcknowledgedRemovalNeedsReacceptance
+//	12 Case12_DeferIsNotAnAssignment
+//	13 Case13_DeferCopyIsNeutral
+//	14 Case14_ModeratorIsNotAMaintainer; server Case14_..._E2E (D's 30618 rejected)
+//	15 Case15_ModeratorTagMakesRoleAware
+//	16 Case16_MalformedRecord (and TestMaintainersV3_MalformedAndDuplicateRecords)
+//	17 Case17_LeadWalk; roster.TestRosterAnswersV3Cases
+//	18 Case18_PendingPath; roster.TestRosterAnswersV3Cases (nothing trusted)
+//	19 Case19_ConflictingLeads
+//	20 Case20_InvitedForkCannotTakeOver; server Case20_..._E2E (pushes refused,
+//	   no cross-repo sync, then accepted after B lists back)
+//	21 Case21_ScamListingImportsNothing
+//	22 Case22_SameSecondLowerIDWins; server Case22_..._E2E
+//	23 Case23_SameSecondStatesLowerIDAuthoritative; server TestMaintainersV3_S4_*
+//	24 Case24_RemovedKeysStatesIneligible
+//	25 Case25_AcceptanceActivatesEarlierState
 var (
 	kA = pkA
 	kB = pkB
@@ -49,7 +80,7 @@ func loaderOf(anns []Announcement, asked *int) Loader {
 		var best Announcement
 		found := false
 		for _, a := range anns {
-			if a.Pubkey == pk && (!found || newer(a, best)) {
+			if a.Pubkey == pk && (!found || Later(int64(a.CreatedAt), a.EventID, int64(best.CreatedAt), best.EventID)) {
 				best, found = a, true
 			}
 		}
@@ -206,6 +237,16 @@ func TestMaintainersV3_Case21_ScamListingImportsNothing(t *testing.T) {
 	anns := []Announcement{annV3(t, kE, 1, "", mt(kA)), annV3(t, kA, 1, "")}
 	r := Resolve(kE, loaderOf(anns, nil))
 	wantRoster(t, r, kE)
+	// A's states are not imported into /E/d.
+	sA := State{EventID: "aa", Pubkey: kA, CreatedAt: 9}
+	sE := State{EventID: "ee", Pubkey: kE, CreatedAt: 5}
+	if got, _ := LatestState([]State{sA, sE}, r.Maintainers); got.EventID != "ee" {
+		t.Fatalf("authoritative state of /E/d: %s, want E's", got.EventID)
+	}
+	// Positive control: /A/d is A's alone too, and A's state rules there.
+	if got, _ := LatestState([]State{sA, sE}, Resolve(kA, loaderOf(anns, nil)).Maintainers); got.EventID != "aa" {
+		t.Fatalf("authoritative state of /A/d: %s, want A's", got.EventID)
+	}
 }
 
 func TestMaintainersV3_Case22_SameSecondLowerIDWins(t *testing.T) {

@@ -34,6 +34,11 @@ func (r *Rules) state(ctx context.Context, evt *nostr.Event, meta Meta) Decision
 		return r.internal("load repository announcements", evt, err)
 	}
 	if len(targets) == 0 {
+		// Every refusal by the roster is re-evaluated when an announcement
+		// of the identifier changes, also "no announcement": sync delivers
+		// states and announcements in any order, and an invitee's state
+		// often comes before the announcements that confirm it.
+		r.roster.RememberRejected(evt)
 		if len(v.Owners(s.Pubkey, nil)) > 0 {
 			// Authorised, but by announcements that do not list this
 			// service: there is no repository here to align.
@@ -43,7 +48,6 @@ func (r *Rules) state(ctx context.Context, evt *nostr.Event, meta Meta) Decision
 			return reject("invalid: no announcement exists for this repository")
 		}
 		r.noteInvitee(ctx, v, s.Pubkey)
-		r.roster.RememberRejected(evt)
 		return reject("invalid: author not authorized for this repository")
 	}
 	newer, err := r.stored(ctx, nostr.Filter{Kinds: []int{nip34.KindState}, Authors: []string{s.Pubkey}, Tags: nostr.TagMap{"d": []string{s.Identifier}}, Since: &evt.CreatedAt})

@@ -128,3 +128,23 @@ func TestStateGitErrorIsRetryable(t *testing.T) {
 	e.git.err = errBoom
 	want(t, e.decide(e.state(pkA, "r", "refs/heads/main", oid('1'))), Rejected, "error: could not check git data")
 }
+
+// maintainers-v3.md §3 [R]: every state the roster refuses is kept for
+// re-evaluation when an announcement of its identifier changes — also one
+// refused because no announcement is here yet (sync delivers in any
+// order); states refused for what they are (malformed, dated ahead) are
+// not.
+func TestMaintainersV3_RefusedStatesRememberedForRecheck(t *testing.T) {
+	e := newEnv(t, nil)
+	early := e.state(pkB, "r", "refs/heads/main", oid('1'))
+	want(t, e.decide(early), Rejected, "invalid: no announcement exists for this repository")
+	e.stored(e.ann(pkA, "r", true, pkB))
+	invitee := e.state(pkB, "r", "refs/heads/main", oid('2'))
+	want(t, e.decide(invitee), Rejected, "invalid: author not authorized for this repository")
+	bad := e.state(pkB, "r", "refs/heads/main", "not-an-oid")
+	want(t, e.decide(bad), Rejected, "invalid: repository state:")
+	got := e.rules.roster.TakeRejected("r")
+	if len(got) != 2 || got[0].ID != early.ID || got[1].ID != invitee.ID {
+		t.Fatalf("remembered %d states, want the early and the invitee's", len(got))
+	}
+}

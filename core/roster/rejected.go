@@ -57,7 +57,11 @@ func (s *Source) RememberRejected(evt *nostr.Event) {
 		x.total--
 	}
 	if x.total >= rejectedTotalMax {
+		// The oldest may be d's own: read d's list again after evicting,
+		// or the evicted entry comes back uncounted.
+		x.byD[d] = list
 		x.evictOldest()
+		list = x.byD[d]
 	}
 	x.byD[d] = append(list, rejected{evt: evt, at: now})
 	x.total++

@@ -57,7 +57,7 @@ func New(opts Options, e env.Env) (*Source, error) {
 	}, []string{"reason"})
 	s.refuse = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "grasp_roster_invitee_refused_total",
-		Help: "States and pushes refused because their author is invited (listed) but has not listed back (maintainers-v3 reciprocity), by what was refused.",
+		Help: "30618 states refused because their author is invited (listed by a hosted repository of the identifier) but has not listed back (maintainers-v3 reciprocity), by what was refused (state). A push realising such a state is refused because the state never became authoritative.",
 	}, []string{"what"})
 	for _, c := range []prometheus.Collector{s.empty, s.refuse} {
 		if err := e.Metrics.Register(c); err != nil {
@@ -96,7 +96,7 @@ func (s *Source) queryHeld(ctx context.Context, f nostr.Filter) ([]*nostr.Event,
 	return evs, nil
 }
 
-// NoteInviteeRefused records a state or push (what) refused because author
+// NoteInviteeRefused records an event (what: "state") refused because author
 // is invited to owner's repository but has not listed back: the visible
 // trace of legacy one-way listings losing authority under v3.
 func (s *Source) NoteInviteeRefused(what string, owner, author, d string) {

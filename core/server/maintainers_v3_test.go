@@ -19,12 +19,12 @@ func role(letter string, k key, bounds ...string) nostr.Tag {
 }
 
 // refused asserts that a push is refused and writes nothing.
-func refused(t *testing.T, w *work, url, refspec string) {
+func refused(t *testing.T, w *work, url string, refspecs ...string) {
 	t.Helper()
 	before := lsRemote(t, url)
-	out, err := w.push(url, refspec)
+	out, err := w.push(url, refspecs...)
 	if err == nil || !strings.Contains(out, "authorisation failed") {
-		t.Fatalf("push %s: err=%v, want refused by authorisation\n%s", refspec, err, out)
+		t.Fatalf("push %v: err=%v, want refused by authorisation\n%s", refspecs, err, out)
 	}
 	if after := lsRemote(t, url); fmt.Sprint(after) != fmt.Sprint(before) {
 		t.Fatalf("refused push changed refs: %v -> %v", before, after)
