@@ -3,10 +3,15 @@ package git
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -109,3 +114,51 @@ func (l *limitedBuffer) Write(p []byte) (int, error) {
 	}
 	return len(p), nil
 }
+
+// maxStampEntries bounds the walk of refs/ for RefsStamp; a repository
+// with more loose refs gets no stamp (its readers run for-each-ref).
+const maxStampEntries = 4096
+
+// RefsStamp fingerprints a repository's refs and HEAD from file metadata
+// (HEAD, packed-refs and every file under refs/: name, size, modification
+// time), without running git: git's files backend writes every ref update
+// as a new file renamed into place or a rewritten packed-refs, so any
+// change of a ref or of HEAD changes the stamp. Readers cache what they
+// derived from the refs under it. "" means no stamp could be taken.
+func (r *Repos) RefsStamp(repo nip34.RepoRef) (string, error) {
+	dir, err := r.existing(repo)
+	if err != nil {
+		return "", err
+	}
+	h := sha256.New()
+	for _, f := range []string{"HEAD", "packed-refs"} {
+		if st, err := os.Stat(filepath.Join(dir, f)); err == nil {
+			fmt.Fprintf(h, "%s %d %d\n", f, st.Size(), st.ModTime().UnixNano())
+		}
+	}
+	n := 0
+	err = filepath.WalkDir(filepath.Join(dir, "refs"), func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if n++; n > maxStampEntries {
+			return errTooManyRefs
+		}
+		if d.IsDir() {
+			return nil
+		}
+		st, err := d.Info()
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(h, "%s %d %d\n", p[len(dir):], st.Size(), st.ModTime().UnixNano())
+		return nil
+	})
+	if err != nil {
+		// a ref renamed away mid-walk, or too many: no stamp this time
+		return "", nil
+	}
+	return hex.EncodeToString(h.Sum(nil)[:16]), nil
+}
+
+var errTooManyRefs = errors.New("too many loose refs")

@@ -107,7 +107,7 @@ func (p *Pages) browse(w http.ResponseWriter, r *http.Request, repo nip34.RepoRe
 	if self.Size > int64(p.opts.MaxFileBytes) {
 		d.TooLarge = true
 	} else {
-		data, _, err := p.blob(ctx, repo, self.OID, p.opts.MaxFileBytes)
+		data, err := p.cachedBlob(ctx, repo, self.OID)
 		if err != nil {
 			p.gitError(w, r, err)
 			return
@@ -325,4 +325,18 @@ func (p *Pages) refsPage(w http.ResponseWriter, r *http.Request, repo nip34.Repo
 		Branches, Tags []refEntry
 	}{R: rv, Branches: st.named("refs/heads/"), Tags: st.named("refs/tags/")}
 	p.render(w, r, http.StatusOK, rv.Meta.Name+": branches and tags", p.crumbs(rv, link{Text: "branches and tags"}), refsTmpl, d)
+}
+
+// cachedBlob reads a file no larger than MaxFileBytes, keyed by its object
+// id.
+func (p *Pages) cachedBlob(ctx context.Context, repo nip34.RepoRef, oid string) ([]byte, error) {
+	key := "blob|" + repo.String() + "|" + oid
+	if v, ok := p.cache.get(key); ok {
+		return v.([]byte), nil
+	}
+	data, _, err := p.blob(ctx, repo, oid, p.opts.MaxFileBytes)
+	if err == nil {
+		p.cache.put(key, data, len(data))
+	}
+	return data, err
 }

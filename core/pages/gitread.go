@@ -26,7 +26,31 @@ type repoState struct {
 	key     string
 }
 
+// state reads the refs and HEAD, once per RefsStamp: a repeated view runs
+// no git process for them.
 func (p *Pages) state(ctx context.Context, repo nip34.RepoRef) (repoState, error) {
+	stamp, err := p.opts.Repos.RefsStamp(repo)
+	if err != nil {
+		return repoState{}, err
+	}
+	key := "state|" + repo.String() + "|" + stamp
+	if stamp != "" {
+		if v, ok := p.cache.get(key); ok {
+			return v.(repoState), nil
+		}
+	}
+	st, err := p.readState(ctx, repo)
+	if err == nil && stamp != "" {
+		size := 0
+		for n := range st.refs {
+			size += len(n) + 100
+		}
+		p.cache.put(key, st, size)
+	}
+	return st, err
+}
+
+func (p *Pages) readState(ctx context.Context, repo nip34.RepoRef) (repoState, error) {
 	refs, err := p.opts.Repos.Refs(ctx, repo)
 	if err != nil {
 		return repoState{}, err
