@@ -70,7 +70,8 @@ func (r *Repos) Read(ctx context.Context, repo nip34.RepoRef, lim ReadLimits, st
 	ctx, cancel := context.WithTimeout(ctx, lim.Timeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, r.git, append([]string{"--git-dir=" + dir, "--no-replace-objects"}, args...)...)
-	cmd.Env = gitEnv("GIT_NO_LAZY_FETCH=1")
+	// paths from a URL are names, never pathspec magic or globs
+	cmd.Env = gitEnv("GIT_NO_LAZY_FETCH=1", "GIT_LITERAL_PATHSPECS=1")
 	cmd.Stdin = stdin
 	out := &capped{max: lim.MaxBytes, stop: cancel}
 	var stderr bytes.Buffer

@@ -13,9 +13,9 @@ import (
 )
 
 var landingTmpl = pageTemplate("landing", `<h1>{{.Name}}</h1>
-{{if .Description}}<p>{{.Description}}</p>{{end}}
+{{if .Description}}<p>{{.Description}} (<a href="https://ngit.dev/grasp">GRASP</a>)</p>{{else}}
 <p>A <a href="https://ngit.dev/grasp">GRASP</a> server: a Nostr relay for NIP-34 git collaboration
-events and a git host whose pushes are authorised by signed Nostr repository-state events.</p>
+events and a git host whose pushes are authorised by signed Nostr repository-state events.</p>{{end}}
 <ul>
 <li>Nostr relay: <code>{{.RelayURL}}</code> (<a href="{{.Base}}/nip11.json">NIP-11 document</a>)</li>
 <li>Repositories: <code>{{.BaseURL}}/&lt;npub&gt;/&lt;identifier&gt;.git</code></li>

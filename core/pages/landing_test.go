@@ -34,6 +34,12 @@ func TestPages_LandingListsSearchesAndPaginates(t *testing.T) {
 	if n := strings.Count(body, "A server for tests"); n != 1 {
 		t.Errorf("the description appears %d times, want once", n)
 	}
+	// The generic explanation stands in for a missing description, never
+	// next to one that says the same.
+	mustNotContain(t, "landing page 1", body, "git collaboration\nevents")
+	r2 := newRig(t, "https://git.example.org", func(o *Options) { o.Description = "" })
+	_, body = r2.get("/")
+	mustContain(t, "landing without a description", body, "git collaboration\nevents")
 	_, body = r.get("/?page=2")
 	mustContain(t, "landing page 2", body, ">Name gamma-tools</a>", "Previous page")
 	_, body = r.get("/?q=GAMMA")
