@@ -2,11 +2,14 @@ package pages
 
 import (
 	"bufio"
+	"encoding/base64"
 	"fmt"
+	"io/fs"
 	"math/rand"
 	"net/http"
 	"net/http/httptest"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -14,9 +17,9 @@ import (
 	"github.com/grasp-dev/grasp/core/nip34"
 )
 
-// largeRepo fills a bare repository with commits commits touching files
-// files (about 40 KiB each at the end, tens of MB of history) through git
-// fast-import, and returns the last commit.
+// largeRepo fills a bare repository with commits commits, each growing one
+// of files text files and rewriting a 6 KiB incompressible asset (tens of
+// MB of history), through git fast-import, and returns the last commit.
 func largeRepo(b *testing.B, dir string, commits, files int) string {
 	b.Helper()
 	cmd := exec.Command("git", "--git-dir="+dir, "fast-import", "--quiet")
@@ -42,6 +45,12 @@ func largeRepo(b *testing.B, dir string, commits, files int) string {
 			fmt.Fprintf(w, "M 100644 inline README.md\ndata %d\n%s\n", len(readme), readme)
 		}
 		fmt.Fprintf(w, "M 100644 inline src/dir%02d/file%03d.txt\ndata %d\n%s\n", f%20, f, len(data), data)
+		// and 6 KiB that neither compresses nor deltas, so that history
+		// weighs tens of MB as in the issue
+		noise := make([]byte, 4608)
+		rng.Read(noise)
+		asset := base64.StdEncoding.EncodeToString(noise)
+		fmt.Fprintf(w, "M 100644 inline assets/a%02d/blob%03d.txt\ndata %d\n%s\n", i%50, i%500, len(asset), asset)
 	}
 	w.Flush()
 	in.Close()
@@ -70,6 +79,16 @@ func BenchmarkPages_LargeRepo(b *testing.B) {
 	}
 	dir, _ := r.repos.Path(repo)
 	tip := largeRepo(b, dir, 5000, 400)
+	var packed int64
+	filepath.WalkDir(filepath.Join(dir, "objects"), func(_ string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			if st, err := d.Info(); err == nil {
+				packed += st.Size()
+			}
+		}
+		return nil
+	})
+	b.Logf("generated repository: 5000 commits, %.1f MiB of objects on disk", float64(packed)/(1<<20))
 	base := git.RepoURLPath(repo.Npub(), "large")
 	views := []struct{ name, path string }{
 		{"summary", base},

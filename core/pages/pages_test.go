@@ -139,3 +139,24 @@ func TestPages_UnknownRepositoryIs404(t *testing.T) {
 		t.Errorf("icon: %d", status)
 	}
 }
+
+// TestPages_AnnouncedButEmptyRepository: before the first push the page
+// exists, with the clone command, and says nothing was pushed.
+func TestPages_AnnouncedButEmptyRepository(t *testing.T) {
+	r := newRig(t, "http://127.0.0.1:7334", nil)
+	owner := newKey(t)
+	r.announce(owner, "fresh", 100, nostr.Tags{{"name", "Fresh"}})
+	repo := nip34.RepoRef{Pubkey: owner.pk, Identifier: "fresh"}
+	if err := r.repos.Create(t.Context(), repo); err != nil {
+		t.Fatal(err)
+	}
+	base := git.RepoURLPath(repo.Npub(), "fresh")
+	status, body := r.get(base)
+	if status != http.StatusOK {
+		t.Fatalf("empty repo page: %d", status)
+	}
+	mustContain(t, "empty repo page", body, "<h1>Fresh</h1>", "Nothing has been pushed yet.", "git clone http://127.0.0.1:7334/"+repo.Npub()+"/fresh.git")
+	if status, _ := r.get(base + "/tree"); status != http.StatusNotFound {
+		t.Errorf("tree of an empty repository: %d, want 404", status)
+	}
+}
