@@ -116,7 +116,7 @@ func (p *Pages) browse(w http.ResponseWriter, r *http.Request, repo nip34.RepoRe
 		if !d.Binary {
 			d.Text = string(data)
 			if isMarkdown(self.Name) {
-				d.HTML = renderMarkdown(data)
+				d.HTML = renderMarkdown(data, d.R.Base+"/blob/"+escapePath(rev), parentDir(self.Path))
 			}
 		}
 	}
@@ -339,4 +339,12 @@ func (p *Pages) cachedBlob(ctx context.Context, repo nip34.RepoRef, oid string) 
 		p.cache.put(key, data, len(data))
 	}
 	return data, err
+}
+
+// parentDir is the directory of a repository path ("" at the root).
+func parentDir(p string) string {
+	if i := strings.LastIndex(p, "/"); i >= 0 {
+		return p[:i]
+	}
+	return ""
 }

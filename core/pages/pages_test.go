@@ -12,7 +12,7 @@ import (
 	"github.com/grasp-dev/grasp/core/nip34"
 )
 
-const readme = "# Hello grasp\n\nSome *emphasis* and a [link](https://example.org).\n\n" +
+const readme = "# Hello grasp\n\nSome *emphasis* and a [link](https://example.org), [the guide](docs/guide.md#start) and [a way out](../../etc).\n\n" +
 	"<script>alert('x')</script>\n\n[bad](javascript:alert(1))\n\n<img src=x onerror=alert(2)>\n\n| a | b |\n|---|---|\n| 1 | 2 |\n"
 
 // TestPages_RepoPageShowsReadme: the README of HEAD is rendered from
@@ -21,12 +21,18 @@ func TestPages_RepoPageShowsReadme(t *testing.T) {
 	r := newRig(t, "https://git.example.org", nil)
 	owner := newKey(t)
 	r.announce(owner, "hello", 100, nostr.Tags{{"name", "Hello World"}, {"description", "A repository for tests"}})
-	r.push(owner, "hello", workTree(t, map[string]string{"README.md": readme, "src/main.go": "package main\n"}, "first commit"))
-	status, body := r.get(git.RepoURLPath(nip34.Npub(owner.pk), "hello"))
+	r.push(owner, "hello", workTree(t, map[string]string{"README.md": readme, "src/main.go": "package main\n",
+		"docs/guide.md": "# Guide\n\nBack to [the README](../README.md).\n"}, "first commit"))
+	base := git.RepoURLPath(nip34.Npub(owner.pk), "hello")
+	status, body := r.get(base)
 	if status != http.StatusOK {
 		t.Fatalf("repo page: %d\n%s", status, body)
 	}
-	mustContain(t, "repo page", body, "<h1>Hello grasp</h1>", "<em>emphasis</em>", `href="https://example.org"`, "<table>", "<td>1</td>")
+	mustContain(t, "repo page", body, "<h1>Hello grasp</h1>", "<em>emphasis</em>", `href="https://example.org"`, "<table>", "<td>1</td>",
+		`href="`+base+`/blob/main/docs/guide.md#start"`, `href="../../etc"`)
+	// a Markdown file elsewhere links relative to its own directory
+	_, body = r.get(base + "/blob/main/docs/guide.md")
+	mustContain(t, "guide", body, "<h1>Guide</h1>", `href="`+base+`/blob/main/README.md"`)
 	mustNotContain(t, "repo page", body, "<script>alert", "javascript:alert", "onerror")
 }
 

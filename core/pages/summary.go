@@ -5,6 +5,7 @@ import (
 	"html/template"
 	"net/http"
 	"strconv"
+	"strings"
 
 	"github.com/grasp-dev/grasp/core/nip34"
 )
@@ -101,7 +102,7 @@ func (p *Pages) summaryGit(ctx context.Context, st repoState) (summaryGit, error
 		case binary(data):
 			g.ReadmeText = "(binary file)"
 		case isMarkdown(e.Name):
-			g.ReadmeHTML = renderMarkdown(data)
+			g.ReadmeHTML = renderMarkdown(data, p.repoPath(st.repo)+"/blob/"+escapePath(strings.TrimPrefix(st.head, "refs/heads/")), "")
 		default:
 			g.ReadmeText = string(data)
 		}
