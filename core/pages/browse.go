@@ -39,25 +39,35 @@ type browseData struct {
 	HTML         template.HTML
 }
 
-// browse serves tree/<rev>/<path> and blob/<rev>/<path>; a bare tree is
-// HEAD's root.
-func (p *Pages) browse(w http.ResponseWriter, r *http.Request, repo nip34.RepoRef, view, rest string) {
-	ctx := r.Context()
-	st, err := p.state(ctx, repo)
+// at reads the repository's state and resolves "<rev>/<path>" in it (""
+// is HEAD's root), answering the request itself when it cannot.
+func (p *Pages) at(w http.ResponseWriter, r *http.Request, repo nip34.RepoRef, rest string) (st repoState, rev, oid, path string, ok bool) {
+	st, err := p.state(r.Context(), repo)
 	if err != nil {
 		p.gitError(w, r, err)
-		return
+		return st, "", "", "", false
 	}
 	if rest == "" {
 		if st.headOID == "" {
 			p.errorPage(w, r, http.StatusNotFound, "Nothing has been pushed to this repository yet.")
-			return
+			return st, "", "", "", false
 		}
 		rest = escapePath(strings.TrimPrefix(st.head, "refs/heads/"))
 	}
-	rev, oid, path, err := p.resolve(ctx, st, rest)
+	rev, oid, path, err = p.resolve(r.Context(), st, rest)
 	if err != nil {
 		p.errorPage(w, r, http.StatusNotFound, "This repository has no such branch, tag or commit.")
+		return st, "", "", "", false
+	}
+	return st, rev, oid, path, true
+}
+
+// browse serves tree/<rev>/<path> and blob/<rev>/<path>; a bare tree is
+// HEAD's root.
+func (p *Pages) browse(w http.ResponseWriter, r *http.Request, repo nip34.RepoRef, view, rest string) {
+	ctx := r.Context()
+	st, rev, oid, path, ok := p.at(w, r, repo, rest)
+	if !ok {
 		return
 	}
 	d := browseData{Rev: rev, RevKind: revKind(st, rev), Path: path, Max: int64(p.opts.MaxFileBytes)}
@@ -91,6 +101,7 @@ func (p *Pages) browse(w http.ResponseWriter, r *http.Request, repo nip34.RepoRe
 			p.errorPage(w, r, http.StatusNotFound, path+" is not a directory.")
 			return
 		}
+		var err error
 		d.Entries, err = p.cachedTree(ctx, repo, oid, path, false)
 		if err != nil {
 			p.gitError(w, r, err)
@@ -258,21 +269,12 @@ const historyPage = 50
 
 func (p *Pages) history(w http.ResponseWriter, r *http.Request, repo nip34.RepoRef, rest string) {
 	ctx := r.Context()
-	st, err := p.state(ctx, repo)
-	if err != nil {
-		p.gitError(w, r, err)
+	st, rev, oid, path, ok := p.at(w, r, repo, rest)
+	if !ok {
 		return
 	}
-	if rest == "" {
-		if st.headOID == "" {
-			p.errorPage(w, r, http.StatusNotFound, "Nothing has been pushed to this repository yet.")
-			return
-		}
-		rest = escapePath(strings.TrimPrefix(st.head, "refs/heads/"))
-	}
-	rev, oid, path, err := p.resolve(ctx, st, rest)
-	if err != nil || path != "" {
-		p.errorPage(w, r, http.StatusNotFound, "This repository has no such branch, tag or commit.")
+	if path != "" {
+		p.notFound(w, r)
 		return
 	}
 	page, _ := strconv.Atoi(r.URL.Query().Get("page"))
@@ -283,6 +285,7 @@ func (p *Pages) history(w http.ResponseWriter, r *http.Request, repo nip34.RepoR
 		list = v.([]commitInfo)
 	} else {
 		// one more than shown: is there an older page?
+		var err error
 		list, err = p.commits(ctx, repo, oid, historyPage+1, (page-1)*historyPage)
 		if err != nil {
 			p.gitError(w, r, err)
