@@ -45,6 +45,12 @@ func TestPages_LandingListsSearchesAndPaginates(t *testing.T) {
 	_, body = r.get("/?q=GAMMA")
 	mustContain(t, "search", body, "1 matching repository", ">Name gamma-tools</a>")
 	mustNotContain(t, "search", body, ">Name alpha</a>")
+	// a repository page's owner link lists the owner's repositories
+	_, repoPage := r.get(git.RepoURLPath(nip34.Npub(owner.pk), "beta"))
+	ownerLink := "/?q=" + nip34.Npub(owner.pk) + "#repositories"
+	mustContain(t, "repo page", repoPage, `href="`+ownerLink+`"`)
+	_, body = r.get(strings.TrimSuffix(ownerLink, "#repositories"))
+	mustContain(t, "owner's repositories", body, "4 matching repositories")
 	_, body = r.get("/?q=%3Cscript%3E")
 	mustContain(t, "hostile search", body, "0 matching repositories", `value="&lt;script&gt;"`)
 }

@@ -57,7 +57,9 @@ func (p *Pages) repoPath(repo nip34.RepoRef) string {
 }
 
 func (p *Pages) crumbs(v repoView, more ...link) []link {
-	return append([]link{{Text: v.Meta.Owner.Short, Href: ""}, {Text: v.Meta.Name, Href: v.Base}}, more...)
+	// the owner leads to their repositories on the landing page
+	owner := p.opts.Service.Path + "/?q=" + v.Meta.Owner.Npub + "#repositories"
+	return append([]link{{Text: v.Meta.Owner.Short, Href: owner}, {Text: v.Meta.Name, Href: v.Base}}, more...)
 }
 
 // repoHeader is the head of every repository page: name, description,
