@@ -166,3 +166,21 @@ func TestPages_AnnouncedButEmptyRepository(t *testing.T) {
 		t.Errorf("tree of an empty repository: %d, want 404", status)
 	}
 }
+
+// TestPages_OnlyGetAndHead: a page answers GET and HEAD (same status, no
+// body); anything else is 405 with Allow.
+func TestPages_OnlyGetAndHead(t *testing.T) {
+	r := newRig(t, "http://127.0.0.1:7334", nil)
+	resp, err := http.Head(r.server.URL + "/")
+	if err != nil || resp.StatusCode != http.StatusOK || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/html") {
+		t.Fatalf("HEAD /: %v %v", resp, err)
+	}
+	resp, err = http.Post(r.server.URL+"/", "text/plain", strings.NewReader("x"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusMethodNotAllowed || !strings.Contains(resp.Header.Get("Allow"), "GET") {
+		t.Errorf("POST /: %d, Allow %q", resp.StatusCode, resp.Header.Get("Allow"))
+	}
+}
