@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/nbd-wtf/go-nostr"
+
 	"github.com/grasp-dev/grasp/core/git"
 	"github.com/grasp-dev/grasp/core/nip34"
 )
@@ -98,14 +100,19 @@ func (p *Pages) landing(w http.ResponseWriter, r *http.Request) {
 }
 
 // listed are the repositories the landing page lists, Shown ones only,
-// whose identifier or owner npub contains q (case-insensitive), sorted by
-// identifier then owner.
+// whose identifier, owner npub or announced name contains q
+// (case-insensitive), sorted by identifier then owner.
 func (p *Pages) listed(ctx context.Context, q string) ([]nip34.RepoRef, error) {
 	repos, err := p.opts.Repos.List(ctx)
 	q = strings.ToLower(q)
+	var names map[nip34.RepoRef]string
+	if q != "" {
+		names = p.names(ctx, repos)
+	}
 	out := repos[:0]
 	for _, repo := range repos {
-		if q != "" && !strings.Contains(strings.ToLower(repo.Identifier), q) && !strings.Contains(repo.Npub(), q) {
+		if q != "" && !strings.Contains(strings.ToLower(repo.Identifier), q) && !strings.Contains(repo.Npub(), q) &&
+			!strings.Contains(strings.ToLower(names[repo]), q) {
 			continue
 		}
 		if p.Shown(ctx, repo) {
@@ -119,4 +126,50 @@ func (p *Pages) listed(ctx context.Context, q string) ([]nip34.RepoRef, error) {
 		return out[i].Pubkey < out[j].Pubkey
 	})
 	return out, err
+}
+
+// maxNameSearch bounds how many repositories a search reads the announced
+// names of; beyond it a search matches identifiers and owners only.
+const maxNameSearch = 5000
+
+// names are the announced names (the owner's latest stored announcement)
+// of repos, read in one query by author: only an owner's own announcement
+// names their repository.
+func (p *Pages) names(ctx context.Context, repos []nip34.RepoRef) map[nip34.RepoRef]string {
+	if len(repos) == 0 || len(repos) > maxNameSearch {
+		return nil
+	}
+	owners := map[string]bool{}
+	var authors, ds []string
+	wanted := map[nip34.RepoRef]bool{}
+	seenD := map[string]bool{}
+	for _, r := range repos {
+		wanted[r] = true
+		if !owners[r.Pubkey] {
+			owners[r.Pubkey] = true
+			authors = append(authors, r.Pubkey)
+		}
+		if !seenD[r.Identifier] {
+			seenD[r.Identifier] = true
+			ds = append(ds, r.Identifier)
+		}
+	}
+	evs, err := p.query(ctx, nostr.Filter{Kinds: []int{nip34.KindAnnouncement}, Authors: authors, Tags: nostr.TagMap{"d": ds}, Limit: 4 * len(repos)})
+	if err != nil {
+		p.log.Debug("reading announced names for a search failed", "error", err)
+		return nil
+	}
+	latest := map[nip34.RepoRef]*nostr.Event{}
+	names := map[nip34.RepoRef]string{}
+	for _, evt := range evs {
+		a, err := nip34.ParseAnnouncement(evt)
+		if err != nil || !wanted[a.Repo()] {
+			continue
+		}
+		if prev := latest[a.Repo()]; prev == nil || nip34.LaterEvent(evt, prev) {
+			latest[a.Repo()] = evt
+			names[a.Repo()] = a.Name
+		}
+	}
+	return names
 }

@@ -51,6 +51,14 @@ func TestPages_LandingListsSearchesAndPaginates(t *testing.T) {
 	mustContain(t, "repo page", repoPage, `href="`+ownerLink+`"`)
 	_, body = r.get(strings.TrimSuffix(ownerLink, "#repositories"))
 	mustContain(t, "owner's repositories", body, "4 matching repositories")
+	// by the announced name too, never by a stranger's announcement of the
+	// same identifier
+	stranger := newKey(t)
+	r.announce(stranger, "beta", 200, nostr.Tags{{"name", "Impostor title"}})
+	_, body = r.get("/?q=name+BETA")
+	mustContain(t, "search by name", body, "1 matching repository", ">Name beta</a>")
+	_, body = r.get("/?q=impostor")
+	mustContain(t, "search by a stranger's name", body, "0 matching repositories")
 	_, body = r.get("/?q=%3Cscript%3E")
 	mustContain(t, "hostile search", body, "0 matching repositories", `value="&lt;script&gt;"`)
 }
