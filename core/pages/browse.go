@@ -226,7 +226,7 @@ func (p *Pages) commitGit(ctx context.Context, repo nip34.RepoRef, oid string) (
 		return commitGit{}, errNoCommit
 	}
 	g := commitGit{C: list[0]}
-	out, err := p.opts.Repos.Read(ctx, repo, git.ReadLimits{MaxBytes: p.opts.MaxDiffBytes}, nil,
+	out, err := p.readLimited(ctx, repo, git.ReadLimits{MaxBytes: p.opts.MaxDiffBytes},
 		"diff-tree", "-r", "-p", "-M", "--root", "--no-color", "--no-ext-diff", "--no-textconv", "--no-commit-id", oid)
 	if errors.Is(err, git.ErrReadTruncated) {
 		g.Truncated = true

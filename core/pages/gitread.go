@@ -51,6 +51,11 @@ func (p *Pages) state(ctx context.Context, repo nip34.RepoRef) (repoState, error
 }
 
 func (p *Pages) readState(ctx context.Context, repo nip34.RepoRef) (repoState, error) {
+	release, err := p.slot(ctx)
+	if err != nil {
+		return repoState{}, err
+	}
+	defer release()
 	refs, err := p.opts.Repos.Refs(ctx, repo)
 	if err != nil {
 		return repoState{}, err
@@ -109,7 +114,36 @@ func (p *Pages) resolve(ctx context.Context, s repoState, rest string) (rev, oid
 }
 
 func (p *Pages) read(ctx context.Context, repo nip34.RepoRef, max int, args ...string) ([]byte, error) {
-	return p.opts.Repos.Read(ctx, repo, git.ReadLimits{MaxBytes: max}, nil, args...)
+	return p.readLimited(ctx, repo, git.ReadLimits{MaxBytes: max}, args...)
+}
+
+// slot takes one of the MaxGitReads slots, waiting (and counted as
+// waiting) while all are taken.
+func (p *Pages) slot(ctx context.Context) (release func(), err error) {
+	select {
+	case p.slots <- struct{}{}:
+		return func() { <-p.slots }, nil
+	default:
+	}
+	p.waiting.Inc()
+	defer p.waiting.Dec()
+	select {
+	case p.slots <- struct{}{}:
+		return func() { <-p.slots }, nil
+	case <-ctx.Done():
+		return nil, fmt.Errorf("waiting for a git read slot: %w", ctx.Err())
+	}
+}
+
+// readLimited runs one git read in one of the MaxGitReads slots: what a
+// crawler asking for many distinct commits costs is bounded in processes.
+func (p *Pages) readLimited(ctx context.Context, repo nip34.RepoRef, lim git.ReadLimits, args ...string) ([]byte, error) {
+	release, err := p.slot(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	return p.opts.Repos.Read(ctx, repo, lim, nil, args...)
 }
 
 type commitInfo struct {

@@ -3,10 +3,12 @@ package pages
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"strings"
 
 	"github.com/hashicorp/go-hclog"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/grasp-dev/grasp/core/env"
 	"github.com/grasp-dev/grasp/core/git"
@@ -41,6 +43,9 @@ type Options struct {
 	CacheBytes int
 	// PerPage is the landing page's page size (default 50).
 	PerPage int
+	// MaxGitReads bounds the git processes pages run at once (default 4);
+	// further views wait for a slot.
+	MaxGitReads int
 }
 
 func (o *Options) defaults() {
@@ -60,6 +65,9 @@ func (o *Options) defaults() {
 	if o.PerPage <= 0 {
 		o.PerPage = 50
 	}
+	if o.MaxGitReads <= 0 {
+		o.MaxGitReads = 4
+	}
 }
 
 // Pages serves the HTML pages.
@@ -67,6 +75,9 @@ type Pages struct {
 	opts  Options
 	log   hclog.Logger
 	cache *cache
+	slots chan struct{} // one per git process running for a page
+	// waiting counts views waiting for a git slot
+	waiting prometheus.Gauge
 }
 
 // New builds the pages.
@@ -76,7 +87,15 @@ func New(opts Options, e env.Env) (*Pages, error) {
 	}
 	opts.defaults()
 	e = e.OrDefaults()
-	return &Pages{opts: opts, log: e.Log, cache: newCache(opts.CacheBytes)}, nil
+	p := &Pages{opts: opts, log: e.Log, cache: newCache(opts.CacheBytes), slots: make(chan struct{}, opts.MaxGitReads)}
+	p.waiting = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "grasp_pages_git_waiting",
+		Help: "Page views waiting for one of the git processes pages may run at once (pages.MaxGitReads).",
+	})
+	if err := e.Metrics.Register(p.waiting); err != nil {
+		return nil, fmt.Errorf("pages: register metrics: %w", err)
+	}
+	return p, nil
 }
 
 // Shown is the one decision whether a repository is listed on the landing

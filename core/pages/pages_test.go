@@ -1,15 +1,19 @@
 package pages
 
 import (
+	"context"
 	"html"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
 	"github.com/nbd-wtf/go-nostr"
+	dto "github.com/prometheus/client_model/go"
 
 	"github.com/grasp-dev/grasp/core/git"
 	"github.com/grasp-dev/grasp/core/nip34"
+	"github.com/grasp-dev/grasp/internal/testwait"
 )
 
 const readme = "# Hello grasp\n\nSome *emphasis* and a [link](https://example.org), [the guide](docs/guide.md#start) and [a way out](../../etc).\n\n" +
@@ -183,4 +187,49 @@ func TestPages_OnlyGetAndHead(t *testing.T) {
 	if resp.StatusCode != http.StatusMethodNotAllowed || !strings.Contains(resp.Header.Get("Allow"), "GET") {
 		t.Errorf("POST /: %d, Allow %q", resp.StatusCode, resp.Header.Get("Allow"))
 	}
+}
+
+// TestPages_GitReadsAreBounded: pages run at most MaxGitReads git
+// processes; a view that finds every slot taken waits (and is counted in
+// grasp_pages_git_waiting) until one is free, or gives up with its request.
+func TestPages_GitReadsAreBounded(t *testing.T) {
+	r := newRig(t, "http://127.0.0.1:7334", func(o *Options) { o.MaxGitReads = 1 })
+	owner := newKey(t)
+	r.announce(owner, "b", 100, nil)
+	r.push(owner, "b", workTree(t, map[string]string{"a": "a"}, "a"))
+	path := git.RepoURLPath(nip34.Npub(owner.pk), "b")
+	view := func(ctx context.Context) chan int {
+		done := make(chan int, 1)
+		go func() {
+			rec := httptest.NewRecorder()
+			r.pages.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil).WithContext(ctx))
+			done <- rec.Code
+		}()
+		return done
+	}
+	r.pages.slots <- struct{}{} // the one slot is busy
+	first := view(context.Background())
+	testwait.For(t, "the view to wait for a git slot", func() bool { return gauge(r.pages) == 1 })
+	ctx, cancel := context.WithCancel(context.Background())
+	second := view(ctx)
+	testwait.For(t, "a second view to wait", func() bool { return gauge(r.pages) == 2 })
+	cancel()
+	if code := <-second; code != http.StatusInternalServerError {
+		t.Errorf("a view that gave up waiting answered %d, want 500", code)
+	}
+	<-r.pages.slots
+	if code := <-first; code != http.StatusOK {
+		t.Errorf("the waiting view answered %d once the slot was free, want 200", code)
+	}
+	if w := gauge(r.pages); w != 0 {
+		t.Errorf("%v views still counted as waiting", w)
+	}
+}
+
+func gauge(p *Pages) float64 {
+	var m dto.Metric
+	if err := p.waiting.Write(&m); err != nil {
+		return -1
+	}
+	return m.GetGauge().GetValue()
 }
