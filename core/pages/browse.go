@@ -203,10 +203,9 @@ func (p *Pages) commitPage(w http.ResponseWriter, r *http.Request, repo nip34.Re
 	d := struct {
 		R repoView
 		commitGit
-		C     commitInfo
 		Merge bool
 		Max   int64
-	}{R: rv, commitGit: g, C: g.C, Merge: len(g.C.Parents) > 1, Max: int64(p.opts.MaxDiffBytes)}
+	}{R: rv, commitGit: g, Merge: len(g.C.Parents) > 1, Max: int64(p.opts.MaxDiffBytes)}
 	p.render(w, r, http.StatusOK, g.C.Subject, p.crumbs(rv, link{Text: g.C.Short}), commitTmpl, d)
 }
 

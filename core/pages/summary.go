@@ -65,7 +65,7 @@ func (p *Pages) summary(w http.ResponseWriter, r *http.Request, repo nip34.RepoR
 		Branches, Tags []refEntry
 		Git            summaryGit
 	}{R: rv, Empty: st.headOID == "", Branches: st.named("refs/heads/"), Tags: st.named("refs/tags/")}
-	d.Head = st.head[len("refs/heads/"):]
+	d.Head = strings.TrimPrefix(st.head, "refs/heads/")
 	if !d.Empty {
 		d.Git, err = p.summaryGit(ctx, st)
 		if err != nil {
