@@ -22,7 +22,16 @@ func TestCaddy(t *testing.T) { runProxySuite(t, startCaddy) }
 // The global options block comes first and only keeps Caddy off the
 // machine's fixed ports (admin API, port 80) and out of its real storage.
 func renderCaddy(t testing.TB, c certs, dir, upstream string, port int) string {
-	global := fmt.Sprintf(`{
+	return caddyGlobal(t, dir, port) + render(t, caddySite, readShipped(t, caddySite), [][2]string{
+		{"git.example.com {", fmt.Sprintf("127.0.0.1:%d {", port)},
+		{"# tls /etc/ssl/grasp/fullchain.pem /etc/ssl/grasp/privkey.pem", fmt.Sprintf("tls %s %s", c.Cert, c.Key)},
+		{"reverse_proxy 127.0.0.1:7334", "reverse_proxy " + upstream},
+	})
+}
+
+// caddyGlobal is the global options block of a test Caddy in dir.
+func caddyGlobal(t testing.TB, dir string, port int) string {
+	return fmt.Sprintf(`{
 	admin off
 	default_bind 127.0.0.1
 	http_port %d
@@ -35,19 +44,21 @@ func renderCaddy(t testing.TB, c certs, dir, upstream string, port int) string {
 	}
 }
 `, freePort(t), port, filepath.Join(dir, "storage"), filepath.Join(dir, "caddy.log"))
-	return global + render(t, caddySite, readShipped(t, caddySite), [][2]string{
-		{"git.example.com {", fmt.Sprintf("127.0.0.1:%d {", port)},
-		{"# tls /etc/ssl/grasp/fullchain.pem /etc/ssl/grasp/privkey.pem", fmt.Sprintf("tls %s %s", c.Cert, c.Key)},
-		{"reverse_proxy 127.0.0.1:7334", "reverse_proxy " + upstream},
-	})
 }
 
 func startCaddy(t *testing.T, c certs, upstream string, port int) *frontProxy {
 	t.Helper()
+	return runCaddy(t, c, port, func(dir string) string { return renderCaddy(t, c, dir, upstream, port) })
+}
+
+// runCaddy runs Caddy on port with the Caddyfile site(dir) returns, dir
+// being Caddy's own temporary directory.
+func runCaddy(t *testing.T, c certs, port int, site func(dir string) string) *frontProxy {
+	t.Helper()
 	bin := needTool(t, "caddy", "caddy")
 	dir := t.TempDir()
 	conf := filepath.Join(dir, "Caddyfile")
-	writeFile(t, conf, renderCaddy(t, c, dir, upstream, port))
+	writeFile(t, conf, site(dir))
 	env := append(os.Environ(), "HOME="+dir, "XDG_DATA_HOME="+filepath.Join(dir, "data"), "XDG_CONFIG_HOME="+filepath.Join(dir, "config"))
 	cmd := exec.Command(bin, "run", "--config", conf, "--adapter", "caddyfile")
 	cmd.Env, cmd.Dir = env, dir

@@ -35,6 +35,13 @@ func renderNginx(t testing.TB, c certs, upstream string, port, httpPort int) str
 
 func startNginx(t *testing.T, c certs, upstream string, port int) *frontProxy {
 	t.Helper()
+	return runNginx(t, c, port, func(dir string) string { return renderNginx(t, c, upstream, port, freePort(t)) })
+}
+
+// runNginx runs nginx on port with the site site(dir) returns, dir being
+// nginx's own temporary directory.
+func runNginx(t *testing.T, c certs, port int, site func(dir string) string) *frontProxy {
+	t.Helper()
 	bin := needTool(t, "nginx", "nginx")
 	dir := t.TempDir()
 	// nginx started as root runs its workers as nobody, who must reach the
@@ -45,8 +52,8 @@ func startNginx(t *testing.T, c certs, upstream string, port int) *frontProxy {
 			t.Fatal(err)
 		}
 	}
-	site := filepath.Join(dir, "grasp.conf")
-	writeFile(t, site, renderNginx(t, c, upstream, port, freePort(t)))
+	siteFile := filepath.Join(dir, "grasp.conf")
+	writeFile(t, siteFile, site(dir))
 	errLog := filepath.Join(dir, "error.log")
 	// The http block mirrors Debian's /etc/nginx/nginx.conf (sendfile, gzip,
 	// mime types), which includes sites-enabled/ the same way; the rest
@@ -72,7 +79,7 @@ http {
     scgi_temp_path %[1]s/scgi;
     include %[3]s;
 }
-`, dir, errLog, site))
+`, dir, errLog, siteFile))
 	args := []string{"-p", dir, "-e", errLog, "-c", conf}
 	if out, err := exec.Command(bin, append([]string{"-t"}, args...)...).CombinedOutput(); err != nil {
 		t.Fatalf("nginx -t rejects the shipped site: %v\n%s", err, out)

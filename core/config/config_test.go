@@ -156,6 +156,25 @@ func TestPublicURLHelpers(t *testing.T) {
 	}
 }
 
+// TestBasePath_PublicURLKeepsItsPath: a public URL with a base path is
+// accepted, canonicalised without its trailing slash, and every derived URL
+// lives under the path (issue 10 part 5).
+func TestBasePath_PublicURLKeepsItsPath(t *testing.T) {
+	c := mustParse(t, "[server]\npublic_url = \"HTTPS://Example.ORG/git/\"\n")
+	if c.Server.PublicURL != "https://example.org/git" {
+		t.Fatalf("public_url = %q, want https://example.org/git", c.Server.PublicURL)
+	}
+	if got := c.RelayURL(); got != "wss://example.org/git" {
+		t.Errorf("RelayURL() = %q", got)
+	}
+	if got := c.CloneURL("npub1xyz", "r"); got != "https://example.org/git/npub1xyz/r.git" {
+		t.Errorf("CloneURL() = %q", got)
+	}
+	if got := c.Host(); got != "example.org" {
+		t.Errorf("Host() = %q", got)
+	}
+}
+
 func TestUnknownKeyReportedWithLineAndColumn(t *testing.T) {
 	src := "# comment\n[server]\nlisten = \"127.0.0.1:7334\"\n\n[sync]\nenabled = true\n  batch_windw = \"5s\"\n"
 	e := parseErr(t, src)

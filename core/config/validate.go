@@ -72,10 +72,36 @@ func canonicalURL(u *url.URL) string {
 	}
 	out := *u
 	out.Scheme, out.Host = scheme, hostport
-	if out.Path == "/" {
-		out.Path = ""
-	}
+	// The base path is kept without its trailing slash: clone URLs are
+	// <public_url>/<npub>/<id>.git and the relay URL is ws(s)://host<path>.
+	out.Path = strings.TrimRight(out.Path, "/")
+	out.RawPath = ""
 	return out.String()
+}
+
+// checkBasePath accepts the path of a public URL served under a base path
+// (issue 10 part 5, "https://example.org/git"): plain segments of letters,
+// digits and "-._~", none of them "." or "..", so that the path is spelled
+// one way in clone URLs, relay URLs and routing, and no segment can be
+// mistaken for a repository owner (npub1...).
+func checkBasePath(escaped string) error {
+	if escaped == "" {
+		return nil
+	}
+	for _, seg := range strings.Split(strings.TrimPrefix(escaped, "/"), "/") {
+		switch {
+		case seg == "" || seg == "." || seg == "..":
+			return fmt.Errorf("base path %q has an empty, \".\" or \"..\" segment", escaped)
+		case strings.HasPrefix(seg, "npub1"):
+			return fmt.Errorf("base path %q has a segment that reads as an npub", escaped)
+		}
+		for _, c := range seg {
+			if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.ContainsRune("-._~", c)) {
+				return fmt.Errorf("base path %q: segments may hold only letters, digits and \"-._~\"", escaped)
+			}
+		}
+	}
+	return nil
 }
 
 func (p *Plugins) hooks() map[string][]Plugin {
@@ -170,10 +196,10 @@ func (c *Config) checkServer(k *checker) {
 		k.fail("server.public_url", "has no host: %q", c.Server.PublicURL)
 	case u.User != nil || u.RawQuery != "" || u.Fragment != "":
 		k.fail("server.public_url", "must not carry user info, query or fragment: %q", c.Server.PublicURL)
-	case u.Path != "":
-		// Clone URLs are /<npub>/<id>.git at the origin's root; GRASP
-		// matches announcements on host:port, not on a path prefix.
-		k.fail("server.public_url", "must not have a path (grasp serves at the root), got %q", u.Path)
+	default:
+		if err := checkBasePath(u.EscapedPath()); err != nil {
+			k.fail("server.public_url", "%v", err)
+		}
 	}
 	if strings.TrimSpace(c.Server.DataDir) == "" {
 		k.fail("server.data_dir", "must not be empty")

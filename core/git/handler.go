@@ -50,13 +50,6 @@ type Options struct {
 	Authority Authority
 	// Hooks hears about applied pushes; nil: nobody.
 	Hooks Hooks
-	// BrowseURL is the repository page's link to a web client, with {npub}
-	// and {id} (percent-encoded) placeholders.
-	// Default "https://gitworkshop.dev/{npub}/{id}".
-	BrowseURL string
-	// PublicURL (e.g. "https://git.example.com") is used to show the clone
-	// URL on repository pages; "" derives it from the request.
-	PublicURL string
 	// MaxGzipBytes bounds the decompressed size of a gzip request body
 	// (default 256 MiB); beyond it the request fails with 413.
 	MaxGzipBytes int64
@@ -76,9 +69,6 @@ type Options struct {
 }
 
 func (o *Options) defaults() {
-	if o.BrowseURL == "" {
-		o.BrowseURL = "https://gitworkshop.dev/{npub}/{id}"
-	}
 	if o.MaxGzipBytes <= 0 {
 		o.MaxGzipBytes = 256 << 20
 	}
@@ -110,8 +100,8 @@ type handler struct {
 }
 
 // NewHandler serves /<npub>/<percent-encoded id>.git/{info/refs,
-// git-upload-pack, git-receive-pack} and the repository page at
-// /<npub>/<id>.git. hooks may be nil. It sets no CORS headers: the relay
+// git-upload-pack, git-receive-pack}; the repository's pages are
+// core/pages'. hooks may be nil. It sets no CORS headers: the relay
 // wraps every response in them.
 func NewHandler(opts Options, e env.Env) http.Handler {
 	opts.defaults()
@@ -136,10 +126,6 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	owner, id, sub, ok := splitRepoPath(r.URL.EscapedPath())
 	if !ok {
 		http.NotFound(w, r)
-		return
-	}
-	if sub == "" {
-		h.servePage(w, r, owner, id)
 		return
 	}
 	repo, err := refOf(owner, id)

@@ -168,26 +168,6 @@ func TestG01G6_FilterClonesV2AndReachableFetch(t *testing.T) {
 	gitRun(t, empty, "cat-file", "-e", first+"^{commit}")
 }
 
-func TestG01G7_RepoPages(t *testing.T) {
-	ts := newTestServer(t, Options{})
-	owner, _ := ts.newRepo("my repo")
-	resp, body := ts.get(RepoURLPath(owner, "my repo"), "Accept", "text/html")
-	if resp.StatusCode != http.StatusOK || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/html") {
-		t.Fatalf("page = %d %s", resp.StatusCode, resp.Header.Get("Content-Type"))
-	}
-	if want := `href="https://gitworkshop.dev/` + owner + `/my%20repo"`; !strings.Contains(body, want) {
-		t.Fatalf("page lacks %s:\n%s", want, body)
-	}
-	resp, body = ts.get(RepoURLPath(owner, "other"), "Accept", "text/html")
-	if resp.StatusCode != http.StatusNotFound || !strings.Contains(body, "<html") {
-		t.Fatalf("missing repo page = %d %q", resp.StatusCode, body)
-	}
-	resp, body = ts.get(RepoURLPath(owner, "<script>"), "Accept", "text/html")
-	if resp.StatusCode != http.StatusNotFound || strings.Contains(body, "<script>") {
-		t.Fatalf("identifier not escaped: %q", body)
-	}
-}
-
 // uploadRequest is a v0 upload-pack request for one want.
 func uploadRequest(want string) []byte {
 	var b bytes.Buffer

@@ -66,11 +66,17 @@ func IsGitPath(escapedPath string) bool {
 	return ok
 }
 
-// Routed reports whether the relay hands a request for escapedPath to the
-// git handler: a repository path (IsGitPath), or anything under /prs/
-// (GRASP-06, reserved: the handler answers 404 until it serves them).
+// Routed reports whether the relay hands a request for escapedPath (base
+// path stripped) to the git handler: a repository's smart-HTTP paths
+// (info/refs, git-upload-pack, git-receive-pack), or anything under /prs/
+// (GRASP-06, reserved: the handler answers 404 until it serves them). The
+// repository's own page and everything else under it are the pages'.
 func Routed(escapedPath string) bool {
-	return strings.HasPrefix(escapedPath, "/prs/") || IsGitPath(escapedPath)
+	if strings.HasPrefix(escapedPath, "/prs/") {
+		return true
+	}
+	_, _, sub, ok := splitRepoPath(escapedPath)
+	return ok && (sub == "info/refs" || sub == svcUpload || sub == svcReceive)
 }
 
 // splitRepoPath splits /<owner>/<pct-id>.git[/<sub>] without validating the
@@ -97,4 +103,20 @@ func truncate(s string, n int) string {
 		return s
 	}
 	return s[:n] + "…"
+}
+
+// ParseRepoPath reads an escaped URL path /<npub>/<pct-id>.git[/<sub>]
+// (base path stripped) into the repository it names, validated like every
+// repository path, and the escaped rest after ".git/" ("" for the
+// repository itself).
+func ParseRepoPath(escapedPath string) (repo nip34.RepoRef, sub string, err error) {
+	owner, id, sub, ok := splitRepoPath(escapedPath)
+	if !ok {
+		return nip34.RepoRef{}, "", fmt.Errorf("invalid: %q is not a repository path", truncate(escapedPath, 120))
+	}
+	repo, err = refOf(owner, id)
+	if err == nil {
+		err = ValidateIdentifier(id)
+	}
+	return repo, sub, err
 }

@@ -70,6 +70,31 @@ func (s Service) RelayURL() string {
 	return scheme + "://" + s.HostPort() + s.Path
 }
 
+// Within reports whether a request's escaped URL path lies under the base
+// path, and returns the rest (at least "/"): the one place a base path is
+// stripped, so that the relay, NIP-11, pages and git all live under it and
+// the origin's root stays free for a reverse proxy's other sites (issue 10
+// part 5). "/git" and "/git/" both name the service's root; "/gitx" does
+// not.
+func (s Service) Within(escapedPath string) (rest string, ok bool) {
+	if s.Path == "" {
+		if escapedPath == "" {
+			return "/", true
+		}
+		return escapedPath, strings.HasPrefix(escapedPath, "/")
+	}
+	rest, ok = strings.CutPrefix(escapedPath, s.Path)
+	switch {
+	case !ok:
+		return "", false
+	case rest == "":
+		return "/", true
+	case strings.HasPrefix(rest, "/"):
+		return rest, true
+	}
+	return "", false
+}
+
 // CloneURL is the canonical clone URL for owner's repository id.
 func (s Service) CloneURL(ownerHex, id string) string {
 	return s.BaseURL() + "/" + Npub(ownerHex) + "/" + EscapeIdentifier(id) + ".git"

@@ -134,6 +134,33 @@ func TestServiceWithBasePathAndIPv6(t *testing.T) {
 	}
 }
 
+func TestBasePath_Within(t *testing.T) {
+	svc, _ := ParseService("https://example.org/git")
+	for path, want := range map[string]string{
+		"/git": "/", "/git/": "/", "/git/npub1x/r.git/info/refs": "/npub1x/r.git/info/refs",
+		"/": "", "/gitx": "", "/other/git": "", "": "",
+	} {
+		rest, ok := svc.Within(path)
+		if ok != (want != "") || rest != want {
+			t.Errorf("Within(%q) = %q %v, want %q", path, rest, ok, want)
+		}
+	}
+	root, _ := ParseService("https://example.org")
+	if rest, ok := root.Within("/x"); !ok || rest != "/x" {
+		t.Errorf("root service: Within(/x) = %q %v", rest, ok)
+	}
+	// An announcement listing another path on the same host is not this
+	// service (positive control: the base path itself is).
+	other := announce([]string{"https://example.org/other/" + Npub(pkA) + "/r.git"}, []string{"wss://example.org/other"})
+	if ListsService(other, svc) {
+		t.Error("https://example.org/other counted as this service")
+	}
+	mine := announce([]string{"https://example.org/git/" + Npub(pkA) + "/r.git"}, []string{"wss://example.org/git"})
+	if !ListsService(mine, svc) {
+		t.Error("https://example.org/git not counted as this service")
+	}
+}
+
 func TestN34_4_ListsServiceParts(t *testing.T) {
 	svc, _ := ParseService("http://d:1")
 	c, r := ListsServiceParts(announce([]string{"http://d:1/x.git"}, nil), svc)

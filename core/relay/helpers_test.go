@@ -49,6 +49,10 @@ type testRelay struct {
 	done   chan error
 }
 
+// listenBase at the start of Options.PublicURL stands for the test relay's
+// own http://127.0.0.1:port, known only once it listens.
+const listenBase = "http://listen.invalid"
+
 // startRelay serves a relay on 127.0.0.1:0 until the test ends.
 func startRelay(tb testing.TB, opts Options) *testRelay {
 	tb.Helper()
@@ -64,6 +68,8 @@ func startRelayEnv(tb testing.TB, opts Options, e env.Env) *testRelay {
 	base := "http://" + ln.Addr().String()
 	if opts.PublicURL == "" {
 		opts.PublicURL = base
+	} else if rest, ok := strings.CutPrefix(opts.PublicURL, listenBase); ok {
+		opts.PublicURL = base + rest
 	}
 	tr := &testRelay{base: base, ws: "ws://" + ln.Addr().String(), done: make(chan error, 1)}
 	if opts.Events == nil {

@@ -1,8 +1,8 @@
 package relay
 
 import (
-	"html/template"
 	"net/http"
+	"net/url"
 	"strings"
 
 	"github.com/grasp-dev/grasp/core/git"
@@ -18,37 +18,67 @@ const (
 )
 
 // route is the HTTP contract of grasp.md §2: OPTIONS, websocket, git paths,
-// NIP-11, landing page, 404.
+// NIP-11, pages, 404. Everything lives under the public URL's base path,
+// stripped here and nowhere else; the rest of the origin is not ours.
 func (s *Server) route(w http.ResponseWriter, r *http.Request) {
 	h := w.Header()
+	rest, ok := s.svc.Within(r.URL.EscapedPath())
+	if !ok {
+		// Outside the base path: a reverse proxy's other sites. No CORS,
+		// no page of ours.
+		http.NotFound(w, r)
+		return
+	}
+	r = withPath(r, rest)
 	h.Set("Access-Control-Allow-Origin", "*")
 	h.Set("Access-Control-Allow-Methods", corsMethods)
 	h.Set("Access-Control-Allow-Headers", corsHeaders)
 
+	s.gitMu.RLock()
+	gitH, pages := s.git, s.pages
+	s.gitMu.RUnlock()
 	switch {
 	case r.Method == http.MethodOptions:
 		h.Set("Access-Control-Max-Age", "86400")
 		w.WriteHeader(http.StatusNoContent)
 	case isWebsocket(r):
 		s.gate.ServeHTTP(w, r)
-	case git.Routed(r.URL.EscapedPath()):
-		s.gitMu.RLock()
-		git := s.git
-		s.gitMu.RUnlock()
-		if git == nil {
-			s.notFound(w, r)
+	case git.Routed(rest):
+		if gitH == nil {
+			http.NotFound(w, r)
 			return
 		}
-		git.ServeHTTP(w, r)
-	case acceptsNostrJSON(r):
+		gitH.ServeHTTP(w, r)
+	case acceptsNostrJSON(r) || rest == nip11Path:
 		s.serveNIP11(w, r)
-	case r.URL.Path == "/":
-		s.landing(w, r)
-	case r.URL.Path == "/icon.png" && (r.Method == http.MethodGet || r.Method == http.MethodHead):
-		s.serveIcon(w, r)
+	case pages != nil:
+		pages.ServeHTTP(w, r)
 	default:
-		s.notFound(w, r)
+		http.NotFound(w, r)
 	}
+}
+
+// nip11Path serves the NIP-11 document to a plain link (a browser cannot
+// send Accept: application/nostr+json from an <a>); the landing page links
+// it.
+const nip11Path = "/nip11.json"
+
+// withPath is r with its URL path replaced by the escaped path rest (the
+// base path stripped); r itself when nothing changes.
+func withPath(r *http.Request, rest string) *http.Request {
+	if rest == r.URL.EscapedPath() {
+		return r
+	}
+	path, err := url.PathUnescape(rest)
+	if err != nil {
+		path = rest
+	}
+	r2 := new(http.Request)
+	*r2 = *r
+	u := *r.URL
+	u.Path, u.RawPath = path, rest
+	r2.URL = &u
+	return r2
 }
 
 func isWebsocket(r *http.Request) bool {
@@ -66,90 +96,3 @@ func acceptsNostrJSON(r *http.Request) bool {
 	}
 	return false
 }
-
-type pageData struct {
-	Name, Description string
-	RelayURL, BaseURL string
-	Status            int
-	Path              string
-}
-
-func (s *Server) pageData(r *http.Request) pageData {
-	d := pageData{Name: s.opts.Name, Description: s.opts.Description, RelayURL: s.wsURL,
-		BaseURL: strings.TrimSuffix(s.opts.PublicURL, "/")}
-	if d.Name == "" {
-		d.Name = "grasp"
-	}
-	if d.BaseURL == "" {
-		scheme, ws := "http", "ws"
-		if r.TLS != nil {
-			scheme, ws = "https", "wss"
-		}
-		d.BaseURL = scheme + "://" + r.Host
-		d.RelayURL = ws + "://" + r.Host
-	}
-	return d
-}
-
-func (s *Server) landing(w http.ResponseWriter, r *http.Request) {
-	if r.Method != http.MethodGet && r.Method != http.MethodHead {
-		w.Header().Set("Allow", "GET, HEAD, OPTIONS")
-		s.page(w, r, http.StatusMethodNotAllowed)
-		return
-	}
-	s.page(w, r, http.StatusOK)
-}
-
-func (s *Server) notFound(w http.ResponseWriter, r *http.Request) {
-	s.page(w, r, http.StatusNotFound)
-}
-
-func (s *Server) page(w http.ResponseWriter, r *http.Request, status int) {
-	d := s.pageData(r)
-	d.Status = status
-	d.Path = r.URL.Path
-	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	w.WriteHeader(status)
-	if r.Method == http.MethodHead {
-		return
-	}
-	if err := pageTemplate.Execute(w, d); err != nil {
-		s.log.Debug("writing page failed", "path", r.URL.Path, "error", err)
-	}
-}
-
-var pageTemplate = template.Must(template.New("page").Parse(`<!doctype html>
-<html lang="en"><head><meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<title>{{if eq .Status 200}}{{.Name}}{{else}}{{.Status}} – {{.Name}}{{end}}</title>
-<style>body{font-family:system-ui,sans-serif;max-width:42rem;margin:3rem auto;padding:0 1rem;line-height:1.5}code{background:#f2f2f2;padding:0 .2em}</style>
-</head><body>
-{{if eq .Status 200}}
-<h1>{{.Name}}</h1>
-{{if .Description}}<p>{{.Description}}</p>{{end}}
-<p>This is a <a href="https://ngit.dev/grasp">GRASP</a> server: a Nostr relay for
-NIP-34 git collaboration events and a git smart-HTTP host whose pushes are authorised
-by signed Nostr repository-state events.</p>
-<ul>
-<li>Nostr relay: <code>{{.RelayURL}}</code></li>
-<li>Repositories: <code>{{.BaseURL}}/&lt;npub&gt;/&lt;identifier&gt;.git</code></li>
-</ul>
-<h2>Use it</h2>
-<p>Install <a href="https://ngit.dev">ngit</a>, run <code>ngit init</code> in your repository and
-choose this server ({{.RelayURL}}) as one of its GRASP servers. ngit publishes the repository
-announcement here, and <code>git push</code> then sends your commits to this server once the
-signed state event is accepted.</p>
-<p>Browse repositories, issues and pull requests with a git-over-nostr client such as
-<a href="https://gitworkshop.dev">gitworkshop.dev</a>.</p>
-{{else if eq .Status 404}}
-<h1>Not found</h1>
-<p>Nothing is served at <code>{{.Path}}</code>. Repositories hosted here live at
-<code>{{.BaseURL}}/&lt;npub&gt;/&lt;identifier&gt;.git</code>; browse them with
-<a href="https://gitworkshop.dev">gitworkshop.dev</a>.</p>
-<p><a href="/">{{.Name}}</a></p>
-{{else}}
-<h1>{{.Status}}</h1>
-<p><a href="/">{{.Name}}</a></p>
-{{end}}
-</body></html>
-`))

@@ -125,19 +125,23 @@ func TestG01C1_CORSAndRouting(t *testing.T) {
 	tr := startRelay(t, Options{Name: "routing test"})
 	const repo = "/npub1qqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqq8yaf0w/my%20repo.git/info/refs?service=git-upload-pack"
 
-	// No git handler mounted yet: an HTML 404, with CORS.
-	resp, body := get(t, http.MethodGet, tr.base+repo, nil)
-	if resp.StatusCode != 404 || !strings.Contains(resp.Header.Get("Content-Type"), "text/html") || !strings.Contains(body, "<html") {
-		t.Fatalf("git path without git handler: %d %q", resp.StatusCode, resp.Header.Get("Content-Type"))
+	// Nothing mounted yet: a 404, with CORS.
+	resp, _ := get(t, http.MethodGet, tr.base+repo, nil)
+	if resp.StatusCode != 404 {
+		t.Fatalf("git path without git handler: %d", resp.StatusCode)
 	}
 	assertCORS(t, "git 404", resp)
 
-	var gitPaths []string
+	var gitPaths, pagePaths []string
 	tr.srv.HandleGit(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		gitPaths = append(gitPaths, r.URL.Path)
 		w.WriteHeader(http.StatusTeapot)
 	}))
-	for _, p := range []string{repo, "/prs/npub1abc/x.git/info/refs", "/npub1abc/x.git"} {
+	tr.srv.HandlePages(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		pagePaths = append(pagePaths, r.Method+" "+r.URL.Path)
+		w.WriteHeader(http.StatusAccepted)
+	}))
+	for _, p := range []string{repo, "/prs/npub1abc/x.git/info/refs", "/npub1abc/x.git/git-upload-pack"} {
 		resp, _ = get(t, http.MethodGet, tr.base+p, nil)
 		if resp.StatusCode != http.StatusTeapot {
 			t.Errorf("%s must go to the git handler, got %d", p, resp.StatusCode)
@@ -147,31 +151,23 @@ func TestG01C1_CORSAndRouting(t *testing.T) {
 	if len(gitPaths) != 3 || gitPaths[0] != "/npub1qqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqq8yaf0w/my repo.git/info/refs" {
 		t.Errorf("git handler saw %q", gitPaths)
 	}
-
-	resp, body = get(t, http.MethodGet, tr.base+"/", map[string]string{"Accept": "text/html"})
-	if resp.StatusCode != 200 || !strings.Contains(body, tr.ws) || !strings.Contains(body, "https://gitworkshop.dev") ||
-		!strings.Contains(body, "ngit") || !strings.Contains(body, "routing test") {
-		t.Errorf("landing page must name the relay URL, ngit and gitworkshop.dev: %d\n%s", resp.StatusCode, body)
-	}
-	assertCORS(t, "landing", resp)
-
-	for _, p := range []string{"/nope", "/npubx/repo.git", "/icon.jpg"} {
-		resp, body = get(t, http.MethodGet, tr.base+p, nil)
-		if resp.StatusCode != 404 || !strings.Contains(body, "Not found") {
-			t.Errorf("%s: want an HTML 404, got %d", p, resp.StatusCode)
+	// Everything else that is not a websocket or NIP-11 is a page: the
+	// landing page, the icon, repository pages and their views, 404s.
+	for _, p := range []string{"/", "/icon.png", "/npub1abc/x.git", "/npub1abc/x.git/tree/main", "/nope"} {
+		resp, _ = get(t, http.MethodGet, tr.base+p, map[string]string{"Accept": "text/html"})
+		if resp.StatusCode != http.StatusAccepted {
+			t.Errorf("%s must go to the pages, got %d", p, resp.StatusCode)
 		}
-		assertCORS(t, "404 "+p, resp)
+		assertCORS(t, "page "+p, resp)
 	}
-
-	resp, _ = get(t, http.MethodPost, tr.base+"/", nil)
-	if resp.StatusCode != http.StatusMethodNotAllowed {
-		t.Errorf("POST / = %d", resp.StatusCode)
+	resp, _ = get(t, http.MethodGet, tr.base+"/nip11.json", nil)
+	if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "application/nostr+json" {
+		t.Errorf("/nip11.json = %d %q, want the NIP-11 document", resp.StatusCode, resp.Header.Get("Content-Type"))
 	}
-	assertCORS(t, "405", resp)
 
 	// G01-C4: OPTIONS on any path, known or not, is a 204 with CORS.
 	for _, p := range []string{"/", repo, "/anything/else"} {
-		resp, body = get(t, http.MethodOptions, tr.base+p, map[string]string{
+		resp, body := get(t, http.MethodOptions, tr.base+p, map[string]string{
 			"Origin": "https://budabit.club", "Access-Control-Request-Method": "POST",
 			"Access-Control-Request-Headers": "git-protocol, content-type"})
 		if resp.StatusCode != http.StatusNoContent || body != "" {
@@ -179,8 +175,8 @@ func TestG01C1_CORSAndRouting(t *testing.T) {
 		}
 		assertCORS(t, "OPTIONS "+p, resp)
 	}
-	if len(gitPaths) != 3 {
-		t.Errorf("OPTIONS must not reach the git handler: %q", gitPaths)
+	if len(gitPaths) != 3 || len(pagePaths) != 5 {
+		t.Errorf("OPTIONS must not reach git or the pages: %q %q", gitPaths, pagePaths)
 	}
 }
 

@@ -124,8 +124,12 @@ type Server struct {
 	nip11   []byte
 	handler http.Handler
 
+	// svc carries the base path every route lives under ("" at the root).
+	svc nip34.Service
+
 	gitMu sync.RWMutex
 	git   http.Handler
+	pages http.Handler
 
 	storedMu sync.RWMutex
 	onStored []func(context.Context, *nostr.Event)
@@ -146,8 +150,10 @@ func New(opts Options, e env.Env) (*Server, error) {
 		return nil, fmt.Errorf("relay: limits: DefaultLimit %d exceeds MaxLimit %d", limits.DefaultLimit, limits.MaxLimit)
 	}
 	var wsURL string
+	var svc nip34.Service
 	if opts.PublicURL != "" {
-		svc, err := nip34.ParseService(opts.PublicURL)
+		var err error
+		svc, err = nip34.ParseService(opts.PublicURL)
 		if err != nil {
 			return nil, fmt.Errorf("relay: %w", err)
 		}
@@ -170,6 +176,7 @@ func New(opts Options, e env.Env) (*Server, error) {
 		effects:  opts.Effects,
 		metrics:  m,
 		wsURL:    wsURL,
+		svc:      svc,
 		writes:   newWriteGate(m.inflight),
 	}
 	if s.pipeline == nil {
@@ -212,10 +219,20 @@ func (s *Server) Handler() http.Handler { return s.handler }
 func (s *Server) RelayURL() string { return s.wsURL }
 
 // HandleGit mounts the git smart-HTTP handler: it receives every request
-// git.Routed names (repository paths, and everything under /prs/).
+// git.Routed names (the protocol paths of a repository, and everything
+// under /prs/), with the base path stripped.
 func (s *Server) HandleGit(h http.Handler) {
 	s.gitMu.Lock()
 	s.git = h
+	s.gitMu.Unlock()
+}
+
+// HandlePages mounts the HTML pages (landing page, icon, repository pages,
+// 404s): every GET that is neither a websocket, git nor NIP-11, with the
+// base path stripped.
+func (s *Server) HandlePages(h http.Handler) {
+	s.gitMu.Lock()
+	s.pages = h
 	s.gitMu.Unlock()
 }
 

@@ -11,6 +11,7 @@ import (
 	"github.com/grasp-dev/grasp/core/git"
 	"github.com/grasp-dev/grasp/core/hosting"
 	"github.com/grasp-dev/grasp/core/nip34"
+	"github.com/grasp-dev/grasp/core/pages"
 	"github.com/grasp-dev/grasp/core/policy"
 	"github.com/grasp-dev/grasp/core/purgatory"
 	"github.com/grasp-dev/grasp/core/relay"
@@ -79,9 +80,17 @@ func (s *Server) assemble(ext Extensions) error {
 	}
 	s.relay.HandleGit(git.NewHandler(git.Options{
 		Repos: s.repos, Authority: s.hosting, Hooks: s.hosting,
-		PublicURL:    cfg.Server.PublicURL,
 		MaxPushBytes: int64(cfg.Grasp.MaxPushMB) << 20,
 	}, s.env.Named("git")))
+
+	pg, err := pages.New(pages.Options{
+		Service: svc, Name: cfg.Relay.Name, Description: cfg.Relay.Description, Version: s.build.Version,
+		Repos: s.repos, Events: events, Roster: rost,
+	}, s.env.Named("pages"))
+	if err != nil {
+		return err
+	}
+	s.relay.HandlePages(pg)
 
 	s.sched = scheduler.New(scheduler.Options{}, s.env.Named("scheduler"))
 	if err := s.startSync(svc, ext.Selector); err != nil {

@@ -1,4 +1,4 @@
-package relay
+package pages
 
 import (
 	"bytes"
@@ -65,7 +65,7 @@ func abs(v int) int {
 	return v
 }
 
-func (s *Server) serveIcon(w http.ResponseWriter, r *http.Request) {
+func serveIcon(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "image/png")
 	w.Header().Set("Cache-Control", "public, max-age=86400")
 	if r.Method == http.MethodHead {

@@ -1,0 +1,23 @@
+// Package pages owns the server's HTML: the landing page (hosted
+// repositories, searchable and paginated, the server's version, NIP-11 and
+// relay links), the generated icon and favicon, the 404 page, and the
+// read-only repository pages at /<npub>/<d>.git — summary (announcement,
+// owner and maintainers, clone URLs and relays, branches and tags with HEAD,
+// README, recent commits), tree, file, commit with diff, history, refs, and
+// the repository's open issues, PRs and patches with their NIP-34 status.
+//
+// Pages are rendered on the server and readable without JavaScript; they
+// are one style (layout.go). Git is read through git.Repos.Read (read-only
+// commands, bounded output and time); what is read from git is cached by
+// the repository's ref tips, so a repeated view costs one for-each-ref.
+// Announcements and maintainers come from core/roster (the v3 rule is
+// applied there, never here), statuses from nip34.CurrentStatus. README
+// Markdown is content from anyone: it is rendered by goldmark and then
+// sanitised by bluemonday's UGC policy before it reaches a page.
+//
+// Whether a repository is listed and shown at all is decided by one
+// function, Pages.Shown; everything here asks it. This package never
+// writes: not to git, not to the store, and it never decides acceptance.
+// Routing of the base path and CORS are core/relay's; paths reaching
+// ServeHTTP have the base path stripped, and links written here carry it.
+package pages

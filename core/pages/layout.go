@@ -1,0 +1,132 @@
+package pages
+
+import (
+	"bytes"
+	"html/template"
+	"net/http"
+)
+
+// style is the one stylesheet of every page, inline so a page is one
+// request and works without anything else loading.
+const style = `
+:root{--fg:#1f2328;--muted:#59636e;--line:#d1d9e0;--bg:#fff;--soft:#f6f8fa;--accent:#662d91;--ok:#1a7f37;--bad:#cf222e;--draft:#59636e;--merged:#8250df}
+*{box-sizing:border-box}
+body{margin:0;font-family:system-ui,-apple-system,"Segoe UI",sans-serif;color:var(--fg);background:var(--bg);line-height:1.5}
+header.site{border-bottom:1px solid var(--line);background:var(--soft)}
+header.site div,main,footer{max-width:64rem;margin:0 auto;padding:.6rem 1rem}
+header.site a.home{font-weight:600;color:var(--fg);text-decoration:none;display:inline-flex;align-items:center;gap:.4rem}
+header.site img{width:24px;height:24px;border-radius:4px}
+nav.crumbs{color:var(--muted);font-size:.95rem}
+nav.crumbs a{color:var(--accent)}
+a{color:var(--accent)}
+h1{font-size:1.6rem;margin:.8rem 0 .3rem}
+h2{font-size:1.15rem;margin:1.4rem 0 .5rem;border-bottom:1px solid var(--line);padding-bottom:.2rem}
+code,pre{font-family:ui-monospace,SFMono-Regular,Menlo,monospace;font-size:.88rem}
+code{background:var(--soft);padding:0 .25em;border-radius:3px}
+pre{background:var(--soft);padding:.7rem;overflow:auto;border-radius:6px;border:1px solid var(--line)}
+table{border-collapse:collapse;width:100%}
+td,th{padding:.3rem .5rem;border-bottom:1px solid var(--line);text-align:left;vertical-align:top}
+th{font-weight:600;background:var(--soft)}
+.muted{color:var(--muted)}
+.tabs{display:flex;flex-wrap:wrap;gap:.2rem 1rem;margin:.6rem 0;border-bottom:1px solid var(--line);padding-bottom:.3rem}
+.tabs a{text-decoration:none}
+.tabs a.on{font-weight:600;color:var(--fg)}
+.badge{display:inline-block;font-size:.8rem;padding:0 .45rem;border-radius:1rem;border:1px solid var(--line);color:var(--muted)}
+.badge.head{border-color:var(--accent);color:var(--accent)}
+.st-open{color:var(--ok);border-color:var(--ok)}
+.st-closed{color:var(--bad);border-color:var(--bad)}
+.st-merged{color:var(--merged);border-color:var(--merged)}
+.st-draft{color:var(--draft)}
+.readme{border:1px solid var(--line);border-radius:6px;padding:0 1rem}
+.readme img{max-width:100%}
+pre.file{line-height:1.4}
+pre.diff .add{color:var(--ok)}
+pre.diff .del{color:var(--bad)}
+pre.diff .hunk{color:var(--accent)}
+pre.diff .meta{color:var(--muted);font-weight:600}
+form.search input{padding:.3rem .5rem;border:1px solid var(--line);border-radius:4px;min-width:16rem}
+form.search button{padding:.3rem .7rem}
+ul.plain{list-style:none;padding:0}
+footer{color:var(--muted);font-size:.85rem;border-top:1px solid var(--line);margin-top:2rem}
+`
+
+var layoutTmpl = template.Must(template.New("layout").Parse(`<!doctype html>
+<html lang="en"><head><meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>{{.Title}}</title>
+<link rel="icon" type="image/png" href="{{.Base}}/icon.png">
+<style>` + style + `</style>
+</head><body>
+<header class="site"><div><a class="home" href="{{.Base}}/"><img src="{{.Base}}/icon.png" alt="">{{.Name}}</a>
+{{if .Crumbs}}<nav class="crumbs">{{range $i, $c := .Crumbs}}{{if $i}} / {{end}}{{if $c.Href}}<a href="{{$c.Href}}">{{$c.Text}}</a>{{else}}{{$c.Text}}{{end}}{{end}}</nav>{{end}}
+</div></header>
+<main>
+{{.Body}}
+</main>
+<footer><a href="https://github.com/grasp-dev/grasp">grasp</a> {{.Version}} · <a href="{{.Base}}/">{{.Name}}</a> · <a href="{{.Base}}/nip11.json">NIP-11</a></footer>
+</body></html>
+`))
+
+type link struct {
+	Text string
+	Href string
+}
+
+type layout struct {
+	Title, Name, Version, Base string
+	Crumbs                     []link
+	Body                       template.HTML
+}
+
+// render writes one page: body is executed into the layout.
+func (p *Pages) render(w http.ResponseWriter, r *http.Request, status int, title string, crumbs []link, body *template.Template, data any) {
+	var buf bytes.Buffer
+	if err := body.Execute(&buf, data); err != nil {
+		p.log.Warn("rendering a page failed", "path", r.URL.Path, "error", err)
+		status = http.StatusInternalServerError
+		buf.Reset()
+		buf.WriteString("<h1>Internal error</h1><p>This page could not be rendered.</p>")
+	}
+	p.write(w, r, status, title, crumbs, template.HTML(buf.String()))
+}
+
+func (p *Pages) write(w http.ResponseWriter, r *http.Request, status int, title string, crumbs []link, body template.HTML) {
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	// Pages carry no script of ours and must run none of anyone's: README
+	// HTML is sanitised, and this is the second fence.
+	w.Header().Set("Content-Security-Policy", "default-src 'none'; img-src * data:; style-src 'unsafe-inline'; base-uri 'none'; form-action 'self'")
+	w.WriteHeader(status)
+	if r.Method == http.MethodHead {
+		return
+	}
+	name := p.opts.Name
+	if name == "" {
+		name = "grasp"
+	}
+	if title == "" {
+		title = name
+	} else {
+		title += " – " + name
+	}
+	err := layoutTmpl.Execute(w, layout{Title: title, Name: name, Version: p.opts.Version, Base: p.opts.Service.Path, Crumbs: crumbs, Body: body})
+	if err != nil {
+		p.log.Debug("writing a page failed", "path", r.URL.Path, "error", err)
+	}
+}
+
+var errorTmpl = template.Must(template.New("error").Parse(`<h1>{{.Heading}}</h1>
+<p>{{.Text}}</p>
+<p><a href="{{.Base}}/">Back to the hosted repositories</a></p>`))
+
+func (p *Pages) errorPage(w http.ResponseWriter, r *http.Request, status int, text string) {
+	heading := http.StatusText(status)
+	if status == http.StatusNotFound {
+		heading = "Not found"
+	}
+	p.render(w, r, status, heading, nil, errorTmpl, map[string]string{"Heading": heading, "Text": text, "Base": p.opts.Service.Path})
+}
+
+func (p *Pages) notFound(w http.ResponseWriter, r *http.Request) {
+	p.errorPage(w, r, http.StatusNotFound, "Nothing is served at "+r.URL.Path+". Repositories hosted here live at "+p.opts.Service.BaseURL()+"/<npub>/<identifier>.git.")
+}

@@ -1,0 +1,130 @@
+package pages
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/grasp-dev/grasp/core/env"
+	"github.com/grasp-dev/grasp/core/git"
+	"github.com/grasp-dev/grasp/core/nip34"
+	"github.com/grasp-dev/grasp/core/roster"
+)
+
+// Options configures the pages.
+type Options struct {
+	// Service is the public URL: base path of every link, clone and relay
+	// URLs shown.
+	Service nip34.Service
+	// Name and Description head the landing page; Version is the build
+	// shown in its footer (metrics.BuildIdentity).
+	Name, Description, Version string
+	// Repos is where repositories are read (required).
+	Repos *git.Repos
+	// Events is the store's read side, for issues, patches, PRs and
+	// statuses (required).
+	Events roster.Events
+	// Roster reads announcements and maintainers (required).
+	Roster *roster.Source
+	// WebClient is the git-nostr web client linked for each repository,
+	// issue and PR; default "https://gitworkshop.dev".
+	WebClient string
+	// MaxFileBytes is the largest file shown (default 512 KiB); larger
+	// files are described, not shown.
+	MaxFileBytes int
+	// MaxDiffBytes bounds a commit's diff (default 512 KiB).
+	MaxDiffBytes int
+	// CacheBytes bounds the cache of what was read from git (default 64 MiB).
+	CacheBytes int
+	// PerPage is the landing page's page size (default 50).
+	PerPage int
+	// MaxGitReads bounds the git processes pages run at once (default 4);
+	// further views wait for a slot.
+	MaxGitReads int
+}
+
+func (o *Options) defaults() {
+	if o.WebClient == "" {
+		o.WebClient = "https://gitworkshop.dev"
+	}
+	o.WebClient = strings.TrimSuffix(o.WebClient, "/")
+	if o.MaxFileBytes <= 0 {
+		o.MaxFileBytes = 512 << 10
+	}
+	if o.MaxDiffBytes <= 0 {
+		o.MaxDiffBytes = 512 << 10
+	}
+	if o.CacheBytes <= 0 {
+		o.CacheBytes = 64 << 20
+	}
+	if o.PerPage <= 0 {
+		o.PerPage = 50
+	}
+	if o.MaxGitReads <= 0 {
+		o.MaxGitReads = 4
+	}
+}
+
+// Pages serves the HTML pages.
+type Pages struct {
+	opts  Options
+	log   hclog.Logger
+	cache *cache
+	slots chan struct{} // one per git process running for a page
+	// waiting counts views waiting for a git slot
+	waiting prometheus.Gauge
+}
+
+// New builds the pages.
+func New(opts Options, e env.Env) (*Pages, error) {
+	if opts.Repos == nil || opts.Events == nil || opts.Roster == nil {
+		return nil, errors.New("pages: Repos, Events and Roster are required")
+	}
+	opts.defaults()
+	e = e.OrDefaults()
+	p := &Pages{opts: opts, log: e.Log, cache: newCache(opts.CacheBytes), slots: make(chan struct{}, opts.MaxGitReads)}
+	p.waiting = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "grasp_pages_git_waiting",
+		Help: "Page views waiting for one of the git processes pages may run at once (pages.MaxGitReads).",
+	})
+	if err := e.Metrics.Register(p.waiting); err != nil {
+		return nil, fmt.Errorf("pages: register metrics: %w", err)
+	}
+	return p, nil
+}
+
+// Shown is the one decision whether a repository is listed on the landing
+// page and has pages: today, whether it is hosted here. Private
+// repositories (GRASP-08) are to be refused here and nowhere else.
+func (p *Pages) Shown(ctx context.Context, repo nip34.RepoRef) bool {
+	return p.opts.Repos.Exists(repo)
+}
+
+// ServeHTTP answers a GET or HEAD for a path with the base path stripped.
+func (p *Pages) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		w.Header().Set("Allow", "GET, HEAD, OPTIONS")
+		p.errorPage(w, r, http.StatusMethodNotAllowed, "Only GET and HEAD are served here.")
+		return
+	}
+	path := r.URL.EscapedPath()
+	switch path {
+	case "/":
+		p.landing(w, r)
+		return
+	case "/icon.png", "/favicon.ico":
+		serveIcon(w, r)
+		return
+	}
+	repo, sub, err := git.ParseRepoPath(path)
+	if err != nil || !p.Shown(r.Context(), repo) {
+		p.notFound(w, r)
+		return
+	}
+	p.repoRoute(w, r, repo, sub)
+}
