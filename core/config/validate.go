@@ -286,6 +286,14 @@ func (c *Config) checkGrasp(k *checker) {
 		}
 		g.EventBlacklist[i] = hex
 	}
+	for i, e := range g.PrivateMembers {
+		hex, err := NormalizePubkey(e)
+		if err != nil {
+			k.fail(fmt.Sprintf("grasp.private_members[%d]", i), "%v", err)
+			continue
+		}
+		g.PrivateMembers[i] = hex
+	}
 	k.nonNegative("grasp.max_repos_per_pubkey", g.MaxReposPerPubkey)
 	k.nonNegative("grasp.max_push_mb", g.MaxPushMB)
 	// The keys are part of the config contract, but this version does not
@@ -297,7 +305,11 @@ func (c *Config) checkGrasp(k *checker) {
 	if len(g.ArchiveWhitelist) > 0 {
 		k.fail("grasp.archive_whitelist", "GRASP-05 archive mode is not available in this version; leave it empty")
 	}
-	if g.Grasp06 {
+	switch {
+	case g.Grasp06 && g.Private:
+		// GRASP-08: a private service does not offer GRASP-06.
+		k.fail("grasp.grasp06", "GRASP-06 /prs/ hosting is not offered by a private service (grasp.private = true); leave it false")
+	case g.Grasp06:
 		k.fail("grasp.grasp06", "GRASP-06 /prs/ hosting is not available in this version; leave it false")
 	}
 }

@@ -104,6 +104,9 @@ type Options struct {
 	// TrustForwarded takes the client address from X-Forwarded-For (set it
 	// only behind a reverse proxy that sets the header itself).
 	TrustForwarded bool
+	// Private answers GRASP-08's who-may-read questions (private.go); nil:
+	// nothing is private.
+	Private Private
 }
 
 // Gate is the websocket endpoint: an http.Handler for upgrade requests.

@@ -27,8 +27,12 @@ type Announcement struct {
 	// RoleAware: some tag is named exactly M, m or o, even a malformed one.
 	RoleAware bool
 	// Roles are the M/m/o records (maintainers-v3.md §1).
-	Roles     []Role
-	EUC       string     // earliest unique commit: ["r", <commit>, "euc"]
+	Roles []Role
+	EUC   string // earliest unique commit: ["r", <commit>, "euc"]
+	// Private is ["private","true"] (GRASP-08): the repository of a roster
+	// any of whose confirmed maintainers' announcements carries it is
+	// private.
+	Private   bool
 	Upstreams []Upstream // `u` tags: this repo is a subordinate fork
 	Hashtags  []string
 }
@@ -85,6 +89,8 @@ func ParseAnnouncement(evt *nostr.Event) (Announcement, error) {
 	}
 	for _, t := range evt.Tags {
 		switch {
+		case len(t) >= 2 && t[0] == "private" && t[1] == "true":
+			a.Private = true
 		case len(t) >= 3 && t[0] == "r" && t[2] == "euc" && a.EUC == "":
 			a.EUC = normalizeOID(t[1])
 		case len(t) >= 2 && t[0] == "u" && strings.TrimSpace(t[1]) != "":
