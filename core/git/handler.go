@@ -73,6 +73,9 @@ type Options struct {
 	// per upload-pack (defaults "100m" and 1).
 	PackWindowMemory string
 	PackThreads      int
+	// Private says who may read a private repository (GRASP-08, NIP-98 on
+	// every request: nip98.go); nil: every repository is public.
+	Private Private
 }
 
 func (o *Options) defaults() {
@@ -150,6 +153,9 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	dir, err := h.repos.Path(repo)
 	if err != nil || !isRepoDir(dir) {
 		gitNotFound(w)
+		return
+	}
+	if !h.authorizeRead(w, r, repo, owner, id) {
 		return
 	}
 	switch sub {

@@ -34,7 +34,9 @@ func (h *handler) servePage(w http.ResponseWriter, r *http.Request, owner, id st
 		return
 	}
 	d := pageData{Owner: owner, ID: id, Title: "Repository not found"}
-	if repo, err := refOf(owner, id); err == nil && h.repos.Exists(repo) {
+	// A private repository's page is the page of one that does not exist,
+	// unless the request carries a reader's NIP-98 token (GRASP-08).
+	if repo, err := refOf(owner, id); err == nil && h.repos.Exists(repo) && h.pageReadable(r, repo, owner, id) {
 		d.Found = true
 		d.Title = id
 		base := h.opts.PublicURL

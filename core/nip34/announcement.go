@@ -80,6 +80,7 @@ func ParseAnnouncement(evt *nostr.Event) (Announcement, error) {
 		}
 	}
 	a.Roles = parseRoles(tags)
+	a.Private = PrivateFlag(evt.Tags)
 	seen := map[string]bool{}
 	for _, m := range tagValues(evt.Tags, "maintainers") {
 		if hex, ok := PubkeyHex(m); ok && !seen[hex] {
@@ -89,8 +90,6 @@ func ParseAnnouncement(evt *nostr.Event) (Announcement, error) {
 	}
 	for _, t := range evt.Tags {
 		switch {
-		case len(t) >= 2 && t[0] == "private" && t[1] == "true":
-			a.Private = true
 		case len(t) >= 3 && t[0] == "r" && t[2] == "euc" && a.EUC == "":
 			a.EUC = normalizeOID(t[1])
 		case len(t) >= 2 && t[0] == "u" && strings.TrimSpace(t[1]) != "":
@@ -105,6 +104,17 @@ func ParseAnnouncement(evt *nostr.Event) (Announcement, error) {
 		}
 	}
 	return a, nil
+}
+
+// PrivateFlag reports ["private","true"] among an announcement's tags
+// (GRASP-08), the one reading of the flag.
+func PrivateFlag(tags nostr.Tags) bool {
+	for _, t := range tags {
+		if len(t) >= 2 && t[0] == "private" && t[1] == "true" {
+			return true
+		}
+	}
+	return false
 }
 
 // identifierOf returns the validated `d` tag of an addressable event.

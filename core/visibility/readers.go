@@ -40,6 +40,17 @@ func (v *Visibility) Readers(ctx context.Context, evt *nostr.Event) func(pubkey 
 		author := evt.PubKey
 		return func(pk string) bool { return pk != "" && pk == author }
 	}
+	if evt.Kind == nip34.KindAnnouncement && nip34.PrivateFlag(evt.Tags) {
+		// The announcement says so itself: private even before Observe
+		// has seen it (a reader between its store and its hook), or while
+		// what was resolved of its repository is stale.
+		v.flag(evt.Tags.GetD())
+		if who := v.audienceOf(ctx, v.eventRefs(ctx, evt, 2)); who != nil {
+			return who
+		}
+		a := audience{members: v.members, sets: []map[string]bool{{evt.PubKey: true}}}
+		return a.admits
+	}
 	if !v.Restricting() {
 		return nil
 	}

@@ -184,18 +184,27 @@ func (v *Visibility) Observe(evt *nostr.Event) {
 		if err != nil {
 			return
 		}
-		v.mu.Lock()
-		if a.Private && !v.flagged[a.Identifier] {
-			v.flagged[a.Identifier] = true
-			v.flaggedN.Add(1)
-			v.log.Info("repository identifier has a private announcement (GRASP-08)", "d", a.Identifier, "author", nip34.Npub(a.Pubkey))
+		if a.Private {
+			v.flag(a.Identifier)
 		}
+		v.mu.Lock()
 		v.forget()
 		v.mu.Unlock()
 	case nip34.KindDeletion:
 		v.mu.Lock()
 		v.forget()
 		v.mu.Unlock()
+	}
+}
+
+// flag remembers that identifier d has had a private announcement.
+func (v *Visibility) flag(d string) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if !v.flagged[d] {
+		v.flagged[d] = true
+		v.flaggedN.Add(1)
+		v.log.Info("repository identifier has a private announcement (GRASP-08)", "d", d)
 	}
 }
 
