@@ -81,7 +81,9 @@ func (c *conn) visible(ctx context.Context, evt *nostr.Event) bool {
 // removed: REQ, COUNT and NEG-OPEN read through it.
 func (c *conn) query(ctx context.Context, f nostr.Filter) (chan *nostr.Event, error) {
 	ch, err := c.g.backend.Query(ctx, f)
-	if err != nil || ch == nil || c.g.opts.Private == nil {
+	p := c.g.opts.Private
+	if err != nil || ch == nil || p == nil || (!p.Restricting() && !mayMatchKind(f, privateListKind)) {
+		// nothing the filter matches can be private: no extra hop
 		return ch, err
 	}
 	out := make(chan *nostr.Event)
@@ -102,13 +104,36 @@ func (c *conn) query(ctx context.Context, f nostr.Filter) (chan *nostr.Event, er
 	return out, nil
 }
 
-// count answers COUNT: the store's count while nothing private can match,
-// else the visible events of a query (bounded by the store's query limit).
+// count answers COUNT. While no repository is private it is the store's
+// count, with the kind-10318 events the client may not see taken out;
+// otherwise it counts the visible events of a query, so it is bounded by
+// the store's query limit.
 func (c *conn) count(ctx context.Context, f nostr.Filter) (int64, error) {
 	p := c.g.opts.Private
 	if p == nil || (!p.Restricting() && !mayMatchKind(f, privateListKind)) {
 		return c.g.backend.Count(ctx, f)
 	}
+	if p.Restricting() {
+		return c.countVisible(ctx, f)
+	}
+	total, err := c.g.backend.Count(ctx, f)
+	if err != nil {
+		return 0, err
+	}
+	lists := f
+	lists.Kinds = []int{privateListKind}
+	all, err := c.g.backend.Count(ctx, lists)
+	if err != nil {
+		return 0, err
+	}
+	seen, err := c.countVisible(ctx, lists)
+	if err != nil {
+		return 0, err
+	}
+	return total - all + seen, nil
+}
+
+func (c *conn) countVisible(ctx context.Context, f nostr.Filter) (int64, error) {
 	ch, err := c.query(ctx, f)
 	if err != nil {
 		return 0, err
