@@ -39,15 +39,7 @@ func (h *handler) servePage(w http.ResponseWriter, r *http.Request, owner, id st
 	if repo, err := refOf(owner, id); err == nil && h.repos.Exists(repo) && h.pageReadable(r, repo, owner, id) {
 		d.Found = true
 		d.Title = id
-		base := h.opts.PublicURL
-		if base == "" {
-			scheme := "http"
-			if r.TLS != nil {
-				scheme = "https"
-			}
-			base = scheme + "://" + r.Host
-		}
-		d.Clone = strings.TrimSuffix(base, "/") + RepoURLPath(owner, id)
+		d.Clone = h.repoRootURL(r, owner, id)
 		browse := strings.NewReplacer("{npub}", owner, "{id}", url.PathEscape(id)).Replace(h.opts.BrowseURL)
 		d.Browse = template.URL(browse)
 	}

@@ -16,16 +16,6 @@ import (
 	"github.com/grasp-dev/grasp/core/roster"
 )
 
-// Events is the store's read side (eventstore.Store satisfies it).
-type Events interface {
-	QueryEvents(ctx context.Context, f nostr.Filter) (chan *nostr.Event, error)
-}
-
-// Held is purgatory's read side (*purgatory.Purgatory satisfies it).
-type Held interface {
-	QueryHeld(ctx context.Context, f nostr.Filter) ([]*nostr.Event, error)
-}
-
 // Hosted lists the repositories hosted here (*git.Repos satisfies it).
 type Hosted interface {
 	List(ctx context.Context) ([]nip34.RepoRef, error)
@@ -42,9 +32,9 @@ type Options struct {
 	Roster *roster.Source
 	// Events resolves events referenced by e/E/q tags and is scanned by
 	// Load; required.
-	Events Events
+	Events roster.Events
 	// Held is scanned by Load for held announcements; nil: none.
-	Held Held
+	Held roster.Held
 	// Hosted lists the repositories whose rosters are the service's
 	// members in service-wide mode; required when ServiceWide.
 	Hosted Hosted
