@@ -66,6 +66,13 @@ func (v *Visibility) RepoReaders(ctx context.Context, ref nip34.RepoRef) func(pu
 	return v.audienceOf(ctx, []nip34.RepoRef{ref})
 }
 
+// Listed reports whether repository ref may be shown to anyone, signed in
+// or not: the question a page listing repositories (the landing page, an
+// index) asks before naming one.
+func (v *Visibility) Listed(ctx context.Context, ref nip34.RepoRef) bool {
+	return v.RepoReaders(ctx, ref) == nil
+}
+
 // Named returns who may read what filter f names outright: a private
 // repository by #a/#A, or by authors and #d for announcements and states;
 // in service-wide mode, anything. nil when everyone may. A REQ, COUNT or

@@ -150,6 +150,9 @@ func TestG08_2_PrivateRepositoryAudience(t *testing.T) {
 	if who := v.Named(ctx, nostr.Filter{Kinds: []int{1621}}); who != nil {
 		t.Error("a filter naming no repository is refused")
 	}
+	if v.Listed(ctx, nip34.RepoRef{Pubkey: owner.pk, Identifier: "vault"}) || !v.Listed(ctx, nip34.RepoRef{Pubkey: stranger.pk, Identifier: "open"}) {
+		t.Error("Listed shows the private repository or hides the public one")
+	}
 	// writes follow reads: a stranger may not post into it
 	if v.MayWrite(ctx, stranger.pk, r.event(stranger, 1621, nostr.Tag{"a", coord(owner, "vault")})) {
 		t.Error("a stranger may write into the private repository")
