@@ -153,11 +153,13 @@ func (e *testServer) releasePrivate(owner key, d string) *privateRepo {
 	p := &privateRepo{owner: owner, d: d, work: newWork(e.t), clone: e.cloneURL(owner, d)}
 	p.tip = p.work.commit("secret v1")
 	p.ann = e.announcement(owner, d, nostr.Tag{"private", "true"}, nostr.Tag{"name", "topsecret-name"})
-	// before anything is private the relay sends no challenge: the first
-	// private announcement goes in unauthenticated, as ngit init does
-	cl := e.dial()
-	cl.mustAccept(p.ann, purg)
-	p.conn = e.authed(owner)
+	// before anything is private the relay sends no challenge on connect;
+	// a private announcement is private data, so publishing it asks for
+	// AUTH (the refusal brings the challenge) and the author retries
+	p.conn = e.dial()
+	p.conn.send("EVENT", p.ann)
+	e.authRaw(p.conn, owner)
+	p.conn.mustAccept(p.ann, purg)
 	p.state = e.state(owner, d, map[string]string{"refs/heads/main": p.tip}, "refs/heads/main")
 	p.conn.mustAccept(p.state, purg)
 	if out, err := e.gitAs(owner, p.clone, p.work.dir, "push", "--porcelain", p.clone, "main:refs/heads/main"); err != nil {

@@ -42,9 +42,10 @@ func (v *Visibility) Readers(ctx context.Context, evt *nostr.Event) func(pubkey 
 	}
 	if evt.Kind == nip34.KindAnnouncement && nip34.PrivateFlag(evt.Tags) {
 		// The announcement says so itself: private even before Observe
-		// has seen it (a reader between its store and its hook), or while
-		// what was resolved of its repository is stale.
-		v.flag(evt.Tags.GetD())
+		// has seen it (a reader between its store and its hook, a write
+		// being decided), or while what was resolved of its repository is
+		// stale. Only Observe flags the identifier: a refused write must
+		// not grow that memory.
 		if who := v.audienceOf(ctx, v.eventRefs(ctx, evt, 2)); who != nil {
 			return who
 		}
@@ -111,7 +112,7 @@ func (v *Visibility) MayWrite(ctx context.Context, authed string, evt *nostr.Eve
 	if evt.Kind == nip34.KindPrivateGraspList {
 		return authed != "" && authed == evt.PubKey
 	}
-	if !v.Restricting() {
+	if !v.Restricting() && !(evt.Kind == nip34.KindAnnouncement && nip34.PrivateFlag(evt.Tags)) {
 		return true
 	}
 	readers := v.Readers(ctx, evt)
