@@ -125,6 +125,14 @@ type Grasp struct {
 	// MaxPushMB bounds one git push (the request body, decompressed); a
 	// larger push fails and writes nothing. 0 means no bound.
 	MaxPushMB int `toml:"max_push_mb"`
+	// Private turns on GRASP-08 for the whole service: every event and
+	// every repository is served only to authenticated members (NIP-42 on
+	// the relay, NIP-98 on git).
+	Private bool `toml:"private"`
+	// PrivateMembers (npub or hex; stored as hex) read everything private
+	// here, with the relay's key and each private repository's confirmed
+	// maintainers; in service-wide private mode they may also write.
+	PrivateMembers []string `toml:"private_members"`
 }
 
 // Purgatory holds the timers of held events and of the git-data hunter.

@@ -304,14 +304,8 @@ func (c *Config) checkGrasp(k *checker) {
 			}
 		}
 	}
-	for i, e := range g.EventBlacklist {
-		hex, err := NormalizePubkey(e)
-		if err != nil {
-			k.fail(fmt.Sprintf("grasp.event_blacklist[%d]", i), "%v", err)
-			continue
-		}
-		g.EventBlacklist[i] = hex
-	}
+	k.pubkeys("grasp.event_blacklist", g.EventBlacklist)
+	k.pubkeys("grasp.private_members", g.PrivateMembers)
 	k.nonNegative("grasp.max_repos_per_pubkey", g.MaxReposPerPubkey)
 	k.nonNegative("grasp.max_push_mb", g.MaxPushMB)
 	// The keys are part of the config contract, but this version does not
@@ -323,7 +317,11 @@ func (c *Config) checkGrasp(k *checker) {
 	if len(g.ArchiveWhitelist) > 0 {
 		k.fail("grasp.archive_whitelist", "GRASP-05 archive mode is not available in this version; leave it empty")
 	}
-	if g.Grasp06 {
+	switch {
+	case g.Grasp06 && g.Private:
+		// GRASP-08: a private service does not offer GRASP-06.
+		k.fail("grasp.grasp06", "GRASP-06 /prs/ hosting is not offered by a private service (grasp.private = true); leave it false")
+	case g.Grasp06:
 		k.fail("grasp.grasp06", "GRASP-06 /prs/ hosting is not available in this version; leave it false")
 	}
 }
@@ -459,5 +457,17 @@ func (c *Config) checkMetrics(k *checker) {
 	unspecified := func(h string) bool { ip := net.ParseIP(h); return h == "" || ip != nil && ip.IsUnspecified() }
 	if sh == mh || unspecified(sh) || unspecified(mh) {
 		k.fail("metrics.listen", "%q collides with server.listen %q: metrics must have their own listener", c.Metrics.Listen, c.Server.Listen)
+	}
+}
+
+// pubkeys checks a list of npub or hex keys and stores each as hex.
+func (k *checker) pubkeys(key string, list []string) {
+	for i, e := range list {
+		hex, err := NormalizePubkey(e)
+		if err != nil {
+			k.fail(fmt.Sprintf("%s[%d]", key, i), "%v", err)
+			continue
+		}
+		list[i] = hex
 	}
 }

@@ -9,7 +9,11 @@ import "github.com/nbd-wtf/go-nostr"
 func (g *Gate) Broadcast(evt *nostr.Event) int {
 	var j []byte
 	n := 0
+	who := g.readers(evt)
 	for _, c := range g.snapshot() {
+		if who != nil && !who(c.authedPubkey()) {
+			continue
+		}
 		for _, subid := range c.matching(evt) {
 			if j == nil {
 				j, _ = evt.MarshalJSON()

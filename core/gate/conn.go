@@ -82,6 +82,7 @@ func (c *conn) start() {
 		}
 		return nil
 	})
+	c.challengeOnConnect()
 	go c.write()
 	go c.read()
 }

@@ -6,6 +6,10 @@
 // queue with its slow-reader rule, keepalive, negentropy sessions, and live
 // delivery to subscriptions (Broadcast).
 //
+// GRASP-08's reader rule is not the gate's: Options.Private (core/visibility)
+// decides who may see or write what, and the gate applies it to every verb
+// and to live delivery (private.go).
+//
 // The gate never judges events: an EVENT goes to the Backend (the relay),
 // whose answer is the OK the client gets, and the event store decides how
 // many events a query returns. One connection's failure never touches
@@ -104,6 +108,9 @@ type Options struct {
 	// TrustForwarded takes the client address from X-Forwarded-For (set it
 	// only behind a reverse proxy that sets the header itself).
 	TrustForwarded bool
+	// Private answers GRASP-08's who-may-read questions (private.go); nil:
+	// nothing is private.
+	Private Private
 }
 
 // Gate is the websocket endpoint: an http.Handler for upgrade requests.

@@ -71,6 +71,10 @@ func (c *conn) handleEvent(f *frame, b []byte) bool {
 	}
 	meta := policy.Meta{Source: policy.SourceClient, Remote: c.remote, Authed: c.authedPubkey(), ReceivedAt: c.g.clk.Now()}
 	return c.goWork(func() {
+		if r := c.privateWrite(evt); r != "" {
+			c.sendWait(c.ctx, appendOK(evt.ID, false, r))
+			return
+		}
 		ok, msg := c.g.backend.Ingest(c.ctx, evt, meta)
 		if !c.sendWait(c.ctx, appendOK(evt.ID, ok, msg)) {
 			return

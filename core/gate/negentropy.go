@@ -86,6 +86,9 @@ func (c *conn) negOpen(f *frame, b []byte, subid string) bool {
 	if r := c.checkFilter(&filter); r != "" {
 		return c.negErr(subid, r)
 	}
+	if r := c.privateRefusal(filter); r != "" {
+		return c.negErr(subid, r)
+	}
 	if filter.LimitZero {
 		return c.negErr(subid, "invalid: a filter with limit 0 matches nothing to reconcile")
 	}
@@ -257,7 +260,7 @@ func parseNegFilter(raw []byte) (nostr.Filter, error) {
 func (c *conn) buildVector(filter nostr.Filter) (*vector.Vector, error) {
 	ctx, cancel := context.WithCancel(eventstore.SetNegentropy(c.ctx))
 	defer cancel()
-	ch, err := c.g.backend.Query(ctx, filter)
+	ch, err := c.query(ctx, filter)
 	if err != nil {
 		return nil, fmt.Errorf("query %s: %w", filter, err)
 	}

@@ -130,6 +130,9 @@ func (c *conn) handleReq(f *frame, b []byte) bool {
 		c.unsubscribe(subid)
 		return c.notice(reason)
 	}
+	if reason == "" {
+		reason = c.privateRefusal(filters...)
+	}
 	if reason != "" {
 		return c.refuseReq(subid, reason)
 	}
@@ -202,7 +205,7 @@ func (c *conn) serveStored(ctx context.Context, subid string, filters []nostr.Fi
 		if f.LimitZero {
 			continue
 		}
-		ch, err := c.g.backend.Query(ctx, f)
+		ch, err := c.query(ctx, f)
 		if err != nil {
 			c.g.log.Warn("query failed", "filter", f.String(), "error", err)
 			c.sendWait(ctx, appendEnvelope(nil, "CLOSED", subid, "error: could not query the store"))
@@ -255,13 +258,16 @@ func (c *conn) handleCount(f *frame, b []byte) bool {
 	if notice {
 		return c.notice(reason)
 	}
+	if reason == "" {
+		reason = c.privateRefusal(filters...)
+	}
 	if reason != "" {
 		return c.closed(subid, reason)
 	}
 	return c.goWork(func() {
 		var total int64
 		for _, f := range filters {
-			n, err := c.g.backend.Count(c.ctx, f)
+			n, err := c.count(c.ctx, f)
 			if err != nil {
 				c.sendWait(c.ctx, appendEnvelope(nil, "CLOSED", subid, nostr.NormalizeOKMessage(err.Error(), "error")))
 				return

@@ -66,6 +66,12 @@ type Options struct {
 	// per upload-pack (defaults "100m" and 1).
 	PackWindowMemory string
 	PackThreads      int
+	// Service is this server's public URL (the NIP-98 `u` of a private
+	// repository is its clone URL there); zero: the request's own host.
+	Service nip34.Service
+	// Private says who may read a private repository (GRASP-08, NIP-98 on
+	// every request: nip98.go); nil: every repository is public.
+	Private Private
 }
 
 func (o *Options) defaults() {
@@ -136,6 +142,9 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	dir, err := h.repos.Path(repo)
 	if err != nil || !isRepoDir(dir) {
 		gitNotFound(w)
+		return
+	}
+	if !h.authorizeRead(w, r, repo, owner, id) {
 		return
 	}
 	switch sub {

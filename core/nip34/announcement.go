@@ -27,8 +27,12 @@ type Announcement struct {
 	// RoleAware: some tag is named exactly M, m or o, even a malformed one.
 	RoleAware bool
 	// Roles are the M/m/o records (maintainers-v3.md §1).
-	Roles     []Role
-	EUC       string     // earliest unique commit: ["r", <commit>, "euc"]
+	Roles []Role
+	EUC   string // earliest unique commit: ["r", <commit>, "euc"]
+	// Private is ["private","true"] (GRASP-08): the repository of a roster
+	// any of whose confirmed maintainers' announcements carries it is
+	// private.
+	Private   bool
 	Upstreams []Upstream // `u` tags: this repo is a subordinate fork
 	Hashtags  []string
 }
@@ -76,6 +80,7 @@ func ParseAnnouncement(evt *nostr.Event) (Announcement, error) {
 		}
 	}
 	a.Roles = parseRoles(tags)
+	a.Private = PrivateFlag(evt.Tags)
 	seen := map[string]bool{}
 	for _, m := range tagValues(evt.Tags, "maintainers") {
 		if hex, ok := PubkeyHex(m); ok && !seen[hex] {
@@ -99,6 +104,17 @@ func ParseAnnouncement(evt *nostr.Event) (Announcement, error) {
 		}
 	}
 	return a, nil
+}
+
+// PrivateFlag reports ["private","true"] among an announcement's tags
+// (GRASP-08), the one reading of the flag.
+func PrivateFlag(tags nostr.Tags) bool {
+	for _, t := range tags {
+		if len(t) >= 2 && t[0] == "private" && t[1] == "true" {
+			return true
+		}
+	}
+	return false
 }
 
 // identifierOf returns the validated `d` tag of an addressable event.

@@ -87,3 +87,26 @@ func TestPubkeyHex(t *testing.T) {
 		}
 	}
 }
+
+// G08-1: ["private","true"] marks an announcement private; any other value,
+// or a tag of another name, does not.
+func TestG08_1_AnnouncementPrivateFlag(t *testing.T) {
+	for _, c := range []struct {
+		tag  []string
+		want bool
+	}{
+		{[]string{"private", "true"}, true},
+		{[]string{"private", "false"}, false},
+		{[]string{"private"}, false},
+		{[]string{"private", "TRUE"}, false},
+		{[]string{"privat", "true"}, false},
+	} {
+		a, err := ParseAnnouncement(ev(KindAnnouncement, pkA, []string{"d", "x"}, c.tag))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a.Private != c.want {
+			t.Errorf("%v: Private = %v, want %v", c.tag, a.Private, c.want)
+		}
+	}
+}

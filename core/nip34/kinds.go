@@ -14,8 +14,11 @@ const (
 	KindStatusClosed = 1632
 	KindStatusDraft  = 1633
 	KindGraspList    = 10317
-	KindAnnouncement = 30617
-	KindState        = 30618
+	// KindPrivateGraspList is a user's encrypted list of private GRASP
+	// servers (GRASP-08): served only to its authenticated author.
+	KindPrivateGraspList = 10318
+	KindAnnouncement     = 30617
+	KindState            = 30618
 )
 
 // IsRootKind reports whether events of this kind start a discussion that

@@ -43,6 +43,10 @@ type Options struct {
 	CacheBytes int
 	// PerPage is the landing page's page size (default 50).
 	PerPage int
+	// Listed reports whether a repository may be shown to anyone (GRASP-08:
+	// private repositories are not, visibility.Listed); nil: every hosted
+	// repository is.
+	Listed func(context.Context, nip34.RepoRef) bool
 	// MaxGitReads bounds the git processes pages run at once (default 4);
 	// further views wait for a slot.
 	MaxGitReads int
@@ -99,10 +103,11 @@ func New(opts Options, e env.Env) (*Pages, error) {
 }
 
 // Shown is the one decision whether a repository is listed on the landing
-// page and has pages: today, whether it is hosted here. Private
-// repositories (GRASP-08) are to be refused here and nowhere else.
+// page and has pages: it is hosted here and not private (GRASP-08). A
+// private repository's pages read as a repository that does not exist, so
+// they reveal nothing (browsers send no NIP-98 token).
 func (p *Pages) Shown(ctx context.Context, repo nip34.RepoRef) bool {
-	return p.opts.Repos.Exists(repo)
+	return p.opts.Repos.Exists(repo) && (p.opts.Listed == nil || p.opts.Listed(ctx, repo))
 }
 
 // ServeHTTP answers a GET or HEAD for a path with the base path stripped.

@@ -114,3 +114,10 @@ func TestN34_9_GraspLists(t *testing.T) {
 	want(t, e.decide(e.event(nip34.KindGraspList, pkX, []string{"g", "wss://grasp.example"})), Store, "")
 	want(t, e.decide(e.event(nip34.KindGraspList, pkX, []string{"g", "not a url"})), Rejected, "invalid: grasp list")
 }
+
+// G08-5: kind 10318 (a user's encrypted private server list) is accepted
+// whatever it references; who may read it is core/visibility's rule.
+func TestG08_5_PrivateGraspListAccepted(t *testing.T) {
+	e := newEnv(t, nil)
+	want(t, e.decide(e.event(nip34.KindPrivateGraspList, pkX)), Store, "")
+}

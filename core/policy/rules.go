@@ -135,6 +135,10 @@ func (r *Rules) decide(ctx context.Context, evt *nostr.Event, meta Meta) Decisio
 		} else {
 			d = Decision{Outcome: Store}
 		}
+	case evt.Kind == nip34.KindPrivateGraspList:
+		// GRASP-08 discovery: the content is encrypted to its author; it
+		// is served to its authenticated author alone (core/visibility).
+		d = Decision{Outcome: Store}
 	default:
 		d = r.related(ctx, evt, meta)
 	}
@@ -218,6 +222,8 @@ func kindClass(kind int) string {
 		return "deletion"
 	case kind == nip34.KindGraspList:
 		return "grasp_list"
+	case kind == nip34.KindPrivateGraspList:
+		return "private_grasp_list"
 	}
 	return "other"
 }

@@ -185,10 +185,12 @@ func (s *Server) write(ctx context.Context, evt *nostr.Event, replace bool) erro
 		return errors.New(msgSaveFail)
 	}
 	s.metrics.stored.WithLabelValues(kind).Inc()
-	s.gate.Broadcast(evt)
+	// The callbacks first: GRASP-08's visibility learns of a private
+	// announcement before the broadcast asks who may receive it.
 	for _, fn := range s.storedCallbacks() {
 		fn(ctx, evt)
 	}
+	s.gate.Broadcast(evt)
 	if !c.publish && s.effects != nil {
 		s.effects.Apply(ctx, evt, d)
 	}

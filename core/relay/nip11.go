@@ -37,6 +37,7 @@ type limitation struct {
 	CreatedAtLowerLimit int64 `json:"created_at_lower_limit,omitempty"`
 	CreatedAtUpperLimit int64 `json:"created_at_upper_limit,omitempty"`
 	DefaultLimit        int   `json:"default_limit,omitempty"`
+	AuthRequired        bool  `json:"auth_required,omitempty"`
 }
 
 func positive(v int) int {
@@ -83,6 +84,7 @@ func (s *Server) buildNIP11() ([]byte, error) {
 			CreatedAtLowerLimit: int64(positive(int(l.CreatedAtLowerLimit.D().Seconds()))),
 			CreatedAtUpperLimit: int64(positive(int(l.CreatedAtUpperLimit.D().Seconds()))),
 			DefaultLimit:        positive(l.DefaultLimit),
+			AuthRequired:        s.opts.AuthRequired,
 		},
 	}
 	return json.Marshal(doc)

@@ -105,6 +105,13 @@ type Options struct {
 	// Effects carries out decisions; required only if the pipeline can
 	// answer Hold or decide effects.
 	Effects Effects
+	// Private decides who may read and write private repositories and
+	// events (GRASP-08; core/visibility); the gate enforces it. nil:
+	// nothing is private.
+	Private gate.Private
+	// AuthRequired advertises NIP-11 limitation.auth_required: nothing is
+	// served before NIP-42 AUTH (service-wide private mode).
+	AuthRequired bool
 }
 
 // Server is a configured relay plus its HTTP routing.
@@ -187,7 +194,7 @@ func New(opts Options, e env.Env) (*Server, error) {
 		return nil, fmt.Errorf("relay: %w", err)
 	}
 	s.khatru = s.newKhatru()
-	s.gate = gate.New(gate.Options{Backend: s, Limits: limits, RelayURL: wsURL}, e.Named("gate"))
+	s.gate = gate.New(gate.Options{Backend: s, Limits: limits, RelayURL: wsURL, Private: opts.Private}, e.Named("gate"))
 	s.nip11, err = s.buildNIP11()
 	if err != nil {
 		return nil, fmt.Errorf("relay: NIP-11 document: %w", err)

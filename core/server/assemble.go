@@ -17,6 +17,7 @@ import (
 	"github.com/grasp-dev/grasp/core/relay"
 	"github.com/grasp-dev/grasp/core/roster"
 	"github.com/grasp-dev/grasp/core/scheduler"
+	"github.com/grasp-dev/grasp/core/visibility"
 )
 
 // assemble builds the parts in dependency order: purgatory and the bare
@@ -52,6 +53,9 @@ func (s *Server) assemble(ext Extensions) error {
 	if err != nil {
 		return err
 	}
+	if err := s.assembleVisibility(rost); err != nil {
+		return err
+	}
 	popts := s.policyOptions(svc, plugins, ext.AcceptNames)
 	popts.Events, popts.Held, popts.Git, popts.Roster = events, s.purg, s.repos, rost
 	rules, err := policy.New(popts, s.env.Named("policy"))
@@ -79,13 +83,13 @@ func (s *Server) assemble(ext Extensions) error {
 		return err
 	}
 	s.relay.HandleGit(git.NewHandler(git.Options{
-		Repos: s.repos, Authority: s.hosting, Hooks: s.hosting,
+		Repos: s.repos, Authority: s.hosting, Hooks: s.hosting, Private: s.vis, Service: svc,
 		MaxPushBytes: int64(cfg.Grasp.MaxPushMB) << 20,
 	}, s.env.Named("git")))
 
 	pg, err := pages.New(pages.Options{
 		Service: svc, Name: cfg.Relay.Name, Description: cfg.Relay.Description, Version: s.build.Version,
-		Repos: s.repos, Events: events, Roster: rost,
+		Repos: s.repos, Events: events, Roster: rost, Listed: s.vis.Listed,
 	}, s.env.Named("pages"))
 	if err != nil {
 		return err
@@ -126,9 +130,14 @@ func (s *Server) policyOptions(svc nip34.Service, plugins policy.Chain, names []
 func (s *Server) assembleRelay(popts policy.Options, rules *policy.Rules) error {
 	cfg := s.cfg
 	grasps := []string{"GRASP-01"}
-	if cfg.Sync.Enabled {
+	if cfg.Sync.Enabled && !cfg.Grasp.Private {
+		// a private service syncs nothing (no event of it may be named
+		// to another relay)
 		grasps = append(grasps, "GRASP-02")
 	}
+	// Private repositories are served to members in every mode; GRASP-06
+	// is never offered with grasp.private (config refuses the pair).
+	grasps = append(grasps, "GRASP-08")
 	var err error
 	s.relay, err = relay.New(relay.Options{
 		Name:               cfg.Relay.Name,
@@ -146,6 +155,36 @@ func (s *Server) assembleRelay(popts policy.Options, rules *policy.Rules) error 
 		Events:             s.store.Events(),
 		Pipeline:           rules,
 		Effects:            s.hosting,
+		Private:            s.vis,
+		AuthRequired:       cfg.Grasp.Private,
 	}, s.env.Named("relay"))
-	return err
+	if err != nil {
+		return err
+	}
+	// After the relay exists: its stored events and purgatory's held ones
+	// keep visibility's memory of private announcements complete.
+	s.relay.OnStored(func(_ context.Context, evt *nostr.Event) { s.vis.Observe(evt) })
+	s.purg.OnHold = append(s.purg.OnHold, func(e purgatory.Entry) { s.vis.Observe(e.Event) })
+	s.purg.OnRemove = append(s.purg.OnRemove, func(e purgatory.Entry, _ string) { s.vis.Observe(e.Event) })
+	return nil
+}
+
+// assembleVisibility builds GRASP-08's reader rule on the roster and loads
+// the private flags of the announcements already stored and held. Its
+// members are grasp.private_members and the relay's own key.
+func (s *Server) assembleVisibility(rost *roster.Source) error {
+	g := s.cfg.Grasp
+	members := append([]string(nil), g.PrivateMembers...)
+	if s.cfg.Relay.Pubkey != "" {
+		members = append(members, s.cfg.Relay.Pubkey)
+	}
+	var err error
+	s.vis, err = visibility.New(visibility.Options{
+		ServiceWide: g.Private, Members: members, Roster: rost,
+		Events: s.store.Events(), Held: s.purg, Hosted: s.repos,
+	}, s.env.Named("visibility"))
+	if err != nil {
+		return err
+	}
+	return s.vis.Load(s.life)
 }

@@ -37,6 +37,7 @@ import (
 	"github.com/grasp-dev/grasp/core/store"
 	gsync "github.com/grasp-dev/grasp/core/sync"
 	"github.com/grasp-dev/grasp/core/throttle"
+	"github.com/grasp-dev/grasp/core/visibility"
 )
 
 // Build identifies the binary.
@@ -91,6 +92,7 @@ type Server struct {
 	relay    *relay.Server
 	sched    *scheduler.Scheduler
 	throttle *throttle.Resolver
+	vis      *visibility.Visibility
 
 	// life ends when the server stops; background work that is not a
 	// scheduled loop hangs on it so it never outlives the store.

@@ -71,6 +71,8 @@ func (s *Server) startSync(svc nip34.Service, sel gsync.RelaySelector) error {
 	s.syncMgr = mgr
 	sub, err := gsync.NewSubscriber(gsync.SubscriberOptions{
 		Manager: mgr, Events: s.store.Events(), Held: s.purg, Spawn: s.background,
+		// GRASP-08: a private repository's events are never synced.
+		Private: func(evt *nostr.Event) bool { return s.vis.Readers(context.Background(), evt) != nil },
 	}, syncEnv)
 	if err != nil {
 		return fmt.Errorf("start sync: %w", err)

@@ -33,6 +33,11 @@ type SubscriberOptions struct {
 	// Spawn runs a replay off the writing goroutine, owned by the server so
 	// it never outlives the store; nil runs it on its own goroutine.
 	Spawn func(func(ctx context.Context))
+	// Private reports events of private repositories (GRASP-08): they are
+	// never synced, so no REQ or negentropy fingerprint names them to
+	// another relay, and a repository that turns private is forgotten.
+	// nil: nothing is private.
+	Private func(evt *nostr.Event) bool
 }
 
 // maxForgotten bounds the memory of forgotten repos awaiting a return.
@@ -52,6 +57,8 @@ type Subscriber struct {
 	held   Held
 	spawn  func(func(ctx context.Context))
 	log    hclog.Logger
+	// private: see SubscriberOptions.Private
+	private func(evt *nostr.Event) bool
 
 	mu        stdsync.Mutex
 	forgotten map[string]bool // repo address -> forgotten, awaiting a return
@@ -64,7 +71,7 @@ func NewSubscriber(o SubscriberOptions, e env.Env) (*Subscriber, error) {
 		return nil, errors.New("sync subscriber: Manager, Events and Held are required")
 	}
 	e = e.OrDefaults()
-	s := &Subscriber{mgr: o.Manager, events: o.Events, held: o.Held, spawn: o.Spawn, log: e.Log, forgotten: map[string]bool{}}
+	s := &Subscriber{mgr: o.Manager, events: o.Events, held: o.Held, spawn: o.Spawn, log: e.Log, forgotten: map[string]bool{}, private: o.Private}
 	if s.spawn == nil {
 		s.spawn = func(fn func(context.Context)) { go fn(context.Background()) }
 	}
@@ -78,13 +85,13 @@ func NewSubscriber(o SubscriberOptions, e env.Env) (*Subscriber, error) {
 func (s *Subscriber) Run(ctx context.Context) error {
 	errc := make(chan error, 1)
 	go func() { errc <- s.mgr.Run(ctx) }()
-	if err := replayHistory(ctx, s.events, s.mgr.Observe); err != nil && ctx.Err() == nil {
+	if err := replayHistory(ctx, s.events, s.observeAll); err != nil && ctx.Err() == nil {
 		// Repositories whose history could not be read are synced once they
 		// next see an event; sync of the rest goes on.
 		s.log.Error("reading stored announcements for sync failed", "error", err)
 	}
 	for _, e := range s.held.Find(func(e *purgatory.Entry) bool { return e.Event.Kind == nip34.KindAnnouncement }) {
-		s.mgr.ObserveHeld(e.Event)
+		s.OnHold(e)
 	}
 	return <-errc
 }
@@ -92,7 +99,9 @@ func (s *Subscriber) Run(ctx context.Context) error {
 // OnStored is the relay's hook for every stored event (client, sync or a
 // release from purgatory).
 func (s *Subscriber) OnStored(ctx context.Context, evt *nostr.Event) {
-	s.mgr.Observe(evt)
+	if !s.observe(evt) {
+		return
+	}
 	switch evt.Kind {
 	case nip34.KindAnnouncement:
 		addr := nip34.RepoRef{Pubkey: evt.PubKey, Identifier: evt.Tags.GetD()}.String()
@@ -127,7 +136,7 @@ func (s *Subscriber) OnStored(ctx context.Context, evt *nostr.Event) {
 // stored, so a flood of announcements that never get data costs few
 // subscriptions.
 func (s *Subscriber) OnHold(e purgatory.Entry) {
-	if e.Event.Kind == nip34.KindAnnouncement {
+	if e.Event.Kind == nip34.KindAnnouncement && !s.skipPrivate(e.Event) {
 		s.mgr.ObserveHeld(e.Event)
 	}
 }
@@ -168,7 +177,31 @@ func (s *Subscriber) forgetIfGone(ctx context.Context, repo nip34.RepoRef) {
 func (s *Subscriber) replayRoots(ctx context.Context, addr string) {
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	if _, _, _, err := queryInto(ctx, s.events, nostr.Filter{Kinds: RootKinds, Tags: nostr.TagMap{"a": {addr}}}, s.mgr.Observe); err != nil {
+	if _, _, _, err := queryInto(ctx, s.events, nostr.Filter{Kinds: RootKinds, Tags: nostr.TagMap{"a": {addr}}}, s.observeAll); err != nil {
 		s.log.Warn("replaying root events of a returning repo for sync", "repo", addr, "error", err)
 	}
+}
+
+// observe hands evt to the manager unless it is private; it reports
+// whether it did.
+func (s *Subscriber) observe(evt *nostr.Event) bool {
+	if s.skipPrivate(evt) {
+		return false
+	}
+	s.mgr.Observe(evt)
+	return true
+}
+
+func (s *Subscriber) observeAll(evt *nostr.Event) { s.observe(evt) }
+
+// skipPrivate reports a private event; a private announcement's repository
+// is forgotten, so one that turns private stops syncing.
+func (s *Subscriber) skipPrivate(evt *nostr.Event) bool {
+	if s.private == nil || !s.private(evt) {
+		return false
+	}
+	if evt.Kind == nip34.KindAnnouncement {
+		s.mgr.Forget(nip34.RepoRef{Pubkey: evt.PubKey, Identifier: evt.Tags.GetD()}.String())
+	}
+	return true
 }

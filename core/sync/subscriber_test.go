@@ -145,3 +145,42 @@ func TestG02_SubscriberStartsFromHistoryAndPurgatory(t *testing.T) {
 		return err == nil && snap.Repos == 2 && snap.RootEvents == 1
 	})
 }
+
+// G08-7: a private repository's events are never synced (no REQ filter or
+// negentropy fingerprint names them to another relay), whether stored,
+// held or replayed; a repository that turns private is forgotten; a public
+// one next to it is synced (positive control).
+func TestG08_7_SubscriberNeverSyncsPrivateRepositories(t *testing.T) {
+	r := newSubRig(t)
+	private := map[string]bool{}
+	r.sub.private = func(evt *nostr.Event) bool { return private[evt.ID] }
+	pub, priv := announcement(0, selfURL, r1), announcement(1, selfURL, r1)
+	priv.ID = hexID(2 << 40)
+	private[priv.ID] = true
+	root := rootEvent(1617, 1, 1)
+	private[root.ID] = true
+	r.store(pub, priv, root)
+	for _, e := range []*nostr.Event{pub, priv, root} {
+		r.sub.OnStored(context.Background(), e)
+	}
+	held := announcement(2, selfURL, r1)
+	held.ID = hexID(3 << 40)
+	private[held.ID] = true
+	if err := r.purg.Hold(purgatory.Entry{Event: held, Repo: nip34.RepoRef{Pubkey: pubkey(2), Identifier: "repo2"}}); err != nil {
+		t.Fatal(err)
+	}
+	r.observe()
+	if s := r.snap(); s.Repos != 1 || s.RootEvents != 0 {
+		t.Fatalf("synced %+v, want only the public repository", s)
+	}
+	// the public repository turns private: its new announcement is not
+	// observed and the repository is forgotten
+	turned := announcement(0, selfURL, r1)
+	turned.ID = hexID(4 << 40)
+	private[turned.ID] = true
+	r.sub.OnStored(context.Background(), turned)
+	r.observe()
+	if s := r.snap(); s.Repos != 0 {
+		t.Fatalf("a repository that turned private is still synced: %+v", s)
+	}
+}

@@ -1,0 +1,180 @@
+package gate
+
+import (
+	"context"
+
+	"github.com/nbd-wtf/go-nostr"
+)
+
+// Private is GRASP-08's reader rule as the gate asks it (core/visibility
+// implements it). Every "who" function answers for an authenticated pubkey,
+// "" being an unauthenticated client; a nil function admits everyone.
+type Private interface {
+	// Restricting reports whether anything but kind 10318 may be private
+	// now (the service is private, or some repository is): then the NIP-42
+	// challenge goes out as soon as a client connects, and COUNT counts
+	// what the client may see.
+	Restricting() bool
+	// Readers is who may see evt.
+	Readers(ctx context.Context, evt *nostr.Event) func(pubkey string) bool
+	// Named is who may ask filter f at all (it names a private repository
+	// outright, or the service is private).
+	Named(ctx context.Context, f nostr.Filter) func(pubkey string) bool
+	// MayWrite reports whether authed may publish evt.
+	MayWrite(ctx context.Context, authed string, evt *nostr.Event) bool
+}
+
+// The GRASP-08 checks of each verb live here, so the verbs' handlers call
+// one function each. An unauthenticated client is answered
+// "auth-required:" (and sent the challenge), an authenticated non-member
+// "restricted:".
+
+// privateReason is the refusal for a client who may not read or write
+// something private.
+func (c *conn) privateReason() string {
+	if c.authedPubkey() == "" {
+		c.requestAuth()
+		return "auth-required: this is private; authenticate (NIP-42) as a member"
+	}
+	return "restricted: this is private and your key is not a member"
+}
+
+// privateRefusal is "" if the filters may be asked, else the CLOSED or
+// NEG-ERR reason.
+func (c *conn) privateRefusal(filters ...nostr.Filter) string {
+	p := c.g.opts.Private
+	if p == nil {
+		return ""
+	}
+	pk := c.authedPubkey()
+	for _, f := range filters {
+		if who := p.Named(c.ctx, f); who != nil && !who(pk) {
+			c.g.metrics.limit("private")
+			return c.privateReason()
+		}
+	}
+	return ""
+}
+
+// privateWrite is "" if the connection may publish evt, else the OK reason.
+func (c *conn) privateWrite(evt *nostr.Event) string {
+	p := c.g.opts.Private
+	if p == nil || p.MayWrite(c.ctx, c.authedPubkey(), evt) {
+		return ""
+	}
+	c.g.metrics.limit("private")
+	return c.privateReason()
+}
+
+// visible reports whether the connection may see evt (a stored result, a
+// negentropy item, a live event).
+func (c *conn) visible(ctx context.Context, evt *nostr.Event) bool {
+	p := c.g.opts.Private
+	if p == nil {
+		return true
+	}
+	who := p.Readers(ctx, evt)
+	return who == nil || who(c.authedPubkey())
+}
+
+// query is the backend's Query with what the connection may not see
+// removed: REQ, COUNT and NEG-OPEN read through it.
+func (c *conn) query(ctx context.Context, f nostr.Filter) (chan *nostr.Event, error) {
+	ch, err := c.g.backend.Query(ctx, f)
+	p := c.g.opts.Private
+	if err != nil || ch == nil || p == nil || (!p.Restricting() && !mayMatchKind(f, privateListKind)) {
+		// nothing the filter matches can be private: no extra hop
+		return ch, err
+	}
+	out := make(chan *nostr.Event)
+	go func() {
+		defer close(out)
+		defer drain(ch)
+		for evt := range ch {
+			if !c.visible(ctx, evt) {
+				continue
+			}
+			select {
+			case out <- evt:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	return out, nil
+}
+
+// count answers COUNT. While no repository is private it is the store's
+// count, with the kind-10318 events the client may not see taken out;
+// otherwise it counts the visible events of a query, so it is bounded by
+// the store's query limit.
+func (c *conn) count(ctx context.Context, f nostr.Filter) (int64, error) {
+	p := c.g.opts.Private
+	if p == nil || (!p.Restricting() && !mayMatchKind(f, privateListKind)) {
+		return c.g.backend.Count(ctx, f)
+	}
+	if p.Restricting() {
+		return c.countVisible(ctx, f)
+	}
+	total, err := c.g.backend.Count(ctx, f)
+	if err != nil {
+		return 0, err
+	}
+	lists := f
+	lists.Kinds = []int{privateListKind}
+	all, err := c.g.backend.Count(ctx, lists)
+	if err != nil {
+		return 0, err
+	}
+	seen, err := c.countVisible(ctx, lists)
+	if err != nil {
+		return 0, err
+	}
+	return total - all + seen, nil
+}
+
+func (c *conn) countVisible(ctx context.Context, f nostr.Filter) (int64, error) {
+	ch, err := c.query(ctx, f)
+	if err != nil {
+		return 0, err
+	}
+	var n int64
+	for range ch {
+		n++
+	}
+	return n, nil
+}
+
+// privateListKind is kind 10318, a user's private server list, read by its
+// author alone.
+const privateListKind = 10318
+
+func mayMatchKind(f nostr.Filter, kind int) bool {
+	if len(f.Kinds) == 0 {
+		return true
+	}
+	for _, k := range f.Kinds {
+		if k == kind {
+			return true
+		}
+	}
+	return false
+}
+
+// challengeOnConnect sends the NIP-42 challenge at once while anything is
+// private: a client whose results are silently filtered would otherwise
+// never learn it could authenticate.
+func (c *conn) challengeOnConnect() {
+	if p := c.g.opts.Private; p != nil && p.Restricting() {
+		c.requestAuth()
+	}
+}
+
+// readers is who may receive evt live, decided once per event (nil:
+// everyone).
+func (g *Gate) readers(evt *nostr.Event) func(string) bool {
+	if g.opts.Private == nil {
+		return nil
+	}
+	return g.opts.Private.Readers(context.Background(), evt)
+}

@@ -1,0 +1,214 @@
+package visibility
+
+import (
+	"context"
+	"testing"
+
+	"github.com/fiatjaf/eventstore/slicestore"
+	"github.com/nbd-wtf/go-nostr"
+
+	"github.com/grasp-dev/grasp/core/env"
+	"github.com/grasp-dev/grasp/core/nip34"
+	"github.com/grasp-dev/grasp/core/roster"
+)
+
+type key struct{ sk, pk string }
+
+func newKey() key {
+	sk := nostr.GeneratePrivateKey()
+	pk, _ := nostr.GetPublicKey(sk)
+	return key{sk, pk}
+}
+
+type rig struct {
+	t     *testing.T
+	store *slicestore.SliceStore
+	ts    nostr.Timestamp
+}
+
+func newRig(t *testing.T) *rig {
+	st := &slicestore.SliceStore{MaxLimit: 100000}
+	if err := st.Init(); err != nil {
+		t.Fatal(err)
+	}
+	return &rig{t: t, store: st, ts: 1_700_000_000}
+}
+
+func (r *rig) event(k key, kind int, tags ...nostr.Tag) *nostr.Event {
+	r.t.Helper()
+	r.ts++
+	evt := &nostr.Event{Kind: kind, Tags: nostr.Tags(tags), CreatedAt: r.ts}
+	if err := evt.Sign(k.sk); err != nil {
+		r.t.Fatal(err)
+	}
+	return evt
+}
+
+// stored saves evt and tells v, as the relay's OnStored hook does.
+func (r *rig) stored(v *Visibility, evt *nostr.Event) *nostr.Event {
+	r.t.Helper()
+	var err error
+	if nostr.IsAddressableKind(evt.Kind) {
+		err = r.store.ReplaceEvent(context.Background(), evt)
+	} else {
+		err = r.store.SaveEvent(context.Background(), evt)
+	}
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	if v != nil {
+		v.Observe(evt)
+	}
+	return evt
+}
+
+type hosted []nip34.RepoRef
+
+func (h hosted) List(context.Context) ([]nip34.RepoRef, error) { return h, nil }
+
+func (r *rig) visibility(opts Options) *Visibility {
+	r.t.Helper()
+	src, err := roster.New(roster.Options{Events: r.store}, env.Env{})
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	opts.Roster, opts.Events = src, r.store
+	if opts.Hosted == nil {
+		opts.Hosted = hosted{}
+	}
+	v, err := New(opts, env.Env{})
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	if err := v.Load(context.Background()); err != nil {
+		r.t.Fatal(err)
+	}
+	return v
+}
+
+func admits(who func(string) bool, pk string) bool { return who == nil || who(pk) }
+
+func coord(k key, d string) string { return nip34.RepoRef{Pubkey: k.pk, Identifier: d}.String() }
+
+// G08-2: a repository is private when a confirmed maintainer's
+// announcement says so (here the co-maintainer's, not the owner's); its
+// announcements, states, issues (by a), comments (by E) and deletions (by
+// e) are read by the roster and the configured members only; events of
+// other repositories stay public; an event naming a public and a private
+// repository needs a reader of the private one; filters naming it by #a or
+// authors+#d are refused to non-readers.
+func TestG08_2_PrivateRepositoryAudience(t *testing.T) {
+	r := newRig(t)
+	owner, co, staff, stranger := newKey(), newKey(), newKey(), newKey()
+	v := r.visibility(Options{Members: []string{staff.pk}})
+	ann := r.stored(v, r.event(owner, 30617, nostr.Tag{"d", "vault"}, nostr.Tag{"maintainers", co.pk}))
+	if v.Restricting() {
+		t.Fatal("restricting with no private announcement")
+	}
+	if who := v.Readers(context.Background(), ann); who != nil {
+		t.Fatal("public announcement has an audience")
+	}
+	coAnn := r.stored(v, r.event(co, 30617, nostr.Tag{"d", "vault"}, nostr.Tag{"maintainers", owner.pk}, nostr.Tag{"private", "true"}))
+	pubAnn := r.stored(v, r.event(stranger, 30617, nostr.Tag{"d", "open"}))
+	state := r.stored(v, r.event(owner, 30618, nostr.Tag{"d", "vault"}, nostr.Tag{"refs/heads/main", "aa"}))
+	issue := r.stored(v, r.event(stranger, 1621, nostr.Tag{"a", coord(owner, "vault")}))
+	comment := r.stored(v, r.event(stranger, 1111, nostr.Tag{"E", issue.ID}))
+	del := r.stored(v, r.event(stranger, 5, nostr.Tag{"e", comment.ID}))
+	mixed := r.stored(v, r.event(stranger, 1621, nostr.Tag{"a", coord(stranger, "open")}, nostr.Tag{"a", coord(co, "vault")}))
+	openIssue := r.stored(v, r.event(co, 1621, nostr.Tag{"a", coord(stranger, "open")}))
+	ctx := context.Background()
+	for name, evt := range map[string]*nostr.Event{"owner's announcement": ann, "flagged announcement": coAnn,
+		"state": state, "issue": issue, "comment": comment, "deletion": del, "mixed": mixed} {
+		who := v.Readers(ctx, evt)
+		if who == nil {
+			t.Errorf("%s: public", name)
+			continue
+		}
+		for _, pk := range []string{owner.pk, co.pk, staff.pk} {
+			if !who(pk) {
+				t.Errorf("%s: reader %s refused", name, pk[:8])
+			}
+		}
+		if who(stranger.pk) || who("") {
+			t.Errorf("%s: a stranger or an unauthenticated client reads it", name)
+		}
+	}
+	for name, evt := range map[string]*nostr.Event{"other repository": pubAnn, "its issue": openIssue} {
+		if who := v.Readers(ctx, evt); !admits(who, "") {
+			t.Errorf("%s: not public", name)
+		}
+	}
+	for name, f := range map[string]nostr.Filter{
+		"#a":        {Tags: nostr.TagMap{"a": {coord(owner, "vault")}}},
+		"authors+d": {Authors: []string{co.pk}, Tags: nostr.TagMap{"d": {"vault"}}},
+	} {
+		who := v.Named(ctx, f)
+		if admits(who, stranger.pk) || !admits(who, co.pk) {
+			t.Errorf("filter %s: stranger admitted or maintainer refused", name)
+		}
+	}
+	if who := v.Named(ctx, nostr.Filter{Kinds: []int{1621}}); who != nil {
+		t.Error("a filter naming no repository is refused")
+	}
+	if v.Listed(ctx, nip34.RepoRef{Pubkey: owner.pk, Identifier: "vault"}) || !v.Listed(ctx, nip34.RepoRef{Pubkey: stranger.pk, Identifier: "open"}) {
+		t.Error("Listed shows the private repository or hides the public one")
+	}
+	// writes follow reads: a stranger may not post into it
+	if v.MayWrite(ctx, stranger.pk, r.event(stranger, 1621, nostr.Tag{"a", coord(owner, "vault")})) {
+		t.Error("a stranger may write into the private repository")
+	}
+	if !v.MayWrite(ctx, co.pk, r.event(co, 1621, nostr.Tag{"a", coord(owner, "vault")})) {
+		t.Error("a maintainer may not write into its repository")
+	}
+
+	// a restart: Load finds the flag in the store
+	v2 := r.visibility(Options{})
+	if who := v2.Readers(ctx, issue); admits(who, stranger.pk) || !admits(who, owner.pk) {
+		t.Error("after a restart the private repository's issue is readable by a stranger, or not by its owner")
+	}
+}
+
+// G08-2: kind 10318 is read by its author alone, whatever else is private.
+func TestG08_2_PrivateServerListAudience(t *testing.T) {
+	r := newRig(t)
+	author, staff := newKey(), newKey()
+	v := r.visibility(Options{Members: []string{staff.pk}})
+	list := r.event(author, nip34.KindPrivateGraspList)
+	who := v.Readers(context.Background(), list)
+	if who == nil || !who(author.pk) || who(staff.pk) || who("") {
+		t.Fatal("kind 10318 is not its author's alone")
+	}
+	if v.MayWrite(context.Background(), "", list) || v.MayWrite(context.Background(), staff.pk, list) || !v.MayWrite(context.Background(), author.pk, list) {
+		t.Fatal("kind 10318 is written by someone other than its authenticated author")
+	}
+}
+
+// G08-6: in service-wide mode every event needs a member: a configured
+// key, or a confirmed maintainer of a hosted repository; a key a hosted
+// repository invites may publish its own announcement (to list back), and
+// nothing else.
+func TestG08_6_ServiceWideMembers(t *testing.T) {
+	r := newRig(t)
+	admin, invitee, stranger := newKey(), newKey(), newKey()
+	v := r.visibility(Options{ServiceWide: true, Members: []string{admin.pk}, Hosted: hosted{{Pubkey: admin.pk, Identifier: "team"}}})
+	ctx := context.Background()
+	r.stored(v, r.event(admin, 30617, nostr.Tag{"d", "team"}, nostr.Tag{"maintainers", invitee.pk}))
+	note := r.event(stranger, nip34.KindGraspList, nostr.Tag{"g", "wss://x"})
+	if who := v.Readers(ctx, note); admits(who, stranger.pk) || !admits(who, admin.pk) || admits(who, "") {
+		t.Fatal("service-wide: a non-member reads, or the member does not")
+	}
+	back := r.event(invitee, 30617, nostr.Tag{"d", "team"}, nostr.Tag{"maintainers", admin.pk})
+	if !v.MayWrite(ctx, invitee.pk, back) {
+		t.Fatal("the invitee may not list back")
+	}
+	if v.MayWrite(ctx, invitee.pk, r.event(invitee, 1621, nostr.Tag{"a", coord(admin, "team")})) {
+		t.Fatal("the invitee may write before it is a member")
+	}
+	if v.MayWrite(ctx, stranger.pk, r.event(stranger, 30617, nostr.Tag{"d", "team"})) {
+		t.Fatal("an uninvited key may publish an announcement")
+	}
+	r.stored(v, back)
+	if who := v.Readers(ctx, note); !admits(who, invitee.pk) {
+		t.Fatal("the confirmed maintainer is not a member")
+	}
+}
