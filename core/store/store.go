@@ -176,6 +176,8 @@ type Store struct {
 	vthreshold int64
 	events     *events
 	side       *Side
+	// neg is the negentropy index (negentropy.go); nil with postgres.
+	neg *negIndex
 	// hasLarge is set once the database holds a large-content record.
 	hasLarge atomic.Bool
 	closed   atomic.Bool
@@ -245,6 +247,9 @@ func New(opts Options, e env.Env) (*Store, error) {
 		return nil, err
 	}
 	s.side = &Side{s: s}
+	if s.pg == nil {
+		s.startNegIndex() // before the writer: see negentropy.go
+	}
 	go s.w.run()
 	log.Info("store opened", "dir", dbDir, "backend", opts.Backend, "max_limit", opts.Limits.MaxLimit,
 		"default_limit", opts.Limits.DefaultLimit, "negentropy_max", opts.Limits.NegentropyMaxEvents,
@@ -297,6 +302,9 @@ func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
 		s.closed.Store(true)
 		werr := s.w.stop()
+		if s.neg != nil {
+			s.neg.close()
+		}
 		s.wals.close()
 		// The backend's Close drops badger's error; close the DB directly.
 		cerr := s.db.Close()
