@@ -305,15 +305,29 @@ func (ix *Index) Load(events []Event) {
 	}
 	slices.SortFunc(all, func(x, y entry) int { return x.less(y.ts, &y.id) })
 	all = slices.CompactFunc(all, func(x, y entry) bool { return x.ts == y.ts && x.id == y.id })
-	for start := 0; start < len(all); start += blockSize / 2 {
-		end := min(start+blockSize/2, len(all))
-		fresh.blocks = append(fresh.blocks, append(make([]entry, 0, blockSize), all[start:end]...))
+	// Full blocks: the first insert into one splits it; loaded blocks are
+	// most of a large index, so no slack is kept in them.
+	for start := 0; start < len(all); start += blockSize {
+		end := min(start+blockSize, len(all))
+		fresh.blocks = append(fresh.blocks, slices.Clone(all[start:end]))
 	}
 	fresh.n = len(all)
+	all = nil
+	// Postings sized exactly: count, then fill.
+	counts := make(map[string]int)
+	for i := range events {
+		fresh.eachKey(&events[i], func(k string) { counts[k]++ })
+	}
 	for i := range events {
 		e := &events[i]
 		en := entry{ts: e.CreatedAt, author: fresh.authors[e.PubKey], kind: e.Kind, id: e.ID}
-		fresh.eachKey(e, func(k string) { fresh.postings[k] = append(fresh.postings[k], en) })
+		fresh.eachKey(e, func(k string) {
+			p := fresh.postings[k]
+			if p == nil {
+				p = make([]entry, 0, counts[k])
+			}
+			fresh.postings[k] = append(p, en)
+		})
 	}
 	ix.mu.Lock()
 	ix.blocks, ix.n, ix.authors, ix.authorKeys, ix.postings = fresh.blocks, fresh.n, fresh.authors, fresh.authorKeys, fresh.postings

@@ -79,6 +79,11 @@ type Options struct {
 	// MaxBatch caps how many writes share one fsync (default 1024).
 	MaxBatch int
 
+	// ValueThreshold is badger's value-log threshold in bytes: records at
+	// least this big are written once to the value log instead of the LSM
+	// tree (default: valueThreshold, the largest badger allows).
+	ValueThreshold int64
+
 	// UnsafeNoSync skips the fsync after each group commit. Only for
 	// benchmarks and throwaway test relays: OK no longer means durable.
 	UnsafeNoSync bool
@@ -205,6 +210,9 @@ func New(opts Options, e env.Env) (*Store, error) {
 
 	s := &Store{opts: opts, env: e, log: log, dbDir: dbDir, m: m,
 		vthreshold: valueThreshold(int64(opts.MemTableMB) << 20)}
+	if opts.ValueThreshold > 0 {
+		s.vthreshold = min(opts.ValueThreshold, s.vthreshold)
+	}
 	s.backend = &ebadger.BadgerBackend{
 		Path:                  dbDir,
 		MaxLimit:              opts.Limits.MaxLimit,
