@@ -166,7 +166,8 @@ func BenchmarkDurableSave(b *testing.B) {
 // for durable group-commit ingest (issue 15 part 3), with badger's value
 // threshold at its maximum (records stay in the LSM tree: WAL, then L0 table,
 // then compactions) and low enough that event records go to the value log
-// (written once; the tree keeps keys and pointers).
+// (written once; the tree keeps keys and pointers); with 64 writers (large
+// group commits) and 4 (small ones, more syncs).
 //
 // Each run ingests the same 4,000 events (~2.4 KB of JSON each).
 //
@@ -183,14 +184,17 @@ func BenchmarkWriteAmplification(b *testing.B) {
 		}
 		jsonBytes += len(evts[i].String())
 	}
-	for _, vt := range []int64{0, 1024} {
-		b.Run(fmt.Sprint("threshold=", vt), func(b *testing.B) {
-			s, err := New(Options{Dir: b.TempDir(), ValueThreshold: vt}, env.Env{})
+	for _, c := range []struct {
+		vt      int64
+		writers int
+	}{{0, 64}, {1024, 64}, {0, 4}, {1024, 4}} {
+		b.Run(fmt.Sprintf("threshold=%d/writers=%d", c.vt, c.writers), func(b *testing.B) {
+			s, err := New(Options{Dir: b.TempDir(), ValueThreshold: c.vt}, env.Env{})
 			if err != nil {
 				b.Fatal(err)
 			}
 			b.ResetTimer()
-			r := ingest(b, s.Events().SaveEvent, s.Close, evts, 64)
+			r := ingest(b, s.Events().SaveEvent, s.Close, evts, c.writers)
 			b.ReportMetric(r.bytesPerEv*float64(len(evts))/float64(jsonBytes), "written/json")
 			b.ReportMetric(r.evPerSec, "ev/s")
 		})
