@@ -13,11 +13,13 @@ import (
 	"github.com/fasthttp/websocket"
 	"github.com/fiatjaf/eventstore/slicestore"
 	"github.com/nbd-wtf/go-nostr"
+	"github.com/nbd-wtf/go-nostr/nip77/negentropy"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/grasp-dev/grasp/core/clock"
 	"github.com/grasp-dev/grasp/core/config"
 	"github.com/grasp-dev/grasp/core/env"
+	"github.com/grasp-dev/grasp/core/negindex"
 	"github.com/grasp-dev/grasp/core/policy"
 	"github.com/grasp-dev/grasp/internal/testwait"
 )
@@ -27,6 +29,9 @@ import (
 type lockedStore struct {
 	mu sync.Mutex
 	s  slicestore.SliceStore
+	// ix, when set, follows saves and deletions (the tests using it store
+	// regular events only), and NEG-OPEN is answered from it.
+	ix *negindex.Index
 }
 
 func newLockedStore() *lockedStore {
@@ -41,7 +46,11 @@ func (st *lockedStore) Close()      {}
 func (st *lockedStore) SaveEvent(ctx context.Context, evt *nostr.Event) error {
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	return st.s.SaveEvent(ctx, evt)
+	err := st.s.SaveEvent(ctx, evt)
+	if e, ok := negindex.FromNostr(evt); ok && err == nil && st.ix != nil {
+		st.ix.Add(e)
+	}
+	return err
 }
 
 func (st *lockedStore) ReplaceEvent(ctx context.Context, evt *nostr.Event) error {
@@ -53,7 +62,11 @@ func (st *lockedStore) ReplaceEvent(ctx context.Context, evt *nostr.Event) error
 func (st *lockedStore) DeleteEvent(ctx context.Context, evt *nostr.Event) error {
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	return st.s.DeleteEvent(ctx, evt)
+	err := st.s.DeleteEvent(ctx, evt)
+	if e, ok := negindex.FromNostr(evt); ok && err == nil && st.ix != nil {
+		st.ix.Remove(e)
+	}
+	return err
 }
 
 func (st *lockedStore) QueryEvents(ctx context.Context, filter nostr.Filter) (chan *nostr.Event, error) {
@@ -122,6 +135,18 @@ func (b *testBackend) Query(ctx context.Context, f nostr.Filter) (chan *nostr.Ev
 	return b.store.QueryEvents(ctx, f)
 }
 
+// NegentropyStorage answers from the store's index when it has one.
+func (b *testBackend) NegentropyStorage(f nostr.Filter, max int) (negentropy.Storage, bool, error) {
+	if b.store.ix == nil {
+		return nil, false, nil
+	}
+	st, ok, err := b.store.ix.Select(f, max)
+	if !ok || err != nil {
+		return nil, ok, err
+	}
+	return st, true, nil
+}
+
 func (b *testBackend) Count(ctx context.Context, f nostr.Filter) (int64, error) {
 	ch, err := b.store.QueryEvents(ctx, f)
 	if err != nil {
@@ -152,11 +177,25 @@ func newEnv(t *testing.T, lim config.Limits) *testEnv {
 	return newEnvWith(t, Options{Limits: lim}, nil)
 }
 
+// newEnvIndexed is newEnv whose NEG-OPENs are answered from a negentropy
+// index (core/negindex), as the store's are.
+func newEnvIndexed(t *testing.T, lim config.Limits) *testEnv {
+	t.Helper()
+	st := newLockedStore()
+	st.ix = negindex.New(nil)
+	return newEnvStore(t, Options{Limits: lim}, nil, st)
+}
+
 // newEnvWith serves a gate with opts (its Backend set here) and clk (nil:
 // the wall clock).
 func newEnvWith(t *testing.T, opts Options, clk clock.Clock) *testEnv {
 	t.Helper()
-	e := &testEnv{t: t, store: newLockedStore(), reg: prometheus.NewRegistry()}
+	return newEnvStore(t, opts, clk, newLockedStore())
+}
+
+func newEnvStore(t *testing.T, opts Options, clk clock.Clock, st *lockedStore) *testEnv {
+	t.Helper()
+	e := &testEnv{t: t, store: st, reg: prometheus.NewRegistry()}
 	e.backend = &testBackend{store: e.store}
 	opts.Backend = e.backend
 	e.gate = New(opts, env.Env{Clock: clk, Metrics: e.reg})

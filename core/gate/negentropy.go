@@ -14,6 +14,7 @@ import (
 
 	"github.com/grasp-dev/grasp/core/clock"
 	"github.com/grasp-dev/grasp/core/negguard"
+	"github.com/grasp-dev/grasp/core/negindex"
 	"github.com/grasp-dev/grasp/core/nip34"
 )
 
@@ -105,9 +106,9 @@ func (c *conn) negOpen(f *frame, b []byte, subid string) bool {
 			c.g.negOpen.Add(-1)
 		}
 	}()
-	vec, err := c.buildVector(filter)
+	vec, err := c.negStorage(filter)
 	switch {
-	case errors.Is(err, errTooManyEvents):
+	case errors.Is(err, errTooManyEvents), errors.Is(err, negindex.ErrTooMany):
 		c.g.metrics.limit("neg_events")
 		return c.negErr(subid, fmt.Sprintf("blocked: filter matches more than %d events; sync narrower filters", c.g.lim.NegentropyMaxEvents))
 	case err != nil:
@@ -253,6 +254,27 @@ func parseNegFilter(raw []byte) (nostr.Filter, error) {
 		return filter, fmt.Errorf("filter: %w", err)
 	}
 	return filter, nil
+}
+
+// NegentropyStorer is implemented by a Backend whose store keeps the
+// (created_at, id) pairs of its events in memory (core/negindex): a session
+// then costs a walk over them instead of a query decoding every event
+// (issue 15 part 1). ok false means the filter is not covered; the session
+// then queries.
+type NegentropyStorer interface {
+	NegentropyStorage(f nostr.Filter, max int) (st negentropy.Storage, ok bool, err error)
+}
+
+// negStorage is the session's set: from the backend's index when it
+// answers, else from a query.
+func (c *conn) negStorage(filter nostr.Filter) (negentropy.Storage, error) {
+	if ns, ok := c.g.backend.(NegentropyStorer); ok {
+		st, answered, err := ns.NegentropyStorage(filter, c.g.lim.NegentropyMaxEvents)
+		if answered {
+			return st, err
+		}
+	}
+	return c.buildVector(filter)
 }
 
 // buildVector loads the ids the filter matches, refusing filters that match

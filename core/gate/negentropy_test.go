@@ -221,6 +221,23 @@ func TestR2_HundredSyncsGoNostrClient(t *testing.T) {
 	}
 }
 
+// Issue 15 part 1: the same syncs with the sessions served from the
+// negentropy index instead of a query.
+func TestR2_HundredSyncsFromIndex(t *testing.T) {
+	e := newEnvIndexed(t, config.Limits{})
+	syncRounds(t, e, newGoNostrTransport(t, e.url), 50)
+	raw := newEnvIndexed(t, config.Limits{})
+	syncRounds(t, raw, rawTransport{raw.dial()}, 50)
+	for _, env := range []*testEnv{e, raw} {
+		if got := env.counter("grasp_gate_negentropy_errors_total"); got != 0 {
+			t.Fatalf("%v NEG-ERR replies, want 0", got)
+		}
+		if got := env.counter("grasp_gate_negentropy_sessions_total"); got != 50 {
+			t.Fatalf("%v sessions opened, want 50", got)
+		}
+	}
+}
+
 func TestR2_HundredSyncsRawClient(t *testing.T) {
 	e := newEnv(t, config.Limits{})
 	c := e.dial()
@@ -415,6 +432,11 @@ func TestR2_ReopenReplacesSession(t *testing.T) {
 }
 
 func TestR2_TooManyEventsBlocked(t *testing.T) {
+	t.Run("query", func(t *testing.T) { testTooManyEventsBlocked(t, newEnv) })
+	t.Run("index", func(t *testing.T) { testTooManyEventsBlocked(t, newEnvIndexed) })
+}
+
+func testTooManyEventsBlocked(t *testing.T, newEnv func(*testing.T, config.Limits) *testEnv) {
 	e := newEnv(t, config.Limits{NegentropyMaxEvents: 10})
 	for i := 0; i < 11; i++ {
 		e.store.SaveEvent(context.Background(), fakeEvent(1_700_000_000+int64(i)))

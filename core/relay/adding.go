@@ -9,7 +9,9 @@ import (
 	"github.com/fiatjaf/eventstore"
 	"github.com/nbd-wtf/go-nostr"
 	"github.com/nbd-wtf/go-nostr/nip70"
+	"github.com/nbd-wtf/go-nostr/nip77/negentropy"
 
+	"github.com/grasp-dev/grasp/core/gate"
 	"github.com/grasp-dev/grasp/core/nip34"
 	"github.com/grasp-dev/grasp/core/policy"
 )
@@ -266,6 +268,17 @@ func (s *Server) deleteEvent(ctx context.Context, evt *nostr.Event) error {
 // the query limits.
 func (s *Server) Query(ctx context.Context, f nostr.Filter) (chan *nostr.Event, error) {
 	return s.store.QueryEvents(ctx, f)
+}
+
+// NegentropyStorage answers a NEG-OPEN from the store's negentropy index
+// when it keeps one (gate.NegentropyStorer); ok false sends the gate to
+// Query.
+func (s *Server) NegentropyStorage(f nostr.Filter, max int) (negentropy.Storage, bool, error) {
+	ns, ok := s.store.(gate.NegentropyStorer)
+	if !ok {
+		return nil, false, nil
+	}
+	return ns.NegentropyStorage(f, max)
 }
 
 // Count answers the gate's COUNTs (NIP-45).

@@ -79,6 +79,11 @@ type Options struct {
 	// MaxBatch caps how many writes share one fsync (default 1024).
 	MaxBatch int
 
+	// ValueThreshold is badger's value-log threshold in bytes: records at
+	// least this big are written once to the value log instead of the LSM
+	// tree (default: valueThreshold, the largest badger allows).
+	ValueThreshold int64
+
 	// UnsafeNoSync skips the fsync after each group commit. Only for
 	// benchmarks and throwaway test relays: OK no longer means durable.
 	UnsafeNoSync bool
@@ -176,6 +181,8 @@ type Store struct {
 	vthreshold int64
 	events     *events
 	side       *Side
+	// neg is the negentropy index (negentropy.go); nil with postgres.
+	neg *negIndex
 	// hasLarge is set once the database holds a large-content record.
 	hasLarge atomic.Bool
 	closed   atomic.Bool
@@ -203,6 +210,9 @@ func New(opts Options, e env.Env) (*Store, error) {
 
 	s := &Store{opts: opts, env: e, log: log, dbDir: dbDir, m: m,
 		vthreshold: valueThreshold(int64(opts.MemTableMB) << 20)}
+	if opts.ValueThreshold > 0 {
+		s.vthreshold = min(opts.ValueThreshold, s.vthreshold)
+	}
 	s.backend = &ebadger.BadgerBackend{
 		Path:                  dbDir,
 		MaxLimit:              opts.Limits.MaxLimit,
@@ -245,6 +255,9 @@ func New(opts Options, e env.Env) (*Store, error) {
 		return nil, err
 	}
 	s.side = &Side{s: s}
+	if s.pg == nil {
+		s.startNegIndex() // before the writer: see negentropy.go
+	}
 	go s.w.run()
 	log.Info("store opened", "dir", dbDir, "backend", opts.Backend, "max_limit", opts.Limits.MaxLimit,
 		"default_limit", opts.Limits.DefaultLimit, "negentropy_max", opts.Limits.NegentropyMaxEvents,
@@ -297,6 +310,9 @@ func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
 		s.closed.Store(true)
 		werr := s.w.stop()
+		if s.neg != nil {
+			s.neg.close()
+		}
 		s.wals.close()
 		// The backend's Close drops badger's error; close the DB directly.
 		cerr := s.db.Close()

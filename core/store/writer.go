@@ -216,12 +216,20 @@ func (w *writer) apply(o *op) (err error) {
 	}
 	switch o.kind {
 	case opSave:
-		return b.SaveEvent(o.ctx, o.evt)
+		if err := b.SaveEvent(o.ctx, o.evt); err != nil {
+			return err
+		}
+		w.s.indexed(true, o.evt)
+		return nil
 	case opReplace:
-		return b.ReplaceEvent(o.ctx, o.evt)
+		return w.replace(o)
 	case opDelete:
+		stored := w.lookupForIndex(o.evt.ID)
 		if err := b.DeleteEvent(o.ctx, o.evt); err != nil {
 			return err
+		}
+		if stored != nil {
+			w.s.indexed(false, stored)
 		}
 		return w.s.dropLarge(o.evt.ID)
 	case opSweep:
@@ -242,4 +250,59 @@ func (w *writer) stop() error {
 	close(w.stopCh)
 	<-w.exited
 	return w.lastErr
+}
+
+// replace runs the backend's ReplaceEvent, which deletes older versions
+// inside its own transaction without saying which: the versions before and
+// after tell the negentropy index what changed.
+func (w *writer) replace(o *op) error {
+	if w.s.neg == nil {
+		return w.s.backend.ReplaceEvent(o.ctx, o.evt)
+	}
+	before, err := w.s.versions(o.evt)
+	if err != nil {
+		w.indexFailed(err)
+	}
+	if err := w.s.backend.ReplaceEvent(o.ctx, o.evt); err != nil {
+		return err
+	}
+	after, aerr := w.s.versions(o.evt)
+	if err != nil || aerr != nil {
+		w.indexFailed(aerr)
+		return nil
+	}
+	kept := make(map[string]bool, len(after))
+	for _, evt := range after {
+		kept[evt.ID] = true
+	}
+	for _, evt := range before {
+		if !kept[evt.ID] {
+			w.s.indexed(false, evt)
+		}
+	}
+	for _, evt := range after {
+		w.s.indexed(true, evt)
+	}
+	return nil
+}
+
+// lookupForIndex finds the stored version of an event about to be deleted
+// (a caller may pass only its id).
+func (w *writer) lookupForIndex(id string) *nostr.Event {
+	if w.s.neg == nil {
+		return nil
+	}
+	evt, err := w.s.storedByID(id)
+	if err != nil {
+		w.indexFailed(err)
+	}
+	return evt
+}
+
+func (w *writer) indexFailed(err error) {
+	if err == nil {
+		return
+	}
+	w.s.log.Error("negentropy index cannot follow a write; NIP-77 sessions query the store until restart", "error", err)
+	w.s.neg.fail()
 }

@@ -1,0 +1,208 @@
+package negindex
+
+import (
+	"encoding/hex"
+	"slices"
+
+	"github.com/nbd-wtf/go-nostr"
+)
+
+// Select returns the (created_at, id) pairs of the indexed events f matches,
+// as a sealed negentropy storage. ok is false when the index cannot answer f
+// exactly (the caller then queries its store); err is ErrTooMany when more
+// than max events match.
+func (ix *Index) Select(f nostr.Filter, max int) (s *Snapshot, ok bool, err error) {
+	m, ok := ix.compile(f)
+	if !ok {
+		return nil, false, nil
+	}
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	var items []item
+	if m.tags != nil {
+		items, err = ix.selectTagged(m, max)
+	} else {
+		items, err = ix.selectWalk(m, max)
+	}
+	if err != nil {
+		return nil, true, err
+	}
+	return &Snapshot{items: items}, true, nil
+}
+
+// matcher is a filter compiled against the index.
+type matcher struct {
+	none         bool // an author or kind list nothing indexed can match
+	kinds        []uint16
+	authors      []uint32
+	since, until uint32
+	// tags: one set of postings keys per letter, ANDed across letters.
+	tags [][]string
+}
+
+func (ix *Index) compile(f nostr.Filter) (m matcher, ok bool) {
+	if f.IDs != nil || f.Limit != 0 || f.LimitZero || f.Search != "" {
+		return m, false
+	}
+	// An empty list is "match nothing" to Filter.Matches but "no
+	// condition" to some stores: leave such filters to the store.
+	if (f.Kinds != nil && len(f.Kinds) == 0) || (f.Authors != nil && len(f.Authors) == 0) {
+		return m, false
+	}
+	m.until = 0xffffffff
+	if f.Since != nil {
+		if *f.Since > 0xffffffff {
+			m.none = true
+		} else if *f.Since > 0 {
+			m.since = uint32(*f.Since)
+		}
+	}
+	if f.Until != nil {
+		if *f.Until < 0 {
+			m.none = true
+		} else if *f.Until < 0xffffffff {
+			m.until = uint32(*f.Until)
+		}
+	}
+	for letter, values := range f.Tags {
+		if !ix.letters[letter] || len(values) == 0 {
+			return m, false
+		}
+		keys := make([]string, 0, len(values))
+		for _, v := range values {
+			keys = append(keys, tagKey(letter, v))
+		}
+		m.tags = append(m.tags, keys)
+	}
+	for _, k := range f.Kinds {
+		if k >= 0 && k <= 0xffff {
+			m.kinds = append(m.kinds, uint16(k))
+		}
+	}
+	if f.Kinds != nil && len(m.kinds) == 0 {
+		m.none = true
+	}
+	if f.Authors != nil {
+		ix.mu.RLock()
+		for _, a := range f.Authors {
+			if !isLowerHex64(a) {
+				continue
+			}
+			var pk [32]byte
+			hex.Decode(pk[:], []byte(a))
+			if n, known := ix.authors[pk]; known {
+				m.authors = append(m.authors, n)
+			}
+		}
+		ix.mu.RUnlock()
+		if len(m.authors) == 0 {
+			m.none = true
+		}
+	}
+	return m, true
+}
+
+func (m *matcher) matches(e *entry) bool {
+	if e.ts < m.since || e.ts > m.until {
+		return false
+	}
+	if m.kinds != nil && !slices.Contains(m.kinds, e.kind) {
+		return false
+	}
+	if m.authors != nil && !slices.Contains(m.authors, e.author) {
+		return false
+	}
+	return true
+}
+
+// selectWalk walks the entries in order from since to until.
+func (ix *Index) selectWalk(m matcher, max int) ([]item, error) {
+	if m.none {
+		return nil, nil
+	}
+	var zero [32]byte
+	bi := 0
+	if len(ix.blocks) > 0 {
+		bi = ix.findBlock(m.since, &zero)
+	}
+	// Without conditions the result is every entry in the window: size it
+	// once instead of growing it.
+	var items []item
+	if m.kinds == nil && m.authors == nil && m.since == 0 && m.until == 0xffffffff {
+		if ix.n > max {
+			return nil, ErrTooMany
+		}
+		items = make([]item, 0, ix.n)
+	}
+	for ; bi < len(ix.blocks); bi++ {
+		for i := range ix.blocks[bi] {
+			e := &ix.blocks[bi][i]
+			if e.ts > m.until {
+				return items, nil
+			}
+			if !m.matches(e) {
+				continue
+			}
+			if len(items) == max {
+				return nil, ErrTooMany
+			}
+			items = append(items, item{ts: e.ts, id: e.id})
+		}
+	}
+	return items, nil
+}
+
+// selectTagged unions the postings of the first letter's values and keeps
+// the entries every other letter's postings also hold.
+func (ix *Index) selectTagged(m matcher, max int) ([]item, error) {
+	if m.none {
+		return nil, nil
+	}
+	// Start from the letter with the fewest postings.
+	best, bestN := 0, -1
+	for i, keys := range m.tags {
+		n := 0
+		for _, k := range keys {
+			n += len(ix.postings[k])
+		}
+		if bestN < 0 || n < bestN {
+			best, bestN = i, n
+		}
+	}
+	var others []map[[32]byte]struct{}
+	for i, keys := range m.tags {
+		if i == best {
+			continue
+		}
+		set := make(map[[32]byte]struct{})
+		for _, k := range keys {
+			for _, e := range ix.postings[k] {
+				set[e.id] = struct{}{}
+			}
+		}
+		others = append(others, set)
+	}
+	items := make([]item, 0, min(bestN, max+1))
+	for _, k := range m.tags[best] {
+	postings:
+		for i := range ix.postings[k] {
+			e := &ix.postings[k][i]
+			if !m.matches(e) {
+				continue
+			}
+			for _, set := range others {
+				if _, in := set[e.id]; !in {
+					continue postings
+				}
+			}
+			items = append(items, item{ts: e.ts, id: e.id})
+		}
+	}
+	slices.SortFunc(items, compareItems)
+	// An event carrying several of the values is in several postings.
+	items = slices.CompactFunc(items, func(a, b item) bool { return a.ts == b.ts && a.id == b.id })
+	if len(items) > max {
+		return nil, ErrTooMany
+	}
+	return items, nil
+}

@@ -1,0 +1,102 @@
+package negindex
+
+import (
+	"encoding/hex"
+	"iter"
+	"slices"
+	"strings"
+
+	"github.com/nbd-wtf/go-nostr"
+	"github.com/nbd-wtf/go-nostr/nip77/negentropy"
+	"github.com/nbd-wtf/go-nostr/nip77/negentropy/storage"
+)
+
+// item is one (created_at, id) pair of a snapshot: 36 bytes, where
+// go-nostr's vector holds a 24-byte Item plus a 64-byte hex string.
+type item struct {
+	ts uint32
+	id [32]byte
+}
+
+func compareItems(a, b item) int {
+	switch {
+	case a.ts < b.ts:
+		return -1
+	case a.ts > b.ts:
+		return 1
+	}
+	return compareIDs(&a.id, &b.id)
+}
+
+// Snapshot is an immutable, sorted set of (created_at, id) pairs: the
+// negentropy.Storage of one session. Fingerprints add the raw ids, and hex
+// ids are made only for the items the engine lists or bounds with.
+type Snapshot struct {
+	items []item
+	acc   storage.Accumulator
+}
+
+var _ negentropy.Storage = (*Snapshot)(nil)
+
+// Size is the number of pairs.
+func (s *Snapshot) Size() int { return len(s.items) }
+
+func (it *item) negItem() negentropy.Item {
+	return negentropy.Item{Timestamp: nostr.Timestamp(it.ts), ID: hex.EncodeToString(it.id[:])}
+}
+
+// Range yields the items in [begin, end).
+func (s *Snapshot) Range(begin, end int) iter.Seq2[int, negentropy.Item] {
+	return func(yield func(int, negentropy.Item) bool) {
+		for i := begin; i < end; i++ {
+			if !yield(i, s.items[i].negItem()) {
+				return
+			}
+		}
+	}
+}
+
+// GetBound is the bound at idx, or the infinite bound past the end.
+func (s *Snapshot) GetBound(idx int) negentropy.Bound {
+	if idx < len(s.items) {
+		return negentropy.Bound{Item: s.items[idx].negItem()}
+	}
+	return negentropy.InfiniteBound
+}
+
+// FindLowerBound is the first index in [begin, end) whose item is not
+// below bound, ordered as negentropy.ItemCompare orders them (timestamp,
+// then the hex id as a string, so a bound's id may be a prefix).
+func (s *Snapshot) FindLowerBound(begin, end int, bound negentropy.Bound) int {
+	var buf [64]byte
+	idx, _ := slices.BinarySearchFunc(s.items[begin:end], bound, func(it item, b negentropy.Bound) int {
+		ts := nostr.Timestamp(it.ts)
+		switch {
+		case ts < b.Timestamp:
+			return -1
+		case ts > b.Timestamp:
+			return 1
+		}
+		hex.Encode(buf[:], it.id[:])
+		return strings.Compare(string(buf[:]), b.ID)
+	})
+	return begin + idx
+}
+
+// Fingerprint is negentropy's fingerprint of [begin, end).
+func (s *Snapshot) Fingerprint(begin, end int) string {
+	s.acc.Reset()
+	for i := begin; i < end; i++ {
+		s.acc.AddBytes(s.items[i].id[:])
+	}
+	return s.acc.GetFingerprint(end - begin)
+}
+
+// IDs lists the snapshot's hex ids in order (tests and diagnostics).
+func (s *Snapshot) IDs() []string {
+	out := make([]string, len(s.items))
+	for i := range s.items {
+		out[i] = hex.EncodeToString(s.items[i].id[:])
+	}
+	return out
+}
