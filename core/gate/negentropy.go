@@ -266,9 +266,11 @@ type NegentropyStorer interface {
 }
 
 // negStorage is the session's set: from the backend's index when it
-// answers, else from a query.
+// answers and nothing the filter matches can be hidden from this connection
+// (GRASP-08: the index knows ids, not readers), else from a query that
+// leaves out what the connection may not read.
 func (c *conn) negStorage(filter nostr.Filter) (negentropy.Storage, error) {
-	if ns, ok := c.g.backend.(NegentropyStorer); ok {
+	if ns, ok := c.g.backend.(NegentropyStorer); ok && c.seesAll(filter) {
 		st, answered, err := ns.NegentropyStorage(filter, c.g.lim.NegentropyMaxEvents)
 		if answered {
 			return st, err

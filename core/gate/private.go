@@ -77,12 +77,20 @@ func (c *conn) visible(ctx context.Context, evt *nostr.Event) bool {
 	return who == nil || who(c.authedPubkey())
 }
 
+// seesAll reports whether nothing filter f matches can be hidden from
+// this connection: no repository is private and f cannot match a kind-10318
+// list. Only then may an answer skip the per-event check (the query's extra
+// hop, the negentropy index, which knows ids and not readers).
+func (c *conn) seesAll(f nostr.Filter) bool {
+	p := c.g.opts.Private
+	return p == nil || (!p.Restricting() && !mayMatchKind(f, privateListKind))
+}
+
 // query is the backend's Query with what the connection may not see
 // removed: REQ, COUNT and NEG-OPEN read through it.
 func (c *conn) query(ctx context.Context, f nostr.Filter) (chan *nostr.Event, error) {
 	ch, err := c.g.backend.Query(ctx, f)
-	p := c.g.opts.Private
-	if err != nil || ch == nil || p == nil || (!p.Restricting() && !mayMatchKind(f, privateListKind)) {
+	if err != nil || ch == nil || c.seesAll(f) {
 		// nothing the filter matches can be private: no extra hop
 		return ch, err
 	}
@@ -109,10 +117,10 @@ func (c *conn) query(ctx context.Context, f nostr.Filter) (chan *nostr.Event, er
 // otherwise it counts the visible events of a query, so it is bounded by
 // the store's query limit.
 func (c *conn) count(ctx context.Context, f nostr.Filter) (int64, error) {
-	p := c.g.opts.Private
-	if p == nil || (!p.Restricting() && !mayMatchKind(f, privateListKind)) {
+	if c.seesAll(f) {
 		return c.g.backend.Count(ctx, f)
 	}
+	p := c.g.opts.Private
 	if p.Restricting() {
 		return c.countVisible(ctx, f)
 	}
