@@ -32,6 +32,14 @@ func (s *Server) assemble(ext Extensions) error {
 		TTL:            cfg.Purgatory.TTL.D(),
 		PlaceholderTTL: cfg.Purgatory.NostrRefTTL.D(),
 		ExpiredMemory:  cfg.Purgatory.ExpiredMemory.D(),
+		Quotas: purgatory.Quotas{
+			MaxHeld:                       cfg.Purgatory.MaxHeld,
+			MaxHeldPerRemote:              cfg.Purgatory.MaxHeldPerIP,
+			MaxAnnouncements:              cfg.Purgatory.MaxHeldAnnouncements,
+			MaxAnnouncementsPerRemote:     cfg.Purgatory.MaxHeldAnnouncementsPerIP,
+			MaxAnnouncementsPerAuthor:     cfg.Purgatory.MaxHeldAnnouncementsPerPubkey,
+			MaxAnnouncementsPerIdentifier: cfg.Purgatory.MaxHeldAnnouncementsPerIdentifier,
+		},
 	}, s.env.Named("purgatory"))
 	if err != nil {
 		return err
