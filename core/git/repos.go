@@ -39,6 +39,7 @@ type RepoOptions struct {
 type Repos struct {
 	root  string
 	git   string
+	hooks string // the push gate's hooks (hooks.go)
 	log   hclog.Logger
 	locks repoLocks
 }
@@ -62,7 +63,11 @@ func NewRepos(opts RepoOptions, e env.Env) (*Repos, error) {
 	if err != nil {
 		return nil, fmt.Errorf("find git binary %q: %w", bin, err)
 	}
-	return &Repos{root: abs, git: path, log: e.OrDefaults().Log}, nil
+	hooks, err := installHooks(abs)
+	if err != nil {
+		return nil, err
+	}
+	return &Repos{root: abs, git: path, hooks: hooks, log: e.OrDefaults().Log}, nil
 }
 
 // Root is the directory the store lives in.
@@ -560,6 +565,11 @@ func gitEnv(extra ...string) []string {
 // run executes a short git command and returns its stdout; stderr becomes
 // part of the error.
 func (r *Repos) run(ctx context.Context, dir string, stdin io.Reader, args ...string) ([]byte, error) {
+	return r.runEnv(ctx, dir, nil, stdin, args...)
+}
+
+// runEnv is run with extra environment variables.
+func (r *Repos) runEnv(ctx context.Context, dir string, extraEnv []string, stdin io.Reader, args ...string) ([]byte, error) {
 	name := ""
 	for _, a := range args {
 		if !strings.HasPrefix(a, "-") && !strings.Contains(a, "=") {
@@ -571,7 +581,7 @@ func (r *Repos) run(ctx context.Context, dir string, stdin io.Reader, args ...st
 		args = append([]string{"--git-dir=" + dir}, args...)
 	}
 	cmd := exec.CommandContext(ctx, r.git, args...)
-	cmd.Env = gitEnv()
+	cmd.Env = gitEnv(extraEnv...)
 	cmd.Stdin = stdin
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout = &stdout
