@@ -79,7 +79,7 @@ func TestBackupWhileServing(t *testing.T) {
 		}()
 	}()
 	count := func() int { mu.Lock(); defer mu.Unlock(); return len(acked) }
-	waitFor(t, 2*time.Minute, "the first acknowledged issues", func() (bool, error) { return count() >= 20, nil })
+	waitFor(t, "the first acknowledged issues", func() (bool, error) { return count() >= 20, nil })
 
 	dest := filepath.Join(t.TempDir(), "backup")
 	cmd := exec.CommandContext(ctx, "bash", filepath.Join(repoRoot, "deploy/backup.sh"), "--pid", fmt.Sprint(g.cmd.Process.Pid), data, dest)
@@ -112,7 +112,7 @@ func TestBackupWhileServing(t *testing.T) {
 	}
 	// The server carries on after the pause.
 	resumedAt := count()
-	waitFor(t, 2*time.Minute, "an issue acknowledged after the backup", func() (bool, error) {
+	waitFor(t, "an issue acknowledged after the backup", func() (bool, error) {
 		select {
 		case err := <-writerDone:
 			return false, fmt.Errorf("writer stopped: %v", err)

@@ -12,7 +12,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
+
+	"github.com/grasp-dev/grasp/internal/testwait"
 )
 
 // graspProc is a running `grasp serve` built from this tree.
@@ -68,7 +69,7 @@ format = "json"
 			p.dumpLog(t)
 		}
 	})
-	waitFor(t, 2*time.Minute, "grasp to listen", func() (bool, error) {
+	waitFor(t, "grasp to listen", func() (bool, error) {
 		if p.exited() {
 			return false, fmt.Errorf("grasp exited: %s", p.tail())
 		}
@@ -101,8 +102,8 @@ func (p *graspProc) stop(t testing.TB) {
 	p.cmd.Process.Signal(syscall.SIGTERM)
 	select {
 	case <-p.done:
-	case <-time.After(2 * time.Minute):
-		t.Errorf("grasp did not stop within 2 minutes of SIGTERM; killing it")
+	case <-testwait.After(t):
+		t.Errorf("grasp did not stop within %v of SIGTERM; killing it", testwait.Limit(t))
 		syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
 		<-p.done
 	}
@@ -142,7 +143,7 @@ func (p *graspProc) dumpLog(t testing.TB) {
 // scrape returns the text of grasp's /metrics.
 func (p *graspProc) scrape(t testing.TB) string {
 	t.Helper()
-	c := &http.Client{Timeout: time.Minute}
+	c := &http.Client{Timeout: testwait.Limit(t)}
 	resp, err := c.Get("http://" + p.Metrics + "/metrics")
 	if err != nil {
 		t.Fatalf("scrape metrics: %v", err)

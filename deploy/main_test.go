@@ -9,7 +9,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
+
+	"github.com/grasp-dev/grasp/internal/testwait"
 )
 
 // repoRoot is the module root, where the shipped files and cmd/grasp live.
@@ -114,24 +115,19 @@ func render(t testing.TB, name, src string, subs [][2]string) string {
 	return src
 }
 
-// waitFor polls cond until it holds, the process behind it has failed
-// (cond returns an error), or within passes. The bound is generous: it is
-// a hang detector, not a speed requirement.
-func waitFor(t testing.TB, within time.Duration, what string, cond func() (bool, error)) {
+// waitFor polls cond until it holds or the process behind it has failed
+// (cond returns an error), within testwait's bound: a hang detector, not a
+// speed requirement.
+func waitFor(t testing.TB, what string, cond func() (bool, error)) {
 	t.Helper()
-	deadline := time.Now().Add(within)
-	for {
-		ok, err := cond()
-		if err != nil {
-			t.Fatalf("waiting for %s: %v", what, err)
-		}
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %v", what, within)
-		}
-		time.Sleep(50 * time.Millisecond)
+	var err error
+	testwait.For(t, what, func() bool {
+		var ok bool
+		ok, err = cond()
+		return ok || err != nil
+	})
+	if err != nil {
+		t.Fatalf("waiting for %s: %v", what, err)
 	}
 }
 

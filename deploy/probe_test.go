@@ -1,7 +1,6 @@
 package deploy
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -14,6 +13,8 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+
+	"github.com/grasp-dev/grasp/internal/testwait"
 )
 
 // probe is an upstream that reports what a proxy did to a request: the
@@ -21,21 +22,22 @@ import (
 // response as they came or held them back, and websocket upgrades.
 type probe struct {
 	*httptest.Server
+	// hold is how long the upstream waits for data the proxy should have
+	// passed on at once; a buffering proxy passes it only when the other
+	// side gives up, so the test fails rather than hangs. It is a hang
+	// detector: half of testwait's bound, so the client, which waits the
+	// whole bound, sees the upstream give up.
+	hold    time.Duration
 	mu      sync.Mutex
 	signals map[string]chan struct{}
 }
-
-// holdBound is how long one side waits for data the proxy should have passed
-// on at once; a buffering proxy passes it only when the other side gives
-// up, so the test fails rather than hangs. It is a hang detector.
-const holdBound = 2 * time.Minute
 
 // firstChunk is what the streaming probes send before waiting for the other
 // side: small enough that a buffering proxy keeps it.
 const firstChunk = 64 << 10
 
 func newProbe(t testing.TB) *probe {
-	p := &probe{signals: map[string]chan struct{}{}}
+	p := &probe{signals: map[string]chan struct{}{}, hold: testwait.Limit(t) / 2}
 	mux := http.NewServeMux()
 	mux.HandleFunc("/probe/headers", func(w http.ResponseWriter, r *http.Request) {
 		json.NewEncoder(w).Encode(map[string]string{
@@ -69,7 +71,7 @@ func newProbe(t testing.TB) *probe {
 		select {
 		case <-p.signal(r.URL.Query().Get("id")):
 			w.Write([]byte("rest"))
-		case <-time.After(holdBound):
+		case <-time.After(p.hold):
 			w.Write([]byte("gave up"))
 		}
 	})
@@ -167,7 +169,7 @@ func checkProxying(t *testing.T, c certs, base string, p *probe) {
 			case <-p.signal(id):
 			case r := <-done:
 				t.Fatalf("request ended before its body did: %q %v", r.body, r.err)
-			case <-time.After(holdBound):
+			case <-testwait.After(t):
 				pw.CloseWithError(fmt.Errorf("test gave up"))
 				t.Fatalf("the first %d bytes of a request body did not reach the upstream while the client kept the body open: the proxy buffers request bodies", firstChunk)
 			}
@@ -184,8 +186,7 @@ func checkProxying(t *testing.T, c certs, base string, p *probe) {
 		})
 		t.Run(name+"/response streamed", func(t *testing.T) {
 			id := name + "-down"
-			ctx, cancel := context.WithTimeout(context.Background(), 2*holdBound)
-			defer cancel()
+			ctx := testwait.Context(t)
 			req, _ := http.NewRequestWithContext(ctx, http.MethodGet, base+"/probe/download?id="+id, nil)
 			resp, err := hc.Do(req)
 			if err != nil {
@@ -207,8 +208,7 @@ func checkProxying(t *testing.T, c certs, base string, p *probe) {
 		})
 	}
 	t.Run("websocket upgrade", func(t *testing.T) {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
+		ctx := testwait.Context(t)
 		ws, resp, err := websocket.Dial(ctx, strings.Replace(base, "https://", "wss://", 1)+"/probe/ws", &websocket.DialOptions{HTTPClient: c.client(false)})
 		if resp != nil && resp.Body != nil {
 			resp.Body.Close()

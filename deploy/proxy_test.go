@@ -16,10 +16,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nbd-wtf/go-nostr"
+
 	"github.com/grasp-dev/grasp/core/config"
 	coreenv "github.com/grasp-dev/grasp/core/env"
 	"github.com/grasp-dev/grasp/core/sync/catchup"
-	"github.com/nbd-wtf/go-nostr"
+	"github.com/grasp-dev/grasp/internal/testwait"
 )
 
 // frontProxy is nginx or Caddy running a shipped config on loopback.
@@ -93,7 +95,7 @@ func runProxy(t *testing.T, c certs, cmd *exec.Cmd, stop os.Signal, port int, lo
 		cmd.Process.Signal(stop)
 		select {
 		case <-done:
-		case <-time.After(time.Minute):
+		case <-testwait.After(t):
 			cmd.Process.Kill()
 			<-done
 		}
@@ -127,7 +129,7 @@ func tailLines(s string, n int) string {
 // throwaway CA signed, or the proxy process has exited.
 func waitTLS(t *testing.T, c certs, addr string, exited func() error) {
 	t.Helper()
-	waitFor(t, 2*time.Minute, "the proxy to serve TLS on "+addr, func() (bool, error) {
+	waitFor(t, "the proxy to serve TLS on "+addr, func() (bool, error) {
 		if err := exited(); err != nil {
 			return false, err
 		}
@@ -209,7 +211,7 @@ func graspThrough(t *testing.T, c certs, fp *frontProxy) {
 			t.Fatalf("announcement over wss: ok=%v %q %v", ok, msg, err)
 		}
 		url := cloneURL(fp.URL, k, d)
-		waitFor(t, 2*time.Minute, "the announced repository to answer info/refs", func() (bool, error) {
+		waitFor(t, "the announced repository to answer info/refs", func() (bool, error) {
 			resp, err := h2.Get(url + "/info/refs?service=git-upload-pack")
 			if err != nil {
 				return false, nil
@@ -275,7 +277,7 @@ func graspThrough(t *testing.T, c certs, fp *frontProxy) {
 			t.Fatal(err)
 		}
 		sink := &collect{got: map[string]bool{}}
-		res, err := cl.CatchUp(ctx, fp.Relay, mine, noEvents{}, sink, catchup.Options{Negentropy: true, RoundTimeout: time.Minute})
+		res, err := cl.CatchUp(ctx, fp.Relay, mine, noEvents{}, sink, catchup.Options{Negentropy: true, RoundTimeout: testwait.Limit(t)})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -28,8 +28,8 @@ import (
 	"github.com/hashicorp/go-hclog"
 )
 
-// Set with -ldflags "-X main.version=... -X main.commit=..."; otherwise the
-// module's build information is used.
+// Set with -ldflags "-X main.version=... -X main.commit=..."; otherwise
+// metrics.BuildIdentity takes them from the module's build information.
 var (
 	version = ""
 	commit  = ""
@@ -63,7 +63,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		}
 		return pluginTest(args[2:], stdin, stdout, stderr)
 	case "version", "--version", "-v":
-		v, c := buildVersion()
+		v, c := metrics.BuildIdentity(version, commit)
 		fmt.Fprintf(stdout, "grasp %s (commit %s)\n", v, c)
 		return 0
 	case "help", "-h", "--help":
@@ -108,7 +108,7 @@ func serve(args []string, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
-	v, c := buildVersion()
+	v, c := metrics.BuildIdentity(version, commit)
 	reg := metrics.New(v, c)
 	e := env.Env{Clock: clock.New(), Log: log, Metrics: reg.Registerer()}
 	st, err := server.OpenStore(cfg, e)
@@ -180,25 +180,4 @@ func pluginTest(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return 0
-}
-
-func buildVersion() (string, string) {
-	v, c := version, commit
-	if bi, ok := debug.ReadBuildInfo(); ok {
-		if v == "" && bi.Main.Version != "" {
-			v = bi.Main.Version
-		}
-		for _, s := range bi.Settings {
-			if s.Key == "vcs.revision" && c == "" {
-				c = s.Value
-			}
-		}
-	}
-	if v == "" {
-		v = "(devel)"
-	}
-	if c == "" {
-		c = "unknown"
-	}
-	return v, c
 }

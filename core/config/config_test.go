@@ -328,16 +328,24 @@ func TestLoadReadsFile(t *testing.T) {
 	}
 }
 
+// TestRestartNeeded: a reload applies only the plugin set, so every other
+// changed key is named (it keeps its startup value until a restart).
 func TestRestartNeeded(t *testing.T) {
 	a := Default()
 	b := Default()
 	b.Server.Listen = "127.0.0.1:9999"
 	b.Store.BlockCacheMB = 1
+	b.Sync.BatchWindow = Duration(time.Second)
 	b.Plugins.PoolSize = 4
-	b.Sync.BatchWindow = Duration(time.Second) // hot-reloadable
-	b.Log.Level = "debug"                      // hot-reloadable
+	b.Plugins.Watch = true
+	b.Log.Level = "debug"
+	// applied by a reload: not named
+	b.Plugins.Dir = "elsewhere"
+	b.Plugins.MaxCallStack = 50
+	b.Plugins.Accept = []Plugin{{Name: "x", File: "x.js"}}
+	b.Plugins.Throttle = []Plugin{{Name: "y", File: "y.js"}}
 	got := RestartNeeded(a, b)
-	want := []string{"server.listen", "store.block_cache_mb", "plugins.pool_size"}
+	want := []string{"server.listen", "store.block_cache_mb", "sync.batch_window", "plugins.watch", "plugins.pool_size", "log.level"}
 	if !slices.Equal(got, want) {
 		t.Fatalf("RestartNeeded = %v, want %v", got, want)
 	}

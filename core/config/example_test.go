@@ -117,3 +117,28 @@ func TestExampleComparisonCatchesADriftedValue(t *testing.T) {
 		t.Fatal("a changed value in the example still compares equal to Default()")
 	}
 }
+
+// TestExampleMarksWhatAReloadApplies keeps the "(reload)" marks of
+// grasp.toml.example equal to what a reload applies (Reloadable): an
+// operator must not believe a key changes on SIGHUP when it needs a restart.
+func TestExampleMarksWhatAReloadApplies(t *testing.T) {
+	src := readExample(t)
+	lines := strings.Split(string(src), "\n")
+	for key, pos := range scanPositions(src) {
+		if !slices.Contains(leafKeys(reflect.TypeOf(Config{}), ""), key) {
+			continue // a table header
+		}
+		marked := strings.Contains(lines[pos.Line-1], "(reload)")
+		if marked != Reloadable(key) {
+			t.Errorf("%s (line %d): marked (reload) = %v, but Reloadable = %v", key, pos.Line, marked, Reloadable(key))
+		}
+	}
+	for _, hook := range []string{HookAccept, HookRelaySelection, HookThrottle} {
+		if !Reloadable("plugins." + hook) {
+			t.Errorf("plugins.%s: the plugin entries must be reloadable", hook)
+		}
+	}
+	if !commented(src, `\(reload\) Each hook`) {
+		t.Error("the commented [[plugins.*]] block must say the entries are applied on reload")
+	}
+}

@@ -6,20 +6,19 @@ import (
 	"net/url"
 	"reflect"
 	"strings"
+
+	"github.com/grasp-dev/grasp/core/nip34"
 )
 
-// RelayURL is the websocket URL of this relay: public_url with http→ws and
-// https→wss. Announcements must list it in `relays`.
+// RelayURL is the websocket URL of this relay ("" while public_url is not
+// a valid URL); nip34.Service.RelayURL owns the derivation. Announcements
+// must list it in `relays`.
 func (c Config) RelayURL() string {
-	u, err := url.Parse(c.Server.PublicURL)
-	if err != nil || u.Host == "" {
+	svc, err := nip34.ParseService(c.Server.PublicURL)
+	if err != nil {
 		return ""
 	}
-	scheme := "ws"
-	if strings.EqualFold(u.Scheme, "https") {
-		scheme = "wss"
-	}
-	return scheme + "://" + u.Host
+	return svc.RelayURL()
 }
 
 // Host is host[:port] of public_url, the service identity that clone and
@@ -75,25 +74,30 @@ func ParseRepoPattern(s string) (RepoPattern, error) {
 	return RepoPattern{Identifier: s}, nil
 }
 
-// startupOnly are the keys (or key prefixes) read once when the process
-// starts: a reload cannot apply them, only a restart.
-var startupOnly = []string{
-	"server.listen",
-	"server.public_url",
-	"server.data_dir",
-	"store",
-	"plugins.pool_size",
-	"metrics.enabled",
-	"metrics.listen",
+// reloadable are the keys (or key prefixes) a reload applies: SIGHUP, or a
+// changed file with plugins.watch, re-reads grasp.toml and swaps the plugin
+// set (cmd/grasp), and nothing else. Every other key is read once when the
+// process starts.
+var reloadable = []string{
+	"plugins.dir",
+	"plugins.max_call_stack",
+	"plugins.accept",
+	"plugins.relay_selection",
+	"plugins.throttle",
 }
 
-// RestartNeeded names the startup-only keys whose values differ between prev
-// and next, so a reload can warn that they take effect only after a restart.
+// Reloadable reports whether a reload applies key (a dotted path such as
+// "plugins.accept" or "sync.batch_window").
+func Reloadable(key string) bool { return underAny(key, reloadable) }
+
+// RestartNeeded names the keys whose values differ between prev and next but
+// that a reload does not apply, so a reload can say that they take effect
+// only after a restart instead of silently keeping the old value.
 func RestartNeeded(prev, next Config) []string {
 	a, b := flatten(prev), flatten(next)
 	var changed []string
 	for _, k := range leafKeys(reflect.TypeOf(Config{}), "") {
-		if !underAny(k, startupOnly) {
+		if Reloadable(k) {
 			continue
 		}
 		if !reflect.DeepEqual(a[k], b[k]) {

@@ -80,8 +80,8 @@ const rejectPrefix = "authorisation failed: "
 // event addressed by a refs/nostr/<id> update.
 //
 // Rules: refs/heads/* and refs/tags/* must, after the push, equal exactly
-// the refs of the latest state (by created_at; a tie accepts any of the
-// tied states), so refs missing from the state must be deleted by the same
+// the refs of the latest state (nip34.Later: created_at, then the lower
+// id), so refs missing from the state must be deleted by the same
 // push; a push whose every update has old==new is accepted without a state;
 // refs/nostr/<id> needs a 64-hex id, no state, and the PR's tip when the PR
 // is known; no other ref namespace may be pushed. A refused push is refused
@@ -210,27 +210,21 @@ func matchLatestState(current map[string]string, updates []RefUpdate, states []S
 			after[u.Ref] = u.New
 		}
 	}
-	latest := states[0].CreatedAt
-	for _, s := range states[1:] {
-		if s.CreatedAt > latest {
-			latest = s.CreatedAt
+	// One authoritative state: the Later one (created_at, then the lower
+	// id; maintainers-v3.md §4). A held state authorises the push only if it
+	// sorts after every stored one, and of two same-second states only the
+	// lower id counts.
+	s := &states[0]
+	for i := range states[1:] {
+		c := &states[i+1]
+		if nip34.Later(c.CreatedAt, c.EventID, s.CreatedAt, s.EventID) {
+			s = c
 		}
 	}
-	var diag string
-	for i := range states {
-		s := &states[i]
-		if s.CreatedAt != latest {
-			continue
-		}
-		d := diffRefs(after, StateRefs(s.Refs))
-		if d == "" {
-			return s, ""
-		}
-		if diag == "" {
-			diag = fmt.Sprintf("latest state event %s doesn't match push (%s)", shortID(s.EventID), d)
-		}
+	if d := diffRefs(after, StateRefs(s.Refs)); d != "" {
+		return nil, fmt.Sprintf("latest state event %s doesn't match push (%s)", shortID(s.EventID), d)
 	}
-	return nil, diag
+	return s, ""
 }
 
 // StateRefs filters a state's refs to what a repository is aligned with:

@@ -46,8 +46,20 @@ func TestAuthorizeTable(t *testing.T) {
 			[]StateCandidate{st("old", 1, "refs/heads/main", X), st("new", 2, "refs/heads/main", Y)}, nil, false, ClassMismatch, "", "new"},
 		{"G3 latest matched regardless of order", nil, []RefUpdate{up("refs/heads/main", ZeroOID, Y)},
 			[]StateCandidate{st("new", 2, "refs/heads/main", Y), st("old", 1, "refs/heads/main", X)}, nil, true, ClassOK, "new", ""},
-		{"G3 tie accepts either", nil, []RefUpdate{up("refs/heads/main", ZeroOID, Y)},
-			[]StateCandidate{st("a", 2, "refs/heads/main", X), st("b", 2, "refs/heads/main", Y)}, nil, true, ClassOK, "b", ""},
+		// Changed by maintainers-v3.md §4 (issue 10 part 2): a same-second
+		// tie is decided by the lower id, not "either".
+		{"G3 tie: the lower id is authoritative", nil, []RefUpdate{up("refs/heads/main", ZeroOID, X)},
+			[]StateCandidate{st("b", 2, "refs/heads/main", Y), st("a", 2, "refs/heads/main", X)}, nil, true, ClassOK, "a", ""},
+		{"G3 tie: the higher id does not authorise", nil, []RefUpdate{up("refs/heads/main", ZeroOID, Y)},
+			[]StateCandidate{st("a", 2, "refs/heads/main", X), st("b", 2, "refs/heads/main", Y)}, nil, false, ClassMismatch, "", "latest state event a"},
+		{"purgatory state older than the stored one does not authorise", nil, []RefUpdate{up("refs/heads/main", ZeroOID, Y)},
+			[]StateCandidate{st("stored", 5, "refs/heads/main", X), st("held", 4, "refs/heads/main", Y)}, nil, false, ClassMismatch, "", "stored"},
+		// N34-2 (NIP-34 #2325/#2326): an empty 30618 is a valid empty
+		// state; a push deleting every ref aligns with it.
+		{"N34-2 deleting every ref aligns with an empty state", cur, []RefUpdate{up("refs/heads/main", X, ZeroOID), up("refs/heads/dev", Y, ZeroOID)},
+			[]StateCandidate{st("empty", 3)}, nil, true, ClassOK, "empty", ""},
+		{"N34-2 control: a ref left behind is refused", cur, []RefUpdate{up("refs/heads/main", X, ZeroOID)},
+			[]StateCandidate{st("empty", 3)}, nil, false, ClassMismatch, "", "refs/heads/dev is not in the state"},
 		{"stale old value", cur, []RefUpdate{up("refs/heads/main", Z, X)},
 			[]StateCandidate{st("s", 1, "refs/heads/main", X, "refs/heads/dev", Y)}, nil, false, ClassStale, "", "fetch and retry"},
 		{"G5a short id", nil, []RefUpdate{up("refs/nostr/123", ZeroOID, X)},

@@ -2,12 +2,12 @@ package git
 
 import (
 	"context"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 
-	"github.com/grasp-dev/grasp/core/nip34"
 	"github.com/grasp-dev/grasp/internal/testwait"
 )
 
@@ -212,7 +212,7 @@ func TestG01G4_PropagateToOtherMaintainer(t *testing.T) {
 
 	ctx := context.Background()
 	missing := randomNpub(t) // a maintainer without a repository here is skipped
-	if err := ts.repos.Propagate(ctx, ref(ownerB, "proj"), []nip34.RepoRef{ref(ownerA, "proj"), ref(missing, "proj"), ref(ownerB, "proj")}, st.Refs, st.HEAD); err != nil {
+	if err := ts.repos.Propagate(ctx, ref(ownerB, "proj"), []Target{{Repo: ref(ownerA, "proj"), Borrow: true}, {Repo: ref(missing, "proj"), Borrow: true}, {Repo: ref(ownerB, "proj"), Borrow: true}}, st.Refs, st.HEAD); err != nil {
 		t.Fatal(err)
 	}
 	out := gitRun(t, "", "ls-remote", urlA)
@@ -231,7 +231,7 @@ func TestG01G4_PropagateToOtherMaintainer(t *testing.T) {
 	stA := state("sA", 20, "ref: refs/heads/main", "refs/heads/main", y)
 	ts.auth.addState(ownerA, "proj", stA)
 	gitRun(t, work, "push", urlA, "main")
-	if err := ts.repos.Propagate(ctx, ref(ownerA, "proj"), []nip34.RepoRef{ref(ownerB, "proj")}, stA.Refs, stA.HEAD); err != nil {
+	if err := ts.repos.Propagate(ctx, ref(ownerA, "proj"), []Target{{Repo: ref(ownerB, "proj"), Borrow: true}}, stA.Refs, stA.HEAD); err != nil {
 		t.Fatal(err)
 	}
 	if got := ts.refs(ownerB, "proj")["refs/heads/main"]; got != y {
@@ -247,6 +247,59 @@ func TestG01G4_PropagateToOtherMaintainer(t *testing.T) {
 	}
 	gitRun(t, dirA, "fsck", "--connectivity-only")
 	gitRun(t, "", "clone", "-q", urlA, filepath.Join(t.TempDir(), "a2"))
+}
+
+// F01: a repository that may not borrow gets its own copy of the objects,
+// and a repository whose objects are borrowed never prunes them, so a
+// rewrite and gc there cannot break the borrower.
+func TestAbuse_F01_CopyWhenUntrustedAndNoPruneWhenBorrowed(t *testing.T) {
+	for _, borrow := range []bool{false, true} {
+		t.Run(map[bool]string{false: "copy", true: "borrow"}[borrow], func(t *testing.T) {
+			ts := newTestServer(t, Options{})
+			ownerX, urlX := ts.newRepo("proj")
+			ownerA, urlA := ts.newRepo("proj")
+			work := newWork(t)
+			k := commit(t, work, "k")
+			st := state("sX", 10, "ref: refs/heads/main", "refs/heads/main", k)
+			ts.auth.addState(ownerX, "proj", st)
+			gitRun(t, work, "push", urlX, "main")
+			ctx := context.Background()
+			if err := ts.repos.Propagate(ctx, ref(ownerX, "proj"), []Target{{Repo: ref(ownerA, "proj"), Borrow: borrow}}, st.Refs, st.HEAD); err != nil {
+				t.Fatal(err)
+			}
+			dirA := filepath.Join(ts.repos.Root(), ownerA, "proj.git")
+			_, err := os.Stat(filepath.Join(dirA, "objects", "info", "alternates"))
+			if borrow != (err == nil) {
+				t.Fatalf("borrow=%v but alternates present=%v", borrow, err == nil)
+			}
+			// X rewrites history to an unrelated root and collects garbage
+			// (what "gc --auto" does in time, forced here).
+			gitRun(t, work, "checkout", "-q", "--orphan", "other")
+			other := commit(t, work, "unrelated")
+			stX2 := state("sX2", 20, "ref: refs/heads/main", "refs/heads/main", other)
+			ts.auth.addState(ownerX, "proj", stX2)
+			gitRun(t, work, "push", "-f", urlX, "other:main")
+			dirX := filepath.Join(ts.repos.Root(), ownerX, "proj.git")
+			gitRun(t, dirX, "reflog", "expire", "--expire=now", "--all")
+			for i := 0; i < 2; i++ {
+				// Maintain is what the server runs; make gc --auto act by
+				// lowering its threshold through the repository config.
+				gitRun(t, dirX, "config", "gc.auto", "1")
+				gitRun(t, dirX, "config", "gc.autoPackLimit", "1")
+				// Stands for the two weeks of the default pruneExpire
+				// having passed (git's clock cannot be faked here).
+				gitRun(t, dirX, "config", "gc.pruneExpire", "now")
+				if err := ts.repos.Maintain(ctx, ref(ownerX, "proj")); err != nil {
+					t.Fatal(err)
+				}
+			}
+			gitRun(t, dirA, "fsck", "--connectivity-only")
+			gitRun(t, "", "clone", "-q", urlA, filepath.Join(t.TempDir(), "a"))
+			if got := ts.refs(ownerA, "proj")["refs/heads/main"]; got != k {
+				t.Fatalf("A's main = %s, want %s", got, k)
+			}
+		})
+	}
 }
 
 func TestG01G5_NostrRefs(t *testing.T) {

@@ -435,27 +435,37 @@ func (r *Repos) alignAt(ctx context.Context, dir string, refs map[string]string,
 	return nil
 }
 
+// Target is one repository Propagate brings to a state. Borrow lets it
+// borrow the source's objects through objects/info/alternates; it must be
+// set only when the source's owner is in the target's authorised
+// maintainer set (security audit F01: a stranger's repository must never
+// become the object store of the owner's). Otherwise the objects are
+// copied (see the package doc for the measurement behind both).
+type Target struct {
+	Repo   nip34.RepoRef
+	Borrow bool
+}
+
 // Propagate brings the repositories to (same identifier as from) to refs
-// and head, borrowing from's objects through objects/info/alternates
-// instead of copying them (G01-G4 part 3). Targets without a repository
-// here are skipped. Each target is locked on its own, never together with
-// the source, so concurrent propagations cannot deadlock.
-func (r *Repos) Propagate(ctx context.Context, from nip34.RepoRef, to []nip34.RepoRef, refs map[string]string, head string) error {
+// and head (G01-G4 part 3), borrowing from's objects or copying them as
+// each Target says. Targets without a repository here are skipped. Each
+// target is locked on its own, never together with the source, so
+// concurrent propagations cannot deadlock.
+func (r *Repos) Propagate(ctx context.Context, from nip34.RepoRef, to []Target, refs map[string]string, head string) error {
 	src, err := r.existing(from)
 	if err != nil {
 		return fmt.Errorf("propagate from %s: %w", from, err)
 	}
-	srcObjects := filepath.Join(src, "objects")
 	var errs []error
 	for _, t := range to {
-		if t == from {
+		if t.Repo == from {
 			continue
 		}
-		if t.Identifier != from.Identifier {
-			errs = append(errs, fmt.Errorf("propagate %s to %s: identifiers differ", from, t))
+		if t.Repo.Identifier != from.Identifier {
+			errs = append(errs, fmt.Errorf("propagate %s to %s: identifiers differ", from, t.Repo))
 			continue
 		}
-		dst, err := r.existing(t)
+		dst, err := r.existing(t.Repo)
 		if errors.Is(err, ErrNotFound) {
 			continue
 		}
@@ -463,30 +473,58 @@ func (r *Repos) Propagate(ctx context.Context, from nip34.RepoRef, to []nip34.Re
 			errs = append(errs, err)
 			continue
 		}
-		if err := r.propagateOne(ctx, srcObjects, dst, refs, head); err != nil {
-			errs = append(errs, fmt.Errorf("propagate %s to %s: %w", from, t.Npub(), err))
+		if err := r.propagateOne(ctx, src, dst, t.Borrow, refs, head); err != nil {
+			errs = append(errs, fmt.Errorf("propagate %s to %s: %w", from, t.Repo.Npub(), err))
 		}
 	}
 	return errors.Join(errs...)
 }
 
-func (r *Repos) propagateOne(ctx context.Context, srcObjects, dst string, refs map[string]string, head string) error {
+func (r *Repos) propagateOne(ctx context.Context, src, dst string, borrow bool, refs map[string]string, head string) error {
 	unlock, err := r.locks.acquire(ctx, dst)
 	if err != nil {
 		return err
 	}
 	defer unlock()
-	if err := editAlternates(dst, func(lines []string) []string {
-		for _, l := range lines {
-			if filepath.Clean(l) == srcObjects {
-				return lines
+	if borrow {
+		srcObjects := filepath.Join(src, "objects")
+		if err := editAlternates(dst, func(lines []string) []string {
+			for _, l := range lines {
+				if filepath.Clean(l) == srcObjects {
+					return lines
+				}
 			}
+			return append(lines, srcObjects)
+		}); err != nil {
+			return err
 		}
-		return append(lines, srcObjects)
-	}); err != nil {
+	} else if err := r.copyObjects(ctx, src, dst, refs); err != nil {
 		return err
 	}
 	return r.alignAt(ctx, dst, refs, head)
+}
+
+// copyObjects fetches what refs need from the repository at src into dst
+// (a local fetch: git sends only what dst lacks, as one pack).
+func (r *Repos) copyObjects(ctx context.Context, src, dst string, refs map[string]string) error {
+	var want []string
+	seen := map[string]bool{}
+	for _, oid := range StateRefs(refs) {
+		if !nip34.IsObjectID(oid) || seen[oid] {
+			continue
+		}
+		seen[oid] = true
+		want = append(want, oid)
+	}
+	if len(want) == 0 {
+		return nil
+	}
+	sort.Strings(want)
+	args := append([]string{"-c", "uploadpack.allowAnySHA1InWant=true", "fetch", "--quiet", "--no-tags", "--no-write-fetch-head", "--", src}, want...)
+	if _, err := r.run(ctx, dst, nil, args...); err != nil {
+		return fmt.Errorf("copy objects: %w", err)
+	}
+	return nil
 }
 
 func readAlternates(repoDir string) ([]string, error) {
@@ -598,18 +636,29 @@ func (r *Repos) runEnv(ctx context.Context, dir string, extraEnv []string, stdin
 
 // Maintain runs `git gc --auto` on a repository, under its lock like every
 // other write. Pushes run with receive.autogc=false so that no request waits
-// for a repack; the maintenance loop calls this instead.
+// for a repack; the maintenance loop calls this instead. A repository whose
+// objects another one borrows (alternates) never prunes: an object
+// unreachable here may be what the borrower's refs point at (security
+// audit F01, step 6).
 func (r *Repos) Maintain(ctx context.Context, repo nip34.RepoRef) error {
 	dir, err := r.existing(repo)
 	if err != nil {
 		return err
+	}
+	deps, err := r.dependents(repo.Identifier, filepath.Join(dir, "objects"))
+	if err != nil {
+		return fmt.Errorf("maintain %s: %w", dir, err)
 	}
 	unlock, err := r.locks.acquire(ctx, dir)
 	if err != nil {
 		return err
 	}
 	defer unlock()
-	if _, err := r.run(ctx, dir, nil, "-c", "gc.autoDetach=false", "gc", "--auto", "--quiet"); err != nil {
+	args := []string{"-c", "gc.autoDetach=false"}
+	if len(deps) > 0 {
+		args = append(args, "-c", "gc.pruneExpire=never")
+	}
+	if _, err := r.run(ctx, dir, nil, append(args, "gc", "--auto", "--quiet")...); err != nil {
 		return fmt.Errorf("maintain %s: %w", dir, err)
 	}
 	return nil

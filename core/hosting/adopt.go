@@ -1,6 +1,9 @@
 package hosting
 
-import "github.com/grasp-dev/grasp/core/nip34"
+import (
+	"github.com/grasp-dev/grasp/core/git"
+	"github.com/grasp-dev/grasp/core/nip34"
+)
 
 // adopt brings a newly announced repo to the latest authoritative state when
 // the data is already on this server — in the repo itself (announced again)
@@ -24,7 +27,9 @@ func (o *op) adopt(r nip34.RepoRef) {
 		if src == r || !o.repos.Exists(src) || !o.has(src, oids) {
 			continue
 		}
-		if err := o.repos.Propagate(o.ctx, src, []nip34.RepoRef{r}, st.Refs, st.HEAD); err != nil {
+		// Borrow only from a repo whose owner r's owner trusts (F01).
+		t := git.Target{Repo: r, Borrow: v.maintainers(r.Pubkey)[src.Pubkey]}
+		if err := o.repos.Propagate(o.ctx, src, []git.Target{t}, st.Refs, st.HEAD); err != nil {
 			o.log.Error("bring a newly announced repo to its state", "repo", r.String(), "from", owner, "error", err)
 			return
 		}

@@ -49,7 +49,7 @@ func (o *op) alignLatest(r nip34.RepoRef, released ...*nostr.Event) {
 	st, ok := o.view(r.Identifier).latest(r.Pubkey)
 	for _, evt := range released {
 		c, parsed := candidate(evt)
-		if !parsed || (ok && st.CreatedAt > int64(evt.CreatedAt)) {
+		if !parsed || (ok && !nip34.Later(c.CreatedAt, c.EventID, st.CreatedAt, st.EventID)) {
 			continue
 		}
 		st, ok = c, true

@@ -29,6 +29,9 @@ func (h *Hosting) Apply(ctx context.Context, evt *nostr.Event, d policy.Decision
 		o.deletion(evt)
 		return
 	}
+	if evt.Kind == nip34.KindAnnouncement {
+		defer o.recheckRejected(evt.Tags.GetD())
+	}
 	for _, e := range d.Effects {
 		switch e.Kind {
 		case policy.AlignRepo:

@@ -61,6 +61,9 @@ func (h *Hosting) Hold(ctx context.Context, evt *nostr.Event, d policy.Decision,
 		return "", fmt.Errorf("error: could not hold event: %w", err)
 	}
 	o.hunt(entry, meta.Source == policy.SourceSync)
+	if evt.Kind == nip34.KindAnnouncement {
+		o.recheckRejected(evt.Tags.GetD())
+	}
 	if createRepo {
 		// The bare repo must exist at once: ngit init polls info/refs every
 		// 500 ms right after publishing the announcement (grasp.md §7.1).

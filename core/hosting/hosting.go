@@ -3,6 +3,7 @@ package hosting
 import (
 	"context"
 	"errors"
+	"fmt"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/nbd-wtf/go-nostr"
@@ -14,6 +15,7 @@ import (
 	"github.com/grasp-dev/grasp/core/policy"
 	"github.com/grasp-dev/grasp/core/purgatory"
 	"github.com/grasp-dev/grasp/core/purgatory/hunt"
+	"github.com/grasp-dev/grasp/core/roster"
 )
 
 // Hunter is the git-data hunter as the effects use it (*hunt.Hunter).
@@ -37,6 +39,13 @@ type Options struct {
 	Publish func(ctx context.Context, evt *nostr.Event) error
 	// Hunter fetches missing git data from other servers; nil: none.
 	Hunter Hunter
+	// Roster reads announcements by author and applies the maintainer rule;
+	// share the one policy uses. nil builds one over Events and Purgatory.
+	Roster *roster.Source
+	// Ingest runs an event through the whole write path again (relay.Ingest):
+	// recently rejected states are re-evaluated when an announcement of
+	// their identifier changes. nil: no re-evaluation.
+	Ingest func(ctx context.Context, evt *nostr.Event, meta policy.Meta) (bool, string)
 	// Spawn runs work after the current request, owned by the server so it
 	// never outlives the store; nil runs it on its own goroutine.
 	Spawn func(func(ctx context.Context))
@@ -50,6 +59,8 @@ type Hosting struct {
 	rules   policy.Pipeline
 	publish func(ctx context.Context, evt *nostr.Event) error
 	hunter  Hunter
+	roster  *roster.Source
+	ingest  func(ctx context.Context, evt *nostr.Event, meta policy.Meta) (bool, string)
 	spawn   func(func(ctx context.Context))
 	clk     clock.Clock
 	log     hclog.Logger
@@ -64,6 +75,13 @@ func New(opts Options, e env.Env) (*Hosting, error) {
 	h := &Hosting{
 		events: opts.Events, purg: opts.Purgatory, repos: opts.Repos, rules: opts.Rules,
 		publish: opts.Publish, hunter: opts.Hunter, spawn: opts.Spawn, clk: e.Clock, log: e.Log,
+		roster: opts.Roster, ingest: opts.Ingest,
+	}
+	if h.roster == nil {
+		var err error
+		if h.roster, err = roster.New(roster.Options{Events: opts.Events, Held: opts.Purgatory}, env.Env{Clock: e.Clock, Log: e.Log.Named("roster")}); err != nil {
+			return nil, fmt.Errorf("hosting: %w", err)
+		}
 	}
 	if h.spawn == nil {
 		h.spawn = func(fn func(context.Context)) { go fn(context.Background()) }

@@ -159,7 +159,7 @@ func (r *rig) commit(repo nip34.RepoRef) string {
 	return run("rev-parse", "HEAD")
 }
 
-// A push reads the repository's announcements and states once, however
+// A push reads each author's announcement and the states once, however
 // many steps it takes (propagate to another maintainer's repo, release in
 // both, align to the latest state): the view is built once per operation.
 func TestPushReadsTheRepositoryOnce(t *testing.T) {
@@ -169,7 +169,9 @@ func TestPushReadsTheRepositoryOnce(t *testing.T) {
 	repoA, repoB := nip34.RepoRef{Pubkey: a.pk, Identifier: "r"}, nip34.RepoRef{Pubkey: b.pk, Identifier: "r"}
 	// a's announcement lists b as maintainer; both are held, with their repos
 	annA := a.sign(t, nip34.KindAnnouncement, nostr.Tags{{"d", "r"}, {"maintainers", b.pk}})
-	annB := b.sign(t, nip34.KindAnnouncement, nostr.Tags{{"d", "r"}})
+	// b lists a back: under maintainers-v3.md §3 an unanswered listing
+	// makes b no maintainer of a's repo.
+	annB := b.sign(t, nip34.KindAnnouncement, nostr.Tags{{"d", "r"}, {"maintainers", a.pk}})
 	for _, x := range []struct {
 		evt  *nostr.Event
 		repo nip34.RepoRef
@@ -194,8 +196,10 @@ func TestPushReadsTheRepositoryOnce(t *testing.T) {
 	r.h.OnPush(ctx, git.PushResult{Repo: repoA, State: &c})
 
 	q := r.store.reset()
-	if q[nip34.KindAnnouncement] != 1 || q[nip34.KindState] != 1 {
-		t.Fatalf("the push read announcements %d times and states %d times, want once each", q[nip34.KindAnnouncement], q[nip34.KindState])
+	// Announcements are read by author (core/roster, F03): once for each of
+	// the two authors; the states once.
+	if q[nip34.KindAnnouncement] != 2 || q[nip34.KindState] != 1 {
+		t.Fatalf("the push read announcements %d times and states %d times, want once per author (2) and once", q[nip34.KindAnnouncement], q[nip34.KindState])
 	}
 	if len(r.published) != 3 || r.purg.Len() != 0 {
 		t.Fatalf("published %d events with %d still held, want both announcements and the state released", len(r.published), r.purg.Len())

@@ -30,7 +30,7 @@ func (o *op) release(r nip34.RepoRef) {
 	// its refs at once.
 	var newest *nostr.Event
 	for _, evt := range evs {
-		if evt.Kind == nip34.KindState && (newest == nil || evt.CreatedAt > newest.CreatedAt) {
+		if evt.Kind == nip34.KindState && (newest == nil || nip34.LaterEvent(evt, newest)) {
 			newest = evt
 		}
 	}
@@ -55,8 +55,11 @@ func (o *op) release(r nip34.RepoRef) {
 			o.log.Error("publish released event", "id", evt.ID, "error", err)
 			continue
 		}
-		if evt.Kind == nip34.KindState {
+		switch evt.Kind {
+		case nip34.KindState:
 			v.stored(evt)
+		case nip34.KindAnnouncement:
+			o.recheckRejected(evt.Tags.GetD())
 		}
 		o.log.Debug("released from purgatory", "id", evt.ID, "kind", evt.Kind)
 		if o.hunter != nil {

@@ -28,9 +28,9 @@ type Registry struct {
 
 // New returns a registry holding grasp_build_info{version,commit,goversion}
 // plus the Go runtime and process collectors. An empty version or commit is
-// taken from the binary's embedded build information when available.
+// filled in by BuildIdentity.
 func New(version, commit string) *Registry {
-	version, commit = buildIdentity(version, commit)
+	version, commit = BuildIdentity(version, commit)
 	reg := prometheus.NewRegistry()
 	info := prometheus.NewGauge(prometheus.GaugeOpts{
 		Namespace:   Namespace,
@@ -63,22 +63,27 @@ func (r *Registry) Handler() http.Handler {
 	})
 }
 
-// buildIdentity fills a missing version or commit from debug.ReadBuildInfo,
-// which `go build` stamps with the module version and VCS revision.
-func buildIdentity(version, commit string) (string, string) {
-	bi, ok := debug.ReadBuildInfo()
-	if version == "" && ok {
-		version = bi.Main.Version
-	}
-	if commit == "" && ok {
-		for _, s := range bi.Settings {
-			if s.Key == "vcs.revision" {
-				commit = s.Value
+// BuildIdentity is the one answer to "which build is this": an explicit
+// version or commit (what a release stamps with -ldflags -X) wins, a missing
+// one is taken from debug.ReadBuildInfo, which `go build` fills with the
+// module version and VCS revision, and what is still missing reads "(devel)"
+// (Go's own word for an unversioned build) and "unknown". `grasp version`
+// prints it and grasp_build_info carries it.
+func BuildIdentity(version, commit string) (string, string) {
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		if version == "" {
+			version = bi.Main.Version
+		}
+		if commit == "" {
+			for _, s := range bi.Settings {
+				if s.Key == "vcs.revision" {
+					commit = s.Value
+				}
 			}
 		}
 	}
 	if version == "" {
-		version = "unknown"
+		version = "(devel)"
 	}
 	if commit == "" {
 		commit = "unknown"

@@ -78,11 +78,11 @@ func TestRegistriesAreIndependent(t *testing.T) {
 }
 
 func TestEmptyVersionFallsBack(t *testing.T) {
-	v, c := buildIdentity("", "")
+	v, c := BuildIdentity("", "")
 	if v == "" || c == "" {
 		t.Fatalf("empty identity %q %q", v, c)
 	}
-	if v, c := buildIdentity("v9", "deadbeef"); v != "v9" || c != "deadbeef" {
+	if v, c := BuildIdentity("v9", "deadbeef"); v != "v9" || c != "deadbeef" {
 		t.Fatalf("explicit identity overridden: %q %q", v, c)
 	}
 }

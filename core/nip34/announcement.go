@@ -18,12 +18,19 @@ type Announcement struct {
 	Web         []string
 	Clone       []string
 	Relays      []string
-	// Maintainers are hex pubkeys; npubs are decoded, anything else is
-	// dropped so a typo can never widen the maintainer set.
+	// Maintainers are the `maintainers` tag's hex pubkeys; npubs are
+	// decoded, anything else is dropped so a typo can never widen the
+	// maintainer set. On a role-aware announcement they are a compatibility
+	// projection and grant nothing (maintainers-v3.md §1.3); on a legacy one
+	// they are invitations (Assigns).
 	Maintainers []string
-	EUC         string     // earliest unique commit: ["r", <commit>, "euc"]
-	Upstreams   []Upstream // `u` tags: this repo is a subordinate fork
-	Hashtags    []string
+	// RoleAware: some tag is named exactly M, m or o, even a malformed one.
+	RoleAware bool
+	// Roles are the M/m/o records (maintainers-v3.md §1).
+	Roles     []Role
+	EUC       string     // earliest unique commit: ["r", <commit>, "euc"]
+	Upstreams []Upstream // `u` tags: this repo is a subordinate fork
+	Hashtags  []string
 }
 
 // Upstream is one `u` tag: ["u", "30617:<pk>:<id>" or <git url>, relay hint, author].
@@ -61,6 +68,14 @@ func ParseAnnouncement(evt *nostr.Event) (Announcement, error) {
 		Relays:      tagValues(evt.Tags, "relays"),
 		Hashtags:    tagValues(evt.Tags, "t"),
 	}
+	tags := make([][]string, len(evt.Tags))
+	for i, t := range evt.Tags {
+		tags[i] = t
+		if len(t) > 0 && (t[0] == RoleLead || t[0] == RoleMaintainer || t[0] == RoleModerator) {
+			a.RoleAware = true
+		}
+	}
+	a.Roles = parseRoles(tags)
 	seen := map[string]bool{}
 	for _, m := range tagValues(evt.Tags, "maintainers") {
 		if hex, ok := PubkeyHex(m); ok && !seen[hex] {

@@ -3,7 +3,8 @@
 // updates, issues, statuses, NIP-22 comments and user grasp lists (10317);
 // repository coordinates ("30617:<hex>:<d>"); identifier validation and
 // percent-encoding; the "does this announcement list this service" check;
-// the recursive maintainer set; and the tag references other packages use to
+// the v3 maintainer roster (Resolve, maintainers-v3.md) and the one ordering
+// of replaceable events (Later); and the tag references other packages use to
 // decide what an event belongs to.
 //
 // It is pure: no I/O, no clock, and it imports nothing of ours, so every

@@ -23,5 +23,3 @@ func ev(kind int, pubkey string, tags ...[]string) *nostr.Event {
 }
 
 func oid(c byte) string { return strings.Repeat(string(c), 40) }
-
-func nostrTS(n int64) nostr.Timestamp { return nostr.Timestamp(n) }

@@ -56,17 +56,18 @@ func (s Service) BaseURL() string {
 	return scheme + "://" + s.HostPort() + s.Path
 }
 
-// RelayURL is the canonical ws(s) URL of the service's relay.
+// RelayURL is the websocket URL of this service's relay, derived from the
+// public URL: http becomes ws and https wss, an explicit port is kept (a
+// default one is not written) and so is the base path. It is the one
+// derivation (config, relay, policy and sync all call it) and it is already
+// in NormalizeRelayURL's canonical form, so this server's own entry in an
+// announcement's relays compares equal to it.
 func (s Service) RelayURL() string {
 	scheme := "ws"
 	if s.Secure {
 		scheme = "wss"
 	}
-	u := scheme + "://" + s.HostPort() + s.Path
-	if s.Path == "" {
-		return u
-	}
-	return u + "/"
+	return scheme + "://" + s.HostPort() + s.Path
 }
 
 // CloneURL is the canonical clone URL for owner's repository id.

@@ -141,3 +141,34 @@ func TestN34_4_ListsServiceParts(t *testing.T) {
 		t.Fatalf("clone %v relay %v", c, r)
 	}
 }
+
+// RelayURL is the one derivation of this server's websocket URL from its
+// public URL; config.RelayURL and the relay call it.
+func TestRelayURLDerivedFromPublicURL(t *testing.T) {
+	for _, tc := range []struct{ public, want string }{
+		{"http://127.0.0.1:7334", "ws://127.0.0.1:7334"},
+		{"https://git.example.org", "wss://git.example.org"},
+		{"HTTPS://Git.Example.org:443/", "wss://git.example.org"},
+		{"http://git.example.org:80", "ws://git.example.org"},
+		{"https://git.example.org:8443", "wss://git.example.org:8443"},
+		{"http://git.example.org:443", "ws://git.example.org:443"},
+		{"http://[::1]:7334", "ws://[::1]:7334"},
+		{"https://example.org/grasp", "wss://example.org/grasp"},
+		{"https://example.org:8443/a/b/", "wss://example.org:8443/a/b"},
+	} {
+		svc, err := ParseService(tc.public)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.public, err)
+		}
+		got := svc.RelayURL()
+		if got != tc.want {
+			t.Errorf("%s: RelayURL = %q, want %q", tc.public, got, tc.want)
+		}
+		if n, err := NormalizeRelayURL(got); err != nil || n != got {
+			t.Errorf("%s: RelayURL %q is not canonical (NormalizeRelayURL gives %q, %v)", tc.public, got, n, err)
+		}
+		if !svc.ListsRelay(got) || !svc.ListsRelay(got+"/") {
+			t.Errorf("%s: the service does not recognise its own relay URL %q", tc.public, got)
+		}
+	}
+}

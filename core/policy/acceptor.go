@@ -14,6 +14,9 @@ const (
 	SourceClient    Source = "client"    // published by a websocket client
 	SourceSync      Source = "sync"      // fetched from another relay (GRASP-02)
 	SourcePurgatory Source = "purgatory" // re-evaluated on release from purgatory
+	// SourceRecheck: a state refused shortly before, run again because an
+	// announcement of its identifier changed (maintainers-v3.md §3 [R]).
+	SourceRecheck Source = "recheck"
 )
 
 // Meta describes the circumstances of one acceptance decision.

@@ -24,15 +24,19 @@ func (r *Rules) announcement(ctx context.Context, evt *nostr.Event, meta Meta) D
 	if d, stop := r.resubmitted(ctx, evt, release); stop {
 		return d
 	}
-	v, err := r.loadRepo(ctx, a.Identifier, evt.ID)
-	if err != nil {
+	if d, bad := r.futureDated(evt); bad {
+		return d
+	}
+	v := r.view(ctx, a.Identifier, evt.ID)
+	repo := a.Repo()
+	prevE, hasPrev := v.Latest(a.Pubkey)
+	if err := v.Err(); err != nil {
 		return r.internal("load repository announcements", evt, err)
 	}
-	repo := a.Repo()
-	prev, hasPrev := v.latest[a.Pubkey]
-	prevHeld := hasPrev && v.isHeld[a.Pubkey]
+	prev := prevE.Announcement
+	prevHeld := hasPrev && prevE.Held
 	prevStored := hasPrev && !prevHeld
-	if hasPrev && newerAnn(prev, a) {
+	if hasPrev && nip34.Later(int64(prev.CreatedAt), prev.EventID, int64(a.CreatedAt), a.EventID) {
 		// Replaceable-event order: an older version changes nothing, and
 		// must not trigger the effects of a replacement (a stale copy from
 		// a sync peer dropping this service would otherwise evict the repo).
@@ -65,8 +69,11 @@ func (r *Rules) announcement(ctx context.Context, evt *nostr.Event, meta Meta) D
 		return hold(effects...)
 	}
 
-	// Not listing this service: accepted only for a maintainer of a
-	// repository hosted here (G01-R2x), and then without a bare repo.
+	// Not listing this service: accepted, without a bare repo, when an
+	// accepted announcement of this identifier names its author in an M, m,
+	// o or maintainers entry (G01-R2x as maintainers-v3.md §3 [R]): an
+	// invitee's acceptance and a moderator's acknowledgement usually do not
+	// list this server. The inviters are found from the keys it names.
 	var retire []Effect
 	if prevHosted {
 		if prevHeld {
@@ -75,15 +82,17 @@ func (r *Rules) announcement(ctx context.Context, evt *nostr.Event, meta Meta) D
 		retire = append(retire, Effect{Kind: RemoveRepo, Repo: repo})
 	}
 	storedHost, heldHost := nip34.RepoRef{}, nip34.RepoRef{}
-	for _, h := range r.hosts(v, a.Pubkey) {
-		if h.Pubkey == a.Pubkey {
-			continue // its own previous version is being replaced
-		}
-		if v.isHeld[h.Pubkey] {
-			heldHost = h.Repo()
-		} else {
+	for _, h := range v.Inviters(a) {
+		switch {
+		case !h.Held:
 			storedHost = h.Repo()
+		case r.hosted(h.Announcement):
+			// Released with the held repository that invites it.
+			heldHost = h.Repo()
 		}
+	}
+	if err := v.Err(); err != nil {
+		return r.internal("load repository announcements", evt, err)
 	}
 	switch {
 	case !storedHost.IsZero() || (release && !heldHost.IsZero()):

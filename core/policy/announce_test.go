@@ -70,26 +70,32 @@ func TestG01R2_InvalidIdentifierRejected(t *testing.T) {
 func TestG01R2x_MaintainerAnnouncementAcceptedWithoutRepo(t *testing.T) {
 	e := newEnv(t, nil)
 	e.stored(e.ann(pkA, "r", true, pkB))
-	d := e.decide(e.ann(pkB, "r", false, pkC))
+	// maintainers-v3.md §3 [R]: an invitee's acceptance (it lists A back)
+	// is kept although it does not list this service. (Before v3 any
+	// announcement by a key A listed was kept; the inviters are now found
+	// from the keys the announcement names, by author.)
+	d := e.decide(e.ann(pkB, "r", false, pkA, pkC))
 	want(t, d, Store, "")
 	wantEffect(t, d, NoRepo, repo(pkB, "r"))
 	wantNoEffect(t, d, CreateRepo)
 
-	// Recursive: C is listed by B, who is listed by A.
-	e.stored(e.ann(pkB, "r", false, pkC))
-	d = e.decide(e.ann(pkC, "r", false))
+	// Recursive: C is invited by B, who is invited by A; C lists B back.
+	e.stored(e.ann(pkB, "r", false, pkA, pkC))
+	d = e.decide(e.ann(pkC, "r", false, pkB))
 	want(t, d, Store, "")
 	wantEffect(t, d, NoRepo, repo(pkC, "r"))
 
 	// A stranger, and a maintainer of a different identifier, are refused.
 	want(t, e.decide(e.ann(pkX, "r", false)), Rejected, "invalid:")
-	want(t, e.decide(e.ann(pkB, "other", false)), Rejected, "invalid:")
+	want(t, e.decide(e.ann(pkX, "r", false, pkA)), Rejected, "invalid:")
+	want(t, e.decide(e.ann(pkB, "other", false, pkA)), Rejected, "invalid:")
 }
 
 func TestG01R2x_MaintainerOfHeldRepoIsHeldWithIt(t *testing.T) {
 	e := newEnv(t, nil)
 	e.hold(e.ann(pkA, "r", true, pkB))
-	d := e.decide(e.ann(pkB, "r", false))
+	// B's acceptance lists A back (maintainers-v3.md §3 [R]).
+	d := e.decide(e.ann(pkB, "r", false, pkA))
 	want(t, d, Hold, "purgatory:")
 	wantEffect(t, d, NoRepo, repo(pkB, "r"))
 	wantEffect(t, d, AwaitRepo, repo(pkA, "r"))
@@ -129,8 +135,10 @@ func TestG01P6_Replacements(t *testing.T) {
 	})
 	t.Run("maintainer dropping its own hosting keeps only the maintainer role", func(t *testing.T) {
 		e := newEnv(t, nil)
-		e.stored(e.ann(pkA, "r", true, pkB), e.ann(pkB, "r", true))
-		d := e.decide(e.ann(pkB, "r", false))
+		e.stored(e.ann(pkA, "r", true, pkB), e.ann(pkB, "r", true, pkA))
+		// B keeps listing A back (maintainers-v3.md §3 [R]: it is A's
+		// invitation that makes B's announcement worth keeping).
+		d := e.decide(e.ann(pkB, "r", false, pkA))
 		want(t, d, Store, "")
 		wantEffect(t, d, RemoveRepo, repo(pkB, "r"))
 		wantEffect(t, d, NoRepo, repo(pkB, "r"))

@@ -14,7 +14,7 @@ func AcceptanceCriteria(opts Options) string {
 	fmt.Fprintf(&b, "Repository announcements (kind 30617) must list this service in both 'clone' (%s/<npub>/<identifier>.git) and 'relays' (%s); ",
 		svc.BaseURL(), svc.RelayURL())
 	b.WriteString("announcements by maintainers of a repository hosted here are accepted without listing it. ")
-	b.WriteString("New repositories, repository states (only from the recursive maintainer set), PRs and PR updates are held until their git data is pushed")
+	b.WriteString("New repositories, repository states (only from the maintainers who listed back: NIP-34 v3 roles, an invitee must list the inviter), PRs and PR updates are held until their git data is pushed")
 	if opts.PurgatoryTTL > 0 {
 		fmt.Fprintf(&b, " and discarded after %s without it", opts.PurgatoryTTL)
 	}

@@ -4,8 +4,10 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/grasp-dev/grasp/core/nip34"
 	"github.com/nbd-wtf/go-nostr"
+
+	"github.com/grasp-dev/grasp/core/nip34"
+	"github.com/grasp-dev/grasp/core/roster"
 )
 
 // queryCap bounds every read the rules make, so a hostile event that tags
@@ -47,75 +49,35 @@ func (r *Rules) held(ctx context.Context, f nostr.Filter) ([]*nostr.Event, error
 	return evs, nil
 }
 
-// repoView is everything known here about one identifier: the newest
-// announcement of each author, and whether it is stored (served) or held.
-type repoView struct {
-	d      string
-	latest map[string]nip34.Announcement // by author
-	isHeld map[string]bool               // author's newest version is held
-	all    []nip34.Announcement
-}
-
-// loadRepo reads the stored and held announcements for d, leaving out the
-// event being decided (a release re-evaluates a held event against the
-// others, not against itself).
-func (r *Rules) loadRepo(ctx context.Context, d string, exclude string) (*repoView, error) {
-	f := nostr.Filter{Kinds: []int{nip34.KindAnnouncement}, Tags: nostr.TagMap{"d": []string{d}}}
-	st, err := r.stored(ctx, f)
-	if err != nil {
-		return nil, fmt.Errorf("load announcements for %q: %w", d, err)
-	}
-	hd, err := r.held(ctx, f)
-	if err != nil {
-		return nil, fmt.Errorf("load announcements for %q: %w", d, err)
-	}
-	v := &repoView{d: d, latest: map[string]nip34.Announcement{}, isHeld: map[string]bool{}}
-	add := func(evs []*nostr.Event, held bool) {
-		for _, e := range evs {
-			if e.ID == exclude {
-				continue
-			}
-			a, err := nip34.ParseAnnouncement(e)
-			if err != nil || a.Identifier != d {
-				continue
-			}
-			cur, ok := v.latest[a.Pubkey]
-			// A stored version wins over a held one: a held replacement of a
-			// stored announcement never happens (it is stored directly).
-			if !ok || (held == v.isHeld[a.Pubkey] && newerAnn(a, cur)) || (!held && v.isHeld[a.Pubkey]) {
-				v.latest[a.Pubkey] = a
-				v.isHeld[a.Pubkey] = held
-			}
-		}
-	}
-	add(st, false)
-	add(hd, true)
-	for _, a := range v.latest {
-		v.all = append(v.all, a)
-	}
-	return v, nil
-}
-
-func newerAnn(a, b nip34.Announcement) bool {
-	if a.CreatedAt != b.CreatedAt {
-		return a.CreatedAt > b.CreatedAt
-	}
-	return a.EventID < b.EventID
+// view is the acceptance rules' reading of identifier d: announcements
+// loaded by author through the roster, the one place that applies the
+// maintainer rule (core/roster). exclude is an event left out (the
+// announcement being decided).
+func (r *Rules) view(ctx context.Context, d, exclude string) *roster.View {
+	return r.roster.View(ctx, d, exclude)
 }
 
 // hosted reports whether a lists this service, i.e. has a bare repo here.
 func (r *Rules) hosted(a nip34.Announcement) bool { return nip34.ListsService(a, r.opts.Service) }
 
 // hosts returns the hosted announcements (owners with a bare repo here)
-// whose maintainer set contains pk.
-func (r *Rules) hosts(v *repoView, pk string) []nip34.Announcement {
-	var out []nip34.Announcement
-	for _, a := range v.all {
-		if r.hosted(a) && r.maintainers(a.Pubkey, v.d, v.all)[pk] {
-			out = append(out, a)
-		}
+// whose roster contains pk, found by walking authors from pk.
+func (r *Rules) hosts(v *roster.View, pk string) []roster.Entry {
+	return v.Owners(pk, func(e roster.Entry) bool { return r.hosted(e.Announcement) })
+}
+
+// anyAnnounced reports whether some announcement with identifier d is
+// accepted here. It only chooses the wording of a refusal ("no
+// announcement" or "not authorized"): one row, never a decision of
+// authority, so strangers filling the identifier change nothing.
+func (r *Rules) anyAnnounced(ctx context.Context, d string) bool {
+	f := nostr.Filter{Kinds: []int{nip34.KindAnnouncement}, Tags: nostr.TagMap{"d": []string{d}}, Limit: 1}
+	st, _ := r.stored(ctx, f)
+	if len(st) > 0 {
+		return true
 	}
-	return out
+	hd, _ := r.held(ctx, f)
+	return len(hd) > 0
 }
 
 // isHeldID reports whether an event with this id is in purgatory.

@@ -6,8 +6,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/grasp-dev/grasp/core/nip34"
 	"github.com/nbd-wtf/go-nostr"
+
+	"github.com/grasp-dev/grasp/core/nip34"
+	"github.com/grasp-dev/grasp/core/roster"
 )
 
 // Events is the part of the event store the GRASP rules read.
@@ -58,9 +60,10 @@ type Options struct {
 	// from an accepted repository or root event (1 = it tags one directly).
 	// Issues, patches and statuses must always be direct. 0 means 2.
 	MaxReferenceDepth int
-	// Maintainers computes the maintainer set; nil means
-	// nip34.RecursiveMaintainers.
-	Maintainers nip34.MaintainerSet
+	// Roster reads announcements by author and applies the v3 maintainer
+	// rule (shared with hosting, so both read the same); nil builds one over
+	// Events and Held.
+	Roster *roster.Source
 	// Pre runs before the GRASP rules (size, tag and timestamp limits).
 	Pre Chain
 	// Plugins is the operator's accept chain; it runs after the GRASP rules

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/grasp-dev/grasp/core/nip34"
+	"github.com/grasp-dev/grasp/core/roster"
 	"github.com/nbd-wtf/go-nostr"
 )
 
@@ -31,32 +32,37 @@ func (r *Rules) pr(ctx context.Context, evt *nostr.Event, meta Meta) Decision {
 		return reject("invalid: PR event must reference a repository accepted here with an 'a' tag (30617:<owner hex>:<identifier>)")
 	}
 	var storedRepo, heldRepo nip34.RepoRef
-	var targets []nip34.Announcement
+	var targets []roster.Entry
 	seenTarget := map[nip34.RepoRef]bool{}
-	views := map[string]*repoView{}
+	views := map[string]*roster.View{}
 	for _, ref := range repos {
 		if len(views) >= 16 {
 			break // a PR naming more identifiers than this is not credible; bound the lookups
 		}
 		v, ok := views[ref.Identifier]
 		if !ok {
-			if v, err = r.loadRepo(ctx, ref.Identifier, ""); err != nil {
-				return r.internal("load repository announcements", evt, err)
-			}
+			v = r.view(ctx, ref.Identifier, "")
 			views[ref.Identifier] = v
 		}
-		if _, known := v.latest[ref.Pubkey]; !known {
+		own, known := v.Latest(ref.Pubkey)
+		if err := v.Err(); err != nil {
+			return r.internal("load repository announcements", evt, err)
+		}
+		if !known || r.repoBlack.match(ref.Pubkey, ref.Identifier) {
 			continue
 		}
-		if r.repoBlack.match(ref.Pubkey, ref.Identifier) {
-			continue
-		}
-		if v.isHeld[ref.Pubkey] {
+		if own.Held {
 			heldRepo = ref
 		} else {
 			storedRepo = ref
 		}
-		for _, h := range r.hosts(v, ref.Pubkey) {
+		// The PR's data goes to the repository it names and to every
+		// hosted repository its owner maintains.
+		cands := r.hosts(v, ref.Pubkey)
+		if r.hosted(own.Announcement) {
+			cands = append([]roster.Entry{own}, cands...)
+		}
+		for _, h := range cands {
 			if !seenTarget[h.Repo()] {
 				seenTarget[h.Repo()] = true
 				targets = append(targets, h)

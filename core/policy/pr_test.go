@@ -43,7 +43,9 @@ func TestG01G5b_PRWithTipPresentIsStoredAndBound(t *testing.T) {
 
 func TestN34_6_PRRules(t *testing.T) {
 	e := newEnv(t, nil)
-	e.stored(e.ann(pkA, "r", true, pkB), e.ann(pkB, "r", false))
+	// B lists A back: a one-way listing makes B no maintainer of A's repo
+	// (maintainers-v3.md §3), so B's coordinate would reach no hosted repo.
+	e.stored(e.ann(pkA, "r", true, pkB), e.ann(pkB, "r", false, pkA))
 	want(t, e.decide(e.event(nip34.KindPR, pkX, []string{"a", coord(pkA, "r")})), Rejected, "invalid: PR event: missing 'c' tag")
 	want(t, e.decide(e.pr(pkX, oid('1'))), Rejected, "invalid: PR event must reference a repository")
 	want(t, e.decide(e.pr(pkX, oid('1'), []string{"a", coord(pkC, "r")})), Rejected, "invalid: PR event must reference a repository accepted")

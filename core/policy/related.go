@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/grasp-dev/grasp/core/nip34"
+	"github.com/grasp-dev/grasp/core/roster"
 	"github.com/nbd-wtf/go-nostr"
 )
 
@@ -38,16 +39,14 @@ func (r *Rules) related(ctx context.Context, evt *nostr.Event, meta Meta) Decisi
 		}
 		depth = 1
 	}
-	views := map[string]*repoView{}
-	view := func(d string) (*repoView, error) {
+	views := map[string]*roster.View{}
+	view := func(d string) *roster.View {
 		if v, ok := views[d]; ok {
-			return v, nil
+			return v
 		}
-		v, err := r.loadRepo(ctx, d, "")
-		if err == nil {
-			views[d] = v
-		}
-		return v, err
+		v := r.view(ctx, d, "")
+		views[d] = v
+		return v
 	}
 
 	var heldAnchor *Effect
@@ -72,14 +71,15 @@ func (r *Rules) related(ctx context.Context, evt *nostr.Event, meta Meta) Decisi
 			if len(views) >= 16 {
 				break
 			}
-			v, err := view(rr.Identifier)
-			if err != nil {
+			v := view(rr.Identifier)
+			own, ok := v.Latest(rr.Pubkey)
+			if err := v.Err(); err != nil {
 				return r.internal("load repository announcements", evt, err)
 			}
-			if _, ok := v.latest[rr.Pubkey]; !ok || r.repoBlack.match(rr.Pubkey, rr.Identifier) {
+			if !ok || r.repoBlack.match(rr.Pubkey, rr.Identifier) {
 				continue
 			}
-			if !v.isHeld[rr.Pubkey] {
+			if !own.Held {
 				return Decision{Outcome: Store}
 			}
 			if level == 1 && heldAnchor == nil {

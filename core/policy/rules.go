@@ -7,11 +7,14 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/grasp-dev/grasp/core/env"
-	"github.com/grasp-dev/grasp/core/nip34"
 	"github.com/hashicorp/go-hclog"
 	"github.com/nbd-wtf/go-nostr"
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/grasp-dev/grasp/core/clock"
+	"github.com/grasp-dev/grasp/core/env"
+	"github.com/grasp-dev/grasp/core/nip34"
+	"github.com/grasp-dev/grasp/core/roster"
 )
 
 // The purgatory OK texts have one owner, here: MsgPurgatory answers events
@@ -33,12 +36,13 @@ func MsgPRPurgatory(commit, id string) string {
 // Rules is the GRASP acceptance pipeline: Pre chain, the GRASP-01 rules,
 // then the operator's plugin chain. It implements Pipeline.
 type Rules struct {
-	opts        Options
-	events      Events
-	heldSrc     Held
-	git         GitData
-	log         hclog.Logger
-	maintainers nip34.MaintainerSet
+	opts    Options
+	events  Events
+	heldSrc Held
+	git     GitData
+	log     hclog.Logger
+	clk     clock.Clock
+	roster  *roster.Source
 
 	eventBlack map[string]bool
 	repoWhite  repoList
@@ -61,11 +65,15 @@ func New(opts Options, e env.Env) (*Rules, error) {
 		return nil, errors.New("policy: Options.Service is not set (parse the public URL with nip34.ParseService)")
 	}
 	e = e.OrDefaults()
-	r := &Rules{opts: opts, events: opts.Events, heldSrc: opts.Held, git: opts.Git, log: e.Log, maintainers: opts.Maintainers}
-	if r.maintainers == nil {
-		r.maintainers = nip34.RecursiveMaintainers
-	}
+	r := &Rules{opts: opts, events: opts.Events, heldSrc: opts.Held, git: opts.Git, log: e.Log, clk: e.Clock, roster: opts.Roster}
 	var err error
+	if r.roster == nil {
+		// A pipeline built alone (tests, plugin test) reads its own roster;
+		// the server shares one with hosting.
+		if r.roster, err = roster.New(roster.Options{Events: opts.Events, Held: heldOrNil(opts.Held)}, env.Env{Clock: e.Clock, Log: e.Log.Named("roster")}); err != nil {
+			return nil, fmt.Errorf("policy: %w", err)
+		}
+	}
 	if r.eventBlack, err = parseKeyList(opts.EventBlacklist); err != nil {
 		return nil, fmt.Errorf("policy: %w", err)
 	}
@@ -220,4 +228,12 @@ func quoteList(xs []string) string {
 		q[i] = strconv.Quote(x)
 	}
 	return "[" + strings.Join(q, ", ") + "]"
+}
+
+// heldOrNil keeps a nil Held a nil interface for the roster.
+func heldOrNil(h Held) roster.Held {
+	if h == nil {
+		return nil
+	}
+	return h
 }

@@ -3,12 +3,15 @@ package policy
 import (
 	"context"
 
-	"github.com/grasp-dev/grasp/core/nip34"
 	"github.com/nbd-wtf/go-nostr"
+
+	"github.com/grasp-dev/grasp/core/nip34"
+	"github.com/grasp-dev/grasp/core/roster"
 )
 
 // state applies G01-G2's event side to a kind-30618 event: only from the
-// recursive maintainer set of a known repository (stored or held), stored
+// v3 roster (maintainers-v3.md §2) of a known repository (stored or held),
+// stored
 // at once when every object it names is here, otherwise held.
 func (r *Rules) state(ctx context.Context, evt *nostr.Event, meta Meta) Decision {
 	s, err := nip34.ParseState(evt)
@@ -22,22 +25,25 @@ func (r *Rules) state(ctx context.Context, evt *nostr.Event, meta Meta) Decision
 	if d, stop := r.resubmitted(ctx, evt, release); stop {
 		return d
 	}
-	v, err := r.loadRepo(ctx, s.Identifier, "")
-	if err != nil {
+	if d, bad := r.futureDated(evt); bad {
+		return d
+	}
+	v := r.view(ctx, s.Identifier, "")
+	targets := r.hosts(v, s.Pubkey)
+	if err := v.Err(); err != nil {
 		return r.internal("load repository announcements", evt, err)
 	}
-	if len(v.all) == 0 {
-		return reject("invalid: no announcement exists for this repository")
-	}
-	targets := r.hosts(v, s.Pubkey)
 	if len(targets) == 0 {
-		for _, a := range v.all {
-			if r.maintainers(a.Pubkey, s.Identifier, v.all)[s.Pubkey] {
-				// Authorised, but by announcements that do not list this
-				// service: there is no repository here to align.
-				return reject("invalid: no announcement exists for this repository")
-			}
+		if len(v.Owners(s.Pubkey, nil)) > 0 {
+			// Authorised, but by announcements that do not list this
+			// service: there is no repository here to align.
+			return reject("invalid: no announcement exists for this repository")
 		}
+		if !r.anyAnnounced(ctx, s.Identifier) {
+			return reject("invalid: no announcement exists for this repository")
+		}
+		r.noteInvitee(ctx, v, s.Pubkey)
+		r.roster.RememberRejected(evt)
 		return reject("invalid: author not authorized for this repository")
 	}
 	newer, err := r.stored(ctx, nostr.Filter{Kinds: []int{nip34.KindState}, Authors: []string{s.Pubkey}, Tags: nostr.TagMap{"d": []string{s.Identifier}}, Since: &evt.CreatedAt})
@@ -45,7 +51,7 @@ func (r *Rules) state(ctx context.Context, evt *nostr.Event, meta Meta) Decision
 		return r.internal("look up newer states", evt, err)
 	}
 	for _, n := range newer {
-		if n.ID != evt.ID && (n.CreatedAt > evt.CreatedAt || n.ID < evt.ID) {
+		if n.ID != evt.ID && nip34.LaterEvent(n, evt) {
 			return Decision{Outcome: Shadow, Msg: "duplicate: a newer state for this repository is already stored"}
 		}
 	}
@@ -61,7 +67,7 @@ func (r *Rules) state(ctx context.Context, evt *nostr.Event, meta Meta) Decision
 	if present {
 		for _, t := range targets {
 			effects = append(effects, Effect{Kind: AlignRepo, Repo: t.Repo()})
-			if v.isHeld[t.Pubkey] && !release {
+			if t.Held && !release {
 				effects = append(effects, Effect{Kind: ReleaseHeld, Repo: t.Repo()})
 			}
 		}
@@ -75,7 +81,7 @@ func (r *Rules) state(ctx context.Context, evt *nostr.Event, meta Meta) Decision
 
 // allPresent reports whether every oid exists in at least one of the
 // hosted repositories (the caller copies objects between them on align).
-func (r *Rules) allPresent(ctx context.Context, repos []nip34.Announcement, oids []string) (bool, error) {
+func (r *Rules) allPresent(ctx context.Context, repos []roster.Entry, oids []string) (bool, error) {
 	for _, oid := range oids {
 		found, err := r.anyHas(ctx, repos, oid)
 		if err != nil || !found {
@@ -85,7 +91,7 @@ func (r *Rules) allPresent(ctx context.Context, repos []nip34.Announcement, oids
 	return true, nil
 }
 
-func (r *Rules) anyHas(ctx context.Context, repos []nip34.Announcement, oid string) (bool, error) {
+func (r *Rules) anyHas(ctx context.Context, repos []roster.Entry, oid string) (bool, error) {
 	if r.git == nil {
 		return false, nil
 	}
@@ -117,3 +123,41 @@ func (r *Rules) resubmitted(ctx context.Context, evt *nostr.Event, release bool)
 	}
 	return Decision{}, false
 }
+
+// futureDated refuses a 30617 or 30618 dated more than
+// nip34.MaxFutureSkew ahead (maintainers-v3.md §6.7): it would pin itself
+// as the latest version whatever the author publishes next.
+func (r *Rules) futureDated(evt *nostr.Event) (Decision, bool) {
+	if int64(evt.CreatedAt) > r.clk.Now().Unix()+nip34.MaxFutureSkew {
+		return reject("invalid: created_at is more than 15 minutes in the future; repository announcements and states must not be dated ahead"), true
+	}
+	return Decision{}, false
+}
+
+// noteInvitee leaves the operator a trace when a state's author is invited
+// by a hosted repository of this identifier but has not listed back: the
+// legacy one-way listings that v3 no longer authorises. The repositories
+// looked at are the few that name the author, from a bounded read; it
+// changes no decision.
+func (r *Rules) noteInvitee(ctx context.Context, v *roster.View, author string) {
+	f := nostr.Filter{Kinds: []int{nip34.KindAnnouncement}, Tags: nostr.TagMap{"d": []string{v.Identifier()}}, Limit: inviteeHintRows}
+	st, _ := r.stored(ctx, f)
+	hd, _ := r.held(ctx, f)
+	checked := 0
+	for _, evt := range append(st, hd...) {
+		a, err := nip34.ParseAnnouncement(evt)
+		if err != nil || !a.Names(author) || !r.hosted(a) {
+			continue
+		}
+		if checked++; checked > 4 {
+			return
+		}
+		if v.Invited(a.Pubkey, author) {
+			r.roster.NoteInviteeRefused("state", a.Pubkey, author, v.Identifier())
+			return
+		}
+	}
+}
+
+// inviteeHintRows bounds noteInvitee's read.
+const inviteeHintRows = 32

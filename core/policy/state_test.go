@@ -67,9 +67,17 @@ func TestN34_2_MalformedStateRejected(t *testing.T) {
 
 func TestG01G3_StateFromRecursiveMaintainer(t *testing.T) {
 	e := newEnv(t, nil)
-	// A hosts and lists B; B (no hosting) lists C; C publishes only a state.
-	e.stored(e.ann(pkA, "r", true, pkB), e.ann(pkB, "r", false, pkC))
 	e.git.add(pkA, "r", oid('1'))
+	// A hosts and lists B; B (no hosting) lists C; C publishes only a
+	// state. Changed by maintainers-v3.md §3: "G01-G3 'B state-only, no
+	// announcement → authorised' now rejects" — C never listed back.
+	e.stored(e.ann(pkA, "r", true, pkB), e.ann(pkB, "r", false, pkC))
+	want(t, e.decide(e.state(pkC, "r", "refs/heads/main", oid('1'))), Rejected, "invalid: author not authorized for this repository")
+
+	// Positive control: B lists A back, C lists B back (§5 case 5).
+	e = newEnv(t, nil)
+	e.git.add(pkA, "r", oid('1'))
+	e.stored(e.ann(pkA, "r", true, pkB), e.ann(pkB, "r", false, pkA, pkC), e.ann(pkC, "r", false, pkB))
 	d := e.decide(e.state(pkC, "r", "refs/heads/main", oid('1')))
 	want(t, d, Store, "")
 	wantEffect(t, d, AlignRepo, repo(pkA, "r"))
@@ -77,17 +85,26 @@ func TestG01G3_StateFromRecursiveMaintainer(t *testing.T) {
 
 func TestG01G2i_StateScopedToReposThatAuthorizeIt(t *testing.T) {
 	e := newEnv(t, nil)
-	// A and B both host "r"; A lists B, B does not list A.
+	// A and B both host "r"; A lists B, B does not list A. Changed by
+	// maintainers-v3.md §3 (one-way listings lose authority, §5 case 20):
+	// B's state no longer applies to A's repo.
 	e.stored(e.ann(pkA, "r", true, pkB), e.ann(pkB, "r", true))
 	d := e.decide(e.state(pkB, "r", "refs/heads/main", oid('1')))
 	want(t, d, Hold, "purgatory:")
-	wantEffect(t, d, AwaitGitData, repo(pkA, "r"))
 	wantEffect(t, d, AwaitGitData, repo(pkB, "r"))
+	if d.Has(AwaitGitData, repo(pkA, "r")) {
+		t.Fatalf("B's state applied to A's repo although B never listed A back: %v", d.Effects)
+	}
 	d = e.decide(e.state(pkA, "r", "refs/heads/main", oid('2')))
 	wantEffect(t, d, AwaitGitData, repo(pkA, "r"))
 	if d.Has(AwaitGitData, repo(pkB, "r")) {
 		t.Fatalf("A's state applied to B's repo, which does not list A: %v", d.Effects)
 	}
+	// Positive control: once B lists A back, B's state applies to both.
+	e.stored(e.ann(pkB, "r", true, pkA))
+	d = e.decide(e.state(pkB, "r", "refs/heads/main", oid('3')))
+	wantEffect(t, d, AwaitGitData, repo(pkA, "r"))
+	wantEffect(t, d, AwaitGitData, repo(pkB, "r"))
 }
 
 func TestG01G2_AuthorizedOnlyByNonHostedAnnouncementsRejected(t *testing.T) {

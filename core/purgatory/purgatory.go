@@ -698,14 +698,9 @@ func address(e *nostr.Event) string {
 	return fmt.Sprintf("%d:%s:%s", e.Kind, e.PubKey, e.Tags.GetD())
 }
 
-// newer reports whether a should win over b as the same replaceable event:
-// later created_at, or the lower id on a tie (NIP-01).
-func newer(a, b *nostr.Event) bool {
-	if a.CreatedAt != b.CreatedAt {
-		return a.CreatedAt > b.CreatedAt
-	}
-	return a.ID < b.ID
-}
+// newer reports whether a should win over b as the same replaceable event
+// (nip34.Later, the one ordering).
+func newer(a, b *nostr.Event) bool { return nip34.LaterEvent(a, b) }
 
 func events(es []Entry) []*nostr.Event {
 	out := make([]*nostr.Event, len(es))

@@ -10,6 +10,7 @@ import (
 	"github.com/nbd-wtf/go-nostr"
 	"github.com/nbd-wtf/go-nostr/nip70"
 
+	"github.com/grasp-dev/grasp/core/nip34"
 	"github.com/grasp-dev/grasp/core/policy"
 )
 
@@ -244,7 +245,7 @@ func (s *Server) existing(ctx context.Context, evt *nostr.Event, replace bool) (
 		return false, false, fmt.Errorf("query previous versions: %w", err)
 	}
 	for prev := range ch {
-		if prev.CreatedAt > evt.CreatedAt || (prev.CreatedAt == evt.CreatedAt && prev.ID < evt.ID) {
+		if nip34.LaterEvent(prev, evt) {
 			newer = true
 		}
 	}

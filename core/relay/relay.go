@@ -43,8 +43,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"net/url"
-	"strings"
 	"sync"
 	"time"
 
@@ -57,6 +55,7 @@ import (
 	"github.com/grasp-dev/grasp/core/config"
 	"github.com/grasp-dev/grasp/core/env"
 	"github.com/grasp-dev/grasp/core/gate"
+	"github.com/grasp-dev/grasp/core/nip34"
 	"github.com/grasp-dev/grasp/core/policy"
 )
 
@@ -146,9 +145,13 @@ func New(opts Options, e env.Env) (*Server, error) {
 	if limits.DefaultLimit > limits.MaxLimit {
 		return nil, fmt.Errorf("relay: limits: DefaultLimit %d exceeds MaxLimit %d", limits.DefaultLimit, limits.MaxLimit)
 	}
-	wsURL, err := relayURL(opts.PublicURL)
-	if err != nil {
-		return nil, fmt.Errorf("relay: public URL %q: %w", opts.PublicURL, err)
+	var wsURL string
+	if opts.PublicURL != "" {
+		svc, err := nip34.ParseService(opts.PublicURL)
+		if err != nil {
+			return nil, fmt.Errorf("relay: %w", err)
+		}
+		wsURL = svc.RelayURL()
 	}
 	if opts.ShutdownGrace <= 0 {
 		opts.ShutdownGrace = 30 * time.Second
@@ -231,27 +234,4 @@ func (s *Server) storedCallbacks() []func(context.Context, *nostr.Event) {
 	s.storedMu.RLock()
 	defer s.storedMu.RUnlock()
 	return s.onStored
-}
-
-func relayURL(public string) (string, error) {
-	if public == "" {
-		return "", nil
-	}
-	u, err := url.Parse(public)
-	if err != nil {
-		return "", err
-	}
-	if u.Host == "" {
-		return "", errors.New("missing host")
-	}
-	switch u.Scheme {
-	case "http":
-		u.Scheme = "ws"
-	case "https":
-		u.Scheme = "wss"
-	default:
-		return "", fmt.Errorf("scheme must be http or https, not %q", u.Scheme)
-	}
-	u.Path = strings.TrimSuffix(u.Path, "/")
-	return u.String(), nil
 }

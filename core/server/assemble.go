@@ -14,6 +14,7 @@ import (
 	"github.com/grasp-dev/grasp/core/policy"
 	"github.com/grasp-dev/grasp/core/purgatory"
 	"github.com/grasp-dev/grasp/core/relay"
+	"github.com/grasp-dev/grasp/core/roster"
 	"github.com/grasp-dev/grasp/core/scheduler"
 )
 
@@ -52,8 +53,14 @@ func (s *Server) assemble(ext Extensions) error {
 	if ext.Accept != nil {
 		plugins = policy.Chain{ext.Accept}
 	}
+	// One roster for the rules and the effects: announcements are read by
+	// author and the v3 maintainer rule applied in one place.
+	rost, err := roster.New(roster.Options{Events: events, Held: s.purg}, s.env.Named("roster"))
+	if err != nil {
+		return err
+	}
 	popts := s.policyOptions(svc, plugins, ext.AcceptNames)
-	popts.Events, popts.Held, popts.Git = events, s.purg, s.repos
+	popts.Events, popts.Held, popts.Git, popts.Roster = events, s.purg, s.repos, rost
 	rules, err := policy.New(popts, s.env.Named("policy"))
 	if err != nil {
 		return err
@@ -63,9 +70,12 @@ func (s *Server) assemble(ext Extensions) error {
 		return err
 	}
 	s.hosting, err = hosting.New(hosting.Options{
-		Events: events, Purgatory: s.purg, Repos: s.repos, Rules: rules, Hunter: s.hunter,
+		Events: events, Purgatory: s.purg, Repos: s.repos, Rules: rules, Hunter: s.hunter, Roster: rost,
 		Publish: func(ctx context.Context, evt *nostr.Event) error { return s.relay.Publish(ctx, evt) },
-		Spawn:   s.background,
+		Ingest: func(ctx context.Context, evt *nostr.Event, meta policy.Meta) (bool, string) {
+			return s.relay.Ingest(ctx, evt, meta)
+		},
+		Spawn: s.background,
 	}, s.env.Named("hosting"))
 	if err != nil {
 		return err

@@ -180,7 +180,15 @@ func TestG01G3_G4_MaintainerStateAndPropagation(t *testing.T) {
 	// A lists B; B has an announcement here too, listing A and C.
 	cl.mustAccept(e.announcement(a, "repo", nostr.Tag{"maintainers", b.pk}), purg)
 	cl.mustAccept(e.announcement(b, "repo", nostr.Tag{"maintainers", a.pk, c.pk}), purg)
-	// C (recursive maintainer, no announcement) publishes the state; push to A's URL
+	// Changed by maintainers-v3.md §3 ("G01-G3 'B state-only, no
+	// announcement → authorised' now rejects"): C, listed but silent, may
+	// not publish a state...
+	cl.mustReject(e.state(c, "repo", map[string]string{"refs/heads/main": x}, "refs/heads/main"), "invalid: author not authorized for this repository")
+	// ...until C lists B back (recursion through confirmed B, §5 case 5).
+	// The rejected state is re-evaluated when C's announcement arrives; C
+	// republishes a newer one as ngit would.
+	cl.mustAccept(e.announcement(c, "repo", nostr.Tag{"maintainers", b.pk}), purg)
+	e.clk.Advance(time.Second)
 	cl.mustAccept(e.state(c, "repo", map[string]string{"refs/heads/main": x}, "refs/heads/main"), purg)
 	if out, err := w.push(e.cloneURL(a, "repo"), "main:refs/heads/main"); err != nil {
 		t.Fatalf("push authorised by recursive maintainer: %v\n%s", err, out)

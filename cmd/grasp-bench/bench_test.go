@@ -1,0 +1,211 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/grasp-dev/grasp/core/nip34"
+)
+
+// TestTableEndToEnd runs the whole table on a tiny corpus: both servers are
+// built from this tree and started as processes, every scenario runs, and
+// the output must carry a positive figure for every metric of both servers
+// and their ratio. It checks the tool, not the speed of anything.
+func TestTableEndToEnd(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs two servers")
+	}
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Fatal("git is required")
+	}
+	dir := t.TempDir()
+	jsonPath := filepath.Join(dir, "out.json")
+	var stdout, stderr bytes.Buffer
+	code := run([]string{"table", "-events", "300", "-rounds", "2", "-corpus-dir", dir,
+		"-conns", "2", "-window", "8", "-queries", "5", "-neg-runs", "1",
+		"-subs", "20", "-sub-conns", "4", "-fanout-events", "10",
+		"-clone-commits", "30", "-clones", "1", "-settle", "0s", "-json", jsonPath}, &stdout, &stderr)
+	if code != 0 {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout.String(), stderr.String())
+	}
+	var res tableResult
+	data, err := os.ReadFile(jsonPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(data, &res); err != nil {
+		t.Fatalf("JSON output: %v", err)
+	}
+	if len(res.Rounds) != 2 {
+		t.Fatalf("%d rounds in the output, want 2", len(res.Rounds))
+	}
+	if res.Corpus.Events != 300 || res.Corpus.Repositories < 2 || res.Corpus.AvgEventBytes < 500 {
+		t.Errorf("corpus summary %+v: want 300 events, some repositories, events of realistic size", res.Corpus)
+	}
+	want := []string{"ingest_rate", "ingest_cpu", "write_per_event", "rss_peak", "query_#a_p50", "neg_99", "neg_insync", "fanout_p50", "clone_ratio"}
+	for _, r := range res.Rounds {
+		for _, name := range []string{serverGrasp, serverBaseline} {
+			s := r.Servers[name]
+			if s == nil {
+				t.Fatalf("round %d has no %s run", r.Round, name)
+			}
+			for _, k := range want {
+				if _, ok := s.get(k); !ok {
+					t.Errorf("round %d, %s: no %s", r.Round, name, k)
+				}
+			}
+			for _, m := range s.Metrics {
+				if !(m.Value > 0) || math.IsInf(m.Value, 0) {
+					t.Errorf("round %d, %s: %s = %v, want a positive number", r.Round, name, m.Key, m.Value)
+				}
+			}
+		}
+		for _, m := range r.Servers[serverGrasp].Metrics {
+			b, _ := r.Servers[serverBaseline].get(m.Key)
+			got, ok := r.Ratios[m.Key]
+			if !ok || math.Abs(got-m.Value/b) > 1e-9*math.Abs(got) {
+				t.Errorf("round %d: ratio of %s = %v (present %v), want %v ÷ %v", r.Round, m.Key, got, ok, m.Value, b)
+			}
+		}
+	}
+	// every activity event stored at once: repositories existed before
+	// their activity, so nothing waited in purgatory and nothing was refused
+	var ing ingestResult
+	raw, _ := json.Marshal(res.Rounds[0].Servers[serverGrasp].Detail["ingest"])
+	_ = json.Unmarshal(raw, &ing)
+	if ing.Accepted != ing.Events || ing.Events < 250 {
+		t.Errorf("grasp ingest %+v: want every one of the ~297 activity events accepted and stored", ing)
+	}
+	out := stdout.String()
+	for _, s := range []string{"| scenario", "ratio grasp ÷ baseline", "ingest to durable OK", "NIP-77", "git clone", " / "} {
+		if !strings.Contains(out, s) {
+			t.Errorf("table output lacks %q:\n%s", s, out)
+		}
+	}
+}
+
+// TestScaleEndToEnd fills both servers point by point on a tiny corpus and
+// checks every point carries positive figures for each.
+func TestScaleEndToEnd(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs two servers")
+	}
+	dir := t.TempDir()
+	jsonPath := filepath.Join(dir, "out.json")
+	var stdout, stderr bytes.Buffer
+	code := run([]string{"scale", "-points", "150,300", "-libsecp=false", "-corpus-dir", dir,
+		"-conns", "2", "-window", "8", "-queries", "3", "-neg-runs", "1", "-json", jsonPath}, &stdout, &stderr)
+	if code != 0 {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout.String(), stderr.String())
+	}
+	data, err := os.ReadFile(jsonPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res scaleResult
+	if err := json.Unmarshal(data, &res); err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Points) != 2 || res.Points[0] < 150 || res.Points[1] != 300 {
+		t.Fatalf("points %v, want about 150 and 300", res.Points)
+	}
+	for _, name := range []string{serverGrasp, serverBaseline} {
+		runs := res.Servers[name]
+		if len(runs) != 2 {
+			t.Fatalf("%s: %d points, want 2", name, len(runs))
+		}
+		for _, pr := range runs {
+			if pr.Run == nil {
+				t.Fatalf("%s at %d: skipped (%s)", name, pr.Events, pr.Skipped)
+			}
+			for _, k := range []string{"ingest_rate", "ingest_cpu", "query_ids_p50", "neg_99", "neg_insync", "rss_peak"} {
+				if v, ok := pr.Run.get(k); !ok || !(v > 0) {
+					t.Errorf("%s at %d: %s = %v (present %v), want a positive number", name, pr.Events, k, v, ok)
+				}
+			}
+		}
+	}
+	if !strings.Contains(stdout.String(), "| events stored") {
+		t.Errorf("no scale table in the output:\n%s", stdout.String())
+	}
+}
+
+// TestCorpusReproducible: the same size and seed give the same events (ids),
+// every dependency points backwards, and the commit a state names is the
+// object git computes for the body the benchmark pushes.
+func TestCorpusReproducible(t *testing.T) {
+	dir := t.TempDir()
+	now := time.Unix(1_760_000_000, 0)
+	a, b := filepath.Join(dir, "a.jsonl"), filepath.Join(dir, "b.jsonl")
+	for _, p := range []string{a, b} {
+		if err := generateFile(p, 400, 7, now); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ca, err := loadCorpus(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cb, err := loadCorpus(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	states := 0
+	for i := range ca.items {
+		if ca.items[i].id != cb.items[i].id {
+			t.Fatalf("event %d differs between two generations with one seed", i)
+		}
+		if d := ca.items[i].dep; d >= i {
+			t.Fatalf("event %d depends on event %d, not an earlier one", i, d)
+		}
+		if k := ca.items[i].kind; k != nip34.KindAnnouncement && ca.items[i].dep < 0 {
+			t.Fatalf("event %d (kind %d) depends on nothing; it must need its repository or thread", i, k)
+		}
+		if ca.items[i].kind == nip34.KindState {
+			states++
+		}
+	}
+	if states != len(ca.hdr.Repos) || states < 2 {
+		t.Fatalf("%d states for %d repositories", states, len(ca.hdr.Repos))
+	}
+	// every prefix the scale curve measures has all its repositories
+	// released: no announcement without its state
+	for n := 1; n <= len(ca.items); n += 7 {
+		b := ca.boundary(n)
+		anns, states, _ := ca.split(0, b)
+		if b < n || len(anns) != len(states) {
+			t.Fatalf("boundary(%d) = %d with %d announcements and %d states before it", n, b, len(anns), len(states))
+		}
+	}
+	oid, body := seedCommit(strings.Repeat("ab", 32), "repo")
+	cmd := exec.Command("git", "hash-object", "-t", "commit", "--stdin")
+	cmd.Stdin = bytes.NewReader(body)
+	got, err := cmd.Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.TrimSpace(string(got)) != oid {
+		t.Fatalf("git hash-object gives %s, seedCommit %s", got, oid)
+	}
+}
+
+func TestListeningLine(t *testing.T) {
+	for line, want := range map[string][2]string{
+		`{"@level":"info","@message":"grasp listening","addr":"127.0.0.1:40001"}`: {"serve", "127.0.0.1:40001"},
+		"listening 127.0.0.1:40002":              {"serve", "127.0.0.1:40002"},
+		"profiling listening 127.0.0.1:40003":    {"profile", "127.0.0.1:40003"},
+		`{"@message":"store opened","addr":"x"}`: {"", ""},
+	} {
+		kind, addr := listeningLine(line)
+		if kind != want[0] || addr != want[1] {
+			t.Errorf("listeningLine(%s) = %q %q, want %q %q", line, kind, addr, want[0], want[1])
+		}
+	}
+}

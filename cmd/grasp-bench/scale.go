@@ -1,0 +1,332 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// scaleOpts are the flags of the scale command.
+type scaleOpts struct {
+	commonOpts
+	points           []int
+	baselineBudget   time.Duration
+	libsecp          bool
+	verifyGoroutines int
+	verifyFor        time.Duration
+}
+
+// pointRun is one server's figures at one store size.
+type pointRun struct {
+	Events  int        `json:"events"`
+	Run     *serverRun `json:"run,omitempty"`
+	Skipped string     `json:"skipped,omitempty"`
+}
+
+// verifyResult is one library's signature-check ceiling.
+type verifyResult struct {
+	Library    string  `json:"library"`
+	Goroutines int     `json:"goroutines"`
+	Rate       float64 `json:"rate"`           // verifications per wall second
+	PerCPU     float64 `json:"per_cpu_second"` // verifications per CPU second of the measuring process
+}
+
+type scaleResult struct {
+	Points   []int                 `json:"points"` // the sizes measured (see corpus.boundary)
+	Machine  machine               `json:"machine"`
+	Command  string                `json:"command"`
+	Corpus   corpusSummary         `json:"corpus"`
+	Settings map[string]any        `json:"settings"`
+	Verify   []verifyResult        `json:"verify"`
+	Servers  map[string][]pointRun `json:"servers"`
+}
+
+func scaleCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("grasp-bench scale", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var o scaleOpts
+	points := fs.String("points", "20000,200000,1000000", "store sizes at which to measure (events, ascending); the corpus is the largest, each point its prefix")
+	o.register(fs)
+	fs.DurationVar(&o.baselineBudget, "baseline-budget", 15*time.Minute, "skip the baseline at a point whose ingest its previous rate says would take longer")
+	fs.BoolVar(&o.libsecp, "libsecp", true, "also measure grasp built with -tags libsecp256k1 (cgo) and the verification ceilings")
+	fs.IntVar(&o.verifyGoroutines, "verify-goroutines", runtime.NumCPU(), "goroutines for the signature-verification ceiling")
+	fs.DurationVar(&o.verifyFor, "verify-for", 10*time.Second, "how long each verification ceiling is measured")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	for _, s := range strings.Split(*points, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil || n < 100 || (len(o.points) > 0 && n <= o.points[len(o.points)-1]) {
+			return fmt.Errorf("-points: %q is not an ascending list of sizes >= 100", *points)
+		}
+		o.points = append(o.points, n)
+	}
+	o.build.libsecp = o.libsecp
+	res, err := runScale(ctx, o, stderr)
+	return emit(res, err, func(r *scaleResult) { writeScaleReport(stdout, o, r) }, o.jsonPath)
+}
+
+func runScale(ctx context.Context, o scaleOpts, stderr io.Writer) (*scaleResult, error) {
+	logf := logger(stderr)
+	res := &scaleResult{Machine: describeMachine(), Command: "grasp-bench " + strings.Join(os.Args[1:], " "), Servers: map[string][]pointRun{}}
+	tmp, cleanup, err := o.workDir("grasp-bench-scale-", logf)
+	if err != nil {
+		return nil, err
+	}
+	defer cleanup()
+	last := o.points[len(o.points)-1]
+	c, err := loadOrGenerate(o.corpusDir, last, o.seed, logf)
+	if err != nil {
+		return nil, err
+	}
+	res.Corpus = summarise(c, corpusPath(o.corpusDir, last, o.seed), last)
+	for i, n := range o.points {
+		o.points[i] = c.boundary(n)
+	}
+	res.Points = o.points
+	negMax := 0
+	if last+last/10 > 1_000_000 { // the default limit must cover the whole store
+		negMax = last + last/10
+	}
+	res.Settings = map[string]any{
+		"points": o.points, "conns": o.conns, "window": o.window, "queries_per_kind": o.queries, "neg_runs": o.negRuns,
+		"baseline_budget": o.baselineBudget.String(), "baseline_sync_writes": o.baselineSync, "baseline_neg_limit": o.baselineNeg,
+		"grasp_negentropy_max_events": negMax,
+	}
+	bins, err := prepareBinaries(ctx, o.build, tmp, logf)
+	if err != nil {
+		return res, err
+	}
+	if o.libsecp {
+		if res.Verify, err = verifyCeilings(ctx, o, last, tmp, logf); err != nil {
+			return res, err
+		}
+	}
+	servers := []string{serverGrasp}
+	if o.libsecp {
+		servers = append(servers, serverLibsecp)
+	}
+	servers = append(servers, serverBaseline)
+	for _, name := range servers {
+		dir, err := os.MkdirTemp(tmp, name+"-")
+		if err != nil {
+			return res, err
+		}
+		runs, err := scaleServer(ctx, name, bins, dir, c, o, negMax, logf)
+		res.Servers[name] = runs
+		if !o.keep {
+			os.RemoveAll(dir)
+		}
+		if err != nil {
+			return res, fmt.Errorf("%s: %w", name, err)
+		}
+	}
+	res.Machine.LoadAfter = loadAvg()
+	return res, nil
+}
+
+// scaleServer fills one server point by point: each point adds the events
+// between the previous point and this one, then measures queries and
+// NIP-77 over everything stored so far.
+func scaleServer(ctx context.Context, name string, bins binaries, dir string, c *corpus, o scaleOpts, negMax int, logf func(string, ...any)) ([]pointRun, error) {
+	p, _, err := startServer(ctx, name, bins, dir, serverOpts{negentropyMax: negMax, baselineSync: o.baselineSync, baselineNeg: o.baselineNeg})
+	if err != nil {
+		return nil, err
+	}
+	defer p.stop()
+	done := newDoneSet(len(c.items))
+	pushRepo := filepath.Join(dir, "seed.git")
+	if _, err := gitRun(ctx, "", "init", "-q", "--bare", pushRepo); err != nil {
+		return nil, err
+	}
+	var out []pointRun
+	prev, lastRate := 0, 0.0
+	skip := ""
+	for _, n := range o.points {
+		if skip == "" && name == serverBaseline && lastRate > 0 {
+			if eta := time.Duration(float64(n-prev) / lastRate * float64(time.Second)); eta > o.baselineBudget {
+				skip = fmt.Sprintf("skipped: at its last rate of %.0f events/s, ingesting %d more events would take %s, over the budget of %s (-baseline-budget)",
+					lastRate, n-prev, eta.Round(time.Minute), o.baselineBudget)
+			}
+		}
+		if skip != "" {
+			out = append(out, pointRun{Events: n, Skipped: skip})
+			continue
+		}
+		logf("%s: ingest events %d..%d", name, prev, n)
+		run := &serverRun{Server: name, Detail: map[string]any{}}
+		anns, states, activity := c.split(prev, n)
+		sr, err := seedRepos(ctx, p, name != serverBaseline, c, anns, states, done, pushRepo)
+		if err != nil {
+			return out, fmt.Errorf("seed repositories to %d: %w", n, err)
+		}
+		run.Detail["seed"] = sr
+		before, err := sampleProc(p.pid())
+		if err != nil {
+			return out, err
+		}
+		ing, err := ingest(ctx, p.wsURL(), c, activity, done, o.conns, o.window)
+		if err != nil {
+			return out, fmt.Errorf("ingest to %d: %w", n, err)
+		}
+		if ing.Rejected > 0 {
+			return out, fmt.Errorf("ingest to %d: %d events refused: %v", n, ing.Rejected, ing.Reasons)
+		}
+		after, err := sampleProc(p.pid())
+		if err != nil {
+			return out, err
+		}
+		seg := float64(len(activity))
+		lastRate = ing.rate()
+		run.add("ingest_rate", fmt.Sprintf("ingest (events %s→%s)", commas(int64(prev)), commas(int64(n))), "events/s", ing.rate())
+		run.add("ingest_cpu", "server CPU per event", "µs", float64((after.cpu-before.cpu).Microseconds())/seg)
+		run.add("ingest_ok_p50", "OK latency p50", "ms", ms(percentile(ing.lats, 0.5)))
+		run.add("write_per_event", "bytes written per event", "B", float64(after.writeBytes-before.writeBytes)/seg)
+		run.Detail["ingest"] = ing
+		if name != serverLibsecp {
+			logf("%s: queries and NIP-77 at %d events", name, n)
+			if err := measureQueries(ctx, p, c, n, o.queries, o.seed, run); err != nil {
+				return out, fmt.Errorf("at %d events: %w", n, err)
+			}
+			if err := measureNegentropy(ctx, p, c, n, o.negRuns, run); err != nil {
+				return out, fmt.Errorf("at %d events: %w", n, err)
+			}
+		}
+		now, err := sampleProc(p.pid())
+		if err != nil {
+			return out, err
+		}
+		_, disk := dirSizes(p.dataDir)
+		run.add("disk_per_event", "data directory per event", "B", float64(disk)/float64(n))
+		run.add("rss_peak", "RSS peak so far (VmHWM)", "MiB", float64(now.hwmKB)/1024)
+		run.add("rss_now", "RSS now", "MiB", float64(now.rssKB)/1024)
+		out = append(out, pointRun{Events: n, Run: run})
+		prev = n
+		if err := p.alive(); err != nil {
+			return out, err
+		}
+	}
+	return out, nil
+}
+
+// verifyCeilings measures signature checks per second with btcec (this
+// binary) and with libsecp256k1 (this command rebuilt with the tag), on
+// the same events.
+func verifyCeilings(ctx context.Context, o scaleOpts, events int, tmp string, logf func(string, ...any)) ([]verifyResult, error) {
+	logf("signature verification ceilings (%d goroutines, %s each)", o.verifyGoroutines, o.verifyFor)
+	var out []verifyResult
+	root, err := moduleRoot(ctx)
+	if err != nil {
+		return nil, err
+	}
+	bins := map[string]string{"btcec": filepath.Join(tmp, "grasp-bench"), "libsecp256k1": filepath.Join(tmp, "grasp-bench-libsecp256k1")}
+	for _, lib := range []string{"btcec", "libsecp256k1"} {
+		var tags []string
+		if lib == "libsecp256k1" {
+			tags = []string{"libsecp256k1"}
+		}
+		if err := goBuild(ctx, root, "./cmd/grasp-bench", bins[lib], tags); err != nil {
+			return nil, err
+		}
+		cmd := exec.CommandContext(ctx, bins[lib], "verify", "-events", strconv.Itoa(events), "-seed", strconv.FormatUint(o.seed, 10),
+			"-corpus-dir", o.corpusDir, "-goroutines", strconv.Itoa(o.verifyGoroutines), "-for", o.verifyFor.String(), "-json")
+		var stdout, stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		if err := cmd.Run(); err != nil {
+			return nil, fmt.Errorf("verify with %s: %v\n%s", lib, err, stderr.String())
+		}
+		var v verifyResult
+		if err := json.Unmarshal(stdout.Bytes(), &v); err != nil {
+			return nil, fmt.Errorf("verify with %s: %w: %s", lib, err, stdout.String())
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}
+
+func writeScaleReport(w io.Writer, o scaleOpts, res *scaleResult) {
+	fmt.Fprintf(w, "grasp-bench scale: each server filled point by point; ingest figures are for the events added since the previous point\n")
+	fmt.Fprintf(w, "machine: %s\n", res.Machine)
+	fmt.Fprintf(w, "corpus: %d events (%d repositories), average event %.0f B of JSON; %d connections × %d in flight\n",
+		res.Corpus.Events, res.Corpus.Repositories, res.Corpus.AvgEventBytes, o.conns, o.window)
+	fmt.Fprint(w, baselineLine(o.commonOpts))
+	tw := tabwriter.NewWriter(w, 0, 0, 1, ' ', 0)
+	fmt.Fprint(tw, "| events stored\t")
+	for _, n := range res.Points {
+		fmt.Fprintf(tw, "| %s\t", commas(int64(n)))
+	}
+	fmt.Fprintln(tw, "|")
+	fmt.Fprint(tw, "|---\t")
+	for range res.Points {
+		fmt.Fprint(tw, "|--:\t")
+	}
+	fmt.Fprintln(tw, "|")
+	var skipped []string
+	for _, name := range []string{serverGrasp, serverLibsecp, serverBaseline} {
+		runs := res.Servers[name]
+		if len(runs) == 0 {
+			continue
+		}
+		var keys []metric
+		seen := map[string]bool{}
+		for _, pr := range runs {
+			if pr.Skipped != "" && !slices.Contains(skipped, name+" "+pr.Skipped) {
+				skipped = append(skipped, name+" "+pr.Skipped)
+			}
+			if pr.Run == nil {
+				continue
+			}
+			for _, m := range pr.Run.Metrics {
+				if !seen[m.Key] {
+					seen[m.Key] = true
+					keys = append(keys, m)
+				}
+			}
+		}
+		for _, k := range keys {
+			label := name + ": " + k.Label
+			if k.Key == "ingest_rate" {
+				label = name + ": ingest"
+			}
+			fmt.Fprintf(tw, "| %s, %s\t", label, k.Unit)
+			for _, n := range res.Points {
+				cell := "—"
+				for _, pr := range runs {
+					if pr.Events == n && pr.Run != nil {
+						if v, ok := pr.Run.get(k.Key); ok {
+							cell = fmtNum(v)
+						}
+					} else if pr.Events == n && pr.Skipped != "" {
+						cell = "skipped"
+					}
+				}
+				fmt.Fprintf(tw, "| %s\t", cell)
+			}
+			fmt.Fprintln(tw, "|")
+		}
+	}
+	tw.Flush()
+	for _, s := range skipped {
+		fmt.Fprintf(w, "\n%s", s)
+	}
+	if len(res.Verify) > 0 {
+		fmt.Fprintf(w, "\n\nsignature verification ceiling (the same corpus events, id hash + Schnorr check):\n")
+		for _, v := range res.Verify {
+			fmt.Fprintf(w, "  %-22s %8s verifications/s on %d goroutines; %8s per CPU second → %s/s on %d cores\n",
+				v.Library, fmtNum(v.Rate), v.Goroutines, fmtNum(v.PerCPU), fmtNum(v.PerCPU*float64(res.Machine.CPUs)), res.Machine.CPUs)
+		}
+	}
+	fmt.Fprint(w, ingestNotes)
+}

@@ -1,0 +1,154 @@
+package main
+
+import (
+	"go/parser"
+	"go/token"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// docs/architecture.md describes the tree and its import rules; these tests
+// keep the description true as packages are added and imports change.
+
+const (
+	modulePath = "github.com/grasp-dev/grasp"
+	archDoc    = repoRoot + "/docs/architecture.md"
+)
+
+// packageImports maps each package directory of the module (relative, with
+// slashes) to the module packages its non-test files import. Directories
+// holding only tests are listed with no imports.
+func packageImports(t *testing.T) map[string][]string {
+	t.Helper()
+	out := map[string][]string{}
+	fset := token.NewFileSet()
+	err := filepath.WalkDir(repoRoot, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			if name := d.Name(); path != repoRoot && (strings.HasPrefix(name, ".") || name == "testdata") {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(path, ".go") {
+			return nil
+		}
+		rel, err := filepath.Rel(repoRoot, filepath.Dir(path))
+		if err != nil {
+			return err
+		}
+		rel = filepath.ToSlash(rel)
+		if _, ok := out[rel]; !ok {
+			out[rel] = nil
+		}
+		if strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		f, err := parser.ParseFile(fset, path, nil, parser.ImportsOnly)
+		if err != nil {
+			return err
+		}
+		for _, imp := range f.Imports {
+			p, _ := strconv.Unquote(imp.Path.Value)
+			if dep, ok := strings.CutPrefix(p, modulePath+"/"); ok && !slices.Contains(out[rel], dep) {
+				out[rel] = append(out[rel], dep)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func under(pkg, root string) bool { return pkg == root || strings.HasPrefix(pkg, root+"/") }
+
+// importViolations checks the rules of the house that docs/architecture.md
+// states, for the module packages each package imports.
+func importViolations(imports map[string][]string) []string {
+	var bad []string
+	for pkg, deps := range imports {
+		for _, dep := range deps {
+			switch {
+			case under(pkg, "core") && (under(dep, "plugins") || under(dep, "cmd")):
+				bad = append(bad, pkg+" imports "+dep+": core never imports plugins/ or cmd/")
+			case pkg == "core/nip34" || pkg == "core/clock":
+				bad = append(bad, pkg+" imports "+dep+": it imports nothing of ours")
+			case pkg == "core/policy" && !slices.Contains([]string{"core/nip34", "core/env", "core/clock", "core/roster"}, dep):
+				bad = append(bad, pkg+" imports "+dep+": policy imports only core/nip34, core/env, core/clock and core/roster")
+			case pkg == "core/roster" && !slices.Contains([]string{"core/nip34", "core/env", "core/clock"}, dep):
+				bad = append(bad, pkg+" imports "+dep+": roster imports only core/nip34, core/env and core/clock")
+			case under(pkg, "core/sync") && under(dep, "core/git"), under(pkg, "core/git") && under(dep, "core/sync"):
+				bad = append(bad, pkg+" imports "+dep+": sync and git do not import each other")
+			case pkg == "core/hosting" && under(dep, "core/sync"):
+				bad = append(bad, pkg+" imports "+dep+": hosting never touches sync state")
+			case dep == "internal/testwait" || dep == "core/internal/memkv":
+				bad = append(bad, pkg+" imports "+dep+" outside its tests")
+			case dep == "plugins" && pkg != "cmd/grasp":
+				bad = append(bad, pkg+" imports plugins: only cmd/grasp wires them")
+			}
+		}
+	}
+	slices.Sort(bad)
+	return bad
+}
+
+// TestImportRules: the import rules of docs/architecture.md hold.
+func TestImportRules(t *testing.T) {
+	imports := packageImports(t)
+	if _, ok := imports["core/nip34"]; !ok {
+		t.Fatalf("the walk found no core/nip34: %v", imports)
+	}
+	if bad := importViolations(imports); len(bad) > 0 {
+		t.Fatalf("import rules broken:\n%s", strings.Join(bad, "\n"))
+	}
+}
+
+// TestImportRulesCatchViolations proves each rule can fail.
+func TestImportRulesCatchViolations(t *testing.T) {
+	bad := importViolations(map[string][]string{
+		"core/relay":     {"plugins"},
+		"core/nip34":     {"core/clock"},
+		"core/policy":    {"core/store"},
+		"core/roster":    {"core/policy"},
+		"core/sync/conn": {"core/git"},
+		"core/git":       {"core/sync"},
+		"core/hosting":   {"core/sync"},
+		"core/store":     {"internal/testwait"},
+		"scripts":        {"plugins"},
+		"cmd/grasp":      {"plugins", "core/server"},
+	})
+	if len(bad) != 9 {
+		t.Fatalf("want 9 violations, got %d:\n%s", len(bad), strings.Join(bad, "\n"))
+	}
+}
+
+// TestArchitectureDocMapsEveryPackage: every package directory of the module
+// is in the package map of docs/architecture.md, and every path the map
+// names exists.
+func TestArchitectureDocMapsEveryPackage(t *testing.T) {
+	b, err := os.ReadFile(archDoc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(b)
+	for pkg := range packageImports(t) {
+		if !strings.Contains(doc, "| `"+pkg+"` |") {
+			t.Errorf("package %s is not in the package map of docs/architecture.md", pkg)
+		}
+	}
+	for _, m := range regexp.MustCompile("(?m)^\\| `([a-z./][a-z0-9_./]*)` \\|").FindAllStringSubmatch(doc, -1) {
+		if _, err := os.Stat(filepath.Join(repoRoot, m[1])); err != nil {
+			t.Errorf("docs/architecture.md maps %s, which does not exist", m[1])
+		}
+	}
+}

@@ -1,0 +1,28 @@
+package hosting
+
+import (
+	"context"
+
+	"github.com/grasp-dev/grasp/core/policy"
+)
+
+// recheckRejected runs the states of identifier d refused in the last
+// roster.RejectedTTL through the write path again, after the current
+// request: an announcement of d changed, so a roster may have grown (an
+// invitee's acceptance often arrives just after its first state;
+// maintainers-v3.md §3 [R]).
+func (o *op) recheckRejected(d string) {
+	if o.ingest == nil {
+		return
+	}
+	evs := o.roster.TakeRejected(d)
+	if len(evs) == 0 {
+		return
+	}
+	o.spawn(func(ctx context.Context) {
+		for _, evt := range evs {
+			ok, msg := o.ingest(ctx, evt, policy.Meta{Source: policy.SourceRecheck, ReceivedAt: o.clk.Now()})
+			o.log.Info("re-evaluated a rejected state after an announcement changed", "id", evt.ID, "d", d, "ok", ok, "msg", msg)
+		}
+	})
+}
