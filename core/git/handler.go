@@ -75,7 +75,7 @@ type Options struct {
 	MaxFetchDuration time.Duration
 	// MaxProcesses bounds the git processes serving requests at once
 	// (default 32); a request beyond it waits up to QueueWait (default
-	// 30 s), then is refused. MaxProcessesPerIP bounds them per client IP
+	// 30 s; < 0 does not wait), then is refused. MaxProcessesPerIP bounds them per client IP
 	// (default 8); beyond it a request is refused at once.
 	MaxProcesses      int
 	MaxProcessesPerIP int
@@ -120,7 +120,7 @@ func (o *Options) defaults() {
 	if o.MaxProcessesPerIP <= 0 {
 		o.MaxProcessesPerIP = 8
 	}
-	if o.QueueWait <= 0 {
+	if o.QueueWait == 0 {
 		o.QueueWait = 30 * time.Second
 	}
 	if o.MinBodyBytes == 0 {

@@ -59,6 +59,11 @@ func (s *slots) acquire(ctx context.Context, ip string) (func(), *slotError) {
 	s.byIP[ip]++
 	var deadline clock.Timer
 	for s.running >= s.total {
+		if s.queueWait < 0 {
+			s.leaveLocked(ip)
+			s.mu.Unlock()
+			return nil, s.busy()
+		}
 		if deadline == nil {
 			deadline = s.clk.NewTimer(s.queueWait)
 			defer deadline.Stop()
@@ -78,8 +83,7 @@ func (s *slots) acquire(ctx context.Context, ip string) (func(), *slotError) {
 		}
 		s.leaveLocked(ip)
 		s.mu.Unlock()
-		return nil, &slotError{status: http.StatusServiceUnavailable, reason: "busy",
-			msg: fmt.Sprintf("error: this server is running its maximum of %d git processes; try again in a minute", s.total)}
+		return nil, s.busy()
 	}
 	s.running++
 	s.mu.Unlock()
@@ -94,6 +98,11 @@ func (s *slots) acquire(ctx context.Context, ip string) (func(), *slotError) {
 			s.mu.Unlock()
 		})
 	}, nil
+}
+
+func (s *slots) busy() *slotError {
+	return &slotError{status: http.StatusServiceUnavailable, reason: "busy",
+		msg: fmt.Sprintf("error: this server is running its maximum of %d git processes; try again in a minute", s.total)}
 }
 
 func (s *slots) leaveLocked(ip string) {

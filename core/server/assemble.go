@@ -85,10 +85,25 @@ func (s *Server) assemble(ext Extensions) error {
 	if err := s.assembleRelay(popts, rules); err != nil {
 		return err
 	}
+	minBody := int64(cfg.Git.MinBodyBytes)
+	if minBody == 0 {
+		minBody = -1 // config's 0 is "no check"; git.Options' 0 is its default
+	}
+	queueWait := cfg.Git.QueueWait.D()
+	if queueWait == 0 {
+		queueWait = -1 // refuse at once
+	}
 	s.relay.HandleGit(git.NewHandler(git.Options{
 		Repos: s.repos, Authority: s.hosting, Hooks: s.hosting,
-		PublicURL:    cfg.Server.PublicURL,
-		MaxPushBytes: int64(cfg.Grasp.MaxPushMB) << 20,
+		PublicURL:         cfg.Server.PublicURL,
+		MaxPushBytes:      int64(cfg.Grasp.MaxPushMB) << 20,
+		MaxDuration:       cfg.Git.MaxPushDuration.D(),
+		MaxFetchDuration:  cfg.Git.MaxFetchDuration.D(),
+		MaxProcesses:      cfg.Git.MaxProcesses,
+		MaxProcessesPerIP: cfg.Git.MaxProcessesPerIP,
+		QueueWait:         queueWait,
+		MinBodyBytes:      minBody,
+		BodyRateWindow:    cfg.Git.BodyRateWindow.D(),
 	}, s.env.Named("git")))
 
 	s.sched = scheduler.New(scheduler.Options{}, s.env.Named("scheduler"))
