@@ -33,8 +33,29 @@ type PushResult struct {
 	StateEventID string
 	State        *StateCandidate
 	// Placeholders are refs/nostr/<id> refs pushed before their PR event:
-	// record them with a TTL (G01-G5b/f).
-	Placeholders []Placeholder
+	// record them with a TTL (G01-G5b/f), with Remote (the client IP) and
+	// PlaceholderBytes (what the push brought) for the placeholder quotas.
+	Placeholders     []Placeholder
+	Remote           string
+	PlaceholderBytes int64
+}
+
+// PlaceholderQuota bounds refs/nostr/<id> placeholders, which anyone may
+// push before their PR event exists (audit 2026-11, F02).
+type PlaceholderQuota interface {
+	// ReservePlaceholders admits a push from ip creating placeholders for
+	// ids in repo, before git runs; an error's text is what the client
+	// sees. The reservation holds until OnPush has recorded them.
+	ReservePlaceholders(repo nip34.RepoRef, ip string, ids []string) (PlaceholderReservation, error)
+}
+
+// PlaceholderReservation is a placeholder push in progress.
+type PlaceholderReservation interface {
+	// Charge counts n more bytes of the push; an error stops the push (its
+	// text is what the client sees).
+	Charge(n int64) error
+	Bytes() int64
+	Release()
 }
 
 // Hooks receives post-push notifications (release from purgatory,
@@ -51,6 +72,8 @@ type Options struct {
 	Authority Authority
 	// Hooks hears about applied pushes; nil: nobody.
 	Hooks Hooks
+	// Placeholders bounds refs/nostr placeholder pushes; nil: unbounded.
+	Placeholders PlaceholderQuota
 	// BrowseURL is the repository page's link to a web client, with {npub}
 	// and {id} (percent-encoded) placeholders.
 	// Default "https://gitworkshop.dev/{npub}/{id}".

@@ -25,7 +25,7 @@ func (h *handler) serveReceivePack(w http.ResponseWriter, r *http.Request, repo 
 	owner, id := repo.Npub(), repo.Identifier
 	start := h.clk.Now()
 	ip := h.clientIP(r)
-	body, wire, _, closeBody, err := h.requestBody(w, r, h.opts.MaxPushBytes, "a push may hold "+sizeText(h.opts.MaxPushBytes))
+	body, wire, lim, closeBody, err := h.requestBody(w, r, h.opts.MaxPushBytes, "a push may hold "+sizeText(h.opts.MaxPushBytes))
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		h.finish("push", start, runResult{err: err})
@@ -52,6 +52,7 @@ func (h *handler) serveReceivePack(w http.ResponseWriter, r *http.Request, repo 
 		h.finish("push", start, runResult{in: wire.n})
 		return
 	}
+	placeholderBytes := func() int64 { return 0 }
 	refuseAll := func(reason string) {
 		res := Result{Reason: reason, RefReasons: map[string]string{}}
 		// Read what the client is still sending so that it reads our answer
@@ -81,6 +82,29 @@ func (h *handler) serveReceivePack(w http.ResponseWriter, r *http.Request, repo 
 		writeReceiveResult(w, rejection(cmds, res))
 		h.finish("push", start, runResult{rejected: true, in: wire.n})
 		return
+	}
+	if len(res.Placeholders) > 0 && h.opts.Placeholders != nil {
+		// Placeholders are anonymous writes: counted before git runs, and
+		// their bytes as they arrive (audit F02).
+		ids := make([]string, len(res.Placeholders))
+		for i, ph := range res.Placeholders {
+			ids[i] = ph.EventID
+		}
+		rsv, err := h.opts.Placeholders.ReservePlaceholders(repo, ip, ids)
+		if err != nil {
+			h.m.refused.WithLabelValues("quota").Inc()
+			h.log.Info("placeholder push refused", "owner", owner, "id", id, "reason", err)
+			refuseAll(err.Error())
+			return
+		}
+		defer rsv.Release()
+		if err := rsv.Charge(int64(len(raw))); err != nil {
+			h.m.refused.WithLabelValues("quota").Inc()
+			refuseAll(err.Error())
+			return
+		}
+		lim.charge = rsv.Charge
+		placeholderBytes = rsv.Bytes
 	}
 	release, refused := h.slots.acquire(r.Context(), ip)
 	if refused != nil {
@@ -126,7 +150,8 @@ func (h *handler) serveReceivePack(w http.ResponseWriter, r *http.Request, repo 
 	}
 	h.finish("push", start, rr)
 	if applied && h.hooks != nil {
-		pr := PushResult{Repo: repo, Updates: cmds.Updates, State: gres.State, Placeholders: gres.Placeholders}
+		pr := PushResult{Repo: repo, Updates: cmds.Updates, State: gres.State, Placeholders: gres.Placeholders,
+			Remote: ip, PlaceholderBytes: placeholderBytes()}
 		if gres.State != nil {
 			pr.StateEventID = gres.State.EventID
 		}

@@ -31,7 +31,15 @@ type limitReader struct {
 	max  int64
 	read int64
 	why  string
+	// charge, when set, is told of every byte read; its error ends the
+	// body (a quota: the text is for the client).
+	charge func(n int64) error
 }
+
+// quotaError is a body cut by limitReader.charge.
+type quotaError struct{ msg string }
+
+func (q *quotaError) Error() string { return q.msg }
 
 // unbounded is a limitReader's max when nothing bounds a body.
 const unbounded = math.MaxInt64
@@ -51,6 +59,11 @@ func (l *limitReader) Read(p []byte) (int, error) {
 	}
 	n, err := l.r.Read(p)
 	l.read += int64(n)
+	if n > 0 && l.charge != nil {
+		if cerr := l.charge(int64(n)); cerr != nil {
+			return 0, &quotaError{msg: cerr.Error()}
+		}
+	}
 	return n, err
 }
 
@@ -257,6 +270,22 @@ func (h *handler) runService(w http.ResponseWriter, r *http.Request, spec runSpe
 
 	buf := make([]byte, 64<<10)
 	n, rerr := io.ReadAtLeast(stdout, buf, 1)
+	var in copyResult
+	gotIn := false
+	if n > 0 && stdin != nil {
+		// The copy reports before it closes git's input, so a request we
+		// cut (size, quota, rate) is known before git answers the truncated
+		// body: the client hears our reason, not git's "early EOF".
+		select {
+		case in = <-copied:
+			gotIn = true
+		default:
+		}
+		if gotIn && cutByUs(in.err) {
+			_, _ = io.Copy(io.Discard, stdout)
+			n = 0
+		}
+	}
 	if n > 0 {
 		noCache(w)
 		w.Header().Set("Content-Type", spec.contentType)
@@ -294,12 +323,13 @@ func (h *handler) runService(w http.ResponseWriter, r *http.Request, spec runSpe
 	res.stderr = stderr.String()
 	// The copy result is there whenever git stopped because of its input;
 	// if git exited first, the copy may still be blocked on the client.
-	var in copyResult
-	select {
-	case in = <-copied:
-		res.in = in.n
-	default:
+	if !gotIn {
+		select {
+		case in = <-copied:
+		default:
+		}
 	}
+	res.in = in.n
 	if waitErr != nil && res.err == nil {
 		res.err = fmt.Errorf("%s exited: %w: %s", spec.svc, waitErr, truncate(res.stderr, 300))
 	}
@@ -311,6 +341,10 @@ func (h *handler) runService(w http.ResponseWriter, r *http.Request, spec runSpe
 	case errors.Is(in.err, errBodyTooLarge):
 		res.err = fmt.Errorf("%s: %w", spec.svc, in.err)
 		h.refuse(w, spec, http.StatusRequestEntityTooLarge, "error: request body exceeds the server's size limit ("+strings.TrimPrefix(in.err.Error(), errBodyTooLarge.Error()+": ")+")")
+	case errors.As(in.err, new(*quotaError)):
+		res.err = fmt.Errorf("%s: %w", spec.svc, in.err)
+		h.m.refused.WithLabelValues("quota").Inc()
+		h.refuse(w, spec, http.StatusRequestEntityTooLarge, in.err.Error())
 	case errors.Is(in.err, errSlowBody):
 		res.err = fmt.Errorf("%s: %w", spec.svc, in.err)
 		h.refuse(w, spec, http.StatusRequestTimeout, slowBodyMsg(in.err))
@@ -336,6 +370,12 @@ func (h *handler) runService(w http.ResponseWriter, r *http.Request, spec runSpe
 		_, _ = w.Write(spec.preamble)
 	}
 	return res
+}
+
+// cutByUs reports whether a request body ended because a limit of ours cut
+// it.
+func cutByUs(err error) bool {
+	return errors.Is(err, errBodyTooLarge) || errors.Is(err, errSlowBody) || errors.As(err, new(*quotaError))
 }
 
 // refuse answers a request refused before git wrote anything.

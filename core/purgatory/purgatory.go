@@ -68,6 +68,10 @@ type Placeholder struct {
 	EventID string        `json:"event_id"`
 	Commit  string        `json:"commit"`
 	Expires time.Time     `json:"expires"`
+	// Remote is the client address that pushed it, Bytes its share of the
+	// push's data (PlaceholderQuotas).
+	Remote string `json:"remote,omitempty"`
+	Bytes  int64  `json:"bytes,omitempty"`
 }
 
 // Options configure a Purgatory.
@@ -77,6 +81,9 @@ type Options struct {
 	PlaceholderTTL time.Duration // nostr_ref_ttl (20 min)
 	ExpiredMemory  time.Duration // how long expired ids are remembered (7 days)
 	Quotas         Quotas        // what strangers may hold; zero fields are unbounded
+	// PlaceholderQuotas bound refs/nostr placeholders; zero fields are
+	// unbounded.
+	PlaceholderQuotas PlaceholderQuotas
 }
 
 // Purgatory holds events whose git data has not arrived. It is an in-memory
@@ -92,7 +99,8 @@ type Purgatory struct {
 	mu           sync.Mutex
 	held         map[string]*Entry       // by event id
 	idx          *index                  // held, by what the write path asks
-	placeholders map[string]*Placeholder // by event id
+	placeholders map[string]*Placeholder // by placeholderKey
+	phUse        *placeholderUse         // placeholders and reservations by scope
 	expired      map[string]time.Time    // id -> forget-at
 
 	sizeGauge *prometheus.GaugeVec
@@ -150,6 +158,7 @@ func New(opts Options, e env.Env) (*Purgatory, error) {
 		held:         map[string]*Entry{},
 		idx:          newIndex(),
 		placeholders: map[string]*Placeholder{},
+		phUse:        newPlaceholderUse(),
 		expired:      map[string]time.Time{},
 		sizeGauge: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "grasp_purgatory_entries", Help: "Events held in purgatory, by kind.",
@@ -209,7 +218,7 @@ func (p *Purgatory) load() error {
 			p.log.Warn("dropping unreadable placeholder", "id", key, "error", err)
 			return nil
 		}
-		p.placeholders[key] = &ph
+		p.putPlaceholderLocked(key, &ph)
 		return nil
 	})
 	if err != nil {
@@ -602,7 +611,7 @@ func (p *Purgatory) Sweep() (expired []Entry, placeholders []Placeholder, err er
 		if err := p.kv.Delete(bucketPlaceholder, id); err != nil {
 			return expired, placeholders, fmt.Errorf("purgatory: drop placeholder %s: %w", id, err)
 		}
-		delete(p.placeholders, id)
+		p.dropPlaceholderLocked(id)
 		placeholders = append(placeholders, *ph)
 	}
 	for id, at := range p.expired {
@@ -625,21 +634,39 @@ func (p *Purgatory) Expired(id string) bool {
 	return ok
 }
 
-// AddPlaceholder records a refs/nostr/<id> ref pushed with no PR event yet.
-func (p *Purgatory) AddPlaceholder(r nip34.RepoRef, eventID, commit string) error {
-	ph := &Placeholder{Repo: r, EventID: eventID, Commit: commit, Expires: p.clk.Now().Add(p.opts.PlaceholderTTL)}
-	b, err := json.Marshal(ph)
+// AddPlaceholder records a refs/nostr/<id> ref pushed with no PR event yet
+// (ph.Repo, EventID, Commit, and Remote and Bytes for the quotas); it
+// expires after PlaceholderTTL. A placeholder pushed again replaces the
+// old one.
+func (p *Purgatory) AddPlaceholder(ph Placeholder) error {
+	ph.Expires = p.clk.Now().Add(p.opts.PlaceholderTTL)
+	b, err := json.Marshal(&ph)
 	if err != nil {
 		return err
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	key := placeholderKey(r, eventID)
+	key := placeholderKey(ph.Repo, ph.EventID)
 	if err := p.kv.Put(bucketPlaceholder, key, b, 0); err != nil {
-		return fmt.Errorf("purgatory: persist placeholder %s: %w", eventID, err)
+		return fmt.Errorf("purgatory: persist placeholder %s: %w", ph.EventID, err)
 	}
-	p.placeholders[key] = ph
+	p.putPlaceholderLocked(key, &ph)
 	return nil
+}
+
+// putPlaceholderLocked and dropPlaceholderLocked keep placeholders and
+// their quota counts in step.
+func (p *Purgatory) putPlaceholderLocked(key string, ph *Placeholder) {
+	p.dropPlaceholderLocked(key)
+	p.placeholders[key] = ph
+	p.phUse.add(ph.Repo, ph.Remote, 1, ph.Bytes)
+}
+
+func (p *Purgatory) dropPlaceholderLocked(key string) {
+	if old, ok := p.placeholders[key]; ok {
+		p.phUse.add(old.Repo, old.Remote, -1, -old.Bytes)
+		delete(p.placeholders, key)
+	}
 }
 
 // TakePlaceholders removes and returns the placeholders for eventID (one per
@@ -655,7 +682,7 @@ func (p *Purgatory) TakePlaceholders(eventID string) ([]Placeholder, error) {
 		if err := p.kv.Delete(bucketPlaceholder, key); err != nil {
 			return out, fmt.Errorf("purgatory: take placeholder %s: %w", eventID, err)
 		}
-		delete(p.placeholders, key)
+		p.dropPlaceholderLocked(key)
 		out = append(out, *ph)
 	}
 	return out, nil

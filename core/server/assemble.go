@@ -41,6 +41,14 @@ func (s *Server) assemble(ext Extensions) error {
 			MaxAnnouncementsPerAuthor:     cfg.Purgatory.MaxHeldAnnouncementsPerPubkey,
 			MaxAnnouncementsPerIdentifier: cfg.Purgatory.MaxHeldAnnouncementsPerIdentifier,
 		},
+		PlaceholderQuotas: purgatory.PlaceholderQuotas{
+			PerRepo:        cfg.Purgatory.MaxPlaceholdersPerRepo,
+			PerOwner:       cfg.Purgatory.MaxPlaceholdersPerPubkey,
+			PerRemote:      cfg.Purgatory.MaxPlaceholdersPerIP,
+			BytesPerRepo:   int64(cfg.Purgatory.MaxPlaceholderMBPerRepo) << 20,
+			BytesPerOwner:  int64(cfg.Purgatory.MaxPlaceholderMBPerPubkey) << 20,
+			BytesPerRemote: int64(cfg.Purgatory.MaxPlaceholderMBPerIP) << 20,
+		},
 	}, s.env.Named("purgatory"))
 	if err != nil {
 		return err
@@ -94,7 +102,7 @@ func (s *Server) assemble(ext Extensions) error {
 		queueWait = -1 // refuse at once
 	}
 	s.relay.HandleGit(git.NewHandler(git.Options{
-		Repos: s.repos, Authority: s.hosting, Hooks: s.hosting,
+		Repos: s.repos, Authority: s.hosting, Hooks: s.hosting, Placeholders: s.hosting,
 		PublicURL:         cfg.Server.PublicURL,
 		MaxPushBytes:      int64(cfg.Grasp.MaxPushMB) << 20,
 		MaxDuration:       cfg.Git.MaxPushDuration.D(),
