@@ -74,6 +74,10 @@ type Options struct {
 	Hooks Hooks
 	// Placeholders bounds refs/nostr placeholder pushes; nil: unbounded.
 	Placeholders PlaceholderQuota
+	// CheckSpace, before a push starts git, returns why the server cannot
+	// take more data (its text is the client's answer), nil when it can
+	// (the free-space watermark, diskspace.Guard.Check); nil: no check.
+	CheckSpace func() error
 	// BrowseURL is the repository page's link to a web client, with {npub}
 	// and {id} (percent-encoded) placeholders.
 	// Default "https://gitworkshop.dev/{npub}/{id}".

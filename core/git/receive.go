@@ -83,6 +83,14 @@ func (h *handler) serveReceivePack(w http.ResponseWriter, r *http.Request, repo 
 		h.finish("push", start, runResult{rejected: true, in: wire.n})
 		return
 	}
+	if h.opts.CheckSpace != nil {
+		if err := h.opts.CheckSpace(); err != nil {
+			h.m.refused.WithLabelValues("disk").Inc()
+			h.log.Warn("push refused: low on disk space", "owner", owner, "id", id, "error", err)
+			refuseAll(err.Error())
+			return
+		}
+	}
 	if len(res.Placeholders) > 0 && h.opts.Placeholders != nil {
 		// Placeholders are anonymous writes: counted before git runs, and
 		// their bytes as they arrive (audit F02).

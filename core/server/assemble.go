@@ -8,6 +8,7 @@ import (
 
 	"github.com/nbd-wtf/go-nostr"
 
+	"github.com/grasp-dev/grasp/core/diskspace"
 	"github.com/grasp-dev/grasp/core/git"
 	"github.com/grasp-dev/grasp/core/hosting"
 	"github.com/grasp-dev/grasp/core/nip34"
@@ -103,6 +104,7 @@ func (s *Server) assemble(ext Extensions) error {
 	}
 	s.relay.HandleGit(git.NewHandler(git.Options{
 		Repos: s.repos, Authority: s.hosting, Hooks: s.hosting, Placeholders: s.hosting,
+		CheckSpace:        s.space.Check,
 		PublicURL:         cfg.Server.PublicURL,
 		MaxPushBytes:      int64(cfg.Grasp.MaxPushMB) << 20,
 		MaxDuration:       cfg.Git.MaxPushDuration.D(),
@@ -166,8 +168,27 @@ func (s *Server) assembleRelay(popts policy.Options, rules *policy.Rules) error 
 		Curation:           policy.Curation(popts),
 		Limits:             cfg.Relay.Limits,
 		Events:             s.store.Events(),
-		Pipeline:           rules,
+		Pipeline:           spaceGuarded{Pipeline: rules, space: s.space},
 		Effects:            s.hosting,
 	}, s.env.Named("relay"))
 	return err
+}
+
+// spaceGuarded refuses the writes of a decision (store, hold) while the
+// data directory is below its free-space watermark (audit F12: a full disk
+// crashed badger); rejections and reads go on.
+type spaceGuarded struct {
+	policy.Pipeline
+	space *diskspace.Guard
+}
+
+func (p spaceGuarded) Decide(ctx context.Context, evt *nostr.Event, meta policy.Meta) policy.Decision {
+	d := p.Pipeline.Decide(ctx, evt, meta)
+	if d.Outcome != policy.Store && d.Outcome != policy.Hold {
+		return d
+	}
+	if err := p.space.Check(); err != nil {
+		return policy.Decision{Outcome: policy.Rejected, Msg: err.Error()}
+	}
+	return d
 }
