@@ -2,6 +2,7 @@ package git
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"io"
 	"net"
@@ -157,6 +158,18 @@ func TestAbuse_F10(t *testing.T) {
 	dir, _ := ts.repos.Path(ref(owner, "proj"))
 	if out := gitRun(t, dir, "count-objects", "-v"); !strings.Contains(out, "count: 0") || !strings.Contains(out, "packs: 0") {
 		t.Fatalf("objects after a refused push:\n%s", out)
+	}
+
+	// the hunter's fetch from another server is checked the same way: the
+	// object is planted behind grasp's back, then fetched over HTTP
+	gitRun(t, work, "push", "-q", dir, bad+":refs/heads/main")
+	dst, _ := ts.newRepo("proj")
+	stderr, err := ts.repos.Fetch(context.Background(), ref(dst, "proj"), FetchSpec{URL: url, OIDs: []string{bad}})
+	if err == nil || !strings.Contains(stderr, "hasDotgit") {
+		t.Fatalf("hunter fetch of a .git tree entry: %v, stderr %q", err, stderr)
+	}
+	if has, _ := ts.repos.HasObjects(context.Background(), ref(dst, "proj"), []string{bad}); has[bad] {
+		t.Fatal("the refused object was fetched")
 	}
 }
 
