@@ -2,9 +2,9 @@ package server
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/hex"
 	"fmt"
-	"math/rand"
 	"net"
 	"strings"
 	"sync"
@@ -142,7 +142,7 @@ func heldBatch(b *testing.B, s *benchServer, n int) []*nostr.Event {
 		sk := nostr.GeneratePrivateKey()
 		pk, _ := nostr.GetPublicKey(sk)
 		var oid [20]byte
-		rand.Read(oid[:])
+		_, _ = rand.Read(oid[:])
 		d := "new-" + pk[:12]
 		sign(sk, 30617, nostr.Tags{{"d", d}, {"clone", s.cloneURL(pk, d)}, {"relays", s.ws}})
 		sign(sk, 30618, nostr.Tags{{"d", d}, {"refs/heads/main", hex.EncodeToString(oid[:])}, {"HEAD", "ref: refs/heads/main"}})
