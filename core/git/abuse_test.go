@@ -68,9 +68,13 @@ func TestAbuse_F04(t *testing.T) {
 	work := newWork(t)
 	z := gitRun(t, work, "rev-parse", "HEAD")
 	ts.auth.addState(owner, "proj", state("s2", 20, "", "refs/heads/main", z))
+	began := time.Now()
 	if out, err := gitTry(work, "push", url, "main"); err != nil {
 		t.Fatalf("owner's push during a trickling push: %v\n%s", err, out)
 	}
+	// a figure for the report, not an assertion (the audit's owner push
+	// hung until its 15 s timeout)
+	t.Logf("owner's push during a trickling push took %s", time.Since(began).Round(time.Millisecond))
 
 	// no byte for a whole window: cut
 	got := stepUntil(t, fake, 10*time.Second, answer)

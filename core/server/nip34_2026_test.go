@@ -2,6 +2,7 @@ package server
 
 import (
 	"testing"
+	"time"
 
 	"github.com/nbd-wtf/go-nostr"
 )
@@ -28,6 +29,9 @@ func TestN34_12_13_UAndBTagsQueryableNotAuthority(t *testing.T) {
 	// The fork names a as its upstream: that makes f no maintainer of a's
 	// repo (a state by f is not authoritative there).
 	y := w.commit("y")
+	// a second later than f's first state: in the same second the lower id
+	// wins, so the test failed half the time
+	e.clk.Advance(time.Second)
 	cl.mustAccept(e.state(f, "repo", map[string]string{"refs/heads/main": y}, "refs/heads/main"), purg)
 	refused(t, w, e.cloneURL(a, "repo"), "main:refs/heads/main")
 
