@@ -16,6 +16,7 @@ type Config struct {
 	Store     Store     `toml:"store"`
 	Grasp     Grasp     `toml:"grasp"`
 	Purgatory Purgatory `toml:"purgatory"`
+	Git       Git       `toml:"git"`
 	Sync      Sync      `toml:"sync"`
 	Health    Health    `toml:"health"`
 	Throttle  Throttle  `toml:"throttle"`
@@ -37,6 +38,11 @@ type Server struct {
 	// peak, and only a soft limit bounds them (measured: 457 MiB -> 152 MiB
 	// on a 120k-event ingest). 0 means no limit.
 	MemoryLimitMB int `toml:"memory_limit_mb"`
+	// MinFreeMB is the free space the data directory keeps: below it git
+	// pushes, held events and event writes are refused with a readable
+	// error instead of filling the disk (audit 2026-11, F12). 0 disables
+	// the check.
+	MinFreeMB int `toml:"min_free_mb"`
 }
 
 // Relay is the NIP-11 identity and the NIP-01 limits.
@@ -156,6 +162,49 @@ type Purgatory struct {
 	// network).
 	FetchPrivateAddresses bool     `toml:"fetch_private_addresses"`
 	ExpiredMemory         Duration `toml:"expired_memory"`
+
+	// What strangers may park here (audit 2026-11, F13). MaxHeld and
+	// MaxHeldPerIP count held events of every kind; the announcement caps
+	// count repositories waiting for their first push (each has a bare
+	// repository). Per IP counts events from websocket clients only. 0 is
+	// unbounded.
+	MaxHeld                           int `toml:"max_held"`
+	MaxHeldPerIP                      int `toml:"max_held_per_ip"`
+	MaxHeldAnnouncements              int `toml:"max_held_announcements"`
+	MaxHeldAnnouncementsPerIP         int `toml:"max_held_announcements_per_ip"`
+	MaxHeldAnnouncementsPerPubkey     int `toml:"max_held_announcements_per_pubkey"`
+	MaxHeldAnnouncementsPerIdentifier int `toml:"max_held_announcements_per_identifier"`
+
+	// refs/nostr/<id> placeholders pushed before their PR event, anonymous
+	// by design (audit 2026-11, F02): how many may wait for their event, and
+	// how many MiB of pushed data they may hold, per repository, per
+	// repository owner (pubkey) and per client IP. 0 is unbounded.
+	MaxPlaceholdersPerRepo    int `toml:"max_placeholders_per_repo"`
+	MaxPlaceholdersPerPubkey  int `toml:"max_placeholders_per_pubkey"`
+	MaxPlaceholdersPerIP      int `toml:"max_placeholders_per_ip"`
+	MaxPlaceholderMBPerRepo   int `toml:"max_placeholder_mb_per_repo"`
+	MaxPlaceholderMBPerPubkey int `toml:"max_placeholder_mb_per_pubkey"`
+	MaxPlaceholderMBPerIP     int `toml:"max_placeholder_mb_per_ip"`
+}
+
+// Git bounds what git requests may cost (audit 2026-11, F04, F08): the
+// processes they run and how slowly a client may send a request body.
+type Git struct {
+	// MaxProcesses bounds git processes serving requests at once; a request
+	// beyond it waits up to QueueWait for a slot, then is refused (503).
+	MaxProcesses int      `toml:"max_processes"`
+	QueueWait    Duration `toml:"queue_wait"`
+	// MaxProcessesPerIP bounds them per client IP; beyond it a request is
+	// refused at once (429).
+	MaxProcessesPerIP int `toml:"max_processes_per_ip"`
+	// MinBodyBytes must arrive in every BodyRateWindow a request body is
+	// waited for, or the request is cut (a trickling client holds a process).
+	MinBodyBytes   int      `toml:"min_body_bytes"`
+	BodyRateWindow Duration `toml:"body_rate_window"`
+	// MaxPushDuration and MaxFetchDuration stop a receive-pack, or an
+	// upload-pack, that runs longer.
+	MaxPushDuration  Duration `toml:"max_push_duration"`
+	MaxFetchDuration Duration `toml:"max_fetch_duration"`
 }
 
 // Sync is GRASP-02 proactive event sync.

@@ -42,6 +42,10 @@ func base() Config {
 		Server: Server{
 			Listen:  "127.0.0.1:7334",
 			DataDir: "./data",
+			// Room for badger's compactions and memtable flushes (tens of
+			// MiB each), a few pushes in flight and the operator's own
+			// work; small next to any disk grasp should run on.
+			MinFreeMB: 1024,
 		},
 		Relay: Relay{
 			Description: "GRASP server: a Nostr relay and git host for NIP-34 repositories",
@@ -54,6 +58,10 @@ func base() Config {
 		},
 		Grasp: Grasp{
 			ArchiveReadOnly: true,
+			// GitHub's limit for one push: any repository GitHub accepts
+			// can be pushed here in one go (its first push included), and no
+			// single anonymous request can write more (audit F02).
+			MaxPushMB: 2048,
 		},
 		Purgatory: Purgatory{
 			TTL:                   Duration(30 * time.Minute),
@@ -68,6 +76,53 @@ func base() Config {
 			RecheckInterval:       Duration(time.Hour),
 			NaughtyTTL:            Duration(12 * time.Hour),
 			ExpiredMemory:         Duration(7 * day),
+			// Held events live minutes (ttl): an honest server holds tens.
+			// 20,000 entries are ~40 MB of memory; the audit's flood was
+			// 10,000.
+			MaxHeld: 20000,
+			// ngit sends an announcement and a state per repository; 200
+			// held events from one address is a migration of many repos.
+			MaxHeldPerIP: 200,
+			// Each held announcement has a bare repository.
+			MaxHeldAnnouncements: 5000,
+			// ngit init pushes within seconds of announcing, so a held
+			// announcement is released (or expires) quickly: 20 waiting per
+			// address, per author and per identifier leaves room for a user
+			// creating many repositories at once, and bounds a flood of
+			// throwaway keys under one identifier (F03) or from one address.
+			MaxHeldAnnouncementsPerIP:         20,
+			MaxHeldAnnouncementsPerPubkey:     20,
+			MaxHeldAnnouncementsPerIdentifier: 20,
+			// A PR waits for its event minutes after the push (ngit pushes,
+			// then signs): a repository rarely has more than a few waiting.
+			// A PR's pack holds only its own commits (the base is here).
+			MaxPlaceholdersPerRepo:    50,
+			MaxPlaceholdersPerPubkey:  200,
+			MaxPlaceholdersPerIP:      20,
+			MaxPlaceholderMBPerRepo:   100,
+			MaxPlaceholderMBPerPubkey: 500,
+			MaxPlaceholderMBPerIP:     100,
+		},
+		Git: Git{
+			// Each git process costs 5-40 MB (audit: 30 clones took
+			// 1.1 GB); 32 bounds that to about 1.2 GB while 32 clones at
+			// once run. A burst beyond it waits instead of failing.
+			MaxProcesses: 32,
+			QueueWait:    Duration(30 * time.Second),
+			// A client runs one git request at a time (a clone is an
+			// advertisement then one or two fetches); 8 leaves room for
+			// several clients behind one NAT.
+			MaxProcessesPerIP: 8,
+			// 16 KiB per 30 s (about 550 B/s) is far below any real link,
+			// and cuts a client that trickles a body to hold a process
+			// (audit F04, F08: one byte every 5 s).
+			MinBodyBytes:   16 << 10,
+			BodyRateWindow: Duration(30 * time.Second),
+			// A 2 GiB push (max_push_mb) at 1 MiB/s takes 35 minutes; a
+			// fetch only sends, and a client that reads too slowly for 30
+			// minutes holds a process for nothing.
+			MaxPushDuration:  Duration(time.Hour),
+			MaxFetchDuration: Duration(30 * time.Minute),
 		},
 		Sync: Sync{
 			Enabled:                 true,

@@ -172,6 +172,7 @@ func (c *Config) check() []Problem {
 	c.checkStore(k)
 	c.checkGrasp(k)
 	c.checkTimers(k)
+	c.checkQuotas(k)
 	c.checkSync(k)
 	c.checkThrottle(k)
 	c.checkPlugins(k)
@@ -360,6 +361,39 @@ func (c *Config) checkTimers(k *checker) {
 	if c.Health.BaseBackoff > c.Health.MaxBackoff {
 		k.fail("health.base_backoff", "%s exceeds max_backoff %s", c.Health.BaseBackoff, c.Health.MaxBackoff)
 	}
+}
+
+// checkQuotas checks the bounds on what strangers may cost (issue 11).
+func (c *Config) checkQuotas(k *checker) {
+	pg := c.Purgatory
+	for _, q := range []struct {
+		key string
+		v   int
+	}{
+		{"purgatory.max_held", pg.MaxHeld},
+		{"purgatory.max_held_per_ip", pg.MaxHeldPerIP},
+		{"purgatory.max_held_announcements", pg.MaxHeldAnnouncements},
+		{"purgatory.max_held_announcements_per_ip", pg.MaxHeldAnnouncementsPerIP},
+		{"purgatory.max_held_announcements_per_pubkey", pg.MaxHeldAnnouncementsPerPubkey},
+		{"purgatory.max_held_announcements_per_identifier", pg.MaxHeldAnnouncementsPerIdentifier},
+		{"purgatory.max_placeholders_per_repo", pg.MaxPlaceholdersPerRepo},
+		{"purgatory.max_placeholders_per_pubkey", pg.MaxPlaceholdersPerPubkey},
+		{"purgatory.max_placeholders_per_ip", pg.MaxPlaceholdersPerIP},
+		{"purgatory.max_placeholder_mb_per_repo", pg.MaxPlaceholderMBPerRepo},
+		{"purgatory.max_placeholder_mb_per_pubkey", pg.MaxPlaceholderMBPerPubkey},
+		{"purgatory.max_placeholder_mb_per_ip", pg.MaxPlaceholderMBPerIP},
+		{"server.min_free_mb", c.Server.MinFreeMB},
+	} {
+		k.nonNegative(q.key, q.v)
+	}
+	gt := c.Git
+	k.positive("git.max_processes", gt.MaxProcesses)
+	k.positive("git.max_processes_per_ip", gt.MaxProcessesPerIP)
+	k.nonNegative("git.min_body_bytes", gt.MinBodyBytes)
+	k.nonNegativeDur("git.queue_wait", gt.QueueWait)
+	k.positiveDur("git.body_rate_window", gt.BodyRateWindow)
+	k.positiveDur("git.max_push_duration", gt.MaxPushDuration)
+	k.positiveDur("git.max_fetch_duration", gt.MaxFetchDuration)
 }
 
 func (c *Config) checkSync(k *checker) {

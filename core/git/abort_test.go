@@ -66,9 +66,11 @@ func startPartialPush(t *testing.T, ts *testServer, owner, id string) net.Conn {
 	return conn
 }
 
-// waitIdle waits until no request holds the repository's lock.
+// waitIdle waits until no git process runs and no request holds the
+// repository's lock.
 func waitIdle(t *testing.T, ts *testServer, owner, id string) {
 	t.Helper()
+	waitFor(t, func() bool { return ts.h.slots.inUse() == 0 })
 	dir, _ := ts.repos.Path(ref(owner, id))
 	unlock, err := ts.repos.locks.acquire(testwait.Context(t), dir)
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -174,23 +175,64 @@ func BenchmarkPush200MBPeakRSS(b *testing.B) {
 	b.SetBytes(200 << 20)
 }
 
-// BenchmarkCreate measures Repos.Create (git init --bare into a temp
-// directory, then rename), what an announcement pays before its first push.
+// BenchmarkCreate measures Repos.Create, what an announcement pays before
+// its first push (audit F13), as a ratio to `git init --bare --template=`
+// (what it ran before) in the same run, with the disk it takes per
+// repository:
 //
-//	go test -run XXX -bench Create ./core/git/
+//	go test -run XXX -bench Create -benchtime 2000x ./core/git/
 func BenchmarkCreate(b *testing.B) {
-	repos, err := NewRepos(RepoOptions{Root: filepath.Join(b.TempDir(), "git")}, env.Env{})
+	root := filepath.Join(b.TempDir(), "git")
+	repos, err := NewRepos(RepoOptions{Root: root}, env.Env{})
 	if err != nil {
 		b.Fatal(err)
 	}
 	owner := randomNpub(b)
 	ctx := context.Background()
+	const baseN = 50
+	base := filepath.Join(b.TempDir(), "init")
+	start := time.Now()
+	for i := 0; i < baseN; i++ {
+		if _, err := repos.run(ctx, "", nil, "init", "--bare", "--quiet", "--template=", "--initial-branch=main", filepath.Join(base, strconv.Itoa(i))); err != nil {
+			b.Fatal(err)
+		}
+	}
+	perInit := time.Since(start) / baseN
 	b.ResetTimer()
+	start = time.Now()
 	for i := 0; i < b.N; i++ {
 		if err := repos.Create(ctx, ref(owner, "r"+strconv.Itoa(i))); err != nil {
 			b.Fatal(err)
 		}
 	}
+	per := time.Since(start) / time.Duration(b.N)
+	b.StopTimer()
+	b.ReportMetric(float64(per)/float64(perInit), "x-git-init")
+	inodes, kib := diskUse(b, filepath.Join(root, owner))
+	b.ReportMetric(float64(inodes-1)/float64(b.N), "inodes/repo")
+	b.ReportMetric(float64(kib)/float64(b.N), "KiB/repo")
+	inodes, kib = diskUse(b, base)
+	b.ReportMetric(float64(inodes-1)/baseN, "git-init-inodes/repo")
+	b.ReportMetric(float64(kib)/baseN, "git-init-KiB/repo")
+}
+
+// diskUse counts the inodes under dir and the KiB they occupy on disk.
+func diskUse(b *testing.B, dir string) (inodes int, kib int64) {
+	b.Helper()
+	err := filepath.Walk(dir, func(_ string, fi os.FileInfo, err error) error {
+		if err != nil {
+			return err
+		}
+		inodes++
+		if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+			kib += st.Blocks / 2
+		}
+		return nil
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return inodes, kib
 }
 
 // dirBytes sums the sizes of the regular files under dir.

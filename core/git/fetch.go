@@ -48,7 +48,8 @@ func (r *Repos) Fetch(ctx context.Context, repo nip34.RepoRef, spec FetchSpec) (
 		return "", err
 	}
 	defer unlock()
-	args := []string{"--git-dir=" + dir}
+	// objects from another server are checked like a push (audit F10)
+	args := append([]string{"--git-dir=" + dir}, fsckArgs("fetch")...)
 	for _, c := range append([]string{
 		"protocol.version=2",
 		"credential.helper=",

@@ -2,6 +2,7 @@ package git
 
 import (
 	"context"
+	"net"
 	"net/http"
 	"strings"
 	"time"
@@ -32,8 +33,29 @@ type PushResult struct {
 	StateEventID string
 	State        *StateCandidate
 	// Placeholders are refs/nostr/<id> refs pushed before their PR event:
-	// record them with a TTL (G01-G5b/f).
-	Placeholders []Placeholder
+	// record them with a TTL (G01-G5b/f), with Remote (the client IP) and
+	// PlaceholderBytes (what the push brought) for the placeholder quotas.
+	Placeholders     []Placeholder
+	Remote           string
+	PlaceholderBytes int64
+}
+
+// PlaceholderQuota bounds refs/nostr/<id> placeholders, which anyone may
+// push before their PR event exists (audit 2026-11, F02).
+type PlaceholderQuota interface {
+	// ReservePlaceholders admits a push from ip creating placeholders for
+	// ids in repo, before git runs; an error's text is what the client
+	// sees. The reservation holds until OnPush has recorded them.
+	ReservePlaceholders(repo nip34.RepoRef, ip string, ids []string) (PlaceholderReservation, error)
+}
+
+// PlaceholderReservation is a placeholder push in progress.
+type PlaceholderReservation interface {
+	// Charge counts n more bytes of the push; an error stops the push (its
+	// text is what the client sees).
+	Charge(n int64) error
+	Bytes() int64
+	Release()
 }
 
 // Hooks receives post-push notifications (release from purgatory,
@@ -50,8 +72,15 @@ type Options struct {
 	Authority Authority
 	// Hooks hears about applied pushes; nil: nobody.
 	Hooks Hooks
-	// MaxGzipBytes bounds the decompressed size of a gzip request body
-	// (default 256 MiB); beyond it the request fails with 413.
+	// Placeholders bounds refs/nostr placeholder pushes; nil: unbounded.
+	Placeholders PlaceholderQuota
+	// CheckSpace, before a push starts git, returns why the server cannot
+	// take more data (its text is the client's answer), nil when it can
+	// (the free-space watermark, diskspace.Guard.Check); nil: no check.
+	CheckSpace func() error
+	// MaxGzipBytes bounds the decompressed size of a gzip request body, and
+	// any upload-pack request body (default 256 MiB); beyond it the request
+	// is refused.
 	MaxGzipBytes int64
 	// MaxPushBytes bounds a receive-pack request body (default 0: unbounded).
 	MaxPushBytes int64
@@ -60,8 +89,26 @@ type Options struct {
 	// (default 10000).
 	MaxCommandBytes int
 	MaxCommands     int
-	// MaxDuration stops a git process that runs longer (default 1 h).
-	MaxDuration time.Duration
+	// MaxDuration stops a receive-pack that runs longer (default 1 h);
+	// MaxFetchDuration an upload-pack or advertisement (default 30 min).
+	MaxDuration      time.Duration
+	MaxFetchDuration time.Duration
+	// MaxProcesses bounds the git processes serving requests at once
+	// (default 32); a request beyond it waits up to QueueWait (default
+	// 30 s; < 0 does not wait), then is refused. MaxProcessesPerIP bounds them per client IP
+	// (default 8); beyond it a request is refused at once.
+	MaxProcesses      int
+	MaxProcessesPerIP int
+	QueueWait         time.Duration
+	// MinBodyBytes must arrive in every BodyRateWindow spent waiting for a
+	// request body, or the request is cut (defaults 16 KiB and 30 s;
+	// MinBodyBytes < 0 disables the check).
+	MinBodyBytes   int64
+	BodyRateWindow time.Duration
+	// ClientIP names the client of a request for the per-IP limits: the
+	// server passes the function that knows its trusted proxies; nil takes
+	// the host of r.RemoteAddr.
+	ClientIP func(r *http.Request) string
 	// PackWindowMemory and PackThreads bound pack-objects' memory and CPU
 	// per upload-pack (defaults "100m" and 1).
 	PackWindowMemory string
@@ -87,6 +134,27 @@ func (o *Options) defaults() {
 	if o.MaxDuration <= 0 {
 		o.MaxDuration = time.Hour
 	}
+	if o.MaxFetchDuration <= 0 {
+		o.MaxFetchDuration = 30 * time.Minute
+	}
+	if o.MaxProcesses <= 0 {
+		o.MaxProcesses = 32
+	}
+	if o.MaxProcessesPerIP <= 0 {
+		o.MaxProcessesPerIP = 8
+	}
+	if o.QueueWait == 0 {
+		o.QueueWait = 30 * time.Second
+	}
+	if o.MinBodyBytes == 0 {
+		o.MinBodyBytes = 16 << 10
+	}
+	if o.BodyRateWindow <= 0 {
+		o.BodyRateWindow = 30 * time.Second
+	}
+	if o.ClientIP == nil {
+		o.ClientIP = RemoteIP
+	}
 	if o.PackWindowMemory == "" {
 		o.PackWindowMemory = "100m"
 	}
@@ -96,13 +164,25 @@ func (o *Options) defaults() {
 }
 
 type handler struct {
-	opts  Options
-	repos *Repos
-	auth  Authority
-	hooks Hooks
-	clk   clock.Clock
-	log   hclog.Logger
-	m     *metrics
+	opts     Options
+	repos    *Repos
+	auth     Authority
+	hooks    Hooks
+	clk      clock.Clock
+	log      hclog.Logger
+	m        *metrics
+	slots    *slots
+	clientIP func(r *http.Request) string
+}
+
+// RemoteIP is the host of r.RemoteAddr: the client's IP when no proxy
+// stands in front of the server.
+func RemoteIP(r *http.Request) string {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return r.RemoteAddr
+	}
+	return host
 }
 
 // NewHandler serves /<npub>/<percent-encoded id>.git/{info/refs,
@@ -113,13 +193,15 @@ func NewHandler(opts Options, e env.Env) http.Handler {
 	opts.defaults()
 	e = e.OrDefaults()
 	return &handler{
-		opts:  opts,
-		repos: opts.Repos,
-		auth:  opts.Authority,
-		hooks: opts.Hooks,
-		clk:   e.Clock,
-		log:   e.Log,
-		m:     newMetrics(e.Metrics),
+		opts:     opts,
+		repos:    opts.Repos,
+		auth:     opts.Authority,
+		hooks:    opts.Hooks,
+		clk:      e.Clock,
+		log:      e.Log,
+		m:        newMetrics(e.Metrics),
+		slots:    newSlots(e.Clock, opts.MaxProcesses, opts.MaxProcessesPerIP, opts.QueueWait),
+		clientIP: opts.ClientIP,
 	}
 }
 
@@ -231,9 +313,24 @@ func (h *handler) serveInfoRefs(w http.ResponseWriter, r *http.Request, dir stri
 	if !v2 {
 		preamble = append(pktLine("# service="+svc+"\n"), pktFlush...)
 	}
+	release, refused := h.slots.acquire(r.Context(), h.clientIP(r))
+	if refused != nil {
+		// git prints a text/plain answer to its first request as "remote:"
+		// lines.
+		h.m.refused.WithLabelValues(refused.reason).Inc()
+		w.Header().Del("Content-Type")
+		if refused.status == http.StatusServiceUnavailable {
+			w.Header().Set("Retry-After", "60")
+		}
+		http.Error(w, refused.msg, refused.status)
+		h.finish("ls", start, runResult{rejected: true})
+		return
+	}
+	defer release()
 	res := h.runService(w, r, runSpec{
 		kind: "ls", svc: svc, dir: dir, advertise: true, env: env, preamble: preamble,
 		contentType: "application/x-" + svc + "-advertisement",
+		maxDuration: h.opts.MaxFetchDuration,
 	})
 	h.finish("ls", start, res)
 }

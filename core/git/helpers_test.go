@@ -21,15 +21,17 @@ import (
 )
 
 // fakeAuthority is the test Authority: states keyed by owner npub and
-// identifier, PR tips by event id. An optional gate blocks States.
+// identifier, PR tips by event id. An optional gate blocks the calls of
+// States after the first gateAfter.
 type fakeAuthority struct {
-	mu       sync.Mutex
-	states   map[string][]StateCandidate
-	prs      map[string]string
-	asked    []string
-	gate     chan struct{}
-	inFlight int
-	maxIn    int
+	mu        sync.Mutex
+	states    map[string][]StateCandidate
+	prs       map[string]string
+	asked     []string
+	gate      chan struct{}
+	gateAfter int
+	inFlight  int
+	maxIn     int
 }
 
 func newFakeAuthority() *fakeAuthority {
@@ -55,6 +57,9 @@ func (f *fakeAuthority) States(ctx context.Context, repo nip34.RepoRef) ([]State
 	f.inFlight++
 	f.maxIn = max(f.maxIn, f.inFlight)
 	gate := f.gate
+	if len(f.asked) <= f.gateAfter {
+		gate = nil
+	}
 	out := append([]StateCandidate(nil), f.states[owner+"/"+id]...)
 	f.mu.Unlock()
 	if gate != nil {

@@ -240,8 +240,14 @@ func TestGzipBombBounded(t *testing.T) {
 	line := pktLine("want " + x + "\n")
 	bomb := gzipped(t, bytes.Repeat(line, (10<<20)/len(line)))
 	resp, out := post(t, url, svcUpload, bomb, "Content-Encoding", "gzip")
-	if resp.StatusCode != http.StatusRequestEntityTooLarge {
+	// An ERR pkt-line is what git prints as "remote error: ...".
+	if !bytes.Contains(out, []byte("ERR error: request body exceeds the server's size limit (a fetch request may hold 64 KiB)")) {
 		t.Fatalf("gzip bomb = %d %q", resp.StatusCode, out)
+	}
+	// the same list sent plain is bounded too (audit F18e: it was not)
+	resp, out = post(t, url, svcUpload, bytes.Repeat(line, (1<<20)/len(line)))
+	if !bytes.Contains(out, []byte("ERR error: request body exceeds the server's size limit (a fetch request may hold 64 KiB)")) {
+		t.Fatalf("plain 1 MiB want list = %d %q", resp.StatusCode, truncate(string(out), 200))
 	}
 	resp, _ = post(t, url, svcUpload, []byte("not gzip at all"), "Content-Encoding", "gzip")
 	if resp.StatusCode != http.StatusBadRequest {

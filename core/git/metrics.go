@@ -11,6 +11,7 @@ type metrics struct {
 	bytes    *prometheus.CounterVec   // direction, kind
 	auth     *prometheus.CounterVec   // result, class
 	duration *prometheus.HistogramVec // kind
+	refused  *prometheus.CounterVec   // reason
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -32,9 +33,13 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Help:    "Duration of git smart-HTTP operations by kind.",
 			Buckets: []float64{0.005, 0.02, 0.1, 0.5, 1, 2.5, 5, 15, 60, 300, 1800},
 		}, []string{"kind"}),
+		refused: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "grasp", Subsystem: "git", Name: "refused_total",
+			Help: "Git requests refused by a limit: busy (no process slot), busy_ip (the IP's share of slots), slow_body, too_large, quota, disk.",
+		}, []string{"reason"}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.ops, m.bytes, m.auth, m.duration)
+		reg.MustRegister(m.ops, m.bytes, m.auth, m.duration, m.refused)
 	}
 	return m
 }

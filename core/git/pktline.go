@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -184,6 +185,43 @@ func pktLine(payload string) []byte {
 }
 
 const pktFlush = "0000"
+
+// withCapability returns raw, a push's command list as ReadPushCommands
+// read it, with capability c requested on its first command (after any
+// shallow lines). A line that would grow past a pkt-line is left as is.
+func withCapability(raw []byte, c string) []byte {
+	var out bytes.Buffer
+	rest := raw
+	done := false
+	for len(rest) >= 4 {
+		n, err := strconv.ParseUint(string(rest[:4]), 16, 16)
+		if err != nil || n < 4 || int(n) > len(rest) {
+			break // the flush, or (never, after ReadPushCommands) garbage
+		}
+		line := string(rest[4:n])
+		rest = rest[n:]
+		if done || strings.HasPrefix(line, "shallow ") {
+			out.Write(pktLine(line))
+			continue
+		}
+		done = true
+		payload, nl := strings.CutSuffix(line, "\n")
+		cmd, caps, _ := strings.Cut(payload, "\x00")
+		if !slices.Contains(strings.Fields(caps), c) {
+			caps = strings.TrimSpace(caps + " " + c)
+		}
+		grown := cmd + "\x00" + caps
+		if nl {
+			grown += "\n"
+		}
+		if len(grown)+4 > maxPktLen {
+			grown = line
+		}
+		out.Write(pktLine(grown))
+	}
+	out.Write(rest)
+	return out.Bytes()
+}
 
 // encodePushCommands is the inverse of ReadPushCommands (used by tests and
 // the fuzz target to check round trips).

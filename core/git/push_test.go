@@ -353,38 +353,50 @@ func TestConcurrentPushesSerialised(t *testing.T) {
 	work2 := t.TempDir()
 	gitRun(t, "", "clone", "-q", work1, work2)
 	ts.auth.addState(owner, "proj", state("s1", 10, "", "refs/heads/main", x))
+	// Each push is authorised twice: once on its command list (no lock),
+	// once by the push gate under the repository lock. The first two calls
+	// (both pre-checks) pass; the gate's are held until both pushes are
+	// inside the gate.
 	gate := make(chan struct{})
 	ts.auth.mu.Lock()
-	ts.auth.gate = gate
+	ts.auth.gate, ts.auth.gateAfter = gate, 2
 	ts.auth.mu.Unlock()
 	dir := filepath.Join(ts.repos.Root(), owner, "proj.git")
 
 	var wg sync.WaitGroup
 	results := make([]error, 2)
 	outs := make([]string, 2)
-	wg.Add(1)
-	go func() { defer wg.Done(); outs[0], results[0] = gitTry(work1, "push", url, "main") }()
-	waitFor(t, func() bool { ts.auth.mu.Lock(); defer ts.auth.mu.Unlock(); return ts.auth.inFlight == 1 })
-	wg.Add(1)
-	go func() { defer wg.Done(); outs[1], results[1] = gitTry(work2, "push", url, "main") }()
+	for i, work := range []string{work1, work2} {
+		wg.Add(1)
+		go func() { defer wg.Done(); outs[i], results[i] = gitTry(work, "push", url, "main") }()
+	}
+	// One push holds the lock and is being authorised; the other waits for
+	// the lock.
 	waitFor(t, func() bool {
 		ts.repos.locks.mu.Lock()
 		defer ts.repos.locks.mu.Unlock()
 		return ts.repos.locks.locks[dir] != nil && ts.repos.locks.locks[dir].refs == 2
 	})
+	ts.auth.mu.Lock()
+	ts.auth.maxIn = ts.auth.inFlight
+	ts.auth.mu.Unlock()
 	close(gate)
 	wg.Wait()
 	ts.auth.mu.Lock()
 	maxIn := ts.auth.maxIn
 	ts.auth.mu.Unlock()
 	if maxIn != 1 {
-		t.Fatalf("%d pushes were authorised at once, want 1", maxIn)
+		t.Fatalf("%d pushes were authorised under the lock at once, want 1", maxIn)
 	}
+	won, lost := 0, 1
 	if results[0] != nil {
-		t.Fatalf("first push failed: %v\n%s", results[0], outs[0])
+		won, lost = 1, 0
 	}
-	if results[1] == nil || !strings.Contains(outs[1], "fetch and retry") {
-		t.Fatalf("second push: err=%v\n%s", results[1], outs[1])
+	if results[won] != nil {
+		t.Fatalf("neither push succeeded:\n%s\n%s", outs[0], outs[1])
+	}
+	if results[lost] == nil || !strings.Contains(outs[lost], "fetch and retry") {
+		t.Fatalf("second push: err=%v\n%s", results[lost], outs[lost])
 	}
 }
 

@@ -16,12 +16,16 @@ const receiveResultType = "application/x-git-receive-pack-result"
 
 // serveReceivePack authorises a push from its command list, before git
 // runs, then streams the already-read commands plus the rest of the body
-// (the pack) into `git receive-pack`. Pushes to one repository are
-// serialised; a refused push never starts git and so writes nothing.
+// (the pack) into `git receive-pack`. No lock is held while the client
+// sends: git's quarantine receives the pack, and the push gate
+// (pushgate.go) authorises the push again under the repository's lock just
+// before the refs move, all of them or none. A refused push never starts
+// git and so writes nothing.
 func (h *handler) serveReceivePack(w http.ResponseWriter, r *http.Request, repo nip34.RepoRef, dir string) {
 	owner, id := repo.Npub(), repo.Identifier
 	start := h.clk.Now()
-	body, wire, closeBody, err := h.requestBody(r, h.opts.MaxPushBytes)
+	ip := h.clientIP(r)
+	body, wire, lim, closeBody, err := h.requestBody(w, r, h.opts.MaxPushBytes, "a push may hold "+sizeText(h.opts.MaxPushBytes))
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		h.finish("push", start, runResult{err: err})
@@ -31,8 +35,14 @@ func (h *handler) serveReceivePack(w http.ResponseWriter, r *http.Request, repo 
 
 	cmds, raw, err := ReadPushCommands(body, h.opts.MaxCommandBytes, h.opts.MaxCommands)
 	if err != nil {
-		h.m.auth.WithLabelValues("rejected", ClassMalformed).Inc()
-		writeReceiveResult(w, pktLine("ERR "+oneLine(err.Error())+"\n"))
+		msg := err.Error()
+		if errors.Is(err, errSlowBody) {
+			msg = slowBodyMsg(err)
+			h.m.refused.WithLabelValues("slow_body").Inc()
+		} else {
+			h.m.auth.WithLabelValues("rejected", ClassMalformed).Inc()
+		}
+		writeReceiveResult(w, pktLine("ERR "+oneLine(msg)+"\n"))
 		h.finish("push", start, runResult{rejected: true, in: wire.n})
 		return
 	}
@@ -42,18 +52,21 @@ func (h *handler) serveReceivePack(w http.ResponseWriter, r *http.Request, repo 
 		h.finish("push", start, runResult{in: wire.n})
 		return
 	}
+	placeholderBytes := func() int64 { return 0 }
+	refuseAll := func(reason string) {
+		res := Result{Reason: reason, RefReasons: map[string]string{}}
+		// Read what the client is still sending so that it reads our answer
+		// instead of failing on a reset connection (bounded like the push).
+		_, _ = io.Copy(io.Discard, body)
+		writeReceiveResult(w, rejection(cmds, res))
+		h.finish("push", start, runResult{rejected: true, in: wire.n})
+	}
 
 	// Past this point the request may end at any moment (client gone), but
 	// the push must be finished or refused consistently.
 	ctx := context.WithoutCancel(r.Context())
-	unlock, err := h.repos.locks.acquire(r.Context(), dir)
-	if err != nil {
-		writeReceiveResult(w, pktLine("ERR error: "+oneLine(err.Error())+"\n"))
-		h.finish("push", start, runResult{err: err, in: wire.n})
-		return
-	}
-	defer unlock()
-
+	// A first decision without the lock, so a refused push costs no
+	// process and no wait; the gate decides again under the lock.
 	res, err := h.authorize(ctx, repo, dir, cmds.Updates)
 	if err != nil {
 		h.log.Error("push authorisation could not be decided", "owner", owner, "id", id, "error", err)
@@ -65,50 +78,90 @@ func (h *handler) serveReceivePack(w http.ResponseWriter, r *http.Request, repo 
 	if !res.Allowed {
 		h.m.auth.WithLabelValues("rejected", res.Class).Inc()
 		h.log.Info("push refused", "owner", owner, "id", id, "class", res.Class, "reason", res.Reason)
-		unlock()
-		// Read what the client is still sending so that it reads our answer
-		// instead of failing on a reset connection (without holding the
-		// repository: other pushes need not wait for a refused pack).
 		_, _ = io.Copy(io.Discard, body)
 		writeReceiveResult(w, rejection(cmds, res))
 		h.finish("push", start, runResult{rejected: true, in: wire.n})
 		return
 	}
-	h.m.auth.WithLabelValues("accepted", res.Class).Inc()
+	if h.opts.CheckSpace != nil {
+		if err := h.opts.CheckSpace(); err != nil {
+			h.m.refused.WithLabelValues("disk").Inc()
+			h.log.Warn("push refused: low on disk space", "owner", owner, "id", id, "error", err)
+			refuseAll(err.Error())
+			return
+		}
+	}
+	if len(res.Placeholders) > 0 && h.opts.Placeholders != nil {
+		// Placeholders are anonymous writes: counted before git runs, and
+		// their bytes as they arrive (audit F02).
+		ids := make([]string, len(res.Placeholders))
+		for i, ph := range res.Placeholders {
+			ids[i] = ph.EventID
+		}
+		rsv, err := h.opts.Placeholders.ReservePlaceholders(repo, ip, ids)
+		if err != nil {
+			h.m.refused.WithLabelValues("quota").Inc()
+			h.log.Info("placeholder push refused", "owner", owner, "id", id, "reason", err)
+			refuseAll(err.Error())
+			return
+		}
+		defer rsv.Release()
+		if err := rsv.Charge(int64(len(raw))); err != nil {
+			h.m.refused.WithLabelValues("quota").Inc()
+			refuseAll(err.Error())
+			return
+		}
+		lim.charge = rsv.Charge
+		placeholderBytes = rsv.Bytes
+	}
+	release, refused := h.slots.acquire(r.Context(), ip)
+	if refused != nil {
+		h.m.refused.WithLabelValues(refused.reason).Inc()
+		refuseAll(refused.msg)
+		return
+	}
+	defer release()
 
+	gate := h.newPushGate(ctx, repo, dir, cmds.Updates)
 	env, _ := protocolEnv(r)
 	rr := h.runService(w, r, runSpec{
 		kind: "push", svc: svcReceive, dir: dir, env: env,
-		body:        io.MultiReader(bytes.NewReader(raw), body),
+		// atomic: the refs move in one transaction the gate sees commit
+		body:        io.MultiReader(bytes.NewReader(withCapability(raw, "atomic")), body),
 		contentType: receiveResultType,
+		maxDuration: h.opts.MaxDuration,
+		gate:        gate,
+		refuse: func(w http.ResponseWriter, _ int, msg string) {
+			writeReceiveResult(w, rejection(cmds, Result{Reason: msg}))
+		},
 	})
 	rr.in = wire.n
-
-	applied, err := h.applied(ctx, dir, cmds.Updates)
-	if err != nil && rr.err == nil {
-		rr.err = err
-	}
-	if applied && rr.err != nil {
-		// Refs moved even though the response could not be delivered.
-		h.log.Warn("push applied but the client did not get the whole answer", "owner", owner, "id", id, "error", rr.err)
-		rr.err = nil
-	}
-	if !applied && rr.err == nil {
+	gres, applied, asked, refusal := gate.done()
+	switch {
+	case applied:
+		h.m.auth.WithLabelValues("accepted", gres.Class).Inc()
+		if rr.err != nil {
+			// Refs moved even though the response could not be delivered.
+			h.log.Warn("push applied but the client did not get the whole answer", "owner", owner, "id", id, "error", rr.err)
+			rr.err = nil
+		}
+	case refusal != "":
+		h.m.auth.WithLabelValues("rejected", ClassStale).Inc()
+		h.log.Info("push refused by the push gate", "owner", owner, "id", id, "reason", refusal)
+		rr.rejected, rr.err = true, nil
+	case !asked && rr.err == nil:
+		// git refused the push itself (fsck, missing objects) before its
+		// hooks ran: nothing moved.
+		rr.rejected = true
+	case rr.err == nil:
 		rr.err = errors.New("receive-pack did not apply every ref update")
 	}
-	if applied && res.State != nil {
-		if head := res.State.HeadRef(); head != "" {
-			if err := h.repos.setHeadAt(ctx, dir, head); err != nil {
-				h.log.Error("align HEAD after push", "owner", owner, "id", id, "error", err)
-			}
-		}
-	}
-	unlock()
 	h.finish("push", start, rr)
 	if applied && h.hooks != nil {
-		pr := PushResult{Repo: repo, Updates: cmds.Updates, State: res.State, Placeholders: res.Placeholders}
-		if res.State != nil {
-			pr.StateEventID = res.State.EventID
+		pr := PushResult{Repo: repo, Updates: cmds.Updates, State: gres.State, Placeholders: gres.Placeholders,
+			Remote: ip, PlaceholderBytes: placeholderBytes()}
+		if gres.State != nil {
+			pr.StateEventID = gres.State.EventID
 		}
 		h.hooks.OnPush(ctx, pr)
 	}

@@ -7,9 +7,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
+	"os"
 	"os/exec"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -20,30 +23,55 @@ var errBodyTooLarge = errors.New("request body too large")
 // MaxDuration before it is terminated.
 const killGrace = 30 * time.Second
 
-// limitReader fails with errBodyTooLarge once more than n bytes were read,
-// instead of io.LimitReader's silent EOF that git would take for a
-// truncated request.
+// limitReader fails with errBodyTooLarge once more than max bytes were
+// read, instead of io.LimitReader's silent EOF that git would take for a
+// truncated request. why names the bound for the client.
 type limitReader struct {
-	r io.Reader
-	n int64
+	r    io.Reader
+	max  int64
+	read int64
+	why  string
+	// charge, when set, is told of every byte read; its error ends the
+	// body (a quota: the text is for the client).
+	charge func(n int64) error
 }
 
+// quotaError is a body cut by limitReader.charge.
+type quotaError struct{ msg string }
+
+func (q *quotaError) Error() string { return q.msg }
+
+// unbounded is a limitReader's max when nothing bounds a body.
+const unbounded = math.MaxInt64
+
 func (l *limitReader) Read(p []byte) (int, error) {
-	if l.n <= 0 {
+	if l.read >= l.max {
 		// Probe one byte: a body of exactly the limit is fine.
 		var one [1]byte
 		n, err := l.r.Read(one[:])
 		if n > 0 {
-			return 0, errBodyTooLarge
+			return 0, fmt.Errorf("%w: %s", errBodyTooLarge, l.why)
 		}
 		return 0, err
 	}
-	if int64(len(p)) > l.n {
-		p = p[:l.n]
+	if int64(len(p)) > l.max-l.read {
+		p = p[:l.max-l.read]
 	}
 	n, err := l.r.Read(p)
-	l.n -= int64(n)
+	l.read += int64(n)
+	if n > 0 && l.charge != nil {
+		if cerr := l.charge(int64(n)); cerr != nil {
+			return 0, &quotaError{msg: cerr.Error()}
+		}
+	}
 	return n, err
+}
+
+// tighten lowers the bound to max bytes of body in all, for why.
+func (l *limitReader) tighten(max int64, why string) {
+	if max < l.max {
+		l.max, l.why = max, why
+	}
 }
 
 // countReader counts bytes read (request bytes for metrics).
@@ -58,33 +86,36 @@ func (c *countReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// requestBody returns the request body, gzip-decoded and bounded when the
-// client compressed it (git gzips large want lists), and bounded by max
-// (0 = unbounded) otherwise.
-func (h *handler) requestBody(r *http.Request, max int64) (io.Reader, *countReader, func(), error) {
-	wire := &countReader{r: r.Body}
-	var body io.Reader = wire
+// requestBody returns the request body bounded by max bytes (0 =
+// unbounded), gzip-decoded when the client compressed it (git gzips large
+// want lists; the decoded body is bounded by MaxGzipBytes too), and cut
+// when it arrives slower than MinBodyBytes per BodyRateWindow. The bound
+// is returned so the caller can tighten it once it knows more.
+func (h *handler) requestBody(w http.ResponseWriter, r *http.Request, max int64, why string) (io.Reader, *countReader, *limitReader, func(), error) {
+	rc := http.NewResponseController(w)
+	// A read deadline in the past interrupts a Read blocked on a client
+	// that sends nothing (wall time: it is the socket's deadline).
+	abort := func() { _ = rc.SetReadDeadline(time.Now()) }
+	wire := &countReader{r: newRateReader(r.Body, h.clk, h.opts.MinBodyBytes, h.opts.BodyRateWindow, abort)}
+	lim := &limitReader{r: wire, max: unbounded}
+	if max > 0 {
+		lim.max, lim.why = max, why
+	}
 	closer := func() {}
 	switch enc := r.Header.Get("Content-Encoding"); enc {
 	case "", "identity":
-		if max > 0 {
-			body = &limitReader{r: body, n: max}
-		}
 	case "gzip", "x-gzip":
 		zr, err := gzip.NewReader(wire)
 		if err != nil {
-			return nil, nil, nil, fmt.Errorf("invalid: gzip request body: %w", err)
+			return nil, nil, nil, nil, fmt.Errorf("invalid: gzip request body: %w", err)
 		}
 		closer = func() { _ = zr.Close() }
-		bound := h.opts.MaxGzipBytes
-		if max > 0 && max < bound {
-			bound = max
-		}
-		body = &limitReader{r: zr, n: bound}
+		lim.r = zr
+		lim.tighten(h.opts.MaxGzipBytes, "a decompressed request body may hold "+sizeText(h.opts.MaxGzipBytes))
 	default:
-		return nil, nil, nil, fmt.Errorf("invalid: unsupported Content-Encoding %q", enc)
+		return nil, nil, nil, nil, fmt.Errorf("invalid: unsupported Content-Encoding %q", enc)
 	}
-	return body, wire, closer, nil
+	return lim, wire, lim, closer, nil
 }
 
 type runSpec struct {
@@ -96,6 +127,12 @@ type runSpec struct {
 	body        io.Reader // nil for advertisements
 	preamble    []byte    // written before git's output (the "# service=" lines)
 	contentType string
+	maxDuration time.Duration
+	// gate, for a push, answers its hooks (pushgate.go).
+	gate *pushGate
+	// refuse answers a request refused before git wrote anything, in a way
+	// the git client shows (nil: a plain-text HTTP error with status).
+	refuse func(w http.ResponseWriter, status int, msg string)
 }
 
 type runResult struct {
@@ -117,14 +154,21 @@ func (h *handler) serviceArgs(spec runSpec) []string {
 		// Bound pack-objects memory and CPU per clone (relays.md §4).
 		"-c", "pack.windowMemory=" + h.opts.PackWindowMemory,
 		"-c", "pack.threads=" + strconv.Itoa(h.opts.PackThreads),
-		// No hooks from templates or operators' leftovers, and no gc inside a
-		// request: maintenance is a separate loop (Repos.Maintain).
-		"-c", "core.hooksPath=/dev/null",
+		// No gc inside a request: maintenance is a separate loop
+		// (Repos.Maintain).
 		"-c", "receive.autogc=false",
 		// Keep small pushes as packs too: unpacking into thousands of loose
 		// objects is slower and leaves more files to clean.
 		"-c", "receive.unpackLimit=1",
 	}
+	// No hooks from templates or operators' leftovers; a push runs the push
+	// gate's own (hooks.go).
+	hooks := "/dev/null"
+	if spec.gate != nil {
+		hooks = h.repos.hooks
+	}
+	args = append(args, "-c", "core.hooksPath="+hooks)
+	args = append(args, fsckArgs("receive")...)
 	args = append(args, spec.svc[len("git-"):], "--stateless-rpc")
 	if spec.advertise {
 		args = append(args, "--advertise-refs")
@@ -158,10 +202,39 @@ func (h *handler) runService(w http.ResponseWriter, r *http.Request, spec runSpe
 			return res
 		}
 	}
+	var gateReq, gateResp *os.File
+	if spec.gate != nil {
+		// fd 3: the hooks' requests; fd 4: the gate's answers.
+		var childReq, childResp *os.File
+		if gateReq, childReq, err = os.Pipe(); err == nil {
+			childResp, gateResp, err = os.Pipe()
+		}
+		if err != nil {
+			res.err = fmt.Errorf("%s: push gate pipes: %w", spec.svc, err)
+			http.Error(w, "error: could not start git", http.StatusInternalServerError)
+			return res
+		}
+		cmd.ExtraFiles = []*os.File{childReq, childResp}
+		defer childReq.Close()
+		defer childResp.Close()
+	}
 	if err := cmd.Start(); err != nil {
 		res.err = fmt.Errorf("start %s: %w", spec.svc, err)
 		http.Error(w, "error: could not start git", http.StatusInternalServerError)
 		return res
+	}
+	gateDone := make(chan struct{})
+	if spec.gate != nil {
+		// Only git and its hooks may hold the child ends, so that the
+		// requests end when they exit.
+		cmd.ExtraFiles[0].Close()
+		cmd.ExtraFiles[1].Close()
+		go func() {
+			defer close(gateDone)
+			spec.gate.serve(gateReq, gateResp)
+		}()
+	} else {
+		close(gateDone)
 	}
 	// A request that outlives MaxDuration first loses its input: git then
 	// fails on a truncated request exactly as when a client disconnects, and
@@ -171,13 +244,17 @@ func (h *handler) runService(w http.ResponseWriter, r *http.Request, spec runSpe
 	// writing to a client that does not read) is its whole process group
 	// sent SIGTERM, never SIGKILL.
 	pid := cmd.Process.Pid
-	stopInput := h.clk.AfterFunc(h.opts.MaxDuration, func() {
+	maxDuration := spec.maxDuration
+	if maxDuration <= 0 {
+		maxDuration = h.opts.MaxDuration
+	}
+	stopInput := h.clk.AfterFunc(maxDuration, func() {
 		if stdin != nil {
 			_ = stdin.Close()
 		}
 	})
 	defer stopInput.Stop()
-	terminate := h.clk.AfterFunc(h.opts.MaxDuration+killGrace, func() { _ = syscall.Kill(-pid, syscall.SIGTERM) })
+	terminate := h.clk.AfterFunc(maxDuration+killGrace, func() { _ = syscall.Kill(-pid, syscall.SIGTERM) })
 	defer terminate.Stop()
 
 	copied := make(chan copyResult, 1)
@@ -193,6 +270,22 @@ func (h *handler) runService(w http.ResponseWriter, r *http.Request, spec runSpe
 
 	buf := make([]byte, 64<<10)
 	n, rerr := io.ReadAtLeast(stdout, buf, 1)
+	var in copyResult
+	gotIn := false
+	if n > 0 && stdin != nil {
+		// The copy reports before it closes git's input, so a request we
+		// cut (size, quota, rate) is known before git answers the truncated
+		// body: the client hears our reason, not git's "early EOF".
+		select {
+		case in = <-copied:
+			gotIn = true
+		default:
+		}
+		if gotIn && cutByUs(in.err) {
+			_, _ = io.Copy(io.Discard, stdout)
+			n = 0
+		}
+	}
 	if n > 0 {
 		noCache(w)
 		w.Header().Set("Content-Type", spec.contentType)
@@ -216,15 +309,27 @@ func (h *handler) runService(w http.ResponseWriter, r *http.Request, spec runSpe
 		res.err = fmt.Errorf("%s: read output: %w", spec.svc, rerr)
 	}
 	waitErr := cmd.Wait()
+	if spec.gate != nil {
+		// git and its hooks are gone: the gate reads to the end of what
+		// they said (bounded, should a stray child keep the pipe open).
+		select {
+		case <-gateDone:
+		case <-h.clk.After(killGrace):
+			gateReq.Close()
+			<-gateDone
+		}
+		gateReq.Close()
+	}
 	res.stderr = stderr.String()
 	// The copy result is there whenever git stopped because of its input;
 	// if git exited first, the copy may still be blocked on the client.
-	var in copyResult
-	select {
-	case in = <-copied:
-		res.in = in.n
-	default:
+	if !gotIn {
+		select {
+		case in = <-copied:
+		default:
+		}
 	}
+	res.in = in.n
 	if waitErr != nil && res.err == nil {
 		res.err = fmt.Errorf("%s exited: %w: %s", spec.svc, waitErr, truncate(res.stderr, 300))
 	}
@@ -234,8 +339,15 @@ func (h *handler) runService(w http.ResponseWriter, r *http.Request, spec runSpe
 	// Nothing was written yet: answer with a status that says why.
 	switch {
 	case errors.Is(in.err, errBodyTooLarge):
-		res.err = fmt.Errorf("%s: %w", spec.svc, errBodyTooLarge)
-		http.Error(w, "error: request body exceeds the server's size limit", http.StatusRequestEntityTooLarge)
+		res.err = fmt.Errorf("%s: %w", spec.svc, in.err)
+		h.refuse(w, spec, http.StatusRequestEntityTooLarge, "error: request body exceeds the server's size limit ("+strings.TrimPrefix(in.err.Error(), errBodyTooLarge.Error()+": ")+")")
+	case errors.As(in.err, new(*quotaError)):
+		res.err = fmt.Errorf("%s: %w", spec.svc, in.err)
+		h.m.refused.WithLabelValues("quota").Inc()
+		h.refuse(w, spec, http.StatusRequestEntityTooLarge, in.err.Error())
+	case errors.Is(in.err, errSlowBody):
+		res.err = fmt.Errorf("%s: %w", spec.svc, in.err)
+		h.refuse(w, spec, http.StatusRequestTimeout, slowBodyMsg(in.err))
 	case in.err != nil && isGzipErr(in.err):
 		res.err = fmt.Errorf("%s: %w", spec.svc, in.err)
 		http.Error(w, "invalid: corrupt gzip request body", http.StatusBadRequest)
@@ -258,6 +370,45 @@ func (h *handler) runService(w http.ResponseWriter, r *http.Request, spec runSpe
 		_, _ = w.Write(spec.preamble)
 	}
 	return res
+}
+
+// cutByUs reports whether a request body ended because a limit of ours cut
+// it.
+func cutByUs(err error) bool {
+	return errors.Is(err, errBodyTooLarge) || errors.Is(err, errSlowBody) || errors.As(err, new(*quotaError))
+}
+
+// refuse answers a request refused before git wrote anything.
+func (h *handler) refuse(w http.ResponseWriter, spec runSpec, status int, msg string) {
+	if spec.refuse != nil {
+		spec.refuse(w, status, msg)
+		return
+	}
+	http.Error(w, msg, status)
+}
+
+// sizeText spells a byte bound for a client: whole MiB when it is one,
+// KiB otherwise.
+func sizeText(n int64) string {
+	if n >= 1<<20 && n%(1<<20) == 0 {
+		return strconv.FormatInt(n>>20, 10) + " MiB"
+	}
+	return strconv.FormatInt((n+1023)>>10, 10) + " KiB"
+}
+
+func slowBodyMsg(err error) string {
+	return "error: " + err.Error() + "; the server cuts request bodies that stall"
+}
+
+// errPkt answers with a protocol-level error: a 200 with an ERR pkt-line is
+// what git clients print readably ("remote error: ...").
+func errPkt(contentType string) func(w http.ResponseWriter, status int, msg string) {
+	return func(w http.ResponseWriter, _ int, msg string) {
+		noCache(w)
+		w.Header().Set("Content-Type", contentType)
+		w.WriteHeader(http.StatusOK)
+		_, _ = w.Write(pktLine("ERR " + oneLine(msg) + "\n"))
+	}
 }
 
 type copyResult struct {
@@ -341,19 +492,32 @@ func firstLine(s string) string {
 // serveUploadPack streams a fetch or clone.
 func (h *handler) serveUploadPack(w http.ResponseWriter, r *http.Request, dir string) {
 	start := h.clk.Now()
-	body, wire, closeBody, err := h.requestBody(r, 0)
+	const contentType = "application/x-git-upload-pack-result"
+	// A want/have list is small next to the pack it asks for; bounded like
+	// a decompressed one (audit F18e: a plain body was unbounded).
+	body, wire, _, closeBody, err := h.requestBody(w, r, h.opts.MaxGzipBytes, "a fetch request may hold "+sizeText(h.opts.MaxGzipBytes))
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		h.finish("fetch", start, runResult{err: err})
 		return
 	}
 	defer closeBody()
+	release, refused := h.slots.acquire(r.Context(), h.clientIP(r))
+	if refused != nil {
+		h.m.refused.WithLabelValues(refused.reason).Inc()
+		errPkt(contentType)(w, refused.status, refused.msg)
+		h.finish("fetch", start, runResult{rejected: true})
+		return
+	}
+	defer release()
 	env, _ := protocolEnv(r)
 	sniff := &sniffer{max: 64 << 10}
 	res := h.runService(w, r, runSpec{
 		kind: "fetch", svc: svcUpload, dir: dir, env: env,
 		body:        io.TeeReader(body, sniff),
-		contentType: "application/x-git-upload-pack-result",
+		contentType: contentType,
+		maxDuration: h.opts.MaxFetchDuration,
+		refuse:      errPkt(contentType),
 	})
 	res.in = wire.n
 	h.finish(sniff.kind(), start, res)

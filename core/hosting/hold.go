@@ -47,9 +47,16 @@ func (h *Hosting) Hold(ctx context.Context, evt *nostr.Event, d policy.Decision,
 	if entry.Repo.IsZero() && evt.Kind == nip34.KindAnnouncement {
 		entry.Repo = ref(evt.PubKey, evt.Tags.GetD())
 	}
+	if meta.Source == policy.SourceClient {
+		entry.Remote = meta.Remote
+	}
 	if err := h.purg.Hold(entry); err != nil {
 		if errors.Is(err, purgatory.ErrDuplicate) {
 			return policy.MsgInPurgatory, nil
+		}
+		var quota *purgatory.QuotaError
+		if errors.As(err, &quota) {
+			return "", &policy.Refusal{Msg: quota.Msg}
 		}
 		return "", fmt.Errorf("error: could not hold event: %w", err)
 	}

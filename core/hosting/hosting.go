@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/nbd-wtf/go-nostr"
@@ -64,6 +65,11 @@ type Hosting struct {
 	spawn   func(func(ctx context.Context))
 	clk     clock.Clock
 	log     hclog.Logger
+
+	// toPrune are repositories that lost placeholder refs: the next Sweep
+	// removes the objects only those refs reached (prune.go).
+	pruneMu sync.Mutex
+	toPrune map[nip34.RepoRef]bool
 }
 
 // New builds the effects from opts; e names the logger "hosting" by its caller.
@@ -75,7 +81,7 @@ func New(opts Options, e env.Env) (*Hosting, error) {
 	h := &Hosting{
 		events: opts.Events, purg: opts.Purgatory, repos: opts.Repos, rules: opts.Rules,
 		publish: opts.Publish, hunter: opts.Hunter, spawn: opts.Spawn, clk: e.Clock, log: e.Log,
-		roster: opts.Roster, ingest: opts.Ingest,
+		roster: opts.Roster, ingest: opts.Ingest, toPrune: map[nip34.RepoRef]bool{},
 	}
 	if h.roster == nil {
 		var err error

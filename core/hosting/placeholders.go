@@ -28,7 +28,11 @@ func (o *op) settlePlaceholders(evt *nostr.Event, tip string) {
 		}
 		if err := o.repos.DeleteRef(o.ctx, ph.Repo, "refs/nostr/"+evt.ID, ph.Commit); err != nil {
 			o.log.Warn("delete refs/nostr placeholder at the wrong tip", "id", evt.ID, "error", err)
+			continue
 		}
+		// its data must go too, or a PR event naming another commit would
+		// free the placeholder's quota and keep its bytes (F02)
+		o.schedulePrune(ph.Repo)
 	}
 }
 

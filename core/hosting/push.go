@@ -4,15 +4,35 @@ import (
 	"context"
 
 	"github.com/grasp-dev/grasp/core/git"
+	"github.com/grasp-dev/grasp/core/nip34"
+	"github.com/grasp-dev/grasp/core/purgatory"
 )
+
+// ReservePlaceholders is git.PlaceholderQuota: purgatory counts
+// placeholders, waiting and in flight.
+func (h *Hosting) ReservePlaceholders(repo nip34.RepoRef, ip string, ids []string) (git.PlaceholderReservation, error) {
+	rv, err := h.purg.ReservePlaceholders(repo, ip, ids)
+	if err != nil {
+		return nil, err
+	}
+	return rv, nil
+}
 
 // OnPush is git.Hooks: after a successful receive-pack, record git-first PR
 // refs, bring the other maintainers' repos here to the same state (G01-G4)
 // and release what the new data makes servable in each.
 func (h *Hosting) OnPush(ctx context.Context, res git.PushResult) {
 	o := h.begin(ctx)
-	for _, ph := range res.Placeholders {
-		if err := h.purg.AddPlaceholder(res.Repo, ph.EventID, ph.Tip); err != nil {
+	for i, ph := range res.Placeholders {
+		// The push's bytes are shared among its placeholders (what quotas
+		// count; the pack is one).
+		share := res.PlaceholderBytes / int64(len(res.Placeholders))
+		if i == 0 {
+			share += res.PlaceholderBytes % int64(len(res.Placeholders))
+		}
+		if err := h.purg.AddPlaceholder(purgatory.Placeholder{
+			Repo: res.Repo, EventID: ph.EventID, Commit: ph.Tip, Remote: res.Remote, Bytes: share,
+		}); err != nil {
 			h.log.Error("record refs/nostr placeholder", "id", ph.EventID, "error", err)
 		}
 	}

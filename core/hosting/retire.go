@@ -1,9 +1,6 @@
 package hosting
 
-import (
-	"github.com/grasp-dev/grasp/core/nip34"
-	"github.com/grasp-dev/grasp/core/purgatory"
-)
+import "github.com/grasp-dev/grasp/core/nip34"
 
 // retire removes a bare repo that is no longer announced here. Only repos
 // without refs are removed; a repo with data is kept for the operator
@@ -31,7 +28,7 @@ func (o *op) retire(r nip34.RepoRef, why string) {
 // evict drops the held announcement of r (its replacement no longer lists
 // this server) and retires r's empty repo.
 func (o *op) evict(r nip34.RepoRef) {
-	for _, e := range o.purg.Find(func(e *purgatory.Entry) bool { return e.Event.Kind == nip34.KindAnnouncement && e.Repo == r }) {
+	for _, e := range o.purg.HeldAnnouncements(r) {
 		if _, err := o.purg.Remove(e.Event.ID, "evicted"); err != nil {
 			o.log.Error("evict held announcement", "repo", r.String(), "error", err)
 		}

@@ -82,3 +82,11 @@ func (c Chain) Accept(ctx context.Context, evt *nostr.Event, meta Meta) Verdict 
 	}
 	return Verdict{Action: Accept}
 }
+
+// Refusal is what an effect returns when it cannot carry out a decision the
+// rules took, for a reason the client must hear (a quota of purgatory, a
+// full disk): Msg is the NIP-01 prefixed OK text ("rate-limited: ...",
+// "error: ..."). Nothing was written.
+type Refusal struct{ Msg string }
+
+func (r *Refusal) Error() string { return r.Msg }

@@ -52,9 +52,12 @@ type Entry struct {
 	WithRepo bool `json:"with_repo,omitempty"`
 	// AwaitEvent is the id of a held root event (issue, PR) this event is
 	// released together with, e.g. a comment on a held PR.
-	AwaitEvent string    `json:"await_event,omitempty"`
-	Expires    time.Time `json:"expires"`
-	HeldAt     time.Time `json:"held_at"`
+	AwaitEvent string `json:"await_event,omitempty"`
+	// Remote is the address of the client that sent the event ("" for
+	// events from sync peers and releases): the per-address quotas count it.
+	Remote  string    `json:"remote,omitempty"`
+	Expires time.Time `json:"expires"`
+	HeldAt  time.Time `json:"held_at"`
 }
 
 // Placeholder is a refs/nostr/<id> ref pushed before its PR event arrived
@@ -65,6 +68,10 @@ type Placeholder struct {
 	EventID string        `json:"event_id"`
 	Commit  string        `json:"commit"`
 	Expires time.Time     `json:"expires"`
+	// Remote is the client address that pushed it, Bytes its share of the
+	// push's data (PlaceholderQuotas).
+	Remote string `json:"remote,omitempty"`
+	Bytes  int64  `json:"bytes,omitempty"`
 }
 
 // Options configure a Purgatory.
@@ -73,6 +80,10 @@ type Options struct {
 	TTL            time.Duration // how long an event waits for git data (30 min)
 	PlaceholderTTL time.Duration // nostr_ref_ttl (20 min)
 	ExpiredMemory  time.Duration // how long expired ids are remembered (7 days)
+	Quotas         Quotas        // what strangers may hold; zero fields are unbounded
+	// PlaceholderQuotas bound refs/nostr placeholders; zero fields are
+	// unbounded.
+	PlaceholderQuotas PlaceholderQuotas
 }
 
 // Purgatory holds events whose git data has not arrived. It is an in-memory
@@ -87,7 +98,9 @@ type Purgatory struct {
 
 	mu           sync.Mutex
 	held         map[string]*Entry       // by event id
-	placeholders map[string]*Placeholder // by event id
+	idx          *index                  // held, by what the write path asks
+	placeholders map[string]*Placeholder // by placeholderKey
+	phUse        *placeholderUse         // placeholders and reservations by scope
 	expired      map[string]time.Time    // id -> forget-at
 
 	sizeGauge *prometheus.GaugeVec
@@ -143,7 +156,9 @@ func New(opts Options, e env.Env) (*Purgatory, error) {
 	p := &Purgatory{
 		kv: kv, clk: clk, log: log, opts: opts,
 		held:         map[string]*Entry{},
+		idx:          newIndex(),
 		placeholders: map[string]*Placeholder{},
+		phUse:        newPlaceholderUse(),
 		expired:      map[string]time.Time{},
 		sizeGauge: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "grasp_purgatory_entries", Help: "Events held in purgatory, by kind.",
@@ -177,13 +192,33 @@ func (p *Purgatory) load() error {
 	if err != nil {
 		return fmt.Errorf("load purgatory: %w", err)
 	}
+	// A crash between holding a replacement and dropping what it replaced
+	// leaves both: keep the one that wins.
+	for _, e := range p.held {
+		if isAddressable(e.Event.Kind) {
+			if old, ok := p.idx.byAddr[address(e.Event)]; ok {
+				loser := e
+				if newer(e.Event, old.Event) {
+					loser = old
+					p.idx.remove(old)
+					p.idx.add(e)
+				}
+				delete(p.held, loser.Event.ID)
+				if err := p.kv.Delete(bucketHeld, loser.Event.ID); err != nil {
+					return fmt.Errorf("load purgatory: drop replaced %s: %w", loser.Event.ID, err)
+				}
+				continue
+			}
+		}
+		p.idx.add(e)
+	}
 	err = p.kv.Scan(bucketPlaceholder, func(key string, val []byte, _ time.Time) error {
 		var ph Placeholder
 		if err := json.Unmarshal(val, &ph); err != nil {
 			p.log.Warn("dropping unreadable placeholder", "id", key, "error", err)
 			return nil
 		}
-		p.placeholders[key] = &ph
+		p.putPlaceholderLocked(key, &ph)
 		return nil
 	})
 	if err != nil {
@@ -232,14 +267,17 @@ func (p *Purgatory) hold(e Entry) ([]change, error) {
 	}
 	var replaced []*Entry
 	if isAddressable(e.Event.Kind) {
-		addr := address(e.Event)
-		for _, old := range p.held {
-			if old.Event.Kind == e.Event.Kind && old.Event.PubKey == e.Event.PubKey && address(old.Event) == addr {
-				if newer(old.Event, e.Event) {
-					return nil, ErrDuplicate
-				}
-				replaced = append(replaced, old)
+		if old, ok := p.idx.byAddr[address(e.Event)]; ok {
+			if newer(old.Event, e.Event) {
+				return nil, ErrDuplicate
 			}
+			replaced = append(replaced, old)
+		}
+	}
+	if len(replaced) == 0 {
+		// A replacement takes its predecessor's place: it costs nothing new.
+		if err := p.admit(&e); err != nil {
+			return nil, err
 		}
 	}
 	if err := p.put(&e); err != nil {
@@ -251,6 +289,7 @@ func (p *Purgatory) hold(e Entry) ([]change, error) {
 			return cs, fmt.Errorf("purgatory: drop replaced %s: %w", old.Event.ID, err)
 		}
 		delete(p.held, old.Event.ID)
+		p.idx.remove(old)
 		p.events.WithLabelValues("replaced", kindLabel(old.Event.Kind)).Inc()
 		cs = append(cs, change{e: *old, why: "replaced"})
 	}
@@ -270,6 +309,7 @@ func (p *Purgatory) put(e *Entry) error {
 		return fmt.Errorf("purgatory: persist %s: %w", e.Event.ID, err)
 	}
 	p.held[e.Event.ID] = e
+	p.idx.add(e)
 	return nil
 }
 
@@ -284,7 +324,8 @@ func (p *Purgatory) Get(id string) (Entry, bool) {
 	return *e, true
 }
 
-// Find returns the held entries that match keep, oldest first.
+// Find returns the held entries that match keep, oldest first. It looks at
+// every held entry: for start-up and periodic work, never per event.
 func (p *Purgatory) Find(keep func(e *Entry) bool) []Entry {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -294,36 +335,76 @@ func (p *Purgatory) Find(keep func(e *Entry) bool) []Entry {
 			out = append(out, *e)
 		}
 	}
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].Event.CreatedAt != out[j].Event.CreatedAt {
-			return out[i].Event.CreatedAt < out[j].Event.CreatedAt
-		}
-		return out[i].Event.ID < out[j].Event.ID
-	})
+	oldestFirst(out)
 	return out
 }
 
 // QueryHeld returns the held events that match f (ids, authors, kinds, tag
-// filters; the read side of purgatory the GRASP rules see, policy.Held).
+// filters; the read side of purgatory the GRASP rules see, policy.Held),
+// oldest first. Filters with ids, with kinds and a `d` tag, or with authors
+// are answered from the index.
 func (p *Purgatory) QueryHeld(_ context.Context, f nostr.Filter) ([]*nostr.Event, error) {
-	return events(p.Find(func(e *Entry) bool { return f.Matches(e.Event) })), nil
+	p.mu.Lock()
+	cands, ok := p.idx.candidates(p.held, f)
+	if !ok {
+		p.mu.Unlock()
+		return events(p.Find(func(e *Entry) bool { return f.Matches(e.Event) })), nil
+	}
+	var out []Entry
+	for _, e := range cands {
+		if f.Matches(e.Event) {
+			out = append(out, *e)
+		}
+	}
+	p.mu.Unlock()
+	oldestFirst(out)
+	return events(out), nil
+}
+
+// byKindD returns the held events of kind with identifier d, oldest first.
+func (p *Purgatory) byKindD(kind int, d string) []Entry {
+	p.mu.Lock()
+	var out []Entry
+	for _, e := range p.idx.byKindD[kindD{kind, d}] {
+		if e.Repo.Identifier == d {
+			out = append(out, *e)
+		}
+	}
+	p.mu.Unlock()
+	oldestFirst(out)
+	return out
 }
 
 // Announcements returns the held announcements with identifier d.
 func (p *Purgatory) Announcements(d string) []*nostr.Event {
-	return events(p.Find(func(e *Entry) bool { return e.Event.Kind == 30617 && e.Repo.Identifier == d }))
+	return events(p.byKindD(30617, d))
 }
 
 // States returns the held repo states with identifier d.
 func (p *Purgatory) States(d string) []*nostr.Event {
-	return events(p.Find(func(e *Entry) bool { return e.Event.Kind == 30618 && e.Repo.Identifier == d }))
+	return events(p.byKindD(30618, d))
+}
+
+// HeldAnnouncements returns the held announcement entries of repo (one, or
+// none).
+func (p *Purgatory) HeldAnnouncements(r nip34.RepoRef) []Entry {
+	var out []Entry
+	for _, e := range p.byKindD(30617, r.Identifier) {
+		if e.Repo == r && !e.WithRepo {
+			out = append(out, e)
+		}
+	}
+	return out
 }
 
 // HasAnnouncement reports whether the announcement of repo is held.
 func (p *Purgatory) HasAnnouncement(r nip34.RepoRef) bool {
-	return len(p.Find(func(e *Entry) bool {
-		return e.Event.Kind == 30617 && e.Repo == r
-	})) > 0
+	for _, e := range p.byKindD(30617, r.Identifier) {
+		if e.Repo == r {
+			return true
+		}
+	}
+	return false
 }
 
 // Remove drops a held event (it was released through another path, or
@@ -347,6 +428,7 @@ func (p *Purgatory) removeLocked(id, why string, cs *[]change) (bool, error) {
 		return false, fmt.Errorf("purgatory: remove %s: %w", id, err)
 	}
 	delete(p.held, id)
+	p.idx.remove(e)
 	p.events.WithLabelValues(why, kindLabel(e.Event.Kind)).Inc()
 	p.refreshGaugeLocked()
 	*cs = append(*cs, change{e: *e, why: why})
@@ -372,11 +454,13 @@ func (p *Purgatory) Release(r nip34.RepoRef, repoHasData bool, has func(oids []s
 }
 
 func (p *Purgatory) release(r nip34.RepoRef, repoHasData bool, has func(oids []string) bool, cs *[]change) ([]*nostr.Event, error) {
+	// Only entries indexed under r's identifier can be released by r.
+	cands := p.idx.byRepoD[r.Identifier]
 	var out []*Entry
 	// A state whose objects are all present brings the repo its first
 	// refs (the caller aligns to it), so it counts as data for the
 	// announcement: both go out together, announcement first.
-	for _, e := range p.held {
+	for _, e := range cands {
 		if e.Event.Kind == 30618 && e.Repo.Identifier == r.Identifier {
 			if (len(e.Needs) > 0 && has(e.Needs)) || (len(e.Needs) == 0 && repoHasData) {
 				out = append(out, e)
@@ -385,13 +469,13 @@ func (p *Purgatory) release(r nip34.RepoRef, repoHasData bool, has func(oids []s
 		}
 	}
 	annHeld := false
-	for _, e := range p.held {
+	for _, e := range cands {
 		if e.Event.Kind == 30617 && !e.WithRepo && e.Repo == r {
 			annHeld = true
 		}
 	}
 	annHeld = annHeld && repoHasData
-	for _, e := range p.held {
+	for _, e := range cands {
 		switch {
 		case e.Event.Kind == 30618:
 			// decided above
@@ -416,13 +500,11 @@ func (p *Purgatory) release(r nip34.RepoRef, repoHasData bool, has func(oids []s
 	for _, e := range out {
 		released[e.Event.ID] = true
 	}
-	for grew := true; grew; {
-		grew = false
-		for _, e := range p.held {
-			if e.AwaitEvent != "" && released[e.AwaitEvent] && !released[e.Event.ID] {
+	for i := 0; i < len(out); i++ {
+		for _, e := range p.idx.byAwait[out[i].Event.ID] {
+			if !released[e.Event.ID] {
 				released[e.Event.ID] = true
 				out = append(out, e)
-				grew = true
 			}
 		}
 	}
@@ -483,10 +565,7 @@ func (p *Purgatory) DeleteRequested(author string, ids, addrs []string, at time.
 	defer func() { p.notify(cs) }()
 	defer p.mu.Unlock()
 	var out []Entry
-	for id, e := range p.held {
-		if e.Event.PubKey != author {
-			continue
-		}
+	for id, e := range p.idx.byAuthor[author] {
 		hit := idset[id]
 		if !hit && isAddressable(e.Event.Kind) && addrset[address(e.Event)] && !e.Event.CreatedAt.Time().After(at) {
 			hit = true
@@ -532,7 +611,7 @@ func (p *Purgatory) Sweep() (expired []Entry, placeholders []Placeholder, err er
 		if err := p.kv.Delete(bucketPlaceholder, id); err != nil {
 			return expired, placeholders, fmt.Errorf("purgatory: drop placeholder %s: %w", id, err)
 		}
-		delete(p.placeholders, id)
+		p.dropPlaceholderLocked(id)
 		placeholders = append(placeholders, *ph)
 	}
 	for id, at := range p.expired {
@@ -555,21 +634,39 @@ func (p *Purgatory) Expired(id string) bool {
 	return ok
 }
 
-// AddPlaceholder records a refs/nostr/<id> ref pushed with no PR event yet.
-func (p *Purgatory) AddPlaceholder(r nip34.RepoRef, eventID, commit string) error {
-	ph := &Placeholder{Repo: r, EventID: eventID, Commit: commit, Expires: p.clk.Now().Add(p.opts.PlaceholderTTL)}
-	b, err := json.Marshal(ph)
+// AddPlaceholder records a refs/nostr/<id> ref pushed with no PR event yet
+// (ph.Repo, EventID, Commit, and Remote and Bytes for the quotas); it
+// expires after PlaceholderTTL. A placeholder pushed again replaces the
+// old one.
+func (p *Purgatory) AddPlaceholder(ph Placeholder) error {
+	ph.Expires = p.clk.Now().Add(p.opts.PlaceholderTTL)
+	b, err := json.Marshal(&ph)
 	if err != nil {
 		return err
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	key := placeholderKey(r, eventID)
+	key := placeholderKey(ph.Repo, ph.EventID)
 	if err := p.kv.Put(bucketPlaceholder, key, b, 0); err != nil {
-		return fmt.Errorf("purgatory: persist placeholder %s: %w", eventID, err)
+		return fmt.Errorf("purgatory: persist placeholder %s: %w", ph.EventID, err)
 	}
-	p.placeholders[key] = ph
+	p.putPlaceholderLocked(key, &ph)
 	return nil
+}
+
+// putPlaceholderLocked and dropPlaceholderLocked keep placeholders and
+// their quota counts in step.
+func (p *Purgatory) putPlaceholderLocked(key string, ph *Placeholder) {
+	p.dropPlaceholderLocked(key)
+	p.placeholders[key] = ph
+	p.phUse.add(ph.Repo, ph.Remote, 1, ph.Bytes)
+}
+
+func (p *Purgatory) dropPlaceholderLocked(key string) {
+	if old, ok := p.placeholders[key]; ok {
+		p.phUse.add(old.Repo, old.Remote, -1, -old.Bytes)
+		delete(p.placeholders, key)
+	}
 }
 
 // TakePlaceholders removes and returns the placeholders for eventID (one per
@@ -585,7 +682,7 @@ func (p *Purgatory) TakePlaceholders(eventID string) ([]Placeholder, error) {
 		if err := p.kv.Delete(bucketPlaceholder, key); err != nil {
 			return out, fmt.Errorf("purgatory: take placeholder %s: %w", eventID, err)
 		}
-		delete(p.placeholders, key)
+		p.dropPlaceholderLocked(key)
 		out = append(out, *ph)
 	}
 	return out, nil
@@ -609,12 +706,8 @@ func (p *Purgatory) refreshGauge() {
 }
 
 func (p *Purgatory) refreshGaugeLocked() {
-	counts := map[string]float64{"30617": 0, "30618": 0, "1618": 0, "1619": 0, "other": 0}
-	for _, e := range p.held {
-		counts[kindLabel(e.Event.Kind)]++
-	}
-	for k, v := range counts {
-		p.sizeGauge.WithLabelValues(k).Set(v)
+	for _, k := range []string{"30617", "30618", "1618", "1619", "other"} {
+		p.sizeGauge.WithLabelValues(k).Set(float64(p.idx.kinds[k]))
 	}
 }
 

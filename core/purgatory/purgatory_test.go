@@ -193,8 +193,8 @@ func TestG01G5f_PlaceholdersExpireAndBind(t *testing.T) {
 	repo := nip34.RepoRef{Pubkey: "ab", Identifier: "r"}
 	id1 := "1111111111111111111111111111111111111111111111111111111111111111"
 	id2 := "2222222222222222222222222222222222222222222222222222222222222222"
-	p.AddPlaceholder(repo, id1, "c1")
-	p.AddPlaceholder(repo, id2, "c2")
+	p.AddPlaceholder(Placeholder{Repo: repo, EventID: id1, Commit: "c1"})
+	p.AddPlaceholder(Placeholder{Repo: repo, EventID: id2, Commit: "c2"})
 	p = newP(t, kv, clk) // restart
 	got, err := p.TakePlaceholders(id1)
 	if err != nil || len(got) != 1 || got[0].Commit != "c1" {

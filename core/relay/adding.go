@@ -207,6 +207,12 @@ func (s *Server) hold(ctx context.Context, c *call, evt *nostr.Event, d policy.D
 		return errors.New("error: purgatory is not available")
 	}
 	msg, err := s.effects.Hold(ctx, evt, d, c.meta)
+	var refused *policy.Refusal
+	if errors.As(err, &refused) {
+		msg := nostr.NormalizeOKMessage(refused.Msg, "error")
+		s.metrics.rejected.WithLabelValues(kind, reasonClass(msg)).Inc()
+		return errors.New(msg)
+	}
 	if err != nil {
 		s.log.Error("holding event in purgatory failed", "id", evt.ID, "error", err)
 		s.metrics.rejected.WithLabelValues(kind, "error").Inc()

@@ -48,6 +48,12 @@ func freePort(t *testing.T) int {
 // expiry can be driven without sleeping.
 func newEnv(t *testing.T, mutate func(c *config.Config)) *testServer {
 	t.Helper()
+	return newEnvOn(t, mutate, nil)
+}
+
+// newEnvOn is newEnv measuring free disk space with free (nil: statfs).
+func newEnvOn(t *testing.T, mutate func(c *config.Config), free func(dir string) (uint64, error)) *testServer {
+	t.Helper()
 	port := freePort(t)
 	cfg := config.Default()
 	cfg.Server.Listen = fmt.Sprintf("127.0.0.1:%d", port)
@@ -68,7 +74,12 @@ func newEnv(t *testing.T, mutate func(c *config.Config)) *testServer {
 	if os.Getenv("GRASP_TEST_LOG") != "" {
 		log = hclog.New(&hclog.LoggerOptions{Level: hclog.Debug, Output: os.Stderr})
 	}
-	srv, err := newServer(cfg, Build{Version: "test"}, Extensions{}, env.Env{Clock: clk, Log: log})
+	reg := metrics.New("test", "")
+	st, err := OpenStore(cfg, env.Env{Clock: clk, Log: log, Metrics: reg.Registerer()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := New(Options{Config: cfg, Build: Build{Version: "test"}, Metrics: reg, Store: st, FreeSpace: free}, env.Env{Clock: clk, Log: log})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -25,6 +25,7 @@ import (
 
 	"github.com/grasp-dev/grasp/core/clock"
 	"github.com/grasp-dev/grasp/core/config"
+	"github.com/grasp-dev/grasp/core/diskspace"
 	"github.com/grasp-dev/grasp/core/env"
 	"github.com/grasp-dev/grasp/core/git"
 	"github.com/grasp-dev/grasp/core/hosting"
@@ -72,6 +73,9 @@ type Options struct {
 	// it is closed when the server stops, or when New fails.
 	Store      *store.Store
 	Extensions Extensions
+	// FreeSpace measures the bytes free under a directory for the
+	// server.min_free_mb watermark; nil: statfs (tests inject a full disk).
+	FreeSpace func(dir string) (uint64, error)
 }
 
 // Server is one running grasp.
@@ -93,6 +97,7 @@ type Server struct {
 	sched    *scheduler.Scheduler
 	throttle *throttle.Resolver
 	vis      *visibility.Visibility
+	space    *diskspace.Guard
 
 	// life ends when the server stops; background work that is not a
 	// scheduled loop hangs on it so it never outlives the store.
@@ -137,7 +142,8 @@ func New(o Options, e env.Env) (*Server, error) {
 	e = e.OrDefaults()
 	e.Metrics = o.Metrics.Registerer()
 	s := &Server{cfg: o.Config, log: e.Log, clk: e.Clock, env: e, build: o.Build,
-		metrics: o.Metrics, store: o.Store, done: make(chan struct{})}
+		metrics: o.Metrics, store: o.Store, done: make(chan struct{}),
+		space: diskspace.New(o.Config.Server.DataDir, uint64(max(o.Config.Server.MinFreeMB, 0))<<20, o.FreeSpace)}
 	s.life, s.endLife = context.WithCancel(context.Background())
 	if err := s.assemble(o.Extensions); err != nil {
 		s.closeStore()

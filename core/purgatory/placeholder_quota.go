@@ -1,0 +1,166 @@
+package purgatory
+
+import (
+	"fmt"
+	"sync"
+
+	"github.com/grasp-dev/grasp/core/nip34"
+)
+
+// PlaceholderQuotas bound refs/nostr/<id> placeholders: refs anyone may push
+// before their PR event exists, so they are anonymous writes (audit
+// 2026-11, F02: 2000 placeholders in one request, 60 MB each, kept for
+// weeks). Counts and bytes are kept per repository, per repository owner
+// and per client address; placeholders waiting for their event and
+// placeholder pushes in progress both count. Zero fields are unbounded; the
+// defaults, with their reasons, are config's ([purgatory]
+// max_placeholders...).
+type PlaceholderQuotas struct {
+	PerRepo, PerOwner, PerRemote                int
+	BytesPerRepo, BytesPerOwner, BytesPerRemote int64
+}
+
+// use is what placeholders hold in one scope.
+type use struct {
+	n     int
+	bytes int64
+}
+
+// placeholderUse counts placeholders by scope; only touched under
+// Purgatory.mu.
+type placeholderUse struct {
+	repo, owner, remote map[string]use
+}
+
+func newPlaceholderUse() *placeholderUse {
+	return &placeholderUse{repo: map[string]use{}, owner: map[string]use{}, remote: map[string]use{}}
+}
+
+// scopes returns the repository and owner keys of a placeholder in r.
+func scopes(r nip34.RepoRef) (repo, owner string) {
+	return r.Pubkey + "/" + r.Identifier, r.Pubkey
+}
+
+// add adds n placeholders of b bytes (negative to remove) in r from remote.
+func (u *placeholderUse) add(r nip34.RepoRef, remote string, n int, b int64) {
+	repo, owner := scopes(r)
+	bump := func(m map[string]use, k string) {
+		if k == "" {
+			return
+		}
+		v := m[k]
+		v.n += n
+		v.bytes += b
+		if v.n <= 0 && v.bytes <= 0 {
+			delete(m, k)
+			return
+		}
+		m[k] = v
+	}
+	bump(u.repo, repo)
+	bump(u.owner, owner)
+	bump(u.remote, remote)
+}
+
+// over reports why n more placeholders and b more bytes in r from remote
+// would pass a quota, "" when they fit.
+func (u *placeholderUse) over(q PlaceholderQuotas, r nip34.RepoRef, remote string, n int, b int64) string {
+	repo, owner := scopes(r)
+	for _, s := range []struct {
+		m        map[string]use
+		key      string
+		maxN     int
+		maxBytes int64
+		what     string
+	}{
+		{u.repo, repo, q.PerRepo, q.BytesPerRepo, "in this repository"},
+		{u.owner, owner, q.PerOwner, q.BytesPerOwner, "in the repositories of " + nip34.Npub(r.Pubkey)},
+		{u.remote, remote, q.PerRemote, q.BytesPerRemote, "pushed from your address"},
+	} {
+		if s.key == "" {
+			continue
+		}
+		cur := s.m[s.key]
+		if n > 0 && s.maxN > 0 && cur.n+n > s.maxN {
+			return fmt.Sprintf("rate-limited: %d refs/nostr/<id> placeholders already wait for their PR event %s (limit %d); publish the PR events or wait until the placeholders expire", cur.n, s.what, s.maxN)
+		}
+		if b > 0 && s.maxBytes > 0 && cur.bytes+b > s.maxBytes {
+			return fmt.Sprintf("rate-limited: refs/nostr/<id> placeholders waiting for their PR event %s may hold %d MiB of pushed data; publish the PR events or wait until the placeholders expire", s.what, s.maxBytes>>20)
+		}
+	}
+	return ""
+}
+
+// Reservation is a placeholder push in progress: its placeholders and the
+// bytes it has brought so far count toward the quotas until Release.
+type Reservation struct {
+	p      *Purgatory
+	repo   nip34.RepoRef
+	remote string
+	n      int
+
+	mu       sync.Mutex
+	bytes    int64
+	released bool
+}
+
+// ReservePlaceholders admits a push from remote creating placeholders for
+// ids in r, before anything is written: ids not yet waiting in r count as
+// new. The push then Charges what it brings and Releases the reservation
+// once its placeholders are recorded (AddPlaceholder) or it failed.
+func (p *Purgatory) ReservePlaceholders(r nip34.RepoRef, remote string, ids []string) (*Reservation, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	n := 0
+	for _, id := range ids {
+		if _, ok := p.placeholders[placeholderKey(r, id)]; !ok {
+			n++
+		}
+	}
+	if why := p.phUse.over(p.opts.PlaceholderQuotas, r, remote, n, 0); why != "" {
+		p.events.WithLabelValues("refused", "placeholder").Inc()
+		return nil, &QuotaError{Msg: why}
+	}
+	p.phUse.add(r, remote, n, 0)
+	return &Reservation{p: p, repo: r, remote: remote, n: n}, nil
+}
+
+// Charge counts b more bytes of the push; an error (a QuotaError, its text
+// for the client) means the push must stop: the bytes were not counted.
+func (rv *Reservation) Charge(b int64) error {
+	p := rv.p
+	rv.mu.Lock()
+	defer rv.mu.Unlock()
+	if rv.released {
+		return nil
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if why := p.phUse.over(p.opts.PlaceholderQuotas, rv.repo, rv.remote, 0, b); why != "" {
+		p.events.WithLabelValues("refused", "placeholder").Inc()
+		return &QuotaError{Msg: why}
+	}
+	p.phUse.add(rv.repo, rv.remote, 0, b)
+	rv.bytes += b
+	return nil
+}
+
+// Bytes is what the push brought so far.
+func (rv *Reservation) Bytes() int64 {
+	rv.mu.Lock()
+	defer rv.mu.Unlock()
+	return rv.bytes
+}
+
+// Release gives the reservation back (idempotent).
+func (rv *Reservation) Release() {
+	rv.mu.Lock()
+	defer rv.mu.Unlock()
+	if rv.released {
+		return
+	}
+	rv.released = true
+	rv.p.mu.Lock()
+	rv.p.phUse.add(rv.repo, rv.remote, -rv.n, -rv.bytes)
+	rv.p.mu.Unlock()
+}
