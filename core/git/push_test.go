@@ -406,3 +406,39 @@ func waitFor(t *testing.T, cond func() bool) {
 	t.Helper()
 	testwait.For(t, "condition", cond)
 }
+
+// A push that moves one ref and deletes another is one applied push: git
+// runs a transaction of its own on packed-refs for the deletion (it aborts
+// when the ref is loose, commits when it is packed) before the push's, and
+// the push gate must wait for the push's own before it reports the push
+// and gives the lock back (G01-G2 full alignment; the post-push hook
+// releases the state).
+func TestG01G2d_UpdateWithDeletionReportedOnce(t *testing.T) {
+	for _, packed := range []bool{false, true} {
+		t.Run(map[bool]string{false: "loose", true: "packed"}[packed], func(t *testing.T) {
+			ts := newTestServer(t, Options{})
+			owner, url := ts.newRepo("proj")
+			work := newWork(t)
+			x := gitRun(t, work, "rev-parse", "HEAD")
+			ts.auth.addState(owner, "proj", state("s1", 10, "", "refs/heads/main", x, "refs/heads/dev", x))
+			gitRun(t, work, "push", url, "main", "main:dev")
+			if packed {
+				dir, err := ts.repos.Path(ref(owner, "proj"))
+				if err != nil {
+					t.Fatal(err)
+				}
+				gitRun(t, dir, "pack-refs", "--all")
+			}
+			y := commit(t, work, "y")
+			ts.auth.addState(owner, "proj", state("s2", 20, "", "refs/heads/main", y))
+			gitRun(t, work, "push", url, "main", ":dev")
+			if refs := ts.refs(owner, "proj"); refs["refs/heads/main"] != y || refs["refs/heads/dev"] != "" {
+				t.Fatalf("refs after the push = %v", refs)
+			}
+			pushes := ts.hooks.all()
+			if len(pushes) != 2 || pushes[1].StateEventID != "s2" {
+				t.Fatalf("OnPush calls = %+v, want the second push reported with s2", pushes)
+			}
+		})
+	}
+}

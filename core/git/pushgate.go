@@ -165,26 +165,31 @@ func packsIn(qdir string) []string {
 	return out
 }
 
-// refsMoved runs when receive-pack's ref transaction has committed or
-// aborted: the gate checks that every update is in place, aligns HEAD and
-// gives the lock back.
+// refsMoved runs when a ref transaction of receive-pack has committed or
+// aborted: once every update is in place the gate aligns HEAD and gives the
+// lock back. An abort is not final: git runs a transaction of its own on
+// packed-refs for a deletion, which aborts when nothing is packed, before
+// the push's; if the push's aborts, receive-pack exits and done gives the
+// lock back.
 func (g *pushGate) refsMoved(committed bool) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if g.unlock == nil || g.finished {
+	if g.unlock == nil || g.finished || !committed {
 		return
 	}
-	if committed {
-		applied, err := g.h.applied(g.ctx, g.dir, g.updates)
-		if err != nil {
-			g.h.log.Error("push gate: read refs after the push", "repo", g.repo.String(), "error", err)
-		}
-		g.applied = applied
-		if applied && g.res.State != nil {
-			if head := g.res.State.HeadRef(); head != "" {
-				if err := g.h.repos.setHeadAt(g.ctx, g.dir, head); err != nil {
-					g.h.log.Error("align HEAD after push", "repo", g.repo.String(), "error", err)
-				}
+	applied, err := g.h.applied(g.ctx, g.dir, g.updates)
+	if err != nil {
+		g.h.log.Error("push gate: read refs after the push", "repo", g.repo.String(), "error", err)
+	}
+	if !applied && err == nil {
+		// the packed-refs transaction of a deletion committed first
+		return
+	}
+	g.applied = applied
+	if applied && g.res.State != nil {
+		if head := g.res.State.HeadRef(); head != "" {
+			if err := g.h.repos.setHeadAt(g.ctx, g.dir, head); err != nil {
+				g.h.log.Error("align HEAD after push", "repo", g.repo.String(), "error", err)
 			}
 		}
 	}
