@@ -132,7 +132,7 @@ func TestCustomPolicyExample(t *testing.T) {
 	}
 	big := `{"id":"06` + strings.Repeat("0", 62) + `","pubkey":"` + strings.Repeat("a", 64) + `","created_at":1767323045,"kind":1617,"tags":[],"content":"` + strings.Repeat("x", 300000) + `","sig":"00"}`
 	var out bytes.Buffer
-	if err := plugins.TestEvents(context.Background(), set, strings.NewReader(string(events)+big+"\n"), &out); err != nil {
+	if _, err := plugins.TestEvents(context.Background(), set, strings.NewReader(string(events)+big+"\n"), &out); err != nil {
 		t.Fatal(err)
 	}
 	got := strings.Split(strings.TrimSpace(out.String()), "\n")

@@ -3,7 +3,7 @@
 //
 //	grasp serve [--config grasp.toml]          run the server
 //	grasp check-config [--config grasp.toml]   validate config and plugins, then exit
-//	grasp plugin test --config grasp.toml      print the accept chain's verdict per event (stdin: JSONL)
+//	grasp plugin test --config grasp.toml      run a plugin chain over JSON lines on stdin
 //	grasp version                              print version and commit
 package main
 
@@ -25,6 +25,7 @@ import (
 	"github.com/grasp-dev/grasp/core/logging"
 	"github.com/grasp-dev/grasp/core/metrics"
 	"github.com/grasp-dev/grasp/core/server"
+	"github.com/grasp-dev/grasp/plugins"
 	"github.com/hashicorp/go-hclog"
 )
 
@@ -42,7 +43,8 @@ func main() {
 const usage = `usage:
   grasp serve [--config FILE]          run the server (no FILE: built-in defaults)
   grasp check-config [--config FILE]   validate the config and its plugins
-  grasp plugin test --config FILE      read events (JSON lines) on stdin, print each verdict
+  grasp plugin test --config FILE [--hook accept|relay_selection|throttle]
+                                       run one plugin chain over JSON lines on stdin, one result per line
   grasp version                        print version and commit
 `
 
@@ -82,15 +84,20 @@ func loadConfig(name string, args []string, stderr io.Writer) (config.Config, st
 	if err := fs.Parse(args); err != nil {
 		return config.Config{}, "", false
 	}
-	if *path == "" {
-		return config.Default(), "", true
-	}
-	cfg, err := config.Load(*path)
+	cfg, err := loadConfigFile(*path)
 	if err != nil {
 		fmt.Fprintf(stderr, "%v\n", err)
 		return config.Config{}, *path, false
 	}
 	return cfg, *path, true
+}
+
+// loadConfigFile loads path, or the built-in defaults when it is "".
+func loadConfigFile(path string) (config.Config, error) {
+	if path == "" {
+		return config.Default(), nil
+	}
+	return config.Load(path)
 }
 
 // serve is the table of contents of a running grasp: load the config, open
@@ -170,14 +177,28 @@ func checkConfig(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
+// pluginTest runs one plugin chain over stdin. Exit status: 0 when every
+// line parsed and no plugin failed, 1 otherwise (or when there is nothing to
+// test), 2 for a usage error.
 func pluginTest(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	cfg, _, ok := loadConfig("plugin test", args, stderr)
-	if !ok {
-		return 1
+	fs := flag.NewFlagSet("plugin test", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	path := fs.String("config", "", "path to grasp.toml")
+	hook := fs.String("hook", "accept", "chain to run: accept, relay_selection or throttle")
+	if err := fs.Parse(args); err != nil {
+		return 2
 	}
-	if err := testPlugins(context.Background(), cfg, stdin, stdout); err != nil {
+	kind := plugins.Kind(*hook)
+	switch kind {
+	case plugins.KindAccept, plugins.KindRelaySelection, plugins.KindThrottle:
+	default:
+		fmt.Fprintf(stderr, "grasp plugin test: --hook must be accept, relay_selection or throttle, not %q\n", *hook)
+		return 2
+	}
+	cfg, err := loadConfigFile(*path)
+	if err != nil {
 		fmt.Fprintf(stderr, "%v\n", err)
 		return 1
 	}
-	return 0
+	return testPlugins(context.Background(), cfg, kind, stdin, stdout, stderr)
 }
