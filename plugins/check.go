@@ -15,4 +15,3 @@ func Check(opts Options) error {
 	}
 	return nil
 }
-
