@@ -49,9 +49,6 @@ type configTOML struct {
 	} `toml:"throttle"`
 }
 
-// root is the repository root: example paths are relative to it.
-const root = ".."
-
 func load(t *testing.T, path string) (configTOML, plugins.Options) {
 	t.Helper()
 	var c configTOML
@@ -73,7 +70,8 @@ func load(t *testing.T, path string) (configTOML, plugins.Options) {
 		return out
 	}
 	return c, plugins.Options{
-		Dir: filepath.Join(root, c.Plugins.Dir), PoolSize: 1, Domain: "127.0.0.1",
+		// Paths in a config file are relative to the file (config.Load).
+		Dir: filepath.Join(filepath.Dir(path), c.Plugins.Dir), PoolSize: 1, Domain: "127.0.0.1",
 		// A clock that never moves: no wall-clock deadline fires on a loaded machine.
 		Clock:  clock.NewFake(time.Unix(1767323045, 0)),
 		Accept: specs(c.Plugins.Accept), RelaySelection: specs(c.Plugins.RelaySelection), Throttle: specs(c.Plugins.Throttle),
@@ -90,7 +88,7 @@ func TestStockExampleLoadsAndFoldsThrottles(t *testing.T) {
 	}
 	globs := make([]string, len(c.Throttle.Files))
 	for i, g := range c.Throttle.Files {
-		globs[i] = filepath.Join(root, g)
+		globs[i] = g // relative to examples/grasp.toml, the test's directory
 	}
 	table, err := throttle.LoadFiles(globs)
 	if err != nil {

@@ -4,6 +4,7 @@
 //	grasp serve [--config grasp.toml]          run the server
 //	grasp check-config [--config grasp.toml]   validate config and plugins, then exit
 //	grasp plugin test --config grasp.toml      run a plugin chain over JSON lines on stdin
+//	grasp scripts export DIR                   write the embedded stock plugins into DIR
 //	grasp version                              print version and commit
 package main
 
@@ -45,6 +46,7 @@ const usage = `usage:
   grasp check-config [--config FILE]   validate the config and its plugins
   grasp plugin test --config FILE [--hook accept|relay_selection|throttle]
                                        run one plugin chain over JSON lines on stdin, one result per line
+  grasp scripts export DIR             write the stock plugins (scripts/*.js) into DIR
   grasp version                        print version and commit
 `
 
@@ -64,6 +66,12 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			return 2
 		}
 		return pluginTest(args[2:], stdin, stdout, stderr)
+	case "scripts":
+		if len(args) != 3 || args[1] != "export" {
+			fmt.Fprint(stderr, usage)
+			return 2
+		}
+		return exportScripts(args[2], stdout, stderr)
 	case "version", "--version", "-v":
 		v, c := metrics.BuildIdentity(version, commit)
 		fmt.Fprintf(stdout, "grasp %s (commit %s)\n", v, c)
@@ -164,6 +172,10 @@ func startLogging(cfg config.Config, stderr io.Writer) (hclog.Logger, error) {
 func checkConfig(args []string, stdout, stderr io.Writer) int {
 	cfg, path, ok := loadConfig("check-config", args, stderr)
 	if !ok {
+		return 1
+	}
+	if err := checkStockConfigs(cfg, path); err != nil {
+		fmt.Fprintf(stderr, "%v\n", err)
 		return 1
 	}
 	if err := checkPlugins(cfg); err != nil {

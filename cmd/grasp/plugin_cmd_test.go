@@ -43,6 +43,16 @@ func TestPluginTestCommand(t *testing.T) {
 	}
 	stretched := filepath.Join(t.TempDir(), "grasp.toml")
 	body := strings.Replace(string(example), exampleTimeout, fmt.Sprintf("timeout = %q", testwait.Limit(t)), 1)
+	// The copy lives elsewhere: its plugin dir must still name the example's.
+	const exampleDir = `dir   = "plugins"`
+	if !strings.Contains(body, exampleDir) {
+		t.Fatalf("examples/custom-policy/grasp.toml no longer sets %s; update this test", exampleDir)
+	}
+	pluginDir, err := filepath.Abs(filepath.Join(repoRoot, "examples/custom-policy/plugins"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body = strings.Replace(body, exampleDir, fmt.Sprintf("dir = %q", pluginDir), 1)
 	if err := os.WriteFile(stretched, []byte(body), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -189,17 +199,20 @@ func TestPluginTestReportsFailures(t *testing.T) {
 		if err := os.WriteFile(cfg, []byte(body), 0o644); err != nil {
 			t.Fatal(err)
 		}
+		// The config names its plugin dir relative to itself; the command
+		// runs elsewhere.
+		cwd := t.TempDir()
 		sel := `{"repo":{"pubkey":"aa","identifier":"r"},"candidates":[{"url":"wss://a.example","health":{"ok":true}},{"url":"wss://b.example","health":{"ok":false}}]}` + "\n"
-		code, out, errOut := runGrasp(t, dir, []byte(sel), nil, "plugin", "test", "--hook", "relay_selection", "--config", cfg)
+		code, out, errOut := runGrasp(t, cwd, []byte(sel), nil, "plugin", "test", "--hook", "relay_selection", "--config", cfg)
 		if code != 0 || out != "30617:aa:r wss://a.example\n" {
 			t.Errorf("relay_selection: exit %d, stdout %q, stderr %q; want 0 and the healthy relay", code, out, errOut)
 		}
 		thr := `{"domain":"github.com","concurrency":2,"perMinute":30}` + "\n" + `{"domain":"git.example","concurrency":2,"perMinute":30}` + "\n"
-		code, out, errOut = runGrasp(t, dir, []byte(thr), nil, "plugin", "test", "--hook", "throttle", "--config", cfg)
+		code, out, errOut = runGrasp(t, cwd, []byte(thr), nil, "plugin", "test", "--hook", "throttle", "--config", cfg)
 		if code != 0 || out != "github.com concurrency=2 perMinute=60\ngit.example concurrency=2 perMinute=30\n" {
 			t.Errorf("throttle: exit %d, stdout %q, stderr %q", code, out, errOut)
 		}
-		code, _, errOut = runGrasp(t, dir, []byte(event), nil, "plugin", "test", "--config", cfg)
+		code, _, errOut = runGrasp(t, cwd, []byte(event), nil, "plugin", "test", "--config", cfg)
 		if code != 1 || !strings.Contains(errOut, "no [[plugins.accept]] configured") {
 			t.Errorf("accept with only other hooks: exit %d %q", code, errOut)
 		}
@@ -338,4 +351,48 @@ func grepLines(s, sub string) string {
 		}
 	}
 	return strings.Join(out, "\n")
+}
+
+// TestScriptsExportAndStockConfigCheck: `grasp scripts export DIR` writes
+// the stock plugins (and refuses to overwrite them); check-config then
+// refuses a stock plugin's config table holding a string where the plugin
+// reads a list, or a key it does not read, at the key's file:line:col.
+func TestScriptsExportAndStockConfigCheck(t *testing.T) {
+	dir := t.TempDir()
+	pdir := filepath.Join(dir, "plugins")
+	code, out, errOut := runGrasp(t, dir, nil, nil, "scripts", "export", pdir)
+	if code != 0 || !strings.Contains(out, filepath.Join(pdir, "spam_words.js")) {
+		t.Fatalf("scripts export = %d, stdout %q, stderr %q", code, out, errOut)
+	}
+	stock, err := os.ReadFile(filepath.Join(repoRoot, "scripts", "spam_words.js"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := os.ReadFile(filepath.Join(pdir, "spam_words.js")); err != nil || string(got) != string(stock) {
+		t.Fatalf("exported spam_words.js differs from scripts/spam_words.js (%v)", err)
+	}
+	if code, _, errOut := runGrasp(t, dir, nil, nil, "scripts", "export", pdir); code == 0 || !strings.Contains(errOut, "file exists") {
+		t.Errorf("a second export = %d %q, want a refusal to overwrite", code, errOut)
+	}
+
+	cfg := filepath.Join(dir, "grasp.toml")
+	write := func(body string) {
+		t.Helper()
+		if err := os.WriteFile(cfg, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("[plugins]\ndir = \"plugins\"\n\n[[plugins.accept]]\nname = \"spam\"\nfile = \"spam_words.js\"\nconfig = { words = [\"casino\"] }\n")
+	if code, out, errOut := runGrasp(t, t.TempDir(), nil, nil, "check-config", "--config", cfg); code != 0 {
+		t.Fatalf("check-config of a good stock config = %d %q %q", code, out, errOut)
+	}
+	write("[plugins]\ndir = \"plugins\"\n\n[[plugins.accept]]\nname = \"spam\"\nfile = \"spam_words.js\"\nconfig = { words = \"casino\" }\n\n[[plugins.throttle]]\nname = \"forges\"\nfile = \"forge_throttle.js\"\n  [plugins.throttle.config]\n  big_forge = [\"github.com\"]\n")
+	code, _, errOut = runGrasp(t, t.TempDir(), nil, nil, "check-config", "--config", cfg)
+	want := []string{
+		cfg + ":7:12: plugins.accept[0].config.words: want a list of strings, got a string",
+		cfg + `:13:3: plugins.throttle[0].config.big_forge: forge_throttle.js reads no key "big_forge"`,
+	}
+	if code != 1 || strings.TrimSpace(errOut) != strings.Join(want, "\n") {
+		t.Errorf("check-config = %d\n%s\nwant 1 and\n%s", code, errOut, strings.Join(want, "\n"))
+	}
 }
