@@ -4,6 +4,7 @@
 //	grasp serve [--config grasp.toml]          run the server
 //	grasp check-config [--config grasp.toml]   validate config and plugins, then exit
 //	grasp plugin test --config grasp.toml      run a plugin chain over JSON lines on stdin
+//	grasp admin status [--config grasp.toml]    ask the running server for its status
 //	grasp scripts export DIR                   write the embedded stock plugins into DIR
 //	grasp version                              print version and commit
 package main
@@ -46,6 +47,7 @@ const usage = `usage:
   grasp check-config [--config FILE]   validate the config and its plugins
   grasp plugin test --config FILE [--hook accept|relay_selection|throttle]
                                        run one plugin chain over JSON lines on stdin, one result per line
+  grasp admin status [--config FILE]   what the running server holds: repos, purgatory, sync relays, hunter
   grasp scripts export DIR             write the stock plugins (scripts/*.js) into DIR
   grasp version                        print version and commit
 `
@@ -66,6 +68,12 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			return 2
 		}
 		return pluginTest(args[2:], stdin, stdout, stderr)
+	case "admin":
+		if len(args) < 2 || args[1] != "status" {
+			fmt.Fprint(stderr, usage)
+			return 2
+		}
+		return adminStatus(args[2:], stdout, stderr)
 	case "scripts":
 		if len(args) != 3 || args[1] != "export" {
 			fmt.Fprint(stderr, usage)

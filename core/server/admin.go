@@ -1,0 +1,33 @@
+package server
+
+import (
+	"net/http"
+
+	"github.com/grasp-dev/grasp/core/admin"
+	"github.com/grasp-dev/grasp/core/purgatory"
+)
+
+// loopbackHandler serves the metrics listener: /metrics and the admin
+// report (core/admin says why the report is served here and not read from
+// the data dir).
+func (s *Server) loopbackHandler() http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle(admin.StatusPath, admin.Handler(s.adminSources()))
+	mux.Handle("/", s.metrics.Handler())
+	return mux
+}
+
+func (s *Server) adminSources() admin.Sources {
+	src := admin.Sources{
+		Repos:        s.repos.List,
+		Held:         func() []purgatory.Entry { return s.purg.Find(func(*purgatory.Entry) bool { return true }) },
+		Placeholders: s.purg.Placeholders,
+		Hunter:       s.hunter.Stats,
+		Clock:        s.clk,
+	}
+	if s.syncMgr != nil {
+		src.Sync = s.syncMgr.Snapshot
+		src.Health = func(url string) string { return s.health.Status(url).String() }
+	}
+	return src
+}
