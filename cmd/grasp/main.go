@@ -5,6 +5,7 @@
 //	grasp check-config [--config grasp.toml]   validate config and plugins, then exit
 //	grasp plugin test --config grasp.toml      run a plugin chain over JSON lines on stdin
 //	grasp admin status [--config grasp.toml]    ask the running server for its status
+//	grasp admin integrity-check [--repair]       check (and realign) hosted repos against their states
 //	grasp scripts export DIR                   write the embedded stock plugins into DIR
 //	grasp version                              print version and commit
 package main
@@ -48,6 +49,8 @@ const usage = `usage:
   grasp plugin test --config FILE [--hook accept|relay_selection|throttle]
                                        run one plugin chain over JSON lines on stdin, one result per line
   grasp admin status [--config FILE]   what the running server holds: repos, purgatory, sync relays, hunter
+  grasp admin integrity-check [--config FILE] [--repair] [--repo 30617:HEX:D]
+                                       every repo's refs against its signed state, alternates, announcements
   grasp scripts export DIR             write the stock plugins (scripts/*.js) into DIR
   grasp version                        print version and commit
 `
@@ -69,11 +72,14 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		}
 		return pluginTest(args[2:], stdin, stdout, stderr)
 	case "admin":
-		if len(args) < 2 || args[1] != "status" {
-			fmt.Fprint(stderr, usage)
-			return 2
+		switch {
+		case len(args) >= 2 && args[1] == "status":
+			return adminStatus(args[2:], stdout, stderr)
+		case len(args) >= 2 && args[1] == "integrity-check":
+			return adminIntegrity(args[2:], stdout, stderr)
 		}
-		return adminStatus(args[2:], stdout, stderr)
+		fmt.Fprint(stderr, usage)
+		return 2
 	case "scripts":
 		if len(args) != 3 || args[1] != "export" {
 			fmt.Fprint(stderr, usage)

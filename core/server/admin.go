@@ -4,6 +4,8 @@ import (
 	"net/http"
 
 	"github.com/grasp-dev/grasp/core/admin"
+	"github.com/grasp-dev/grasp/core/hosting"
+	"github.com/grasp-dev/grasp/core/nip34"
 	"github.com/grasp-dev/grasp/core/purgatory"
 )
 
@@ -13,6 +15,9 @@ import (
 func (s *Server) loopbackHandler() http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle(admin.StatusPath, admin.Handler(s.adminSources()))
+	mux.Handle(admin.IntegrityPath, admin.IntegrityHandler(func(r *http.Request, repair bool, only nip34.RepoRef) ([]hosting.Finding, error) {
+		return s.hosting.Integrity(r.Context(), repair, only)
+	}))
 	mux.Handle("/", s.metrics.Handler())
 	return mux
 }
