@@ -14,10 +14,10 @@ import (
 // the data dir).
 func (s *Server) loopbackHandler() http.Handler {
 	mux := http.NewServeMux()
-	mux.Handle(admin.StatusPath, admin.Handler(s.adminSources()))
-	mux.Handle(admin.IntegrityPath, admin.IntegrityHandler(func(r *http.Request, repair bool, only nip34.RepoRef) ([]hosting.Finding, error) {
+	mux.Handle(admin.StatusPath, admin.LoopbackOnly(admin.Handler(s.adminSources())))
+	mux.Handle(admin.IntegrityPath, admin.LoopbackOnly(admin.IntegrityHandler(func(r *http.Request, repair bool, only nip34.RepoRef) ([]hosting.Finding, error) {
 		return s.hosting.Integrity(r.Context(), repair, only)
-	}))
+	})))
 	mux.Handle("/", s.metrics.Handler())
 	return mux
 }
