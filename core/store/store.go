@@ -203,6 +203,12 @@ func New(opts Options, e env.Env) (*Store, error) {
 
 	s := &Store{opts: opts, env: e, log: log, dbDir: dbDir, m: m,
 		vthreshold: valueThreshold(int64(opts.MemTableMB) << 20)}
+	if _, err := os.Stat(filepath.Join(dbDir, badger.ManifestFilename)); errors.Is(err, os.ErrNotExist) {
+		if err := s.stampFresh(); err != nil {
+			return nil, err
+		}
+		log.Info("store created", "dir", dbDir)
+	}
 	s.backend = &ebadger.BadgerBackend{
 		Path:                  dbDir,
 		MaxLimit:              opts.Limits.MaxLimit,
