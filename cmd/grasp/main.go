@@ -138,6 +138,7 @@ func serve(args []string, stderr io.Writer) int {
 	defer stop()
 
 	v, c := metrics.BuildIdentity(version, commit)
+	logStart(log, cfg, path, v, c)
 	reg := metrics.New(v, c)
 	e := env.Env{Clock: clock.New(), Log: log, Metrics: reg.Registerer()}
 	st, err := server.OpenStore(cfg, e)
@@ -165,6 +166,20 @@ func serve(args []string, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// logStart says which build runs with which config, and warns about the
+// one listen setting that makes every real announcement fail.
+func logStart(log hclog.Logger, cfg config.Config, path, v, c string) {
+	if path == "" {
+		path = "built-in defaults"
+	}
+	log.Info("grasp starting", "version", v, "commit", c, "config", path)
+	if cfg.PublicURLFromWildcard() {
+		log.Warn("server.listen is a wildcard address and server.public_url is not set: clients are told "+
+			cfg.Server.PublicURL+", so announcements naming this machine's real host are refused; set server.public_url",
+			"listen", cfg.Server.Listen)
+	}
 }
 
 // startLogging builds the root logger from [log]; libraries that print
