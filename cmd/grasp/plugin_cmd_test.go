@@ -308,6 +308,17 @@ func TestSIGHUPReloadsPlugins(t *testing.T) {
 	if !strings.Contains(rec.Str("error"), "gate.js") {
 		t.Errorf("rejected reload does not name the broken file: %v", rec)
 	}
+	// One reload, one error line: the plugin host leaves the logging to
+	// the caller (issue 16 part 4: no doubled reload errors).
+	var errorLines []string
+	for _, m := range p.records() {
+		if m.Str("@level") == "error" {
+			errorLines = append(errorLines, m.Msg())
+		}
+	}
+	if len(errorLines) != 1 {
+		t.Errorf("the rejected reload logged %d error lines, want 1: %q", len(errorLines), errorLines)
+	}
 	expect("after a broken reload", "hello", true, "")
 	expect("after a broken reload", "forbidden words", false, "blocked: v2 refuses forbidden words")
 
