@@ -143,7 +143,8 @@ func (t *Tracker) Health(url string) gsync.Health {
 
 func (t *Tracker) update(url string, f func(State) State) {
 	t.mu.Lock()
-	st := f(t.states[url])
+	prev := t.states[url]
+	st := f(prev)
 	t.states[url] = st
 	// Persisting under the lock keeps the stored record the latest one
 	// when two updates for a relay race.
@@ -159,6 +160,11 @@ func (t *Tracker) update(url string, f func(State) State) {
 		// Losing a health record only costs some politeness after a
 		// restart; sync goes on.
 		t.log.Warn("persisting relay health failed", "relay", url, "error", err)
+	}
+	// One line per change of class, never per attempt: an operator sees a
+	// relay back off, die and come back.
+	if was, now := t.s.StatusOf(prev), t.s.StatusOf(st); was != now {
+		t.log.Info("relay "+now.String(), "relay", url, "was", was.String(), "failures", st.Failures)
 	}
 	t.observe(url, st)
 	t.countDead()
