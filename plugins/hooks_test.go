@@ -182,7 +182,7 @@ func TestTestEventsPrintsOneVerdictPerLine(t *testing.T) {
 		`{"event":{"id":"04"},"source":"elsewhere"}`,
 	}, "\n")
 	var out bytes.Buffer
-	if err := TestEvents(context.Background(), s, strings.NewReader(in), &out); err != nil {
+	if _, err := TestEvents(context.Background(), s, strings.NewReader(in), &out); err != nil {
 		t.Fatal(err)
 	}
 	lines := strings.Split(strings.TrimSpace(out.String()), "\n")

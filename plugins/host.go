@@ -92,7 +92,7 @@ func (h *Host) Reload(opts Options) error {
 	set, err := buildSet(opts, h.shared, h.metrics)
 	h.metrics.reloaded(err == nil)
 	if err != nil {
-		h.log.Error("plugin reload failed; keeping the running plugins", "error", err)
+		// The caller logs it (once): it also knows what triggered the reload.
 		return fmt.Errorf("plugins: reload: %w", err)
 	}
 	h.cur.Store(set)

@@ -124,8 +124,10 @@ func TestReloadSwapsAndFailureKeepsOldSet(t *testing.T) {
 	if swaps != 1 {
 		t.Fatalf("OnReload ran after a failed reload (%d)", swaps)
 	}
-	if !strings.Contains(logs.String(), "keeping the running plugins") {
-		t.Fatalf("failed reload not logged: %s", logs.String())
+	// The error goes back to the caller, who logs it once (cmd/grasp's
+	// reload); the host logging it too doubled every failed reload.
+	if strings.Contains(logs.String(), "[ERROR]") {
+		t.Fatalf("failed reload logged by the host as well as returned: %s", logs.String())
 	}
 	// A pool size change is applied only at restart.
 	bigger := opts

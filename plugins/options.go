@@ -119,6 +119,10 @@ type Options struct {
 	MaxCallStack  int           // goja call-stack depth limit
 	WatchInterval time.Duration // Host.Watch poll period (default 2s)
 	KVMaxEntries  int           // grasp.kv / grasp.ratelimit key caps (default 100000)
+
+	// OnFailure, when set, sees every failed call with its whole error
+	// (the log line is rate-limited): `grasp plugin test` prints them.
+	OnFailure func(plugin string, kind Kind, err error)
 }
 
 func (o Options) withDefaults() Options {

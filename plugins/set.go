@@ -22,6 +22,8 @@ type plugin struct {
 	log  hclog.Logger
 	errs *errLog
 	obs  observer
+
+	onFailure func(plugin string, kind Kind, err error)
 }
 
 func (p *plugin) failClosed() bool { return p.spec.OnError == OnErrorReject }
@@ -92,6 +94,8 @@ func buildSet(opts Options, sh *shared, m *metrics) (*Set, error) {
 				log:  opts.Logger.Named("plugin." + sp.Name),
 				errs: newErrLog(opts.Clock),
 				obs:  m.observer(sp.Name, k.kind),
+
+				onFailure: opts.OnFailure,
 			}
 			s.plugins = append(s.plugins, p)
 			*k.dst = append(*k.dst, p)
@@ -232,5 +236,8 @@ func (p *plugin) fail(err error) {
 		kind = ce.kind
 	}
 	p.obs.failed(kind)
+	if p.onFailure != nil {
+		p.onFailure(p.spec.Name, p.kind, err)
+	}
 	p.errs.log(p.log, "plugin call failed", "hook", p.kind.export(), "kind", kind, "on_error", p.spec.OnError, "error", strings.TrimSpace(err.Error()))
 }

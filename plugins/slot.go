@@ -91,12 +91,12 @@ func (s *slot) call(ctx context.Context, p *plugin, timeout time.Duration, fn fu
 	}()
 	v, err = fn()
 	if err != nil {
-		err = classify(err)
+		err = classify(err, s.set.jail)
 	}
 	return v, err
 }
 
-func classify(err error) error {
+func classify(err error, j *jail) error {
 	var ie *goja.InterruptedError
 	if errors.As(err, &ie) {
 		if e, ok := ie.Value().(error); ok && errors.Is(e, errCanceled) {
@@ -107,13 +107,10 @@ func classify(err error) error {
 	var ex *goja.Exception
 	if errors.As(err, &ex) {
 		// String() carries the JS stack, which is what an operator needs.
-		return &callError{"exception", errors.New(ex.String())}
+		return &callError{"exception", errors.New(j.fixPositions(ex.String()))}
 	}
-	var so *goja.StackOverflowError
-	if errors.As(err, &so) {
-		return &callError{"exception", err}
-	}
-	return &callError{"exception", err}
+	// Syntax errors reach here as plain Go errors carrying the text.
+	return &callError{"exception", errors.New(j.fixPositions(err.Error()))}
 }
 
 // storeCtx is the context a native host call must honour: goja cannot

@@ -3,7 +3,10 @@
 //
 //	grasp serve [--config grasp.toml]          run the server
 //	grasp check-config [--config grasp.toml]   validate config and plugins, then exit
-//	grasp plugin test --config grasp.toml      print the accept chain's verdict per event (stdin: JSONL)
+//	grasp plugin test --config grasp.toml      run a plugin chain over JSON lines on stdin
+//	grasp admin status [--config grasp.toml]    ask the running server for its status
+//	grasp admin integrity-check [--repair]       check (and realign) hosted repos against their states
+//	grasp scripts export DIR                   write the embedded stock plugins into DIR
 //	grasp version                              print version and commit
 package main
 
@@ -25,6 +28,7 @@ import (
 	"github.com/grasp-dev/grasp/core/logging"
 	"github.com/grasp-dev/grasp/core/metrics"
 	"github.com/grasp-dev/grasp/core/server"
+	"github.com/grasp-dev/grasp/plugins"
 	"github.com/hashicorp/go-hclog"
 )
 
@@ -42,7 +46,12 @@ func main() {
 const usage = `usage:
   grasp serve [--config FILE]          run the server (no FILE: built-in defaults)
   grasp check-config [--config FILE]   validate the config and its plugins
-  grasp plugin test --config FILE      read events (JSON lines) on stdin, print each verdict
+  grasp plugin test --config FILE [--hook accept|relay_selection|throttle]
+                                       run one plugin chain over JSON lines on stdin, one result per line
+  grasp admin status [--config FILE]   what the running server holds: repos, purgatory, sync relays, hunter
+  grasp admin integrity-check [--config FILE] [--repair] [--repo 30617:HEX:D]
+                                       every repo's refs against its signed state, alternates, announcements
+  grasp scripts export DIR             write the stock plugins (scripts/*.js) into DIR
   grasp version                        print version and commit
 `
 
@@ -62,6 +71,21 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			return 2
 		}
 		return pluginTest(args[2:], stdin, stdout, stderr)
+	case "admin":
+		switch {
+		case len(args) >= 2 && args[1] == "status":
+			return adminStatus(args[2:], stdout, stderr)
+		case len(args) >= 2 && args[1] == "integrity-check":
+			return adminIntegrity(args[2:], stdout, stderr)
+		}
+		fmt.Fprint(stderr, usage)
+		return 2
+	case "scripts":
+		if len(args) != 3 || args[1] != "export" {
+			fmt.Fprint(stderr, usage)
+			return 2
+		}
+		return exportScripts(args[2], stdout, stderr)
 	case "version", "--version", "-v":
 		v, c := metrics.BuildIdentity(version, commit)
 		fmt.Fprintf(stdout, "grasp %s (commit %s)\n", v, c)
@@ -82,15 +106,20 @@ func loadConfig(name string, args []string, stderr io.Writer) (config.Config, st
 	if err := fs.Parse(args); err != nil {
 		return config.Config{}, "", false
 	}
-	if *path == "" {
-		return config.Default(), "", true
-	}
-	cfg, err := config.Load(*path)
+	cfg, err := loadConfigFile(*path)
 	if err != nil {
 		fmt.Fprintf(stderr, "%v\n", err)
 		return config.Config{}, *path, false
 	}
 	return cfg, *path, true
+}
+
+// loadConfigFile loads path, or the built-in defaults when it is "".
+func loadConfigFile(path string) (config.Config, error) {
+	if path == "" {
+		return config.Default(), nil
+	}
+	return config.Load(path)
 }
 
 // serve is the table of contents of a running grasp: load the config, open
@@ -109,6 +138,7 @@ func serve(args []string, stderr io.Writer) int {
 	defer stop()
 
 	v, c := metrics.BuildIdentity(version, commit)
+	logStart(log, cfg, path, v, c)
 	reg := metrics.New(v, c)
 	e := env.Env{Clock: clock.New(), Log: log, Metrics: reg.Registerer()}
 	st, err := server.OpenStore(cfg, e)
@@ -138,6 +168,20 @@ func serve(args []string, stderr io.Writer) int {
 	return 0
 }
 
+// logStart says which build runs with which config, and warns about the
+// one listen setting that makes every real announcement fail.
+func logStart(log hclog.Logger, cfg config.Config, path, v, c string) {
+	if path == "" {
+		path = "built-in defaults"
+	}
+	log.Info("grasp starting", "version", v, "commit", c, "config", path)
+	if cfg.PublicURLFromWildcard() {
+		log.Warn("server.listen is a wildcard address and server.public_url is not set: clients are told "+
+			cfg.Server.PublicURL+", so announcements naming this machine's real host are refused; set server.public_url",
+			"listen", cfg.Server.Listen)
+	}
+}
+
 // startLogging builds the root logger from [log]; libraries that print
 // through the standard logger (eventstore's badger migrations) go through it
 // too, in the configured format.
@@ -159,6 +203,10 @@ func checkConfig(args []string, stdout, stderr io.Writer) int {
 	if !ok {
 		return 1
 	}
+	if err := checkStockConfigs(cfg, path); err != nil {
+		fmt.Fprintf(stderr, "%v\n", err)
+		return 1
+	}
 	if err := checkPlugins(cfg); err != nil {
 		fmt.Fprintf(stderr, "%v\n", err)
 		return 1
@@ -170,14 +218,28 @@ func checkConfig(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
+// pluginTest runs one plugin chain over stdin. Exit status: 0 when every
+// line parsed and no plugin failed, 1 otherwise (or when there is nothing to
+// test), 2 for a usage error.
 func pluginTest(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	cfg, _, ok := loadConfig("plugin test", args, stderr)
-	if !ok {
-		return 1
+	fs := flag.NewFlagSet("plugin test", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	path := fs.String("config", "", "path to grasp.toml")
+	hook := fs.String("hook", "accept", "chain to run: accept, relay_selection or throttle")
+	if err := fs.Parse(args); err != nil {
+		return 2
 	}
-	if err := testPlugins(context.Background(), cfg, stdin, stdout); err != nil {
+	kind := plugins.Kind(*hook)
+	switch kind {
+	case plugins.KindAccept, plugins.KindRelaySelection, plugins.KindThrottle:
+	default:
+		fmt.Fprintf(stderr, "grasp plugin test: --hook must be accept, relay_selection or throttle, not %q\n", *hook)
+		return 2
+	}
+	cfg, err := loadConfigFile(*path)
+	if err != nil {
 		fmt.Fprintf(stderr, "%v\n", err)
 		return 1
 	}
-	return 0
+	return testPlugins(context.Background(), cfg, kind, stdin, stdout, stderr)
 }

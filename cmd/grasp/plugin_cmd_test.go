@@ -43,12 +43,23 @@ func TestPluginTestCommand(t *testing.T) {
 	}
 	stretched := filepath.Join(t.TempDir(), "grasp.toml")
 	body := strings.Replace(string(example), exampleTimeout, fmt.Sprintf("timeout = %q", testwait.Limit(t)), 1)
+	// The copy lives elsewhere: its plugin dir must still name the example's.
+	const exampleDir = `dir   = "plugins"`
+	if !strings.Contains(body, exampleDir) {
+		t.Fatalf("examples/custom-policy/grasp.toml no longer sets %s; update this test", exampleDir)
+	}
+	pluginDir, err := filepath.Abs(filepath.Join(repoRoot, "examples/custom-policy/plugins"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body = strings.Replace(body, exampleDir, fmt.Sprintf("dir = %q", pluginDir), 1)
 	if err := os.WriteFile(stretched, []byte(body), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	code, out, errOut := runGrasp(t, repoRoot, []byte(input), nil, "plugin", "test", "--config", stretched)
-	if code != 0 {
-		t.Fatalf("plugin test exited %d: %s", code, errOut)
+	// The malformed line makes the run fail, after every verdict is printed.
+	if code != 1 || !strings.Contains(errOut, "1 invalid") {
+		t.Fatalf("plugin test exited %d (%s), want 1 naming the invalid line", code, errOut)
 	}
 	verdicts := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
 	if len(verdicts) != len(lines) {
@@ -96,6 +107,116 @@ func TestPluginTestCommand(t *testing.T) {
 	if code == 0 || !strings.Contains(errOut, "gate.js") {
 		t.Errorf("check-config with a broken plugin = %d %q, want non-zero naming gate.js", code, errOut)
 	}
+}
+
+// TestPluginTestReportsFailures: `grasp plugin test` prints a failing
+// plugin's JavaScript error at the position an editor shows (the first line
+// and lines with multi-byte characters included), exits 1 when a plugin
+// fails, a line does not parse or no plugin of the hook is configured, 0
+// when every line ran clean; relay_selection and throttle chains run too.
+func TestPluginTestReportsFailures(t *testing.T) {
+	event := `{"id":"01","pubkey":"aa","created_at":1,"kind":1,"tags":[],"content":"","sig":"ff"}` + "\n"
+	cases := []struct {
+		name, js   string
+		wantCode   int
+		wantOut    []string
+		wantErrOut string
+	}{{
+		name: "throw on the first line",
+		// ctx.nope is undefined: reading .x fails at "nope", column 67.
+		js:       `module.exports = { accept(event, ctx) { if (event.kind === 1) ctx.nope.x(); } };`,
+		wantCode: 1,
+		wantOut: []string{`01 reject error: policy plugin "gate" failed`,
+			`line 1: plugins.accept "gate" failed: exception: TypeError: Cannot read property 'x' of undefined or null`,
+			`gate.js:1:67)`},
+		wantErrOut: "1 with a failing plugin",
+	}, {
+		name:     "throw after a multi-byte character",
+		js:       "module.exports = {\n  accept(event, ctx) {\n    const s = \"caf\u00e9 \u2014 ok\"; throw new Error(\"boom \" + s);\n  },\n};\n",
+		wantCode: 1,
+		// "throw new Error": goja points at "new", character 34 of line 3
+		// (byte 36: é and — are multi-byte).
+		wantOut:    []string{"Error: boom caf\u00e9 \u2014 ok", "gate.js:3:34)"},
+		wantErrOut: "with a failing plugin",
+	}, {
+		name:       "syntax error",
+		js:         "module.exports = { accept(event { } };\n",
+		wantCode:   1,
+		wantErrOut: "gate.js: Line 1:33 Unexpected token {",
+	}, {
+		name:     "clean run",
+		js:       `module.exports = { accept(event) { if (event.kind === 1) return "no notes"; } };`,
+		wantCode: 0,
+		wantOut:  []string{"01 reject blocked: no notes"},
+	}}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			cfg := writePolicy(t, dir, c.js)
+			code, out, errOut := runGrasp(t, dir, []byte(event), nil, "plugin", "test", "--config", cfg)
+			if code != c.wantCode {
+				t.Errorf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, c.wantCode, out, errOut)
+			}
+			for _, w := range c.wantOut {
+				if !strings.Contains(out, w) {
+					t.Errorf("stdout lacks %q:\n%s", w, out)
+				}
+			}
+			if !strings.Contains(errOut, c.wantErrOut) {
+				t.Errorf("stderr lacks %q:\n%s", c.wantErrOut, errOut)
+			}
+		})
+	}
+
+	t.Run("no accept plugins", func(t *testing.T) {
+		dir := t.TempDir()
+		cfg := filepath.Join(dir, "empty.toml")
+		if err := os.WriteFile(cfg, nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		code, _, errOut := runGrasp(t, dir, []byte(event), nil, "plugin", "test", "--config", cfg)
+		if code != 1 || !strings.Contains(errOut, "no [[plugins.accept]] configured") {
+			t.Errorf("exit %d %q, want 1 saying no accept plugins are configured", code, errOut)
+		}
+	})
+
+	t.Run("relay_selection and throttle", func(t *testing.T) {
+		dir := t.TempDir()
+		pdir := filepath.Join(dir, "plugins")
+		if err := os.MkdirAll(pdir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		js := `module.exports = {
+  selectRelays(cands) { return cands.filter(c => c.health.ok).map(c => c.url); },
+  throttle(domain, cur) { if (domain === "github.com") return { perMinute: cur.perMinute * 2 }; },
+};
+`
+		if err := os.WriteFile(filepath.Join(pdir, "net.js"), []byte(js), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		cfg := filepath.Join(dir, "net.toml")
+		body := "[plugins]\ndir = \"plugins\"\n\n[[plugins.relay_selection]]\nname = \"healthy\"\nfile = \"net.js\"\n\n[[plugins.throttle]]\nname = \"forge\"\nfile = \"net.js\"\n"
+		if err := os.WriteFile(cfg, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		// The config names its plugin dir relative to itself; the command
+		// runs elsewhere.
+		cwd := t.TempDir()
+		sel := `{"repo":{"pubkey":"aa","identifier":"r"},"candidates":[{"url":"wss://a.example","health":{"ok":true}},{"url":"wss://b.example","health":{"ok":false}}]}` + "\n"
+		code, out, errOut := runGrasp(t, cwd, []byte(sel), nil, "plugin", "test", "--hook", "relay_selection", "--config", cfg)
+		if code != 0 || out != "30617:aa:r wss://a.example\n" {
+			t.Errorf("relay_selection: exit %d, stdout %q, stderr %q; want 0 and the healthy relay", code, out, errOut)
+		}
+		thr := `{"domain":"github.com","concurrency":2,"perMinute":30}` + "\n" + `{"domain":"git.example","concurrency":2,"perMinute":30}` + "\n"
+		code, out, errOut = runGrasp(t, cwd, []byte(thr), nil, "plugin", "test", "--hook", "throttle", "--config", cfg)
+		if code != 0 || out != "github.com concurrency=2 perMinute=60\ngit.example concurrency=2 perMinute=30\n" {
+			t.Errorf("throttle: exit %d, stdout %q, stderr %q", code, out, errOut)
+		}
+		code, _, errOut = runGrasp(t, cwd, []byte(event), nil, "plugin", "test", "--config", cfg)
+		if code != 1 || !strings.Contains(errOut, "no [[plugins.accept]] configured") {
+			t.Errorf("accept with only other hooks: exit %d %q", code, errOut)
+		}
+	})
 }
 
 // writePolicy writes plugins/gate.js under dir and a config that makes it
@@ -187,6 +308,17 @@ func TestSIGHUPReloadsPlugins(t *testing.T) {
 	if !strings.Contains(rec.Str("error"), "gate.js") {
 		t.Errorf("rejected reload does not name the broken file: %v", rec)
 	}
+	// One reload, one error line: the plugin host leaves the logging to
+	// the caller (issue 16 part 4: no doubled reload errors).
+	var errorLines []string
+	for _, m := range p.records() {
+		if m.Str("@level") == "error" {
+			errorLines = append(errorLines, m.Msg())
+		}
+	}
+	if len(errorLines) != 1 {
+		t.Errorf("the rejected reload logged %d error lines, want 1: %q", len(errorLines), errorLines)
+	}
 	expect("after a broken reload", "hello", true, "")
 	expect("after a broken reload", "forbidden words", false, "blocked: v2 refuses forbidden words")
 
@@ -230,4 +362,48 @@ func grepLines(s, sub string) string {
 		}
 	}
 	return strings.Join(out, "\n")
+}
+
+// TestScriptsExportAndStockConfigCheck: `grasp scripts export DIR` writes
+// the stock plugins (and refuses to overwrite them); check-config then
+// refuses a stock plugin's config table holding a string where the plugin
+// reads a list, or a key it does not read, at the key's file:line:col.
+func TestScriptsExportAndStockConfigCheck(t *testing.T) {
+	dir := t.TempDir()
+	pdir := filepath.Join(dir, "plugins")
+	code, out, errOut := runGrasp(t, dir, nil, nil, "scripts", "export", pdir)
+	if code != 0 || !strings.Contains(out, filepath.Join(pdir, "spam_words.js")) {
+		t.Fatalf("scripts export = %d, stdout %q, stderr %q", code, out, errOut)
+	}
+	stock, err := os.ReadFile(filepath.Join(repoRoot, "scripts", "spam_words.js"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := os.ReadFile(filepath.Join(pdir, "spam_words.js")); err != nil || string(got) != string(stock) {
+		t.Fatalf("exported spam_words.js differs from scripts/spam_words.js (%v)", err)
+	}
+	if code, _, errOut := runGrasp(t, dir, nil, nil, "scripts", "export", pdir); code == 0 || !strings.Contains(errOut, "file exists") {
+		t.Errorf("a second export = %d %q, want a refusal to overwrite", code, errOut)
+	}
+
+	cfg := filepath.Join(dir, "grasp.toml")
+	write := func(body string) {
+		t.Helper()
+		if err := os.WriteFile(cfg, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("[plugins]\ndir = \"plugins\"\n\n[[plugins.accept]]\nname = \"spam\"\nfile = \"spam_words.js\"\nconfig = { words = [\"casino\"] }\n")
+	if code, out, errOut := runGrasp(t, t.TempDir(), nil, nil, "check-config", "--config", cfg); code != 0 {
+		t.Fatalf("check-config of a good stock config = %d %q %q", code, out, errOut)
+	}
+	write("[plugins]\ndir = \"plugins\"\n\n[[plugins.accept]]\nname = \"spam\"\nfile = \"spam_words.js\"\nconfig = { words = \"casino\" }\n\n[[plugins.throttle]]\nname = \"forges\"\nfile = \"forge_throttle.js\"\n  [plugins.throttle.config]\n  big_forge = [\"github.com\"]\n")
+	code, _, errOut = runGrasp(t, t.TempDir(), nil, nil, "check-config", "--config", cfg)
+	want := []string{
+		cfg + ":7:12: plugins.accept[0].config.words: want a list of strings, got a string",
+		cfg + `:13:3: plugins.throttle[0].config.big_forge: forge_throttle.js reads no key "big_forge"`,
+	}
+	if code != 1 || strings.TrimSpace(errOut) != strings.Join(want, "\n") {
+		t.Errorf("check-config = %d\n%s\nwant 1 and\n%s", code, errOut, strings.Join(want, "\n"))
+	}
 }

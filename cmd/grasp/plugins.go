@@ -136,11 +136,26 @@ func checkPlugins(cfg config.Config) error {
 	return plugins.Check(pluginOptions(cfg, storeCounter{}, hclog.NewNullLogger(), nil))
 }
 
-// testPlugins prints the accept chain's verdict for each event on r.
-func testPlugins(ctx context.Context, cfg config.Config, r io.Reader, w io.Writer) error {
-	set, err := plugins.NewSet(pluginOptions(cfg, storeCounter{}, hclog.NewNullLogger(), nil))
+// testPlugins runs the kind chain of cfg's plugins over r, printing one
+// result per line and every plugin failure; see pluginTest for the status.
+func testPlugins(ctx context.Context, cfg config.Config, kind plugins.Kind, r io.Reader, stdout, stderr io.Writer) int {
+	t, err := plugins.NewTester(pluginOptions(cfg, storeCounter{}, hclog.NewNullLogger(), nil))
 	if err != nil {
-		return err
+		fmt.Fprintf(stderr, "%v\n", err)
+		return 1
 	}
-	return plugins.TestEvents(ctx, set, r, w)
+	if t.Count(kind) == 0 {
+		fmt.Fprintf(stderr, "grasp plugin test: no [[plugins.%s]] configured: nothing to test\n", kind)
+		return 1
+	}
+	res, err := t.Run(ctx, kind, r, stdout)
+	if err != nil {
+		fmt.Fprintf(stderr, "%v\n", err)
+		return 1
+	}
+	if !res.OK() {
+		fmt.Fprintf(stderr, "grasp plugin test: %d of %d lines: %d invalid, %d with a failing plugin\n", res.Invalid+res.Failed, res.Lines, res.Invalid, res.Failed)
+		return 1
+	}
+	return 0
 }

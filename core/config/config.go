@@ -263,8 +263,8 @@ type Throttle struct {
 
 // Plugins names the JavaScript plugins and how they are hosted.
 type Plugins struct {
-	// Dir confines plugin files; relative paths are from the working
-	// directory.
+	// Dir confines plugin files; written in a file, a relative path is
+	// from the file's directory (Load).
 	Dir            string   `toml:"dir"`
 	Watch          bool     `toml:"watch"`
 	PoolSize       int      `toml:"pool_size"` // 0 = GOMAXPROCS

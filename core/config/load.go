@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"path/filepath"
 	"reflect"
 	"sort"
 	"strconv"
@@ -57,7 +58,40 @@ func Load(path string) (Config, error) {
 	if err != nil {
 		return Config{}, fmt.Errorf("read config: %w", err)
 	}
-	return Parse(data, path)
+	cfg, err := Parse(data, path)
+	if err != nil {
+		return cfg, err
+	}
+	cfg.resolvePaths(data, filepath.Dir(path))
+	return cfg, nil
+}
+
+// resolvePaths makes the relative paths written in the file relative to the
+// file's directory (where their author sees them), not to wherever the
+// process happens to start. Defaults the file does not set stay relative to
+// the working directory, as they are without a config file.
+func (c *Config) resolvePaths(data []byte, dir string) {
+	var raw map[string]map[string]any
+	if _, err := toml.Decode(string(data), &raw); err != nil {
+		return
+	}
+	abs := func(p string) string {
+		if p == "" || filepath.IsAbs(p) {
+			return p
+		}
+		return filepath.Join(dir, p)
+	}
+	if _, ok := raw["server"]["data_dir"]; ok {
+		c.Server.DataDir = abs(c.Server.DataDir)
+	}
+	if _, ok := raw["plugins"]["dir"]; ok {
+		c.Plugins.Dir = abs(c.Plugins.Dir)
+	}
+	if _, ok := raw["throttle"]["files"]; ok {
+		for i, f := range c.Throttle.Files {
+			c.Throttle.Files[i] = abs(f)
+		}
+	}
 }
 
 // Parse decodes a grasp.toml document strictly, fills defaults and derived
@@ -89,21 +123,28 @@ func Parse(data []byte, name string) (Config, error) {
 	if len(d.problems) == 0 {
 		return cfg, nil
 	}
+	return Config{}, Locate(data, name, d.problems)
+}
+
+// Locate places problems at their keys' positions in data (the file name),
+// in file order: problems found outside Parse, such as a check of a
+// plugin's free-form config table, read like Parse's own.
+func Locate(data []byte, name string, problems []Problem) *Error {
 	pos := scanPositions(data)
-	for i := range d.problems {
-		p := &d.problems[i]
+	for i := range problems {
+		p := &problems[i]
 		p.File = name
 		where := pos.lookup(p.Key)
 		p.Line, p.Col = where.Line, where.Col
 	}
-	sort.SliceStable(d.problems, func(i, j int) bool {
-		a, b := d.problems[i], d.problems[j]
+	sort.SliceStable(problems, func(i, j int) bool {
+		a, b := problems[i], problems[j]
 		if a.Line != b.Line {
 			return a.Line < b.Line
 		}
 		return a.Col < b.Col
 	})
-	return Config{}, &Error{Problems: d.problems}
+	return &Error{Problems: problems}
 }
 
 // Validate checks a Config built in code (tests, embedders) with the same
@@ -263,6 +304,10 @@ func (d *decoder) unifySlice(v any, rv reflect.Value, key string) {
 	}
 	rv.Set(out)
 }
+
+// TypeName names a decoded TOML value's type the way problems do ("a
+// string", "an array"), for checks of free-form tables made elsewhere.
+func TypeName(v any) string { return tomlType(v) }
 
 func tomlType(v any) string {
 	switch v.(type) {

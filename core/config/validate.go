@@ -42,6 +42,18 @@ func (c *Config) fillDerived() {
 
 // derivePublicURL turns a listen address into a URL clients on this machine
 // can use; an unspecified host (":7334", "0.0.0.0:7334") becomes loopback.
+// PublicURLFromWildcard reports whether server.listen is a wildcard address
+// and server.public_url was left to be derived from it: the derived URL
+// names 127.0.0.1, so announcements naming the machine's real host are all
+// refused as not listing this server.
+func (c Config) PublicURLFromWildcard() bool {
+	host, _, err := net.SplitHostPort(c.Server.Listen)
+	if ip := net.ParseIP(host); err != nil || host != "" && (ip == nil || !ip.IsUnspecified()) {
+		return false
+	}
+	return c.Server.PublicURL == derivePublicURL(c.Server.Listen)
+}
+
 func derivePublicURL(listen string) string {
 	host, port, err := net.SplitHostPort(listen)
 	if n, perr := strconv.Atoi(port); err != nil || perr != nil || n < 0 || n > 65535 {

@@ -190,12 +190,18 @@ func (t *Tracker) Health(url string) gsync.Health {
 
 func (t *Tracker) update(url string, now time.Time, f func(State) State) {
 	t.mu.Lock()
-	st := f(t.states[url].st)
+	prev := t.states[url].st
+	st := f(prev)
 	t.states[url] = record{st: st, touched: now}
 	t.dirty[url] = true
 	t.trim(now)
 	t.observe()
 	t.mu.Unlock()
+	// One line per change of class, never per attempt: an operator sees a
+	// relay back off, die and come back.
+	if was, is := t.s.StatusOf(prev), t.s.StatusOf(st); was != is {
+		t.log.Info("relay "+is.String(), "relay", url, "was", was.String(), "failures", st.Failures)
+	}
 	t.persist()
 }
 

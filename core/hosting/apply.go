@@ -29,6 +29,9 @@ func (h *Hosting) Apply(ctx context.Context, evt *nostr.Event, d policy.Decision
 		o.deletion(evt)
 		return
 	}
+	if notable(evt.Kind) {
+		o.log.Info(kindName(evt.Kind)+" accepted", "id", evt.ID, "author", evt.PubKey, "d", evt.Tags.GetD())
+	}
 	if evt.Kind == nip34.KindAnnouncement {
 		defer o.recheckRejected(evt.Tags.GetD())
 	}

@@ -60,6 +60,9 @@ func (h *Hosting) Hold(ctx context.Context, evt *nostr.Event, d policy.Decision,
 		}
 		return "", fmt.Errorf("error: could not hold event: %w", err)
 	}
+	if notable(evt.Kind) {
+		h.log.Info(kindName(evt.Kind)+" held until its git data arrives", "id", evt.ID, "repo", entry.Repo.String(), "source", string(meta.Source))
+	}
 	o.hunt(entry, meta.Source == policy.SourceSync)
 	if evt.Kind == nip34.KindAnnouncement {
 		o.recheckRejected(evt.Tags.GetD())
@@ -70,6 +73,7 @@ func (h *Hosting) Hold(ctx context.Context, evt *nostr.Event, d policy.Decision,
 		if err := h.repos.Create(ctx, entry.Repo); err != nil {
 			h.log.Error("create bare repo", "repo", entry.Repo.String(), "error", err)
 		} else {
+			h.log.Info("repository created", "repo", entry.Repo.String())
 			// The data may already be here: the repo was announced before,
 			// or another maintainer's copy holds the latest state. Then the
 			// announcement need not wait for a push; this runs after the OK.

@@ -1,6 +1,7 @@
 package hosting
 
 import (
+	"bytes"
 	"context"
 	"os"
 	"os/exec"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/fiatjaf/eventstore/slicestore"
+	"github.com/hashicorp/go-hclog"
 	"github.com/nbd-wtf/go-nostr"
 
 	"github.com/grasp-dev/grasp/core/clock"
@@ -85,6 +87,27 @@ type rig struct {
 	purg      *purgatory.Purgatory
 	repos     *git.Repos
 	published []*nostr.Event
+	logs      *syncBuffer // the info log of every part
+}
+
+// syncBuffer is a log sink safe for the goroutines a rig may start.
+type syncBuffer struct {
+	mu stdsync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) take() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := s.b.String()
+	s.b.Reset()
+	return out
 }
 
 func newRig(t *testing.T) *rig {
@@ -93,7 +116,8 @@ func newRig(t *testing.T) *rig {
 	if err := st.inner.Init(); err != nil {
 		t.Fatal(err)
 	}
-	e := env.Env{Clock: clock.NewFake(time.Now())}
+	logs := &syncBuffer{}
+	e := env.Env{Clock: clock.NewFake(time.Now()), Log: hclog.New(&hclog.LoggerOptions{Output: logs, Level: hclog.Info})}
 	p, err := purgatory.New(purgatory.Options{KV: &memkv.KV{}}, e)
 	if err != nil {
 		t.Fatal(err)
@@ -102,7 +126,7 @@ func newRig(t *testing.T) *rig {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &rig{t: t, store: st, purg: p, repos: repos}
+	r := &rig{t: t, store: st, purg: p, repos: repos, logs: logs}
 	r.h, err = New(Options{Events: st, Purgatory: p, Repos: repos, Rules: storeAll{},
 		Publish: func(_ context.Context, evt *nostr.Event) error {
 			r.published = append(r.published, evt)

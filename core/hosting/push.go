@@ -36,6 +36,11 @@ func (h *Hosting) OnPush(ctx context.Context, res git.PushResult) {
 			h.log.Error("record refs/nostr placeholder", "id", ph.EventID, "error", err)
 		}
 	}
+	state := ""
+	if res.State != nil {
+		state = res.State.EventID
+	}
+	h.log.Info("push accepted", "repo", res.Repo.String(), "state", state, "placeholders", len(res.Placeholders))
 	owners := []string{res.Repo.Pubkey}
 	if res.State != nil {
 		v := o.view(res.Repo.Identifier)

@@ -78,7 +78,11 @@ func (o *op) release(r nip34.RepoRef) {
 		case nip34.KindAnnouncement:
 			o.recheckRejected(evt.Tags.GetD())
 		}
-		o.log.Debug("released from purgatory", "id", evt.ID, "kind", evt.Kind)
+		if notable(evt.Kind) {
+			o.log.Info(kindName(evt.Kind)+" released from purgatory", "id", evt.ID, "repo", r.String())
+		} else {
+			o.log.Debug("released from purgatory", "id", evt.ID, "kind", evt.Kind)
+		}
 		if o.hunter != nil {
 			o.hunter.ForgetEvent(r, evt.ID)
 		}

@@ -695,6 +695,13 @@ func (p *Purgatory) Len() int {
 	return len(p.held)
 }
 
+// Placeholders counts the refs/nostr/<id> refs waiting for their PR event.
+func (p *Purgatory) Placeholders() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.placeholders)
+}
+
 func placeholderKey(r nip34.RepoRef, id string) string {
 	return r.Pubkey + "/" + r.Identifier + "/" + id
 }

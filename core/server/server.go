@@ -28,6 +28,7 @@ import (
 	"github.com/grasp-dev/grasp/core/diskspace"
 	"github.com/grasp-dev/grasp/core/env"
 	"github.com/grasp-dev/grasp/core/git"
+	"github.com/grasp-dev/grasp/core/health"
 	"github.com/grasp-dev/grasp/core/hosting"
 	"github.com/grasp-dev/grasp/core/metrics"
 	"github.com/grasp-dev/grasp/core/policy"
@@ -98,6 +99,7 @@ type Server struct {
 	throttle *throttle.Resolver
 	vis      *visibility.Visibility
 	space    *diskspace.Guard
+	health   *health.Tracker // nil with sync disabled
 
 	// life ends when the server stops; background work that is not a
 	// scheduled loop hangs on it so it never outlives the store.
@@ -167,7 +169,7 @@ func (s *Server) Start(ctx context.Context) error {
 			return fmt.Errorf("listen for metrics on %s: %w", s.cfg.Metrics.Listen, err)
 		}
 		s.metricLn = mln
-		s.metricSrv = &http.Server{Handler: s.metrics.Handler(), ReadHeaderTimeout: 10 * time.Second}
+		s.metricSrv = &http.Server{Handler: s.loopbackHandler(), ReadHeaderTimeout: 10 * time.Second}
 		go s.metricSrv.Serve(mln) // ends when the shutdown below closes it
 	}
 	s.sched.Start(ctx)

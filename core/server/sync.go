@@ -68,7 +68,7 @@ func (s *Server) startSync(svc nip34.Service, sel gsync.RelaySelector) error {
 		return fmt.Errorf("start sync: %w", err)
 	}
 	pool.Bind(mgr)
-	s.syncMgr = mgr
+	s.syncMgr, s.health = mgr, tracker
 	sub, err := gsync.NewSubscriber(gsync.SubscriberOptions{
 		Manager: mgr, Events: s.store.Events(), Held: s.purg, Spawn: s.background,
 		// GRASP-08: a private repository's events are never synced.

@@ -213,6 +213,12 @@ func New(opts Options, e env.Env) (*Store, error) {
 	if opts.ValueThreshold > 0 {
 		s.vthreshold = min(opts.ValueThreshold, s.vthreshold)
 	}
+	if _, err := os.Stat(filepath.Join(dbDir, badger.ManifestFilename)); errors.Is(err, os.ErrNotExist) {
+		if err := s.stampFresh(); err != nil {
+			return nil, err
+		}
+		log.Info("store created", "dir", dbDir)
+	}
 	s.backend = &ebadger.BadgerBackend{
 		Path:                  dbDir,
 		MaxLimit:              opts.Limits.MaxLimit,

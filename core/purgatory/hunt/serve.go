@@ -230,7 +230,7 @@ func (h *Hunter) applyResult(m msgResult) {
 				}
 			}
 		} else {
-			h.log.Debug("fetched OIDs", "repo", e.repo.String(), "url", m.g.url, "fetched", got)
+			h.log.Info("fetched git data", "repo", e.repo.String(), "url", m.g.url, "fetched", got, "missing", len(e.needs))
 		}
 	}
 	h.pump(m.g.domain)

@@ -1,0 +1,13 @@
+// Package admin owns the operator's view of a running server: the status
+// report behind `grasp admin status` and the endpoint of `grasp admin
+// integrity-check` (whose findings and repairs are core/hosting's). It is served on the loopback metrics
+// listener, not by opening the data dir from a second process, because the
+// embedded store is single-writer: badger takes an exclusive lock on its
+// directory (a read-only open fails while the server holds it), and a copy
+// of the files is not a consistent view. The report reads only the parts'
+// own snapshots (git.Repos.List, purgatory entries, the sync manager's
+// snapshot and the health tracker, the hunter's stats).
+//
+// It writes nothing itself: a repair is hosting's alignment to the signed
+// state, asked for with POST.
+package admin

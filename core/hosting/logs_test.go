@@ -1,0 +1,83 @@
+package hosting
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nbd-wtf/go-nostr"
+
+	"github.com/grasp-dev/grasp/core/clock"
+	"github.com/grasp-dev/grasp/core/git"
+	"github.com/grasp-dev/grasp/core/nip34"
+	"github.com/grasp-dev/grasp/core/policy"
+)
+
+// The info log has one line per repository created, announcement or state
+// held, accepted and released, push accepted and expiry, and nothing for an
+// ordinary issue held or released with its repository (issue 16 part 4).
+func TestInfoLogLines(t *testing.T) {
+	r := newRig(t)
+	ctx := context.Background()
+	a := newKey()
+	repo := nip34.RepoRef{Pubkey: a.pk, Identifier: "r"}
+	expect := func(what string, want []string, not ...string) {
+		t.Helper()
+		got := r.logs.take()
+		for _, w := range want {
+			if !strings.Contains(got, w) {
+				t.Errorf("%s: the log lacks %q:\n%s", what, w, got)
+			}
+		}
+		for _, n := range not {
+			if strings.Contains(got, n) {
+				t.Errorf("%s: the log has %q:\n%s", what, n, got)
+			}
+		}
+	}
+
+	ann := a.sign(t, nip34.KindAnnouncement, nostr.Tags{{"d", "r"}})
+	if _, err := r.h.Hold(ctx, ann, policy.Decision{Outcome: policy.Hold, Effects: []policy.Effect{{Kind: policy.CreateRepo, Repo: repo}}}, policy.Meta{Source: policy.SourceClient}); err != nil {
+		t.Fatal(err)
+	}
+	expect("announcement", []string{"[INFO]  repository created: repo=" + repo.String(),
+		"[INFO]  announcement held until its git data arrives: id=" + ann.ID})
+
+	issue := a.sign(t, nip34.KindIssue, nostr.Tags{{"a", repo.String()}})
+	if _, err := r.h.Hold(ctx, issue, policy.Decision{Outcome: policy.Hold, Effects: []policy.Effect{{Kind: policy.AwaitRepo, Repo: repo}}}, policy.Meta{}); err != nil {
+		t.Fatal(err)
+	}
+	expect("issue held with its repo", nil, issue.ID)
+
+	tip := r.commit(repo)
+	st := a.sign(t, nip34.KindState, nostr.Tags{{"d", "r"}, {"refs/heads/main", tip}, {"HEAD", "ref: refs/heads/main"}})
+	if _, err := r.h.Hold(ctx, st, policy.Decision{Outcome: policy.Hold, Effects: []policy.Effect{{Kind: policy.AwaitGitData, Repo: repo, OIDs: []string{tip}}}}, policy.Meta{}); err != nil {
+		t.Fatal(err)
+	}
+	expect("state", []string{"[INFO]  state held until its git data arrives: id=" + st.ID})
+
+	c, _ := candidate(st)
+	r.h.OnPush(ctx, git.PushResult{Repo: repo, State: &c})
+	expect("push", []string{"[INFO]  push accepted: repo=" + repo.String() + " state=" + st.ID,
+		"[INFO]  announcement released from purgatory: id=" + ann.ID,
+		"[INFO]  state released from purgatory: id=" + st.ID}, issue.ID)
+
+	st2 := a.sign(t, nip34.KindState, nostr.Tags{{"d", "r"}, {"refs/heads/main", tip}})
+	r.h.Apply(ctx, st2, policy.Decision{Outcome: policy.Store})
+	expect("stored state", []string{"[INFO]  state accepted: id=" + st2.ID})
+	comment := a.sign(t, nip34.KindComment, nostr.Tags{{"a", repo.String()}})
+	r.h.Apply(ctx, comment, policy.Decision{Outcome: policy.Store})
+	expect("stored comment", nil, comment.ID)
+
+	late := a.sign(t, nip34.KindState, nostr.Tags{{"d", "r"}, {"refs/heads/main", strings.Repeat("1", 40)}})
+	if _, err := r.h.Hold(ctx, late, policy.Decision{Outcome: policy.Hold, Effects: []policy.Effect{{Kind: policy.AwaitGitData, Repo: repo, OIDs: []string{strings.Repeat("1", 40)}}}}, policy.Meta{}); err != nil {
+		t.Fatal(err)
+	}
+	r.logs.take()
+	r.h.clk.(*clock.Fake).Advance(time.Hour)
+	if err := r.h.Sweep(ctx); err != nil {
+		t.Fatal(err)
+	}
+	expect("expiry", []string{"[INFO]  expired from purgatory without git data: id=" + late.ID})
+}

@@ -1,0 +1,38 @@
+package server
+
+import (
+	"net/http"
+
+	"github.com/grasp-dev/grasp/core/admin"
+	"github.com/grasp-dev/grasp/core/hosting"
+	"github.com/grasp-dev/grasp/core/nip34"
+	"github.com/grasp-dev/grasp/core/purgatory"
+)
+
+// loopbackHandler serves the metrics listener: /metrics and the admin
+// report (core/admin says why the report is served here and not read from
+// the data dir).
+func (s *Server) loopbackHandler() http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle(admin.StatusPath, admin.LoopbackOnly(admin.Handler(s.adminSources())))
+	mux.Handle(admin.IntegrityPath, admin.LoopbackOnly(admin.IntegrityHandler(func(r *http.Request, repair bool, only nip34.RepoRef) ([]hosting.Finding, error) {
+		return s.hosting.Integrity(r.Context(), repair, only)
+	})))
+	mux.Handle("/", s.metrics.Handler())
+	return mux
+}
+
+func (s *Server) adminSources() admin.Sources {
+	src := admin.Sources{
+		Repos:        s.repos.List,
+		Held:         func() []purgatory.Entry { return s.purg.Find(func(*purgatory.Entry) bool { return true }) },
+		Placeholders: s.purg.Placeholders,
+		Hunter:       s.hunter.Stats,
+		Clock:        s.clk,
+	}
+	if s.syncMgr != nil {
+		src.Sync = s.syncMgr.Snapshot
+		src.Health = func(url string) string { return s.health.Status(url).String() }
+	}
+	return src
+}
