@@ -16,6 +16,7 @@ const (
 	FromAnnouncement CandidateSource = "announcement" // listed in the repo's relays tag
 	FromConfig       CandidateSource = "config"       // bootstrap relay from grasp.toml
 	FromDiscovered   CandidateSource = "discovered"   // learned at runtime (e.g. 10317 lists)
+	FromOutbox       CandidateSource = "outbox"       // a participant's NIP-65 write relay (GRASP-03)
 )
 
 // Health is the relay health a selector sees.
