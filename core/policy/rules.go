@@ -135,6 +135,8 @@ func (r *Rules) decide(ctx context.Context, evt *nostr.Event, meta Meta) Decisio
 		} else {
 			d = Decision{Outcome: Store}
 		}
+	case evt.Kind == kindMetadata || evt.Kind == kindRelayList:
+		d = r.profile(ctx, evt)
 	default:
 		d = r.related(ctx, evt, meta)
 	}
@@ -218,6 +220,8 @@ func kindClass(kind int) string {
 		return "deletion"
 	case kind == nip34.KindGraspList:
 		return "grasp_list"
+	case kind == kindMetadata || kind == kindRelayList:
+		return "profile"
 	}
 	return "other"
 }
