@@ -119,6 +119,9 @@ func (s *Server) assembleRelay(popts policy.Options, rules *policy.Rules) error 
 	grasps := []string{"GRASP-01"}
 	if cfg.Sync.Enabled {
 		grasps = append(grasps, "GRASP-02")
+		if cfg.Sync.Outbox {
+			grasps = append(grasps, "GRASP-03")
+		}
 	}
 	var err error
 	s.relay, err = relay.New(relay.Options{
