@@ -1,4 +1,6 @@
-// Package sync owns GRASP-02 event sync: the self-subscriber, RepoSyncIndex,
+// Package sync owns GRASP-02 event sync and its GRASP-03 outbox extension
+// (participants' NIP-65 write relays as further relays of a repository,
+// outbox.go): the self-subscriber, RepoSyncIndex,
 // derive_relay_targets and compute_actions (pure functions), the manager actor
 // that owns RelaySyncIndex and PendingSyncIndex, relay connections, filter
 // layers and the negentropy client with REQ fallback. It never imports git/.

@@ -204,34 +204,28 @@ func DeriveRelayTargets(repos *RepoSyncIndex, r TargetRules) (map[string]Targets
 		olimit = caps.Outbox
 	}
 	keep(ospans, opicks, false, olimit, keptOutbox)
-	for _, s := range ospans {
-		for _, ri := range opicks[s.from:s.to] {
-			if mark[ri] == 0 {
-				continue
-			}
-			u := repos.relayURLs[ri]
-			t := out[u]
-			t.Repos = append(t.Repos, s.id)
-			t.Outbox = mark[ri] == keptOutbox
-			out[u] = t
-		}
-	}
 
-	for _, s := range spans {
-		for _, ri := range picks[s.from:s.to] {
-			if mark[ri] == 0 {
-				continue
+	// Each kept relay gets the repositories whose picks include it.
+	assign := func(spans []span, picks []uint32) {
+		for _, s := range spans {
+			for _, ri := range picks[s.from:s.to] {
+				if mark[ri] == 0 {
+					continue
+				}
+				u := repos.relayURLs[ri]
+				t := out[u]
+				if s.held {
+					t.Held++
+				} else {
+					t.Repos = append(t.Repos, s.id)
+				}
+				t.Outbox = mark[ri] == keptOutbox
+				out[u] = t
 			}
-			u := repos.relayURLs[ri]
-			t := out[u]
-			if s.held {
-				t.Held++
-			} else {
-				t.Repos = append(t.Repos, s.id)
-			}
-			out[u] = t
 		}
 	}
+	assign(ospans, opicks)
+	assign(spans, picks)
 	return out, dropped
 }
 
