@@ -1,10 +1,17 @@
 package sync
 
 import (
+	"context"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/nbd-wtf/go-nostr"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/grasp-dev/grasp/core/config"
+	"github.com/grasp-dev/grasp/core/env"
+	"github.com/grasp-dev/grasp/internal/testwait"
 )
 
 func relayList(author string, relays ...nostr.Tag) *nostr.Event {
@@ -162,4 +169,46 @@ func (m *Manager) outboxParts(root string) []string {
 	reply := make(chan []string, 1)
 	m.send(func() { reply <- slices.Clone(m.outbox.parts[root]) })
 	return <-reply
+}
+
+// G03-6: after a restart the outbox relays come back from the store's
+// history: the relay lists and the replies (stored newer than the root they
+// answer, so they are read after it) name the same participants again.
+func TestG03_6_OutboxRelaysFromHistoryAfterRestart(t *testing.T) {
+	r := newSubRig(t)
+	conns := &fakeConns{}
+	m, err := NewManager(Options{Conns: conns, Health: &fakeHealth{}, Self: selfURL, Rand: func() float64 { return 0.5 },
+		Config: config.Sync{Outbox: true, DisconnectCheckInterval: config.Duration(time.Hour)}}, env.Env{Clock: r.clk, Metrics: prometheus.NewRegistry()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := NewSubscriber(SubscriberOptions{Manager: m, Events: r.events, Held: r.purg}, env.Env{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const w = "wss://replier-write.example"
+	issue := rootEvent(1621, 1, 0)
+	issue.CreatedAt = 100
+	reply := &nostr.Event{ID: hexID(2), PubKey: pubkey(8), Kind: 1111, CreatedAt: 200, Tags: nostr.Tags{{"E", hexID(1)}}}
+	list := relayList(pubkey(8), nostr.Tag{"r", w})
+	list.CreatedAt = 300
+	ann := announcement(0, selfURL, r1)
+	ann.CreatedAt = 50
+	r.store(ann, issue, reply, list)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	testwait.Stepping(t, "the replier's write relay after start", func() { r.clk.Advance(m.o.Config.BatchWindow.D()) }, func() bool {
+		snap, err := m.Snapshot(testwait.Context(t))
+		if err != nil {
+			return false
+		}
+		for _, rs := range snap.Relays {
+			if rs.URL == w {
+				return true
+			}
+		}
+		return false
+	})
 }
