@@ -240,3 +240,22 @@ func TestRateLimitRejectsBadRate(t *testing.T) {
 		}
 	}
 }
+
+// G03-7: relay selection sees participants' write relays with reason
+// "outbox" and can veto them while keeping the listed ones.
+func TestG03_7_SelectionSeesAndVetoesOutboxCandidates(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir, "nooutbox.js", `module.exports = { selectRelays(c) {
+		if (c[0].reason !== "listed" || c[1].reason !== "outbox" || c[1].source !== "outbox") throw new Error("bad input");
+		return c.filter(x => x.reason !== "outbox").map(x => x.url);
+	} };`)
+	s := mustSet(t, Options{Dir: dir, PoolSize: 1, RelaySelection: []Spec{{Name: "nooutbox", File: "nooutbox.js", OnError: OnErrorReject}}})
+	in := []gsync.Candidate{{URL: "wss://listed", Source: gsync.FromAnnouncement}, {URL: "wss://outbox", Source: gsync.FromOutbox}}
+	got, err := s.SelectRelays(context.Background(), gsync.RepoInfo{Pubkey: "pk", Identifier: "d", Address: "30617:pk:d"}, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(got, " ") != "wss://listed" {
+		t.Fatalf("got %v, want the listed relay only", got)
+	}
+}

@@ -67,6 +67,11 @@ func (sl *slot) runSelect(ctx context.Context, p *plugin, repo gsync.RepoInfo, c
 		o := vm.NewObject()
 		_ = o.Set("url", c.URL)
 		_ = o.Set("source", string(c.Source))
+		reason := "listed"
+		if c.Source == gsync.FromOutbox {
+			reason = "outbox"
+		}
+		_ = o.Set("reason", reason)
 		_ = o.Set("health", h)
 		arr[i] = o
 	}

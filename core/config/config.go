@@ -236,6 +236,17 @@ type Sync struct {
 	MaxRelaysPerRepo int `toml:"max_relays_per_repo"`
 	MaxRelays        int `toml:"max_relays"`
 	MaxHeldRelays    int `toml:"max_held_relays"`
+	// Outbox is GRASP-03 Sync+: the conversation on accepted issues,
+	// patches and PRs is also fetched from the participants' NIP-65 write
+	// relays. Participants and their relay lists are anyone's, so each is
+	// bounded: OutboxRelaysPerParticipant write relays of one participant,
+	// OutboxParticipantsPerRoot participants of one root event, and
+	// MaxOutboxRelays relays synced only for outbox (the ones most
+	// repositories need are kept).
+	Outbox                     bool `toml:"outbox"`
+	OutboxRelaysPerParticipant int  `toml:"outbox_relays_per_participant"`
+	OutboxParticipantsPerRoot  int  `toml:"outbox_participants_per_root"`
+	MaxOutboxRelays            int  `toml:"max_outbox_relays"`
 }
 
 // Health is the relay connection health tracker (backoff, dead relays).

@@ -141,6 +141,13 @@ func base() Config {
 			MaxRelaysPerRepo: 10,
 			MaxRelays:        300,
 			MaxHeldRelays:    50,
+			// GRASP-03 is on by default, as in ngit-grasp. NIP-65 advises
+			// 2-4 write relays; a conversation rarely has 20 voices; 100
+			// outbox relays is a third of max_relays.
+			Outbox:                     true,
+			OutboxRelaysPerParticipant: 4,
+			OutboxParticipantsPerRoot:  20,
+			MaxOutboxRelays:            100,
 		},
 		Health: Health{
 			BaseBackoff: Duration(5 * time.Second),

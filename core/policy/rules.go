@@ -139,6 +139,8 @@ func (r *Rules) decide(ctx context.Context, evt *nostr.Event, meta Meta) Decisio
 		// GRASP-08 discovery: the content is encrypted to its author; it
 		// is served to its authenticated author alone (core/visibility).
 		d = Decision{Outcome: Store}
+	case evt.Kind == kindMetadata || evt.Kind == kindRelayList:
+		d = r.profile(ctx, evt)
 	default:
 		d = r.related(ctx, evt, meta)
 	}
@@ -224,6 +226,8 @@ func kindClass(kind int) string {
 		return "grasp_list"
 	case kind == nip34.KindPrivateGraspList:
 		return "private_grasp_list"
+	case kind == kindMetadata || kind == kindRelayList:
+		return "profile"
 	}
 	return "other"
 }

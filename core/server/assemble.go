@@ -168,6 +168,9 @@ func (s *Server) assembleRelay(popts policy.Options, rules *policy.Rules) error 
 		// a private service syncs nothing (no event of it may be named
 		// to another relay)
 		grasps = append(grasps, "GRASP-02")
+		if cfg.Sync.Outbox {
+			grasps = append(grasps, "GRASP-03")
+		}
 	}
 	// Private repositories are served to members in every mode; GRASP-06
 	// is never offered with grasp.private (config refuses the pair).

@@ -198,23 +198,7 @@ func TestG02_ReconnectWithinAndAfter15MinutesLosesNothing(t *testing.T) {
 // G02-9 and cfg.Sync.Enabled: GRASP-02 is advertised only when sync runs,
 // and with sync off nothing of it is built.
 func TestG02_9_SupportedGraspsFollowsSyncSwitch(t *testing.T) {
-	grasps := func(e *testServer) []string {
-		req, _ := http.NewRequest("GET", e.base, nil)
-		req.Header.Set("Accept", "application/nostr+json")
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		body, _ := io.ReadAll(resp.Body)
-		var doc struct {
-			Grasps []string `json:"supported_grasps"`
-		}
-		if err := json.Unmarshal(body, &doc); err != nil {
-			t.Fatalf("NIP-11: %v: %s", err, body)
-		}
-		return doc.Grasps
-	}
+	grasps := func(e *testServer) []string { return e.grasps() }
 	on := newSyncEnv(t, nil)
 	if !slices.Contains(grasps(on), "GRASP-02") {
 		t.Fatalf("sync on: supported_grasps %v lacks GRASP-02", grasps(on))
@@ -344,4 +328,24 @@ func TestG02_ReturningRepoGetsItsRootEventsBack(t *testing.T) {
 			e.relayFilters(u.url) >= 7
 	})
 	e.eventually("the comment on the old issue, via its replayed layer 3", syncStep, func() bool { return cl.served(comment.ID) })
+}
+
+// grasps is the supported_grasps of e's NIP-11 document.
+func (e *testServer) grasps() []string {
+	e.t.Helper()
+	req, _ := http.NewRequest("GET", e.base, nil)
+	req.Header.Set("Accept", "application/nostr+json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	var doc struct {
+		Grasps []string `json:"supported_grasps"`
+	}
+	if err := json.Unmarshal(body, &doc); err != nil {
+		e.t.Fatalf("NIP-11: %v: %s", err, body)
+	}
+	return doc.Grasps
 }

@@ -38,7 +38,9 @@ func (m *Manager) forget(addr string, changed map[RepoID]struct{}) {
 	for _, rs := range m.relays {
 		m.forgetAt(rs, id)
 	}
+	roots := m.repos.RootEvents(id)
 	m.repos.Remove(addr)
+	m.forgetOutbox(roots)
 	m.log.Debug("forgot repository", "repo", addr)
 }
 

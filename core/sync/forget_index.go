@@ -19,6 +19,9 @@ func (x *RepoSyncIndex) Remove(addr string) (RepoID, bool) {
 	for _, ri := range e.relays {
 		x.releaseRelay(ri)
 	}
+	for _, ri := range e.outbox {
+		x.releaseRelay(ri)
+	}
 	for _, ei := range e.roots {
 		x.dropEventOwner(ei, id)
 	}

@@ -15,12 +15,16 @@ const historyPage = 2000
 // root events layer 3 tracks.
 func syncKinds() []int { return append([]int{kindAnnouncement}, RootKinds...) }
 
-// replayHistory streams every stored announcement and root event to observe,
+// outboxKinds are what GRASP-03 learns participants and their relays from,
+// besides root events: NIP-65 lists and the replies to root events (NIP-22
+// comments, NIP-10 notes, NIP-34 statuses).
+var outboxKinds = []int{KindRelayList, 1111, 1, 1630, 1631, 1632, 1633}
+
+// replayHistory streams every stored event of kinds to observe,
 // newest first, in pages walked by until. A negentropy-marked query lifts
 // the REQ cap (the store caps it at its negentropy maximum instead); a page
 // that is all one second is read whole, then the walk continues below it.
-func replayHistory(ctx context.Context, events Events, observe func(*nostr.Event)) error {
-	kinds := syncKinds()
+func replayHistory(ctx context.Context, events Events, kinds []int, observe func(*nostr.Event)) error {
 	var until *nostr.Timestamp
 	for {
 		n, oldest, newest, err := queryInto(ctx, events, nostr.Filter{Kinds: kinds, Until: until, Limit: historyPage}, observe)

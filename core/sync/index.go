@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"fmt"
+	"slices"
 
 	"github.com/grasp-dev/grasp/core/nip34"
 )
@@ -54,6 +55,7 @@ type RepoSyncIndex struct {
 type repoEntry struct {
 	addr      string
 	relays    []uint32 // interned, normalised relay URLs
+	outbox    []uint32 // GRASP-03: participants' write relays not in relays
 	roots     []uint32 // event indexes, in arrival order
 	announced bool
 	listsSelf bool
@@ -182,6 +184,58 @@ func (x *RepoSyncIndex) SetAnnouncement(addr string, relays []string, listsSelf 
 	e.listsSelf = listsSelf
 	e.held = false
 	return id
+}
+
+// SetOutbox records the participants' write relays of a repository
+// (GRASP-03), replacing the earlier list; relays its announcement lists and
+// URLs that do not parse are left out.
+func (x *RepoSyncIndex) SetOutbox(id RepoID, relays []string) {
+	e := &x.repos[id]
+	old := e.outbox
+	var list []uint32
+	for _, r := range relays {
+		n, err := nip34.NormalizeRelayURL(r)
+		if err != nil {
+			continue
+		}
+		if ri, ok := x.relayByURL[n]; ok && (slices.Contains(e.relays, ri) || slices.Contains(list, ri)) {
+			continue
+		}
+		ri := x.relay(n)
+		list = append(list, ri)
+		x.relayRefs[ri]++
+	}
+	for _, ri := range old {
+		x.releaseRelay(ri)
+	}
+	x.repos[id].outbox = list
+}
+
+// Outbox returns the repository's outbox relays (SetOutbox).
+func (x *RepoSyncIndex) Outbox(id RepoID) []string {
+	r := x.repos[id].outbox
+	out := make([]string, len(r))
+	for i, ri := range r {
+		out[i] = x.relayURLs[ri]
+	}
+	return out
+}
+
+// EventRepos returns the repositories the root event with hex id eventID
+// references, nil when it is not a known root event.
+func (x *RepoSyncIndex) EventRepos(eventID string) []RepoID {
+	var raw [32]byte
+	if !nip34.IsHex64(eventID) {
+		return nil
+	}
+	if _, err := hex.Decode(raw[:], []byte(eventID)); err != nil {
+		return nil
+	}
+	ei, ok := x.findEvent(raw)
+	if !ok {
+		return nil
+	}
+	return append([]RepoID{x.eventRepo[ei]}, x.eventMore[ei]...)
 }
 
 // AddRootEvent records that the root event with hex id eventID references

@@ -113,7 +113,7 @@ func (o *Options) defaults() error {
 
 // caps are the relay caps of the config.
 func (o *Options) caps() Caps {
-	return Caps{PerRepo: o.Config.MaxRelaysPerRepo, Total: o.Config.MaxRelays, Held: o.Config.MaxHeldRelays}
+	return Caps{PerRepo: o.Config.MaxRelaysPerRepo, Total: o.Config.MaxRelays, Held: o.Config.MaxHeldRelays, Outbox: o.Config.MaxOutboxRelays}
 }
 
 // Manager is the sync actor: one goroutine (Run) owns RepoSyncIndex,
@@ -147,6 +147,7 @@ type Manager struct {
 	allRelays bool
 	capped    int // relays the caps leave out, last recompute
 	nFilters  int // filters open on every relay
+	outbox    *outboxState
 }
 
 // NewManager validates opts and builds a Manager; call Run to start it.
@@ -165,7 +166,7 @@ func NewManager(opts Options, e env.Env) (*Manager, error) {
 		o: opts, clk: e.Clock, log: e.Log, conns: opts.Conns, health: opts.Health, m: met,
 		inbox: make(chan func(), 1024), stopped: make(chan struct{}), running: make(chan struct{}),
 		repos: NewRepoSyncIndex(), sel: Selection{}, targets: map[string]Targets{},
-		relays: RelaySyncIndex{}, pending: PendingSyncIndex{}, allRelays: all,
+		relays: RelaySyncIndex{}, pending: PendingSyncIndex{}, allRelays: all, outbox: newOutboxState(),
 	}, nil
 }
 

@@ -28,6 +28,7 @@ type metrics struct {
 	consolidations prometheus.Counter
 	daily          prometheus.Counter
 	capped         prometheus.Gauge
+	outbox         prometheus.Gauge
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -62,6 +63,9 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		daily: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "grasp_sync_daily_syncs_total", Help: "Daily fresh syncs started.",
 		}),
+		outbox: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "grasp_sync_outbox_relays", Help: "Relays synced only as participants' NIP-65 write relays (GRASP-03), at most sync.max_outbox_relays.",
+		}),
 		capped: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "grasp_sync_relays_capped", Help: "Relays listed by synced repositories that sync.max_relays_per_repo, max_relays or max_held_relays leave out.",
 		}),
@@ -69,7 +73,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	if reg == nil {
 		return m, nil
 	}
-	for _, c := range []prometheus.Collector{m.relayConnected, m.filters, m.filtersOpen, m.attempts, m.tracked, m.connected, m.pending, m.confirmed, m.consolidations, m.daily, m.capped} {
+	for _, c := range []prometheus.Collector{m.relayConnected, m.filters, m.filtersOpen, m.attempts, m.tracked, m.connected, m.pending, m.confirmed, m.consolidations, m.daily, m.capped, m.outbox} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}

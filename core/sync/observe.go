@@ -22,10 +22,17 @@ type update struct {
 	addrs     []string // repositories the root event tags
 	forget    bool     // Forget(addr)
 	held      bool     // ObserveHeld
+	// GRASP-03 (outbox.go)
+	people  []string // participants a root event or reply names
+	replyTo []string // e/E/q values of a reply
+	writer  string   // author of a relay list
+	writes  []string // its write relays
 }
 
 // Observe feeds the self-subscriber with an accepted event: announcements
-// (30617) and root events (1617/1618/1619/1621); other kinds are ignored.
+// (30617) and root events (1617/1618/1619/1621); with outbox sync (GRASP-03)
+// also replies to root events and NIP-65 relay lists; other kinds are
+// ignored.
 // Call it for the store's history at startup and from the relay's OnStored
 // callback; a fresh database simply starts with no history. Events are
 // applied in batches: the window starts at the first event and is not
@@ -103,7 +110,13 @@ func (m *Manager) parse(evt *nostr.Event) (update, bool) {
 				u.addrs = append(u.addrs, t[1])
 			}
 		}
+		if m.o.Config.Outbox {
+			u.people = participants(evt, m.o.Config.OutboxParticipantsPerRoot)
+		}
 		return u, len(u.addrs) > 0
+	}
+	if m.o.Config.Outbox {
+		return m.parseOutbox(evt)
 	}
 	return update{}, false
 }

@@ -9,8 +9,12 @@ import (
 // derive_relay_targets → compute_actions for every relay.
 func (m *Manager) applyUpdates(batch []update) {
 	changed := map[RepoID]struct{}{}
+	outboxChanged := map[RepoID]struct{}{}
 	for _, u := range batch {
 		if u.forget {
+			if id, ok := m.repos.Lookup(u.addr); ok {
+				delete(outboxChanged, id)
+			}
 			m.forget(u.addr, changed)
 			continue
 		}
@@ -20,7 +24,7 @@ func (m *Manager) applyUpdates(batch []update) {
 			}
 			continue
 		}
-		if u.id == "" {
+		if u.addr != "" {
 			changed[m.repos.SetAnnouncement(u.addr, u.relays, u.listsSelf)] = struct{}{}
 			continue
 		}
@@ -29,6 +33,13 @@ func (m *Manager) applyUpdates(batch []update) {
 				m.log.Debug("ignoring root event", "error", err)
 			}
 		}
+		if m.o.Config.Outbox {
+			m.applyOutbox(u, outboxChanged)
+		}
+	}
+	for id := range outboxChanged {
+		m.refreshOutbox(id)
+		changed[id] = struct{}{}
 	}
 	if !m.allRelays {
 		for id := range changed {
@@ -47,6 +58,9 @@ func (m *Manager) selectFor(id RepoID) {
 	cands := make([]Candidate, len(relays))
 	for i, r := range relays {
 		cands[i] = Candidate{URL: r, Source: FromAnnouncement, Health: m.health.Health(r)}
+	}
+	for _, r := range m.repos.Outbox(id) {
+		cands = append(cands, Candidate{URL: r, Source: FromOutbox, Health: m.health.Health(r)})
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), m.o.SelectTimeout)
 	defer cancel()
@@ -73,6 +87,13 @@ func (m *Manager) recomputeAll() {
 	m.targets, capped = DeriveRelayTargets(m.repos, TargetRules{
 		Self: m.o.Self, Bootstrap: m.o.Config.BootstrapRelays, Selection: m.sel, Archive: m.o.Archive, Caps: m.o.caps(), Prev: m.targets,
 	})
+	outbox := 0
+	for _, t := range m.targets {
+		if t.Outbox {
+			outbox++
+		}
+	}
+	m.m.outbox.Set(float64(outbox))
 	if capped != m.capped {
 		if capped > m.capped {
 			m.log.Warn("relay caps leave relays out of sync", "left_out", capped, "max_relays_per_repo", m.o.Config.MaxRelaysPerRepo,

@@ -1,4 +1,6 @@
-// Package sync owns GRASP-02 event sync: the self-subscriber, RepoSyncIndex,
+// Package sync owns GRASP-02 event sync and its GRASP-03 outbox extension
+// (participants' NIP-65 write relays as further relays of a repository,
+// outbox.go): the self-subscriber, RepoSyncIndex,
 // derive_relay_targets and compute_actions (pure functions), the manager actor
 // that owns RelaySyncIndex and PendingSyncIndex, relay connections, filter
 // layers and the negentropy client with REQ fallback. It never imports git/.
@@ -16,6 +18,7 @@ const (
 	FromAnnouncement CandidateSource = "announcement" // listed in the repo's relays tag
 	FromConfig       CandidateSource = "config"       // bootstrap relay from grasp.toml
 	FromDiscovered   CandidateSource = "discovered"   // learned at runtime (e.g. 10317 lists)
+	FromOutbox       CandidateSource = "outbox"       // a participant's NIP-65 write relay (GRASP-03)
 )
 
 // Health is the relay health a selector sees.

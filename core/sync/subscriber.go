@@ -85,10 +85,17 @@ func NewSubscriber(o SubscriberOptions, e env.Env) (*Subscriber, error) {
 func (s *Subscriber) Run(ctx context.Context) error {
 	errc := make(chan error, 1)
 	go func() { errc <- s.mgr.Run(ctx) }()
-	if err := replayHistory(ctx, s.events, s.observeAll); err != nil && ctx.Err() == nil {
+	if err := replayHistory(ctx, s.events, syncKinds(), s.observeAll); err != nil && ctx.Err() == nil {
 		// Repositories whose history could not be read are synced once they
 		// next see an event; sync of the rest goes on.
 		s.log.Error("reading stored announcements for sync failed", "error", err)
+	}
+	if s.mgr.o.Config.Outbox {
+		// After the root events (batches keep their order), so replies
+		// find the roots they answer.
+		if err := replayHistory(ctx, s.events, outboxKinds, s.observeAll); err != nil && ctx.Err() == nil {
+			s.log.Error("reading stored replies and relay lists for outbox sync failed", "error", err)
+		}
 	}
 	for _, e := range s.held.Find(func(e *purgatory.Entry) bool { return e.Event.Kind == nip34.KindAnnouncement }) {
 		s.OnHold(e)

@@ -23,6 +23,9 @@ type Targets struct {
 	// relay: they keep it connected, for its layer 1 stream, but have no
 	// layer 2+3 items until their announcement is stored.
 	Held int
+	// Outbox says the relay is kept only as a participant's write relay
+	// (GRASP-03), counted against Caps.Outbox.
+	Outbox bool
 }
 
 // Caps bound the relays sync connects to, since announcements are anyone's:
@@ -38,6 +41,9 @@ type Caps struct {
 	// Held bounds the further relays connected only for repositories whose
 	// announcement is still in purgatory (state-only sync), within Total.
 	Held int
+	// Outbox bounds the relays synced only as participants' write relays
+	// (GRASP-03), outside Total.
+	Outbox int
 }
 
 // TargetRules are the inputs of DeriveRelayTargets besides the index.
@@ -70,6 +76,7 @@ func DeriveRelayTargets(repos *RepoSyncIndex, r TargetRules) (map[string]Targets
 		boot = iota + 1
 		keptStored
 		keptHeld
+		keptOutbox
 	)
 	mark := make([]uint8, len(repos.relayURLs))
 	for _, b := range bootstrap {
@@ -97,10 +104,10 @@ func DeriveRelayTargets(repos *RepoSyncIndex, r TargetRules) (map[string]Targets
 	)
 	for i := range repos.repos {
 		e := &repos.repos[i]
-		if !e.announced || len(e.relays) == 0 || (!archive && !e.listsSelf) {
+		if len(e.relays) == 0 || !synced(e, archive) {
 			continue
 		}
-		buf = selectRelays(repos, e, sel, buf[:0])
+		buf = selectRelays(repos, e.addr, e.relays, sel, buf[:0])
 		from := len(picks)
 		for _, ri := range buf {
 			if selfKnown && ri == selfIdx {
@@ -118,7 +125,7 @@ func DeriveRelayTargets(repos *RepoSyncIndex, r TargetRules) (map[string]Targets
 
 	// Keep the relays most repositories want, stored ones first.
 	dropped := 0
-	keep := func(held bool, limit int, as uint8) int {
+	keep := func(spans []span, picks []uint32, held bool, limit int, as uint8) int {
 		count := map[uint32]int{}
 		for _, s := range spans {
 			if s.held != held {
@@ -161,37 +168,80 @@ func DeriveRelayTargets(repos *RepoSyncIndex, r TargetRules) (map[string]Targets
 	if caps.Total > 0 {
 		total = caps.Total
 	}
-	n := keep(false, total, keptStored)
+	n := keep(spans, picks, false, total, keptStored)
 	if total >= 0 {
 		held = total - n
 	}
 	if caps.Held > 0 && (held < 0 || caps.Held < held) {
 		held = caps.Held
 	}
-	keep(true, held, keptHeld)
+	keep(spans, picks, true, held, keptHeld)
 
-	for _, s := range spans {
-		for _, ri := range picks[s.from:s.to] {
-			if mark[ri] == 0 {
+	// GRASP-03: the participants' write relays of stored, synced
+	// repositories, in their own budget so that strangers' relay lists
+	// cannot push out the relays announcements list.
+	var ospans []span
+	var opicks []uint32
+	for i := range repos.repos {
+		e := &repos.repos[i]
+		if len(e.outbox) == 0 || e.held || !synced(e, archive) {
+			continue
+		}
+		buf = selectRelays(repos, e.addr, e.outbox, sel, buf[:0])
+		from := len(opicks)
+		for _, ri := range buf {
+			if (selfKnown && ri == selfIdx) || slices.Contains(e.relays, ri) {
 				continue
 			}
-			u := repos.relayURLs[ri]
-			t := out[u]
-			if s.held {
-				t.Held++
-			} else {
-				t.Repos = append(t.Repos, s.id)
-			}
-			out[u] = t
+			opicks = append(opicks, ri)
+		}
+		if len(opicks) > from {
+			ospans = append(ospans, span{id: RepoID(i), from: from, to: len(opicks)})
 		}
 	}
+	olimit := -1
+	if caps.Outbox > 0 {
+		olimit = caps.Outbox
+	}
+	keep(ospans, opicks, false, olimit, keptOutbox)
+
+	// Each kept relay gets the repositories whose picks include it.
+	assign := func(spans []span, picks []uint32) {
+		for _, s := range spans {
+			for _, ri := range picks[s.from:s.to] {
+				if mark[ri] == 0 {
+					continue
+				}
+				u := repos.relayURLs[ri]
+				t := out[u]
+				if s.held {
+					t.Held++
+				} else {
+					t.Repos = append(t.Repos, s.id)
+				}
+				t.Outbox = mark[ri] == keptOutbox
+				out[u] = t
+			}
+		}
+	}
+	assign(ospans, opicks)
+	assign(spans, picks)
 	return out, dropped
 }
 
-func selectRelays(repos *RepoSyncIndex, e *repoEntry, sel Selection, buf []uint32) []uint32 {
-	picked, ok := sel[e.addr]
+// synced is the one place that says whether a repository's events are
+// synced at all (announcement relays and GRASP-03 outbox alike): it is
+// announced and lists this server, or this server archives.
+func synced(e *repoEntry, archive bool) bool {
+	return e.announced && (archive || e.listsSelf)
+}
+
+// selectRelays is the selection's order of the relays of list (a
+// repository's announcement relays or its outbox relays).
+func selectRelays(repos *RepoSyncIndex, addr string, list []uint32, sel Selection, buf []uint32) []uint32 {
+	picked, ok := sel[addr]
 	if !ok {
-		return append(buf, e.relays...)
+		return append(buf, list...)
 	}
 	for _, p := range picked {
 		n, err := nip34.NormalizeRelayURL(p)
@@ -203,7 +253,7 @@ func selectRelays(repos *RepoSyncIndex, e *repoEntry, sel Selection, buf []uint3
 			continue
 		}
 		listed, dup := false, false
-		for _, have := range e.relays {
+		for _, have := range list {
 			if have == ri {
 				listed = true
 				break

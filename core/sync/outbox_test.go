@@ -1,0 +1,214 @@
+package sync
+
+import (
+	"context"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/nbd-wtf/go-nostr"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/grasp-dev/grasp/core/config"
+	"github.com/grasp-dev/grasp/core/env"
+	"github.com/grasp-dev/grasp/internal/testwait"
+)
+
+func relayList(author string, relays ...nostr.Tag) *nostr.Event {
+	return &nostr.Event{ID: hexID(1 << 41), PubKey: author, Kind: KindRelayList, Tags: relays}
+}
+
+func outboxOn(tweak func(*Options)) func(*Options) {
+	return func(o *Options) {
+		o.Config.Outbox = true
+		if tweak != nil {
+			tweak(o)
+		}
+	}
+}
+
+// itemValuesAt returns the tag letter → values of the item subscriptions
+// opened on url.
+func itemValuesAt(t *testing.T, calls []call, url string) map[string][]string {
+	t.Helper()
+	_, items := split(calls)
+	out := map[string][]string{}
+	for _, c := range items {
+		if c.url != url {
+			continue
+		}
+		k, v := tagValues(t, c.filters[0])
+		out[k] = append(out[k], v...)
+	}
+	return out
+}
+
+// G03-1: an accepted issue's author and a replier's p-tagged key have NIP-65
+// write relays no announcement lists: sync connects to them and asks for
+// the events tagging the issue (e/E/q) and its repository (a/A/q); read-only
+// relays are not followed.
+func TestG03_1_ParticipantsWriteRelaysSynced(t *testing.T) {
+	h := newHarness(t, outboxOn(nil))
+	const w, w2, readOnly = "wss://write.example", "wss://write2.example", "wss://read.example"
+	author, replier, mentioned := pubkey(7), pubkey(8), pubkey(9)
+	issue := rootEvent(1621, 1, 0)
+	issue.PubKey = author
+	h.observe(announcement(0, selfURL, r1), issue,
+		relayList(author, nostr.Tag{"r", w}, nostr.Tag{"r", readOnly, "read"}))
+	got := connects(h.conns.take())
+	if !got[r1] || !got[w] || got[readOnly] || len(got) != 2 {
+		t.Fatalf("connects %v, want %s and the author's write relay %s only", got, r1, w)
+	}
+	h.m.Connected(w)
+	h.snap()
+	vals := itemValuesAt(t, h.conns.take(), w)
+	for _, l := range []string{"e", "E", "q"} {
+		if !slices.Contains(vals[l], hexID(1)) {
+			t.Fatalf("outbox relay %s: #%s filters %v lack the issue id", w, l, vals[l])
+		}
+	}
+	for _, l := range []string{"a", "A"} {
+		if !slices.Contains(vals[l], repoAddr(0)) {
+			t.Fatalf("outbox relay %s: #%s filters %v lack the repository", w, l, vals[l])
+		}
+	}
+	// a reply p-tagging someone: both are participants; the mentioned
+	// key's write relay is synced once its relay list is known
+	reply := &nostr.Event{ID: hexID(2), PubKey: replier, Kind: 1111, Tags: nostr.Tags{{"E", hexID(1)}, {"p", mentioned}}}
+	h.observe(reply, relayList(mentioned, nostr.Tag{"r", w2, "write"}))
+	if got := connects(h.conns.take()); !got[w2] {
+		t.Fatalf("the p-tagged participant's write relay was not dialled: %v", got)
+	}
+	if s := h.gauge("grasp_sync_outbox_relays"); s != 2 {
+		t.Fatalf("grasp_sync_outbox_relays %v, want 2", s)
+	}
+	// a reply to an event that is not a root adds nobody
+	stranger := pubkey(10)
+	h.observe(&nostr.Event{ID: hexID(3), PubKey: stranger, Kind: 1111, Tags: nostr.Tags{{"e", hexID(999)}}},
+		relayList(stranger, nostr.Tag{"r", "wss://stranger.example"}))
+	if got := connects(h.conns.take()); len(got) != 0 {
+		t.Fatalf("a reply to no accepted root made sync dial %v", got)
+	}
+}
+
+// G03-2: a participant whose 10002 lists 50 relays gets
+// outbox_relays_per_participant of them; many participants stop at
+// max_outbox_relays, and the announcement's relays are not displaced.
+func TestG03_2_OutboxRelaysCapped(t *testing.T) {
+	h := newHarness(t, outboxOn(func(o *Options) {
+		o.Config.OutboxRelaysPerParticipant, o.Config.OutboxParticipantsPerRoot, o.Config.MaxOutboxRelays = 4, 5, 12
+		o.Config.MaxRelays = 3
+	}))
+	author := pubkey(7)
+	issue := rootEvent(1621, 1, 0)
+	issue.PubKey = author
+	var tags []nostr.Tag
+	for _, u := range attackerRelays(0, 50) {
+		tags = append(tags, nostr.Tag{"r", u})
+	}
+	h.observe(announcement(0, selfURL, r1), issue, relayList(author, tags...))
+	got := connects(h.conns.take())
+	if len(got) != 1+4 || !got[r1] {
+		t.Fatalf("%d dials (%v), want %s and 4 of the participant's 50 relays", len(got), got, r1)
+	}
+	// 20 more participants with 4 fresh relays each, p-tagged in replies:
+	// 5 participants per root, 12 outbox relays in all
+	for i := 0; i < 20; i++ {
+		p := pubkey(100 + i)
+		var tags []nostr.Tag
+		for _, u := range attackerRelays(1000*(i+1), 4) {
+			tags = append(tags, nostr.Tag{"r", u})
+		}
+		h.observe(relayList(p, tags...),
+			&nostr.Event{ID: hexID(1000 + i), PubKey: p, Kind: 1111, Tags: nostr.Tags{{"E", hexID(1)}}})
+	}
+	h.check()
+	h.conns.take()
+	s := h.snap()
+	if len(s.Relays) != 1+12 {
+		t.Fatalf("%d relays tracked, want %s and max_outbox_relays 12", len(s.Relays), r1)
+	}
+	if v := h.gauge("grasp_sync_outbox_relays"); v != 12 {
+		t.Fatalf("grasp_sync_outbox_relays %v, want 12", v)
+	}
+	if n := len(h.m.outboxParts(hexID(1))); n != 5 {
+		t.Fatalf("%d participants kept for the issue, want outbox_participants_per_root 5", n)
+	}
+}
+
+// G03-3: with outbox off nothing of this is followed.
+func TestG03_3_OutboxOff(t *testing.T) {
+	h := newHarness(t, nil)
+	issue := rootEvent(1621, 1, 0)
+	issue.PubKey = pubkey(7)
+	h.observe(announcement(0, selfURL, r1), issue, relayList(pubkey(7), nostr.Tag{"r", "wss://write.example"}))
+	if got := connects(h.conns.take()); len(got) != 1 || !got[r1] {
+		t.Fatalf("outbox off: connects %v, want %s only", got, r1)
+	}
+}
+
+// gauge reads a gauge's value from the harness registry.
+func (h *harness) gauge(name string) float64 {
+	h.t.Helper()
+	h.snap()
+	mfs, err := h.reg.Gather()
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == name {
+			return mf.GetMetric()[0].GetGauge().GetValue()
+		}
+	}
+	h.t.Fatalf("no metric %s", name)
+	return 0
+}
+
+// outboxParts reads the participants of a root in the actor.
+func (m *Manager) outboxParts(root string) []string {
+	reply := make(chan []string, 1)
+	m.send(func() { reply <- slices.Clone(m.outbox.parts[root]) })
+	return <-reply
+}
+
+// G03-6: after a restart the outbox relays come back from the store's
+// history: the relay lists and the replies (stored newer than the root they
+// answer, so they are read after it) name the same participants again.
+func TestG03_6_OutboxRelaysFromHistoryAfterRestart(t *testing.T) {
+	r := newSubRig(t)
+	conns := &fakeConns{}
+	m, err := NewManager(Options{Conns: conns, Health: &fakeHealth{}, Self: selfURL, Rand: func() float64 { return 0.5 },
+		Config: config.Sync{Outbox: true, DisconnectCheckInterval: config.Duration(time.Hour)}}, env.Env{Clock: r.clk, Metrics: prometheus.NewRegistry()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := NewSubscriber(SubscriberOptions{Manager: m, Events: r.events, Held: r.purg}, env.Env{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const w = "wss://replier-write.example"
+	issue := rootEvent(1621, 1, 0)
+	issue.CreatedAt = 100
+	reply := &nostr.Event{ID: hexID(2), PubKey: pubkey(8), Kind: 1111, CreatedAt: 200, Tags: nostr.Tags{{"E", hexID(1)}}}
+	list := relayList(pubkey(8), nostr.Tag{"r", w})
+	list.CreatedAt = 300
+	ann := announcement(0, selfURL, r1)
+	ann.CreatedAt = 50
+	r.store(ann, issue, reply, list)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	testwait.Stepping(t, "the replier's write relay after start", func() { r.clk.Advance(m.o.Config.BatchWindow.D()) }, func() bool {
+		snap, err := m.Snapshot(testwait.Context(t))
+		if err != nil {
+			return false
+		}
+		for _, rs := range snap.Relays {
+			if rs.URL == w {
+				return true
+			}
+		}
+		return false
+	})
+}
