@@ -28,8 +28,15 @@ type info struct {
 }
 
 type limitation struct {
-	MaxMessageLength    int   `json:"max_message_length,omitempty"`
-	MaxSubscriptions    int   `json:"max_subscriptions,omitempty"`
+	MaxMessageLength int `json:"max_message_length,omitempty"`
+	MaxSubscriptions int `json:"max_subscriptions,omitempty"`
+	// MaxFilters (filters per REQ or COUNT) was in NIP-11 and is still
+	// read by clients; MaxFilterItems (ids, authors, kinds or values of one
+	// tag in one filter) is ours: a filter naming ids gets every matching
+	// event up to len(ids), so this is what bounds such a query, and a
+	// client splitting a long id list needs to know it (issue 10 part 4).
+	MaxFilters          int   `json:"max_filters,omitempty"`
+	MaxFilterItems      int   `json:"max_filter_items,omitempty"`
 	MaxLimit            int   `json:"max_limit,omitempty"`
 	MaxSubidLength      int   `json:"max_subid_length,omitempty"`
 	MaxEventTags        int   `json:"max_event_tags,omitempty"`
@@ -77,6 +84,8 @@ func (s *Server) buildNIP11() ([]byte, error) {
 		Limitation: &limitation{
 			MaxMessageLength:    positive(l.MaxMessageBytes),
 			MaxSubscriptions:    positive(l.MaxSubscriptions),
+			MaxFilters:          positive(l.MaxFiltersPerReq),
+			MaxFilterItems:      positive(l.MaxFilterItems),
 			MaxLimit:            positive(l.MaxLimit),
 			MaxSubidLength:      positive(l.MaxSubIDLength),
 			MaxEventTags:        positive(l.MaxEventTags),

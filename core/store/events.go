@@ -99,7 +99,12 @@ func (e *events) writeDirect(ctx context.Context, kind opKind, evt *nostr.Event)
 // effectiveLimit is the limit a query actually runs with. The backend on its
 // own gives MaxLimit/4 to a REQ without a limit or above MaxLimit; here a REQ
 // gets what it asked for up to MaxLimit, DefaultLimit when it did not ask,
-// and a negentropy session up to NegentropyMax. It returns 0 for "no events".
+// and a negentropy session up to NegentropyMax. A filter naming ids can
+// match at most len(ids) events, and a client naming them wants all of them
+// (NDK fetches the 521 ids it reconciled in one filter without a limit):
+// it gets up to len(ids), whatever DefaultLimit and MaxLimit say, and the
+// gate's max_filter_items bounds len(ids) instead (issue 10 part 4). It
+// returns 0 for "no events".
 func (e *events) effectiveLimit(ctx context.Context, f nostr.Filter) int {
 	if eventstore.IsNegentropySession(ctx) {
 		// One more than the limit, so that a negentropy server can tell a
@@ -115,6 +120,8 @@ func (e *events) effectiveLimit(ctx context.Context, f nostr.Filter) int {
 	switch {
 	case f.LimitZero:
 		return 0
+	case len(f.IDs) > 0 && (f.Limit <= 0 || f.Limit > len(f.IDs)):
+		return len(f.IDs)
 	case f.Limit <= 0:
 		return e.s.opts.Limits.DefaultLimit
 	case f.Limit > e.s.opts.Limits.MaxLimit:

@@ -315,3 +315,55 @@ func TestFilterWithEmptyTagNameIsRefused(t *testing.T) {
 		t.Fatalf("got %v, want an \"invalid: \" error", err)
 	}
 }
+
+// NDK fetches the ids it reconciled over NIP-77 in one filter without a
+// limit (521 in the field report); default_limit 500 used to drop 21 of them
+// silently. A filter naming ids gets every matching event up to len(ids)
+// (issue 10 part 4); the config's defaults are used, as in production.
+func TestG10_IDsOnlyREQWithoutLimitGetsEveryID(t *testing.T) {
+	s := openTest(t, Options{UnsafeNoSync: true})
+	lim := config.DefaultLimits()
+	const n = 521
+	if n <= lim.DefaultLimit || n <= lim.MaxLimit || n > lim.MaxFilterItems {
+		t.Fatalf("the test needs default_limit and max_limit < %d <= max_filter_items (have %d, %d, %d)", n, lim.DefaultLimit, lim.MaxLimit, lim.MaxFilterItems)
+	}
+	sk := testKey(1)
+	var all []string
+	for i := range n + 30 {
+		evt := signed(t, sk, 1, nostr.Timestamp(20_000+i), "note")
+		mustSave(t, s.Events(), evt)
+		all = append(all, evt.ID)
+	}
+	want := all[10 : 10+n] // not simply the newest ones
+	bg := context.Background()
+
+	got := query(t, bg, s.Events(), nostr.Filter{IDs: want})
+	if len(got) != n {
+		t.Fatalf("ids-only REQ without limit: got %d events, want all %d", len(got), n)
+	}
+	seen := map[string]bool{}
+	for _, e := range got {
+		seen[e.ID] = true
+	}
+	for _, id := range want {
+		if !seen[id] {
+			t.Fatalf("event %s named in ids was not returned", id)
+		}
+	}
+	// A limit above len(ids) (even above max_limit) still gets every id.
+	if got := query(t, bg, s.Events(), nostr.Filter{IDs: want, Limit: 5000}); len(got) != n {
+		t.Fatalf("ids with limit 5000: got %d events, want %d", len(got), n)
+	}
+	// The client's own smaller limit is honoured.
+	if got := query(t, bg, s.Events(), nostr.Filter{IDs: want, Limit: 30}); len(got) != 30 {
+		t.Fatalf("ids with limit 30: got %d events, want 30", len(got))
+	}
+	// ids combined with another condition: only what matches it.
+	if got := query(t, bg, s.Events(), nostr.Filter{IDs: want, Kinds: []int{7}}); len(got) != 0 {
+		t.Fatalf("ids with kinds [7]: got %d events, want 0", len(got))
+	}
+	// Control: a filter without ids still gets default_limit.
+	if got := query(t, bg, s.Events(), nostr.Filter{Kinds: []int{1}}); len(got) != lim.DefaultLimit {
+		t.Fatalf("kinds-only REQ without limit: got %d events, want default_limit %d", len(got), lim.DefaultLimit)
+	}
+}
