@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"unicode/utf8"
 
 	"github.com/nbd-wtf/go-nostr"
 )
@@ -29,10 +30,20 @@ func (s *Server) checkEvent(evt *nostr.Event) string {
 	if len(evt.Content) > l.MaxContentBytes {
 		return fmt.Sprintf("invalid: content too large (%d > %d bytes)", len(evt.Content), l.MaxContentBytes)
 	}
+	// An event signed over invalid UTF-8 would be served with U+FFFD in
+	// its place (JSON encoding replaces it), no longer matching its id and
+	// signature, so strict clients and GRASP-02 peers would reject what we
+	// serve (audit F15).
+	if !utf8.ValidString(evt.Content) {
+		return "invalid: content is not valid UTF-8"
+	}
 	for _, tag := range evt.Tags {
 		for _, v := range tag {
 			if len(v) > l.MaxTagValueBytes {
 				return fmt.Sprintf("invalid: tag value too large (%d > %d bytes)", len(v), l.MaxTagValueBytes)
+			}
+			if !utf8.ValidString(v) {
+				return "invalid: a tag is not valid UTF-8"
 			}
 		}
 	}

@@ -88,3 +88,54 @@ func TestG10_IDsPerFilterAndFiltersPerREQBoundedAndAdvertised(t *testing.T) {
 		t.Fatalf("4 filters: CLOSED %q, want blocked: naming 3", closed)
 	}
 }
+
+// rawEventFrame is an EVENT frame written by hand, so that invalid UTF-8 in
+// evt reaches the relay as raw bytes (encoding/json would replace it with
+// U+FFFD). The test's strings need no escaping.
+func rawEventFrame(evt *nostr.Event) string {
+	var tags []string
+	for _, tag := range evt.Tags {
+		tags = append(tags, `["`+strings.Join(tag, `","`)+`"]`)
+	}
+	return fmt.Sprintf(`["EVENT",{"id":"%s","pubkey":"%s","created_at":%d,"kind":%d,"tags":[%s],"content":"%s","sig":"%s"}]`,
+		evt.ID, evt.PubKey, evt.CreatedAt, evt.Kind, strings.Join(tags, ","), evt.Content, evt.Sig)
+}
+
+// Audit F15: an event signed over invalid UTF-8 was accepted and then served
+// with U+FFFD, no longer matching its signature. It is refused with
+// "invalid:", in content and in any tag; valid multi-byte text is accepted.
+func TestAbuse_F15_InvalidUTF8Refused(t *testing.T) {
+	tr := startRelay(t, Options{})
+	k := newKey(t)
+	c := connect(t, tr.ws)
+	okOf := func(evt *nostr.Event) (bool, string) {
+		c.send(rawEventFrame(evt))
+		seen := c.readUntil(func(m []json.RawMessage) bool { return label(m) == "OK" && str(m, 1) == evt.ID })
+		m := seen[len(seen)-1]
+		return string(m[2]) == "true", str(m, 3)
+	}
+	cases := map[string]*nostr.Event{
+		"content":         k.event(t, 1, 1_700_000_001, nil, "bad \xff\xfe byte"),
+		"tag value":       k.event(t, 1, 1_700_000_002, nostr.Tags{{"t", "x\xc3"}}, "fine"),
+		"tag name":        k.event(t, 1, 1_700_000_003, nostr.Tags{{"\xed\xa0\x80", "v"}}, "fine"), // a UTF-8-encoded surrogate
+		"later tag value": k.event(t, 1, 1_700_000_004, nostr.Tags{{"t", "ok"}, {"e", "a", "\x80"}}, "fine"),
+	}
+	for name, evt := range cases {
+		ok, msg := okOf(evt)
+		if ok || !strings.HasPrefix(msg, "invalid:") || !strings.Contains(msg, "UTF-8") {
+			t.Errorf("%s: OK %v %q, want false \"invalid: ... UTF-8\"", name, ok, msg)
+		}
+		if got := query(t, c, nostr.Filter{IDs: []string{evt.ID}}); len(got) != 0 {
+			t.Errorf("%s: the refused event is served", name)
+		}
+	}
+	// Control: valid multi-byte UTF-8 in content and tags, sent the same way.
+	good := k.event(t, 1, 1_700_000_005, nostr.Tags{{"t", "héllo ✓ 𝄞"}}, "grüße ✓ 𝄞")
+	if ok, msg := okOf(good); !ok {
+		t.Fatalf("valid UTF-8: OK false %q", msg)
+	}
+	got := query(t, c, nostr.Filter{IDs: []string{good.ID}})
+	if len(got) != 1 || got[0].Content != good.Content || !got[0].CheckID() {
+		t.Fatalf("valid UTF-8 event not served intact: %v", got)
+	}
+}
