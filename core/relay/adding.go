@@ -63,12 +63,15 @@ func (s *Server) Ingest(ctx context.Context, evt *nostr.Event, meta policy.Meta)
 	}
 	if meta.Source == policy.SourceClient {
 		// NIP-70: a protected event is accepted only from its
-		// authenticated author, and is never reposted inside another.
+		// authenticated author, and is never reposted inside another. A
+		// connection authenticated as another key is told "auth-required:"
+		// too: authenticating as the author is what would make it succeed
+		// (NIP-70 says so; "restricted:" would tell the client to give up).
 		if nip70.IsProtected(*evt) && meta.Authed != evt.PubKey {
 			if meta.Authed == "" {
 				return false, "auth-required: this event may only be published by its author"
 			}
-			return false, "blocked: this event may only be published by its author"
+			return false, "auth-required: this event may only be published by its author; this connection is authenticated as another key"
 		}
 		if nip70.HasEmbeddedProtected(*evt) {
 			return false, "blocked: a protected event cannot be reposted"

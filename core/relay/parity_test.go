@@ -139,3 +139,59 @@ func TestAbuse_F15_InvalidUTF8Refused(t *testing.T) {
 		t.Fatalf("valid UTF-8 event not served intact: %v", got)
 	}
 }
+
+// authAs answers the connection's NIP-42 challenge as k and waits for OK.
+func authAs(t *testing.T, c *client, relayURL, challenge string, k key) {
+	t.Helper()
+	evt := k.event(t, 22242, int64(nostr.Now()), nostr.Tags{{"relay", relayURL}, {"challenge", challenge}}, "")
+	frame, _ := json.Marshal([]any{"AUTH", evt})
+	c.send(string(frame))
+	seen := c.readUntil(func(m []json.RawMessage) bool { return label(m) == "OK" && str(m, 1) == evt.ID })
+	if m := seen[len(seen)-1]; string(m[2]) != "true" {
+		t.Fatalf("AUTH as %s refused: %s", k.pk[:8], str(m, 3))
+	}
+}
+
+// NIP-70 (issue 10 part 6): an event with a ["-"] tag is accepted only from
+// a connection authenticated (NIP-42) as its author. Unauthenticated, and
+// authenticated as another key, the client is told "auth-required:".
+func TestNIP70_ProtectedEventOnlyFromItsAuthenticatedAuthor(t *testing.T) {
+	tr := startRelay(t, Options{})
+	author, other := newKey(t), newKey(t)
+	c := connect(t, tr.ws)
+	protected := author.event(t, 1, 1_700_000_010, nostr.Tags{{"-"}}, "protected")
+
+	ok, msg := publishOK(t, c, protected)
+	if ok || !strings.HasPrefix(msg, "auth-required:") {
+		t.Fatalf("unauthenticated: OK %v %q, want false auth-required:", ok, msg)
+	}
+	seen := c.readUntil(func(m []json.RawMessage) bool { return label(m) == "AUTH" })
+	challenge := str(seen[len(seen)-1], 1)
+
+	authAs(t, c, tr.srv.RelayURL(), challenge, other)
+	ok, msg = publishOK(t, c, protected)
+	if ok || !strings.HasPrefix(msg, "auth-required:") {
+		t.Fatalf("authenticated as another key: OK %v %q, want false auth-required: (not restricted:/blocked:)", ok, msg)
+	}
+	// The other key's own protected event is accepted on this connection.
+	own := other.event(t, 1, 1_700_000_011, nostr.Tags{{"-"}}, "mine")
+	if ok, msg := publishOK(t, c, own); !ok {
+		t.Fatalf("authenticated author's own protected event: OK false %q", msg)
+	}
+	if got := query(t, c, nostr.Filter{IDs: []string{protected.ID}}); len(got) != 0 {
+		t.Fatal("a refused protected event is served")
+	}
+
+	authAs(t, c, tr.srv.RelayURL(), challenge, author)
+	if ok, msg := publishOK(t, c, protected); !ok {
+		t.Fatalf("authenticated as the author: OK false %q", msg)
+	}
+	if got := query(t, c, nostr.Filter{IDs: []string{protected.ID}}); len(got) != 1 {
+		t.Fatal("the accepted protected event is not served")
+	}
+	// Control: an unprotected event needs no authentication.
+	plain := author.event(t, 1, 1_700_000_012, nil, "plain")
+	if ok, msg := publishOK(t, connect(t, tr.ws), plain); !ok {
+		t.Fatalf("unprotected event without AUTH: OK false %q", msg)
+	}
+}
