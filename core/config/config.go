@@ -36,7 +36,8 @@ type Server struct {
 	// MemoryLimitMB is a soft limit for the Go runtime (debug.SetMemoryLimit):
 	// badger's table builders and compactions, not its caches, set the RSS
 	// peak, and only a soft limit bounds them (measured: 457 MiB -> 152 MiB
-	// on a 120k-event ingest). 0 means no limit.
+	// on a 120k-event ingest). Default 1024 (defaults.go says why); 0 means
+	// no limit.
 	MemoryLimitMB int `toml:"memory_limit_mb"`
 	// MinFreeMB is the free space the data directory keeps: below it git
 	// pushes, held events and event writes are refused with a readable
@@ -143,19 +144,16 @@ type Grasp struct {
 
 // Purgatory holds the timers of held events and of the git-data hunter.
 type Purgatory struct {
-	TTL Duration `toml:"ttl"`
-	// AnnouncementRetention: an expired announcement's bare repo is deleted
-	// at TTL but the event itself is kept this long (ngit-grasp soft expiry).
-	AnnouncementRetention Duration `toml:"announcement_retention"`
-	UserFetchDelay        Duration `toml:"user_fetch_delay"`
-	SyncFetchDelay        Duration `toml:"sync_fetch_delay"`
-	FetchBackoffBase      Duration `toml:"fetch_backoff_base"`
-	FetchBackoffMax       Duration `toml:"fetch_backoff_max"`
-	NostrRefTTL           Duration `toml:"nostr_ref_ttl"`
-	SweepInterval         Duration `toml:"sweep_interval"`
-	HuntInterval          Duration `toml:"hunt_interval"`
-	RecheckInterval       Duration `toml:"recheck_interval"`
-	NaughtyTTL            Duration `toml:"naughty_ttl"`
+	TTL              Duration `toml:"ttl"`
+	UserFetchDelay   Duration `toml:"user_fetch_delay"`
+	SyncFetchDelay   Duration `toml:"sync_fetch_delay"`
+	FetchBackoffBase Duration `toml:"fetch_backoff_base"`
+	FetchBackoffMax  Duration `toml:"fetch_backoff_max"`
+	NostrRefTTL      Duration `toml:"nostr_ref_ttl"`
+	SweepInterval    Duration `toml:"sweep_interval"`
+	HuntInterval     Duration `toml:"hunt_interval"`
+	RecheckInterval  Duration `toml:"recheck_interval"`
+	NaughtyTTL       Duration `toml:"naughty_ttl"`
 	// FetchPrivateAddresses lets the git-data hunter fetch from clone URLs
 	// on loopback, private and link-local addresses. Off by default: clone
 	// URLs come from anyone's announcements (SSRF into the operator's

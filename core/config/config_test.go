@@ -45,7 +45,9 @@ func TestDefaultsAreTheSeedValues(t *testing.T) {
 		"server.listen":     "127.0.0.1:7334",
 		"server.public_url": "http://127.0.0.1:7334",
 		"server.data_dir":   "./data",
-		"relay.name":        "127.0.0.1:7334 grasp relay",
+		// Audit F16: a soft limit by default (issue 11 part 6).
+		"server.memory_limit_mb": 1024,
+		"relay.name":             "127.0.0.1:7334 grasp relay",
 		// Sized for NIP-34 patches, not strfry's social-note values (issue 9
 		// part 5): a 1 MiB diff and an 8 KiB commit-pgp-sig must fit.
 		"relay.limits.max_message_bytes":          2 << 20,
@@ -66,7 +68,6 @@ func TestDefaultsAreTheSeedValues(t *testing.T) {
 		"grasp.max_repos_per_pubkey":              0,
 		"grasp.grasp06":                           false,
 		"purgatory.ttl":                           Duration(30 * time.Minute),
-		"purgatory.announcement_retention":        Duration(24 * time.Hour),
 		"purgatory.user_fetch_delay":              Duration(3 * time.Minute),
 		"purgatory.sync_fetch_delay":              Duration(500 * time.Millisecond),
 		"purgatory.fetch_backoff_base":            Duration(20 * time.Second),

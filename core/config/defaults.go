@@ -46,6 +46,16 @@ func base() Config {
 			// MiB each), a few pushes in flight and the operator's own
 			// work; small next to any disk grasp should run on.
 			MinFreeMB: 1024,
+			// A soft limit makes the collector work harder as the Go heap
+			// nears it, instead of letting a burst (badger compactions, a
+			// flood of large frames, a plugin's allocation: audit F16 and
+			// F05-F07 reached 1.6-4.2 GB RSS) grow the heap to twice its
+			// live size before the next cycle. It never refuses memory; the
+			// collector is held to about half the CPU above it. 1 GiB is
+			// above the steady RSS of a server with up to ~100k events
+			// (docs/benchmarks.md: 406 MiB at 20k, 1.7 GiB at 200k), so
+			// larger servers raise it (config.md says how).
+			MemoryLimitMB: 1024,
 		},
 		Relay: Relay{
 			Description: "GRASP server: a Nostr relay and git host for NIP-34 repositories",
@@ -64,18 +74,17 @@ func base() Config {
 			MaxPushMB: 2048,
 		},
 		Purgatory: Purgatory{
-			TTL:                   Duration(30 * time.Minute),
-			AnnouncementRetention: Duration(day),
-			UserFetchDelay:        Duration(3 * time.Minute),
-			SyncFetchDelay:        Duration(500 * time.Millisecond),
-			FetchBackoffBase:      Duration(20 * time.Second),
-			FetchBackoffMax:       Duration(2 * time.Minute),
-			NostrRefTTL:           Duration(20 * time.Minute),
-			SweepInterval:         Duration(time.Minute),
-			HuntInterval:          Duration(time.Second),
-			RecheckInterval:       Duration(time.Hour),
-			NaughtyTTL:            Duration(12 * time.Hour),
-			ExpiredMemory:         Duration(7 * day),
+			TTL:              Duration(30 * time.Minute),
+			UserFetchDelay:   Duration(3 * time.Minute),
+			SyncFetchDelay:   Duration(500 * time.Millisecond),
+			FetchBackoffBase: Duration(20 * time.Second),
+			FetchBackoffMax:  Duration(2 * time.Minute),
+			NostrRefTTL:      Duration(20 * time.Minute),
+			SweepInterval:    Duration(time.Minute),
+			HuntInterval:     Duration(time.Second),
+			RecheckInterval:  Duration(time.Hour),
+			NaughtyTTL:       Duration(12 * time.Hour),
+			ExpiredMemory:    Duration(7 * day),
 			// Held events live minutes (ttl): an honest server holds tens.
 			// 20,000 entries are ~40 MB of memory; the audit's flood was
 			// 10,000.

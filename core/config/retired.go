@@ -19,6 +19,9 @@ var retired = map[string]retiredKey{
 	// events are not kept for re-evaluation.
 	"purgatory.rejected_hot_ttl":  {Why: "it never had an effect; rejected events are not kept for re-evaluation"},
 	"purgatory.rejected_cold_ttl": {Why: "it never had an effect; rejected event ids are not remembered"},
+	// Accepted and validated but never read (issue 11 part 6): an expired
+	// announcement leaves with its bare repository at purgatory.ttl.
+	"purgatory.announcement_retention": {Why: "it never had an effect; an expired announcement is dropped with its repository at purgatory.ttl"},
 	// GRASP-02 sync learns of held announcements from purgatory's hooks
 	// at once; there is no poll left to time (issue 9 part 4).
 	"sync.purgatory_register_interval": {Why: "held announcements reach sync the moment they are held; there is no poll to time"},

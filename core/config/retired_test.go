@@ -85,3 +85,17 @@ func wantProblems(t *testing.T, e *Error, want []string) {
 		t.Fatalf("problems\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
+
+// purgatory.announcement_retention was accepted and validated but nothing
+// read it (issue 11 part 6): an old config gets what to do at its line, and
+// the key that does apply, purgatory.ttl, is still accepted beside it.
+func TestRetired_AnnouncementRetentionReportedWithReplacement(t *testing.T) {
+	e := parseErr(t, "[purgatory]\nttl = \"30m\"\nannouncement_retention = \"1d\"\n")
+	wantProblems(t, e, []string{
+		"grasp.toml:3:1: purgatory.announcement_retention: removed: it never had an effect; an expired announcement is dropped with its repository at purgatory.ttl; delete it",
+	})
+	// Control: without the retired key the same file loads.
+	if _, err := Parse([]byte("[purgatory]\nttl = \"30m\"\n"), "grasp.toml"); err != nil {
+		t.Fatalf("purgatory.ttl alone: %v", err)
+	}
+}

@@ -346,7 +346,6 @@ func (c *Config) checkTimers(k *checker) {
 		d   Duration
 	}{
 		{"purgatory.ttl", pg.TTL},
-		{"purgatory.announcement_retention", pg.AnnouncementRetention},
 		{"purgatory.fetch_backoff_base", pg.FetchBackoffBase},
 		{"purgatory.fetch_backoff_max", pg.FetchBackoffMax},
 		{"purgatory.nostr_ref_ttl", pg.NostrRefTTL},
