@@ -126,7 +126,7 @@ func (c *conn) read() {
 		c.g.metrics.messagesIn.Inc()
 		// handle decodes what it keeps, so the buffer is free afterwards;
 		// one large message's buffer is not kept for idle connections.
-		alive := c.handle(typ, buf.Bytes())
+		alive := c.handleSafely(typ, buf.Bytes())
 		if buf.Cap() <= 64<<10 {
 			readBuffers.Put(buf)
 		}
@@ -215,9 +215,17 @@ func (c *conn) slowReader() {
 	c.shutdown("slow reader")
 }
 
+// handleSafely is handle, answering "error:" if it panics (recover.go).
+func (c *conn) handleSafely(typ int, b []byte) (alive bool) {
+	alive = true
+	defer c.recovered("frame", nil)
+	return c.handle(typ, b)
+}
+
 // goWork runs fn on its own goroutine once one of the connection's
 // in-flight slots is free; it reports false if the connection ended first.
-func (c *conn) goWork(fn func()) bool {
+// If fn panics, failed answers the client (recover.go).
+func (c *conn) goWork(what string, fn func(), failed func(reason string)) bool {
 	select {
 	case c.slots <- struct{}{}:
 	case <-c.ctx.Done():
@@ -225,6 +233,7 @@ func (c *conn) goWork(fn func()) bool {
 	}
 	go func() {
 		defer func() { <-c.slots }()
+		defer c.recovered(what, failed)
 		fn()
 	}()
 	return true

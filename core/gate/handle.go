@@ -70,7 +70,7 @@ func (c *conn) handleEvent(f *frame, b []byte) bool {
 		return c.notice("invalid: could not parse event: " + err.Error())
 	}
 	meta := policy.Meta{Source: policy.SourceClient, Remote: c.remote, Authed: c.authedPubkey(), ReceivedAt: c.g.clk.Now()}
-	return c.goWork(func() {
+	return c.goWork("EVENT", func() {
 		if r := c.privateWrite(evt); r != "" {
 			c.sendWait(c.ctx, appendOK(evt.ID, false, r))
 			return
@@ -82,7 +82,7 @@ func (c *conn) handleEvent(f *frame, b []byte) bool {
 		if !ok && strings.HasPrefix(msg, "auth-required:") {
 			c.requestAuth()
 		}
-	})
+	}, func(reason string) { c.sendWait(c.ctx, appendOK(evt.ID, false, reason)) })
 }
 
 func appendOK(id string, ok bool, msg string) []byte {

@@ -12,6 +12,7 @@ type metrics struct {
 	negErrors        prometheus.Counter
 	slowReaders      prometheus.Counter
 	limits           *prometheus.CounterVec
+	panics           prometheus.Counter
 }
 
 // limitKinds are pre-created so every series exists at zero from the start.
@@ -42,13 +43,15 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "slow_reader_disconnects_total", Help: "Clients disconnected because their outbound queue exceeded the limit."}),
 		limits: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub,
 			Name: "limit_rejections_total", Help: "Client messages refused by a gate limit or check, by kind."}, []string{"kind"}),
+		panics: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Subsystem: sub,
+			Name: "panics_total", Help: "Client messages whose handling panicked (logged with the stack, answered error:, the connection kept)."}),
 	}
 	for _, k := range limitKinds {
 		m.limits.WithLabelValues(k)
 	}
 	if reg != nil {
 		reg.MustRegister(m.connections, m.connectionsTotal, m.messagesIn, m.messagesOut,
-			m.negSessions, m.negTotal, m.negErrors, m.slowReaders, m.limits)
+			m.negSessions, m.negTotal, m.negErrors, m.slowReaders, m.limits, m.panics)
 	}
 	return m
 }

@@ -141,7 +141,10 @@ func (c *conn) handleReq(f *frame, b []byte) bool {
 		c.g.metrics.limit("subscriptions")
 		return c.closed(subid, fmt.Sprintf("blocked: too many open subscriptions, the limit is %d; CLOSE some first", c.g.lim.MaxSubscriptions))
 	}
-	return c.goWork(func() { c.serveStored(ctx, subid, filters) })
+	return c.goWork("REQ", func() { c.serveStored(ctx, subid, filters) }, func(reason string) {
+		c.unsubscribe(subid)
+		c.sendWait(c.ctx, appendEnvelope(nil, "CLOSED", subid, reason))
+	})
 }
 
 // refuseReq answers CLOSED for a refused REQ. NIP-01 makes a REQ replace
@@ -264,7 +267,7 @@ func (c *conn) handleCount(f *frame, b []byte) bool {
 	if reason != "" {
 		return c.closed(subid, reason)
 	}
-	return c.goWork(func() {
+	return c.goWork("COUNT", func() {
 		var total int64
 		for _, f := range filters {
 			n, err := c.count(c.ctx, f)
@@ -277,7 +280,7 @@ func (c *conn) handleCount(f *frame, b []byte) bool {
 		env := nostr.CountEnvelope{SubscriptionID: subid, Count: &total}
 		out, _ := env.MarshalJSON()
 		c.sendWait(c.ctx, out)
-	})
+	}, func(reason string) { c.sendWait(c.ctx, appendEnvelope(nil, "CLOSED", subid, reason)) })
 }
 
 // decodeFilters decodes a JSON array of filters (each with go-nostr's

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime/debug"
 	"strings"
 
 	"github.com/fiatjaf/eventstore"
@@ -47,6 +48,19 @@ func callOf(ctx context.Context) *call {
 // signature, then runs khatru's write pipeline with the acceptance pipeline
 // inside. ok and msg are what the OK carries.
 func (s *Server) Ingest(ctx context.Context, evt *nostr.Event, meta policy.Meta) (ok bool, msg string) {
+	// Every event from a client or a sync peer passes here: a panic in the
+	// pipeline, a plugin's glue, the store or an effect is logged with its
+	// stack and answered "error:", and the process and the connection go
+	// on (audit F18c). The store's commit is the last step of an OK true,
+	// so nothing acknowledged is half-written.
+	defer func() {
+		if p := recover(); p != nil {
+			s.log.Error("panic while ingesting an event", "id", evt.ID, "kind", evt.Kind,
+				"source", meta.Source, "panic", p, "stack", string(debug.Stack()))
+			s.metrics.rejected.WithLabelValues(kindLabel(evt.Kind), "error").Inc()
+			ok, msg = false, "error: internal error while processing this event; it was logged, try again later"
+		}
+	}()
 	if !evt.CheckID() {
 		s.metrics.rejected.WithLabelValues(kindLabel(evt.Kind), "invalid").Inc()
 		return false, "invalid: id is computed incorrectly"

@@ -1,6 +1,7 @@
 package relay
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -10,6 +11,7 @@ import (
 	"github.com/nbd-wtf/go-nostr"
 
 	"github.com/grasp-dev/grasp/core/config"
+	"github.com/grasp-dev/grasp/core/policy"
 )
 
 // reqFrames sends a REQ with filters and returns its events, or the CLOSED
@@ -193,5 +195,34 @@ func TestNIP70_ProtectedEventOnlyFromItsAuthenticatedAuthor(t *testing.T) {
 	plain := author.event(t, 1, 1_700_000_012, nil, "plain")
 	if ok, msg := publishOK(t, connect(t, tr.ws), plain); !ok {
 		t.Fatalf("unprotected event without AUTH: OK false %q", msg)
+	}
+}
+
+// Audit F18c: a panic in the write path (here the acceptance pipeline) is
+// answered "error:" for a client and for a sync peer alike; the relay goes
+// on storing the next event.
+func TestAbuse_F18c_PanicInTheWritePathAnsweredError(t *testing.T) {
+	p := &fakePipeline{decide: func(evt *nostr.Event) policy.Decision {
+		if evt.Content == "boom" {
+			panic("injected pipeline panic")
+		}
+		return policy.Decision{Outcome: policy.Store}
+	}}
+	tr := startRelay(t, Options{Pipeline: p})
+	k := newKey(t)
+	c := connect(t, tr.ws)
+	boom := k.event(t, 1, 1_700_000_020, nil, "boom")
+	if ok, msg := publishOK(t, c, boom); ok || !strings.HasPrefix(msg, "error:") {
+		t.Fatalf("client EVENT whose pipeline panics: OK %v %q, want false error:", ok, msg)
+	}
+	boom2 := k.event(t, 1, 1_700_000_021, nil, "boom")
+	if ok, msg := tr.srv.Ingest(context.Background(), boom2, policy.Meta{Source: policy.SourceSync}); ok || !strings.HasPrefix(msg, "error:") {
+		t.Fatalf("synced event whose pipeline panics: %v %q, want false error:", ok, msg)
+	}
+	// Control: the same connection, the next event is stored and served.
+	fine := k.event(t, 1, 1_700_000_022, nil, "fine")
+	mustPublish(t, c, fine)
+	if got := query(t, c, nostr.Filter{Authors: []string{k.pk}}); len(got) != 1 || got[0].ID != fine.ID {
+		t.Fatalf("served %v, want only the stored event", ids(got))
 	}
 }
