@@ -23,6 +23,12 @@ const (
 func (s *Server) route(w http.ResponseWriter, r *http.Request) {
 	h := w.Header()
 	rest, ok := s.svc.Within(r.URL.EscapedPath())
+	if !ok && r.URL.EscapedPath() == nip05Path {
+		// NIP-05 resolves at the host's root, also for a service under a
+		// base path (nip05.go).
+		s.serveNIP05(w, r)
+		return
+	}
 	if !ok {
 		// Outside the base path: a reverse proxy's other sites. No CORS,
 		// no page of ours.
@@ -38,6 +44,8 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request) {
 	gitH, pages := s.git, s.pages
 	s.gitMu.RUnlock()
 	switch {
+	case rest == nip05Path:
+		s.serveNIP05(w, r)
 	case r.Method == http.MethodOptions:
 		h.Set("Access-Control-Max-Age", "86400")
 		w.WriteHeader(http.StatusNoContent)

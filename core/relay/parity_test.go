@@ -226,3 +226,54 @@ func TestAbuse_F18c_PanicInTheWritePathAnsweredError(t *testing.T) {
 		t.Fatalf("served %v, want only the stored event", ids(got))
 	}
 }
+
+// NIP-05 (issue 10 part 6): with relay.pubkey set, /.well-known/nostr.json
+// names it as "_" with CORS; without it the path is a 404. Under a base
+// path the document is answered both under the path and at the host's root
+// (where NIP-05 looks it up, if the proxy forwards that path), and nothing
+// else at the root is ours.
+func TestNIP05_RelayKeyAtWellKnown(t *testing.T) {
+	pk := strings.Repeat("cd", 32)
+	check := func(t *testing.T, url string) {
+		t.Helper()
+		resp, body := get(t, http.MethodGet, url+"?name=_", nil)
+		var doc struct {
+			Names map[string]string `json:"names"`
+		}
+		if resp.StatusCode != 200 || json.Unmarshal([]byte(body), &doc) != nil || doc.Names["_"] != pk || len(doc.Names) != 1 {
+			t.Fatalf("GET %s: %d %q, want {\"names\":{\"_\":%q}}", url, resp.StatusCode, body, pk)
+		}
+		if ct := resp.Header.Get("Content-Type"); ct != "application/json" {
+			t.Errorf("GET %s: Content-Type %q", url, ct)
+		}
+		if got := resp.Header.Get("Access-Control-Allow-Origin"); got != "*" {
+			t.Errorf("GET %s: Access-Control-Allow-Origin %q, want *", url, got)
+		}
+		resp, _ = get(t, http.MethodOptions, url, map[string]string{"Origin": "https://client.example", "Access-Control-Request-Method": "GET"})
+		if resp.StatusCode != http.StatusNoContent || resp.Header.Get("Access-Control-Allow-Origin") != "*" {
+			t.Errorf("preflight %s: %d, CORS %q", url, resp.StatusCode, resp.Header.Get("Access-Control-Allow-Origin"))
+		}
+	}
+	t.Run("root", func(t *testing.T) {
+		tr := startRelay(t, Options{PubkeyHex: pk})
+		check(t, tr.base+"/.well-known/nostr.json")
+	})
+	t.Run("base path", func(t *testing.T) {
+		tr := startRelay(t, Options{PublicURL: listenBase + "/git", PubkeyHex: pk})
+		check(t, tr.base+"/git/.well-known/nostr.json")
+		check(t, tr.base+"/.well-known/nostr.json")
+		for _, p := range []string{"/.well-known/other.json", "/.well-known/nostr.jsonx", "/"} {
+			if resp, _ := get(t, http.MethodGet, tr.base+p, nil); resp.StatusCode != http.StatusNotFound {
+				t.Errorf("GET %s at the root = %d, want 404 (the root is not ours)", p, resp.StatusCode)
+			}
+		}
+	})
+	t.Run("no relay key", func(t *testing.T) {
+		tr := startRelay(t, Options{PublicURL: listenBase + "/git"})
+		for _, p := range []string{"/.well-known/nostr.json", "/git/.well-known/nostr.json"} {
+			if resp, body := get(t, http.MethodGet, tr.base+p, nil); resp.StatusCode != http.StatusNotFound {
+				t.Errorf("GET %s without relay.pubkey = %d %q, want 404", p, resp.StatusCode, body)
+			}
+		}
+	})
+}

@@ -129,6 +129,7 @@ type Server struct {
 	gate    *gate.Gate
 	wsURL   string
 	nip11   []byte
+	nip05   []byte // nil: no relay key, the well-known path is a 404
 	handler http.Handler
 
 	// svc carries the base path every route lives under ("" at the root).
@@ -198,6 +199,9 @@ func New(opts Options, e env.Env) (*Server, error) {
 	s.nip11, err = s.buildNIP11()
 	if err != nil {
 		return nil, fmt.Errorf("relay: NIP-11 document: %w", err)
+	}
+	if s.nip05, err = s.buildNIP05(); err != nil {
+		return nil, fmt.Errorf("relay: NIP-05 document: %w", err)
 	}
 	s.handler = http.HandlerFunc(s.route)
 	return s, nil
