@@ -53,6 +53,9 @@ type Options struct {
 	// empty whitelist admits every repository.
 	RepoWhitelist []string
 	RepoBlacklist []string
+	// RelayKey is the relay's own key (relay.pubkey, hex; "" for none):
+	// its events are always accepted (rules.go, relayKey).
+	RelayKey string
 	// MaxReposPerPubkey caps the repositories one author may host here
 	// (stored or held); 0 means no cap.
 	MaxReposPerPubkey int

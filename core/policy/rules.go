@@ -111,6 +111,9 @@ func (r *Rules) decide(ctx context.Context, evt *nostr.Event, meta Meta) Decisio
 	if d, stop := runChain(ctx, r.opts.Pre, evt, meta); stop {
 		return d
 	}
+	if r.opts.RelayKey != "" && evt.PubKey == r.opts.RelayKey {
+		return r.relayKey(ctx, evt, meta)
+	}
 	if r.eventBlack[evt.PubKey] {
 		return reject("blocked: event author %s is blacklisted on this server", nip34.Npub(evt.PubKey))
 	}
@@ -121,6 +124,11 @@ func (r *Rules) decide(ctx context.Context, evt *nostr.Event, meta Meta) Decisio
 	}
 	// Whether the author deleted evt is the relay's question, asked for
 	// every write whatever its source (relay.deletedByAuthor).
+	return r.plugins(ctx, evt, meta, r.byKind(ctx, evt, meta))
+}
+
+// byKind is the GRASP rule of evt's kind.
+func (r *Rules) byKind(ctx context.Context, evt *nostr.Event, meta Meta) Decision {
 	var d Decision
 	switch {
 	case evt.Kind == nip34.KindAnnouncement:
@@ -144,7 +152,37 @@ func (r *Rules) decide(ctx context.Context, evt *nostr.Event, meta Meta) Decisio
 	default:
 		d = r.related(ctx, evt, meta)
 	}
-	return r.plugins(ctx, evt, meta, d)
+	return d
+}
+
+// relayKey decides about an event signed by the relay's own key
+// (relay.pubkey): operators' CI publishes with it (ngit-ci's job results,
+// statuses, the relay's profile and relay list), so it is always accepted
+// (issue 10 part 6), once the cheap limits (Pre) have passed: neither the
+// event blacklist, nor the reference rules (an event must reference an
+// accepted repository), nor the operator's plugin chain (rate limits, spam
+// words) refuse it. It is held, not stored, where the rules hold it: an
+// event waiting with a held repository is not served before it.
+//
+// Announcements, states and PRs keep their own rules: those decide which
+// repositories this server hosts and which refs a push may set (the
+// maintainer set, the listing of this service), and a key that is not a
+// repository's maintainer must not gain push authority by being the
+// relay's. Their rules never judge the author's trustworthiness, only the
+// repository's, so "always accepted" has nothing to lift there.
+func (r *Rules) relayKey(ctx context.Context, evt *nostr.Event, meta Meta) Decision {
+	if evt.Kind == nip34.KindDeletion {
+		return Decision{Outcome: Store}
+	}
+	d := r.byKind(ctx, evt, meta)
+	switch evt.Kind {
+	case nip34.KindAnnouncement, nip34.KindState, nip34.KindPR, nip34.KindPRUpdate:
+		return d
+	}
+	if d.Outcome == Rejected {
+		return Decision{Outcome: Store}
+	}
+	return d
 }
 
 // plugins runs the operator chain over events the GRASP rules accepted.

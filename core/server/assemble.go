@@ -152,6 +152,7 @@ func (s *Server) policyOptions(svc nip34.Service, plugins policy.Chain, names []
 		RepoWhitelist:     g.RepositoryWhitelist,
 		RepoBlacklist:     g.RepositoryBlacklist,
 		MaxReposPerPubkey: g.MaxReposPerPubkey,
+		RelayKey:          s.cfg.Relay.Pubkey,
 		Plugins:           plugins,
 		PluginNames:       names,
 		PurgatoryTTL:      s.cfg.Purgatory.TTL.D(),

@@ -1,0 +1,65 @@
+package server
+
+import (
+	"net/http"
+	"testing"
+
+	"github.com/nbd-wtf/go-nostr"
+
+	"github.com/grasp-dev/grasp/core/config"
+)
+
+// gitworkshop creates a repository by publishing the 30617, awaiting its OK,
+// then the 30618, then POSTing the pack to every clone URL at once, with no
+// readiness poll (field-2026-09.md §3.5): the bare repository must answer
+// git the moment the announcement's OK arrives. Each check runs right after
+// the OK is read, nothing waited for in between, on three repositories
+// (issue 10 part 4).
+func TestG10_BareRepoAnswersGitWhenTheAnnouncementOKArrives(t *testing.T) {
+	e := newEnv(t, nil)
+	owner := newKey(t)
+	w := newWork(t)
+	tip := w.commit("first")
+	cl := e.dial()
+	for _, d := range []string{"wk-1", "wk-2", "wk-3"} {
+		url := e.cloneURL(owner, d)
+		// Control: before the announcement nothing is served there.
+		if code := infoRefsStatus(t, url); code != http.StatusNotFound {
+			t.Fatalf("%s before its announcement: info/refs %d, want 404", d, code)
+		}
+		cl.mustAccept(e.announcement(owner, d), purg)
+		// isomorphic-git's push starts with the receive-pack advertisement.
+		resp, err := http.Get(url + "/info/refs?service=git-receive-pack")
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != "application/x-git-receive-pack-advertisement" {
+			t.Fatalf("%s right after the announcement's OK: receive-pack advertisement %d %q, want 200", d, resp.StatusCode, resp.Header.Get("Content-Type"))
+		}
+		cl.mustAccept(e.state(owner, d, map[string]string{"refs/heads/main": tip}, "refs/heads/main"), purg)
+		if out, err := w.push(url, "main:refs/heads/main"); err != nil {
+			t.Fatalf("%s: push right after the state's OK: %v\n%s", d, err, out)
+		}
+		if got := lsRemote(t, url)["refs/heads/main"]; got != tip {
+			t.Fatalf("%s: main is %q after the push, want %s", d, got, tip)
+		}
+	}
+}
+
+// The relay's own key (relay.pubkey) publishes CI results for repositories
+// it does not host and a stranger's copy of the same event is refused: the
+// rule is wired into the server's pipeline (issue 10 part 6).
+func TestG10_RelayKeyEventsAcceptedByTheServer(t *testing.T) {
+	relayKey := newKey(t)
+	e := newEnv(t, func(c *config.Config) { c.Relay.Pubkey = relayKey.pk })
+	stranger := newKey(t)
+	cl := e.dial()
+	tags := nostr.Tags{{"a", "30617:" + stranger.pk + ":not-hosted-here"}}
+	cl.mustReject(e.sign(stranger, 9842, tags, "job passed"), "")
+	ci := e.sign(relayKey, 9842, tags, "job passed")
+	cl.mustAccept(ci, "")
+	if !cl.served(ci.ID) {
+		t.Fatal("the relay key's accepted CI event is not served")
+	}
+}
