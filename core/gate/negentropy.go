@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/fiatjaf/eventstore"
@@ -65,9 +66,13 @@ func (c *conn) negOpen(f *frame, b []byte, subid string) bool {
 	if f.n != 4 {
 		return c.negErr(subid, "invalid: NEG-OPEN takes a subscription id, a filter and a message")
 	}
-	filter, err := parseNegFilter(b[f.elems[2].start:f.elems[2].end])
+	filters, err := parseNegFilters(b[f.elems[2].start:f.elems[2].end])
 	if err != nil {
 		return c.negErr(subid, "invalid: "+err.Error())
+	}
+	if len(filters) > c.g.lim.MaxFiltersPerReq {
+		c.g.metrics.limit("filters")
+		return c.negErr(subid, fmt.Sprintf("blocked: too many filters in one NEG-OPEN (%d), the limit is %d", len(filters), c.g.lim.MaxFiltersPerReq))
 	}
 	raw, ok := f.stringAt(b, 3)
 	if !ok {
@@ -84,13 +89,18 @@ func (c *conn) negOpen(f *frame, b []byte, subid string) bool {
 		c.g.metrics.limit("neg_sessions")
 		return c.negErr(subid, fmt.Sprintf("blocked: too many negentropy sessions on this connection, the limit is %d", c.g.lim.NegentropySessionsPerConn))
 	}
-	if r := c.checkFilter(&filter); r != "" {
+	for i := range filters {
+		if r := c.checkFilter(&filters[i]); r != "" {
+			return c.negErr(subid, r)
+		}
+	}
+	// GRASP-08 holds for every filter of a union: one the connection may
+	// not read refuses the session, as it refuses a REQ.
+	if r := c.privateRefusal(filters...); r != "" {
 		return c.negErr(subid, r)
 	}
-	if r := c.privateRefusal(filter); r != "" {
-		return c.negErr(subid, r)
-	}
-	if filter.LimitZero {
+	filters = slices.DeleteFunc(filters, func(f nostr.Filter) bool { return f.LimitZero })
+	if len(filters) == 0 {
 		return c.negErr(subid, "invalid: a filter with limit 0 matches nothing to reconcile")
 	}
 	// Reserve a relay-wide slot before the vector is built; it is given
@@ -106,13 +116,13 @@ func (c *conn) negOpen(f *frame, b []byte, subid string) bool {
 			c.g.negOpen.Add(-1)
 		}
 	}()
-	vec, err := c.negStorage(filter)
+	vec, err := c.negStorageOf(filters)
 	switch {
 	case errors.Is(err, errTooManyEvents), errors.Is(err, negindex.ErrTooMany):
 		c.g.metrics.limit("neg_events")
 		return c.negErr(subid, fmt.Sprintf("blocked: filter matches more than %d events; sync narrower filters", c.g.lim.NegentropyMaxEvents))
 	case err != nil:
-		c.g.log.Error("negentropy query failed", "remote", c.peer, "filter", filter.String(), "error", err)
+		c.g.log.Error("negentropy query failed", "remote", c.peer, "filters", fmt.Sprint(filters), "error", err)
 		return c.negErr(subid, "error: could not query the store")
 	}
 	s := &negSession{neg: negentropy.New(vec, c.g.lim.NegentropyFrameBytes)}
@@ -233,27 +243,63 @@ func (c *conn) negErr(subid, reason string) bool {
 	return c.send(appendEnvelope(nil, "NEG-ERR", subid, reason))
 }
 
-// parseNegFilter decodes the NEG-OPEN filter. NDK sends it wrapped in a
-// one-element array; that is accepted too.
-func parseNegFilter(raw []byte) (nostr.Filter, error) {
-	var filter nostr.Filter
+// parseNegFilters decodes the NEG-OPEN filter: one object (NIP-77), or an
+// array of them, which NDK's NIP-77 client sends (several filters) and
+// which then means their union (issue 10 part 4: on a NEG-ERR NDK marks
+// the relay as not speaking NIP-77 for an hour).
+func parseNegFilters(raw []byte) ([]nostr.Filter, error) {
+	list := []json.RawMessage{raw}
 	if raw[0] == '[' {
-		var list []json.RawMessage
+		list = nil
 		if err := json.Unmarshal(raw, &list); err != nil {
-			return filter, fmt.Errorf("filter: %w", err)
+			return nil, fmt.Errorf("filter: %w", err)
 		}
-		if len(list) != 1 {
-			return filter, errors.New("NEG-OPEN takes exactly one filter")
+		if len(list) == 0 {
+			return nil, errors.New("NEG-OPEN needs at least one filter")
 		}
-		raw = list[0]
 	}
-	if len(raw) == 0 || raw[0] != '{' {
-		return filter, errors.New("filter must be a JSON object")
+	filters := make([]nostr.Filter, len(list))
+	for i, raw := range list {
+		if len(raw) == 0 || raw[0] != '{' {
+			return nil, errors.New("filter must be a JSON object")
+		}
+		if err := filters[i].UnmarshalJSON(raw); err != nil {
+			return nil, fmt.Errorf("filter: %w", err)
+		}
 	}
-	if err := filter.UnmarshalJSON(raw); err != nil {
-		return filter, fmt.Errorf("filter: %w", err)
+	return filters, nil
+}
+
+// negStorageOf is the set a session reconciles: one filter's, or the union
+// of several filters' sets. Each filter's set is built on its own, as for a
+// session of that filter alone (negStorage: the index only when the
+// connection may see everything that filter matches), so GRASP-08 holds
+// for each; the union keeps each id once and is bounded by
+// NegentropyMaxEvents like one filter's set.
+func (c *conn) negStorageOf(filters []nostr.Filter) (negentropy.Storage, error) {
+	if len(filters) == 1 {
+		return c.negStorage(filters[0])
 	}
-	return filter, nil
+	union := vector.New()
+	seen := make(map[string]struct{})
+	for _, f := range filters {
+		st, err := c.negStorage(f)
+		if err != nil {
+			return nil, err
+		}
+		for _, it := range st.Range(0, st.Size()) {
+			if _, dup := seen[it.ID]; dup {
+				continue
+			}
+			if len(seen) >= c.g.lim.NegentropyMaxEvents {
+				return nil, errTooManyEvents
+			}
+			seen[it.ID] = struct{}{}
+			union.Insert(it.Timestamp, it.ID)
+		}
+	}
+	union.Seal()
+	return union, nil
 }
 
 // NegentropyStorer is implemented by a Backend whose store keeps the

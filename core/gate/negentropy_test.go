@@ -2,6 +2,7 @@ package gate
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -87,6 +88,12 @@ func (tr rawTransport) recv() (nostr.Envelope, error) {
 // the client, draining Haves and HaveNots while it runs (the engine blocks
 // once 64 of either are unread).
 func clientSync(tr negTransport, subid string, filter nostr.Filter, local []*nostr.Event) (haves, haveNots []string, err error) {
+	return clientSyncAny(tr, subid, filter, local)
+}
+
+// clientSyncAny is clientSync whose NEG-OPEN carries filter as given: a
+// nostr.Filter, or a []nostr.Filter as NDK sends.
+func clientSyncAny(tr negTransport, subid string, filter any, local []*nostr.Event) (haves, haveNots []string, err error) {
 	vec := vector.New()
 	for _, evt := range local {
 		vec.Insert(evt.CreatedAt, evt.ID)
@@ -107,7 +114,10 @@ func clientSync(tr negTransport, subid string, filter nostr.Filter, local []*nos
 			haveNots = append(haveNots, id)
 		}
 	}()
-	open, _ := nip77.OpenEnvelope{SubscriptionID: subid, Filter: filter, Message: neg.Start()}.MarshalJSON()
+	open, err := json.Marshal([]any{"NEG-OPEN", subid, filter, neg.Start()})
+	if err != nil {
+		return nil, nil, fmt.Errorf("marshal NEG-OPEN: %w", err)
+	}
 	if err := tr.send(open); err != nil {
 		return nil, nil, fmt.Errorf("send NEG-OPEN: %w", err)
 	}
@@ -329,7 +339,12 @@ func TestR2_MalformedNegMessagesGetNegErr(t *testing.T) {
 		{"negative bound length varint", `["NEG-OPEN","a",{},"6100ffffffffffffffff7f00"]`, "invalid:"},
 		{"missing message", `["NEG-OPEN","a",{}]`, "invalid:"},
 		{"filter not an object", `["NEG-OPEN","a","x","6100000200"]`, "invalid:"},
-		{"two filters in an array", `["NEG-OPEN","a",[{},{}],"6100000200"]`, "invalid:"},
+		// Several filters in an array are a union now (issue 10 part 4,
+		// TestG10_NegOpenWithSeveralFiltersReconcilesTheUnion); a malformed
+		// array still is not.
+		{"empty filter array", `["NEG-OPEN","a",[],"6100000200"]`, "invalid:"},
+		{"non-object in a filter array", `["NEG-OPEN","a",[{},7],"6100000200"]`, "invalid:"},
+		{"bad field in a filter array", `["NEG-OPEN","a",[{},{"kinds":"x"}],"6100000200"]`, "invalid:"},
 		{"bad filter field", `["NEG-OPEN","a",{"kinds":"x"},"6100000200"]`, "invalid:"},
 		{"NEG-MSG to unknown session", `["NEG-MSG","nosuch","6100000200"]`, "invalid:"},
 		{"NEG-MSG without message", `["NEG-MSG","nosuch"]`, "invalid:"},
