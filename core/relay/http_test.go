@@ -44,7 +44,7 @@ func assertCORS(t *testing.T, what string, resp *http.Response) {
 		t.Errorf("%s: Access-Control-Allow-Methods = %q", what, got)
 	}
 	allow := h.Get("Access-Control-Allow-Headers")
-	for _, need := range []string{"Content-Type", "Git-Protocol", "Authorization", "Accept", "Content-Encoding", "X-Requested-With"} {
+	for _, need := range []string{"Content-Type", "Git-Protocol", "Authorization", "Accept", "Content-Encoding", "X-Requested-With", "X-Git-Request-Id"} {
 		if !strings.Contains(allow, need) {
 			t.Errorf("%s: Access-Control-Allow-Headers %q lacks %s", what, allow, need)
 		}

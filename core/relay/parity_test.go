@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"strings"
 	"testing"
@@ -276,4 +277,82 @@ func TestNIP05_RelayKeyAtWellKnown(t *testing.T) {
 			}
 		}
 	})
+}
+
+// corsList splits an Access-Control-Allow-* value into lower-cased items.
+func corsList(v string) map[string]bool {
+	out := map[string]bool{}
+	for _, s := range strings.Split(v, ",") {
+		if s = strings.ToLower(strings.TrimSpace(s)); s != "" {
+			out[s] = true
+		}
+	}
+	return out
+}
+
+// Audit F18a and issue 10 part 4: the CORS rule. Every preflight allows
+// X-Git-Request-Id. git-receive-pack keeps Access-Control-Allow-Origin "*"
+// because gitworkshop pushes from the browser, and its preflight allows
+// exactly what browser pushers send (POST; Content-Type, Accept,
+// Authorization, X-Git-Request-Id); no response allows credentials.
+func TestAbuse_F18a_CORSRuleForGitAndReceivePack(t *testing.T) {
+	tr := startRelay(t, Options{})
+	tr.srv.HandleGit(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusOK) }))
+	const repo = "/npub1qqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqq8yaf0w/r.git"
+	preflight := func(path, method, headers string) *http.Response {
+		resp, _ := get(t, http.MethodOptions, tr.base+path, map[string]string{
+			"Origin": "https://gitworkshop.dev", "Access-Control-Request-Method": method,
+			"Access-Control-Request-Headers": headers})
+		if resp.StatusCode != http.StatusNoContent || resp.Header.Get("Access-Control-Allow-Origin") != "*" {
+			t.Fatalf("preflight %s: %d, origin %q", path, resp.StatusCode, resp.Header.Get("Access-Control-Allow-Origin"))
+		}
+		if resp.Header.Get("Access-Control-Allow-Credentials") != "" {
+			t.Errorf("preflight %s allows credentials", path)
+		}
+		return resp
+	}
+	allows := func(resp *http.Response, headers ...string) bool {
+		got := corsList(resp.Header.Get("Access-Control-Allow-Headers"))
+		for _, h := range headers {
+			if !got[strings.ToLower(h)] {
+				return false
+			}
+		}
+		return true
+	}
+	// Fetches, clones and everything else: X-Git-Request-Id with the rest.
+	for _, p := range []string{repo + "/info/refs", repo + "/git-upload-pack", "/"} {
+		resp := preflight(p, "POST", "x-git-request-id, git-protocol, content-type")
+		if !allows(resp, "X-Git-Request-Id", "Git-Protocol", "Content-Type", "Content-Encoding", "Authorization") {
+			t.Errorf("preflight %s allows %q, want X-Git-Request-Id and the git headers", p, resp.Header.Get("Access-Control-Allow-Headers"))
+		}
+	}
+	// receive-pack: exactly what a browser pusher sends.
+	for _, p := range []string{repo + "/git-receive-pack", "/prs/npub1qqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqq8yaf0w/r.git/git-receive-pack"} {
+		resp := preflight(p, "POST", "content-type")
+		want := map[string]bool{"content-type": true, "accept": true, "authorization": true, "x-git-request-id": true}
+		if got := corsList(resp.Header.Get("Access-Control-Allow-Headers")); !maps.Equal(got, want) {
+			t.Errorf("receive-pack preflight %s allows headers %v, want exactly %v", p, got, want)
+		}
+		if got := corsList(resp.Header.Get("Access-Control-Allow-Methods")); !got["post"] || got["get"] {
+			t.Errorf("receive-pack preflight %s allows methods %v, want POST and not GET", p, got)
+		}
+		// gitworkshop's POST itself is readable by the page.
+		req, _ := http.NewRequest(http.MethodPost, tr.base+p, strings.NewReader("0000"))
+		req.Header.Set("Origin", "https://gitworkshop.dev")
+		req.Header.Set("Content-Type", "application/x-git-receive-pack-request")
+		req.Header.Set("Accept", "application/x-git-receive-pack-result")
+		post, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		post.Body.Close()
+		if post.Header.Get("Access-Control-Allow-Origin") != "*" || post.Header.Get("Access-Control-Allow-Credentials") != "" {
+			t.Errorf("POST %s: origin %q, credentials %q; want * and none", p, post.Header.Get("Access-Control-Allow-Origin"), post.Header.Get("Access-Control-Allow-Credentials"))
+		}
+	}
+	// The receive-pack advertisement (a GET with Accept, not preflighted)
+	// carries the general rule.
+	resp, _ := get(t, http.MethodGet, tr.base+repo+"/info/refs?service=git-receive-pack", map[string]string{"Accept": "application/x-git-receive-pack-advertisement"})
+	assertCORS(t, "receive-pack advertisement", resp)
 }
