@@ -55,7 +55,11 @@ func positive(v int) int {
 }
 
 func (s *Server) buildNIP11() ([]byte, error) {
-	nips := []int{1, 9, 11, 34, 42}
+	nips := []int{1}
+	if s.opts.PubkeyHex != "" {
+		nips = append(nips, 5) // nip05.go: the relay key as _@host
+	}
+	nips = append(nips, 9, 11, 34, 42)
 	if _, ok := s.store.(eventstore.Counter); ok {
 		nips = append(nips, 45)
 	}

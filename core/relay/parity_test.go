@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 
@@ -255,9 +256,25 @@ func TestNIP05_RelayKeyAtWellKnown(t *testing.T) {
 			t.Errorf("preflight %s: %d, CORS %q", url, resp.StatusCode, resp.Header.Get("Access-Control-Allow-Origin"))
 		}
 	}
+	nip05Listed := func(t *testing.T, tr *testRelay) bool {
+		_, body := get(t, http.MethodGet, tr.base+"/", nostrJSON)
+		if tr.srv.svc.Path != "" {
+			_, body = get(t, http.MethodGet, tr.base+tr.srv.svc.Path, nostrJSON)
+		}
+		var doc struct {
+			NIPs []int `json:"supported_nips"`
+		}
+		if err := json.Unmarshal([]byte(body), &doc); err != nil {
+			t.Fatalf("NIP-11: %v", err)
+		}
+		return slices.Contains(doc.NIPs, 5)
+	}
 	t.Run("root", func(t *testing.T) {
 		tr := startRelay(t, Options{PubkeyHex: pk})
 		check(t, tr.base+"/.well-known/nostr.json")
+		if !nip05Listed(t, tr) {
+			t.Error("NIP-11 supported_nips lacks 5 with relay.pubkey set")
+		}
 	})
 	t.Run("base path", func(t *testing.T) {
 		tr := startRelay(t, Options{PublicURL: listenBase + "/git", PubkeyHex: pk})
@@ -271,6 +288,9 @@ func TestNIP05_RelayKeyAtWellKnown(t *testing.T) {
 	})
 	t.Run("no relay key", func(t *testing.T) {
 		tr := startRelay(t, Options{PublicURL: listenBase + "/git"})
+		if nip05Listed(t, tr) {
+			t.Error("NIP-11 supported_nips lists 5 without relay.pubkey")
+		}
 		for _, p := range []string{"/.well-known/nostr.json", "/git/.well-known/nostr.json"} {
 			if resp, body := get(t, http.MethodGet, tr.base+p, nil); resp.StatusCode != http.StatusNotFound {
 				t.Errorf("GET %s without relay.pubkey = %d %q, want 404", p, resp.StatusCode, body)
