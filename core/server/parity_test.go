@@ -63,3 +63,48 @@ func TestG10_RelayKeyEventsAcceptedByTheServer(t *testing.T) {
 		t.Fatal("the relay key's accepted CI event is not served")
 	}
 }
+
+// NDK reconciles ids over NIP-77 and then fetches them in one filter
+// without a limit: 521 ids in the field report, where default_limit (500)
+// silently dropped 21. Through the whole server (gate, relay, the real
+// store) every named event comes back (issue 10 part 4).
+func TestG10_IDsOnlyREQWith521IDsEndToEnd(t *testing.T) {
+	relayKey := newKey(t) // its notes are accepted without a repository
+	e := newEnv(t, func(c *config.Config) { c.Relay.Pubkey = relayKey.pk })
+	cl := e.dial()
+	const n = 521
+	want := map[string]bool{}
+	var idList []string
+	for i := range n {
+		evt := e.sign(relayKey, 1, nil, "note")
+		evt.CreatedAt -= nostr.Timestamp(i) // distinct, all in the past
+		if err := evt.Sign(relayKey.sk); err != nil {
+			t.Fatal(err)
+		}
+		want[evt.ID] = true
+		idList = append(idList, evt.ID)
+		cl.send("EVENT", evt) // pipelined, as a syncing client sends them
+	}
+	for range n {
+		m := cl.next(func(m []jsonMsg) bool { return label(m) == "OK" })
+		var ok bool
+		unmarshal(m[2], &ok)
+		if !ok {
+			t.Fatalf("EVENT refused: %s", str(m[3]))
+		}
+	}
+	got := cl.query(nostr.Filter{IDs: idList})
+	if len(got) != n {
+		t.Fatalf("ids-only REQ of %d ids without limit returned %d events", n, len(got))
+	}
+	for _, evt := range got {
+		if !want[evt.ID] {
+			t.Fatalf("unexpected event %s", evt.ID)
+		}
+	}
+	// Control: without ids, a filter that sets no limit still gets
+	// default_limit.
+	if got := cl.query(nostr.Filter{Authors: []string{relayKey.pk}, Kinds: []int{1}}); len(got) != config.DefaultLimits().DefaultLimit {
+		t.Fatalf("authors+kinds REQ without limit returned %d events, want default_limit %d", len(got), config.DefaultLimits().DefaultLimit)
+	}
+}
