@@ -40,7 +40,7 @@ const negDone = "61"
 
 var errTooManyEvents = errors.New("too many events")
 
-func (c *conn) handleNeg(f *frame, b []byte) bool {
+func (c *conn) handleNeg(f *frame, b []byte) (alive bool) {
 	subid, ok := f.stringAt(b, 1)
 	if !ok || subid == "" {
 		c.g.metrics.negErrors.Inc()
@@ -49,6 +49,10 @@ func (c *conn) handleNeg(f *frame, b []byte) bool {
 	if r := c.checkSubID(subid); r != "" {
 		return c.negErr(subid, r)
 	}
+	// A NIP-77 client waits for NEG-MSG or NEG-ERR on its id; after a
+	// panic the reader goes on (alive stays true).
+	alive = true
+	defer c.recovered(string(f.label), func(reason string) { c.dropNegSession(subid); c.negErr(subid, reason) })
 	switch string(f.label) {
 	case "NEG-OPEN":
 		return c.negOpen(f, b, subid)

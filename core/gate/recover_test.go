@@ -38,6 +38,22 @@ func (p *panickyBackend) Count(ctx context.Context, f nostr.Filter) (int64, erro
 	return p.testBackend.Count(ctx, f)
 }
 
+// panickyPrivate panics in Named while armed: a bug in the reader rule,
+// which the gate asks on the reader goroutine itself.
+type panickyPrivate struct{ armed atomic.Bool }
+
+func (p *panickyPrivate) Restricting() bool { return false }
+func (p *panickyPrivate) Readers(context.Context, *nostr.Event) func(string) bool {
+	return nil
+}
+func (p *panickyPrivate) Named(context.Context, nostr.Filter) func(string) bool {
+	if p.armed.Load() {
+		panic("injected reader-rule panic")
+	}
+	return nil
+}
+func (p *panickyPrivate) MayWrite(context.Context, string, *nostr.Event) bool { return true }
+
 type lockedBuffer struct {
 	mu sync.Mutex
 	b  bytes.Buffer
@@ -65,7 +81,8 @@ func TestAbuse_F18c_PanicInAMessageHandlerIsAnsweredAndSurvived(t *testing.T) {
 	tb := &testBackend{store: st}
 	pb := &panickyBackend{testBackend: tb}
 	reg := prometheus.NewRegistry()
-	g := New(Options{Backend: pb}, env.Env{Metrics: reg, Log: hclog.New(&hclog.LoggerOptions{Output: logs, Level: hclog.Info})})
+	pp := &panickyPrivate{}
+	g := New(Options{Backend: pb, Private: pp}, env.Env{Metrics: reg, Log: hclog.New(&hclog.LoggerOptions{Output: logs, Level: hclog.Info})})
 	tb.gate = g
 	srv := httptest.NewServer(g)
 	t.Cleanup(srv.Close)
@@ -106,10 +123,18 @@ func TestAbuse_F18c_PanicInAMessageHandlerIsAnsweredAndSurvived(t *testing.T) {
 	}
 	// NEG-OPEN runs on the reader goroutine itself.
 	c.sendJSON("NEG-OPEN", "n1", map[string]any{"kinds": []int{1}}, "6100000200")
-	if v := c.expect("NOTICE"); !strings.HasPrefix(v[1].(string), "error:") {
-		t.Fatalf("panicking NEG-OPEN answered %v, want NOTICE error:", v)
+	if v := c.expect("NEG-ERR"); v[1] != "n1" || !strings.HasPrefix(v[2].(string), "error:") {
+		t.Fatalf("panicking NEG-OPEN answered %v, want NEG-ERR error:", v)
 	}
 	pb.armed.Store(false)
+	// A panic on the reader goroutine outside any verb's own answer: a
+	// NOTICE, and the reader goes on.
+	pp.armed.Store(true)
+	c.sendJSON("REQ", "r3", map[string]any{"kinds": []int{1}})
+	if v := c.expect("NOTICE"); !strings.HasPrefix(v[1].(string), "error:") {
+		t.Fatalf("panicking reader answered %v, want NOTICE error:", v)
+	}
+	pp.armed.Store(false)
 
 	// Control: the same connection still serves, and finds the stored event.
 	c.sendJSON("REQ", "r2", map[string]any{"ids": []string{fine.ID}})
@@ -121,11 +146,11 @@ func TestAbuse_F18c_PanicInAMessageHandlerIsAnsweredAndSurvived(t *testing.T) {
 	if v := c.expect("COUNT"); v[1] != "c2" {
 		t.Fatalf("COUNT after the panics answered %v", v)
 	}
-	if n := e.counter("grasp_gate_panics_total"); n != 4 {
-		t.Errorf("grasp_gate_panics_total = %v, want 4", n)
+	if n := e.counter("grasp_gate_panics_total"); n != 5 {
+		t.Errorf("grasp_gate_panics_total = %v, want 5", n)
 	}
 	out := logs.String()
-	for _, want := range []string{"injected ingest panic", "injected query panic", "injected count panic", "recover_test.go"} {
+	for _, want := range []string{"injected ingest panic", "injected query panic", "injected count panic", "injected reader-rule panic", "recover_test.go"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("the log lacks %q (panic value and stack):\n%s", want, out)
 		}

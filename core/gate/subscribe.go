@@ -142,6 +142,9 @@ func (c *conn) handleReq(f *frame, b []byte) bool {
 		return c.closed(subid, fmt.Sprintf("blocked: too many open subscriptions, the limit is %d; CLOSE some first", c.g.lim.MaxSubscriptions))
 	}
 	return c.goWork("REQ", func() { c.serveStored(ctx, subid, filters) }, func(reason string) {
+		if ctx.Err() != nil {
+			return // replaced or closed meanwhile: the client no longer waits for it
+		}
 		c.unsubscribe(subid)
 		c.sendWait(c.ctx, appendEnvelope(nil, "CLOSED", subid, reason))
 	})
