@@ -63,23 +63,30 @@ func (h *Hosting) Hold(ctx context.Context, evt *nostr.Event, d policy.Decision,
 	if notable(evt.Kind) {
 		h.log.Info(kindName(evt.Kind)+" held until its git data arrives", "id", evt.ID, "repo", entry.Repo.String(), "source", string(meta.Source))
 	}
+	if createRepo {
+		// The bare repo must exist before the OK is written: ngit init
+		// polls info/refs right after publishing the announcement
+		// (grasp.md §7.1), and gitworkshop pushes right after the OK with
+		// no poll at all (field-2026-09.md §3.5). One that cannot be made
+		// is not kept either, and the client is told: an OK true always
+		// means the repository answers git (issue 10 part 4).
+		if err := h.repos.Create(ctx, entry.Repo); err != nil {
+			h.log.Error("create bare repo; the announcement is refused", "repo", entry.Repo.String(), "error", err)
+			if _, rerr := h.purg.Remove(evt.ID, "evicted"); rerr != nil {
+				h.log.Error("dropping the held announcement whose repo could not be made", "id", evt.ID, "error", rerr)
+			}
+			return "", &policy.Refusal{Msg: "error: could not create the repository here; try again later"}
+		}
+		h.log.Info("repository created", "repo", entry.Repo.String())
+		// The data may already be here: the repo was announced before, or
+		// another maintainer's copy holds the latest state. Then the
+		// announcement need not wait for a push; this runs after the OK.
+		r := entry.Repo
+		h.spawn(func(ctx context.Context) { h.begin(ctx).adopt(r) })
+	}
 	o.hunt(entry, meta.Source == policy.SourceSync)
 	if evt.Kind == nip34.KindAnnouncement {
 		o.recheckRejected(evt.Tags.GetD())
-	}
-	if createRepo {
-		// The bare repo must exist at once: ngit init polls info/refs every
-		// 500 ms right after publishing the announcement (grasp.md §7.1).
-		if err := h.repos.Create(ctx, entry.Repo); err != nil {
-			h.log.Error("create bare repo", "repo", entry.Repo.String(), "error", err)
-		} else {
-			h.log.Info("repository created", "repo", entry.Repo.String())
-			// The data may already be here: the repo was announced before,
-			// or another maintainer's copy holds the latest state. Then the
-			// announcement need not wait for a push; this runs after the OK.
-			r := entry.Repo
-			h.spawn(func(ctx context.Context) { h.begin(ctx).adopt(r) })
-		}
 	}
 	if evt.Kind == nip34.KindPR || evt.Kind == nip34.KindPRUpdate {
 		o.settlePlaceholders(evt, "")

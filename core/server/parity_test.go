@@ -2,6 +2,8 @@ package server
 
 import (
 	"net/http"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/nbd-wtf/go-nostr"
@@ -106,5 +108,41 @@ func TestG10_IDsOnlyREQWith521IDsEndToEnd(t *testing.T) {
 	// default_limit.
 	if got := cl.query(nostr.Filter{Authors: []string{relayKey.pk}, Kinds: []int{1}}); len(got) != config.DefaultLimits().DefaultLimit {
 		t.Fatalf("authors+kinds REQ without limit returned %d events, want default_limit %d", len(got), config.DefaultLimits().DefaultLimit)
+	}
+}
+
+// The other side of the order: when the bare repository cannot be made,
+// the announcement is not kept and the client gets OK false "error:", so an
+// OK true always means the repository answers git. Once the cause is gone
+// the same announcement is accepted (not "duplicate: in purgatory") and the
+// repository answers (issue 10 part 4).
+func TestG10_AnnouncementRefusedWhenItsRepoCannotBeMade(t *testing.T) {
+	e := newEnv(t, nil)
+	owner := newKey(t)
+	dir, err := e.srv.repos.Path(owner.repo("blocked"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ownerDir := filepath.Dir(dir)
+	// A file where the owner's directory must go: creating the repo fails.
+	if err := os.MkdirAll(filepath.Dir(ownerDir), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(ownerDir, []byte("in the way"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cl := e.dial()
+	ann := e.announcement(owner, "blocked")
+	cl.mustReject(ann, "error:")
+	if code := infoRefsStatus(t, e.cloneURL(owner, "blocked")); code != http.StatusNotFound {
+		t.Fatalf("info/refs after the refused announcement: %d, want 404", code)
+	}
+	// Control: the cause removed, the same event is held and served by git.
+	if err := os.Remove(ownerDir); err != nil {
+		t.Fatal(err)
+	}
+	cl.mustAccept(ann, purg)
+	if code := infoRefsStatus(t, e.cloneURL(owner, "blocked")); code != http.StatusOK {
+		t.Fatalf("info/refs right after the OK: %d, want 200", code)
 	}
 }
