@@ -44,6 +44,12 @@ type Server struct {
 	// error instead of filling the disk (audit 2026-11, F12). 0 disables
 	// the check.
 	MinFreeMB int `toml:"min_free_mb"`
+	// TrustedProxies lists the reverse proxies (IPs or CIDR prefixes) whose
+	// X-Forwarded-For names the client; per-IP limits then count the client
+	// behind them, not the proxy (audit 2026-11, F18b). Empty: every client
+	// is its socket's peer and X-Forwarded-For is ignored. core/clientip
+	// reads it.
+	TrustedProxies []string `toml:"trusted_proxies"`
 }
 
 // Relay is the NIP-11 identity and the NIP-01 limits.

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/grasp-dev/grasp/core/clientip"
 	"github.com/grasp-dev/grasp/core/logging"
 	"github.com/grasp-dev/grasp/core/nip34"
 )
@@ -219,6 +220,9 @@ func (c *Config) checkServer(k *checker) {
 	}
 	if c.Server.MemoryLimitMB < 0 {
 		k.fail("server.memory_limit_mb", "must be 0 (no limit) or a positive number of MiB")
+	}
+	if _, err := clientip.Parse(c.Server.TrustedProxies); err != nil {
+		k.fail("server.trusted_proxies", "%v", err)
 	}
 }
 

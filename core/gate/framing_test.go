@@ -8,6 +8,7 @@ import (
 	"github.com/fasthttp/websocket"
 	"github.com/nbd-wtf/go-nostr"
 
+	"github.com/grasp-dev/grasp/core/clientip"
 	"github.com/grasp-dev/grasp/core/config"
 	"github.com/grasp-dev/grasp/core/policy"
 	"github.com/grasp-dev/grasp/internal/testwait"
@@ -111,11 +112,19 @@ func TestFraming_EventErrorsAnsweredByBackend(t *testing.T) {
 
 // The client address the backend sees is the socket's: an untrusted
 // client cannot claim another with X-Forwarded-For. Behind a trusted proxy
-// the header's first entry is the client.
+// the header's rightmost untrusted entry is the client (core/clientip).
 func TestFraming_ForwardedForOnlyFromTrustedProxy(t *testing.T) {
 	sk := nostr.GeneratePrivateKey()
+	proxy, err := clientip.Parse([]string{"127.0.0.1"})
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, trusted := range []bool{false, true} {
-		e := newEnvWith(t, Options{TrustForwarded: trusted}, nil)
+		opts := Options{}
+		if trusted {
+			opts.ClientIP = proxy.Of
+		}
+		e := newEnvWith(t, opts, nil)
 		h := map[string][]string{"X-Forwarded-For": {"203.0.113.9, 10.0.0.1"}}
 		c, _, err := websocket.DefaultDialer.Dial(e.url, h)
 		if err != nil {
@@ -130,7 +139,9 @@ func TestFraming_ForwardedForOnlyFromTrustedProxy(t *testing.T) {
 		e.backend.mu.Unlock()
 		want := "127.0.0.1"
 		if trusted {
-			want = "203.0.113.9"
+			// the rightmost hop that is not a trusted proxy; the left
+			// entry was written by the client and is not believed
+			want = "10.0.0.1"
 		}
 		if got.Remote != want || got.Source != policy.SourceClient {
 			t.Fatalf("trusted=%v: backend saw %+v, want remote %s from a client", trusted, got, want)

@@ -51,9 +51,7 @@ package gate
 
 import (
 	"context"
-	"net"
 	"net/http"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -62,6 +60,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/nbd-wtf/go-nostr"
 
+	"github.com/grasp-dev/grasp/core/clientip"
 	"github.com/grasp-dev/grasp/core/clock"
 	"github.com/grasp-dev/grasp/core/config"
 	"github.com/grasp-dev/grasp/core/env"
@@ -105,9 +104,10 @@ type Options struct {
 	// RelayURL is this relay's ws(s) URL, which NIP-42 AUTH events must
 	// name; "" derives it from the request's Host.
 	RelayURL string
-	// TrustForwarded takes the client address from X-Forwarded-For (set it
-	// only behind a reverse proxy that sets the header itself).
-	TrustForwarded bool
+	// ClientIP names a request's client for per-IP limits and the
+	// pipeline's Meta.Remote (core/clientip: behind trusted proxies, the
+	// client they name); nil: the socket's peer.
+	ClientIP func(*http.Request) string
 	// Private answers GRASP-08's who-may-read questions (private.go); nil:
 	// nothing is private.
 	Private Private
@@ -221,20 +221,12 @@ func (g *Gate) Subscriptions() int {
 	return n
 }
 
-// remoteAddr is the client's IP: the socket's peer, or the first
-// X-Forwarded-For entry behind a trusted proxy.
+// remoteAddr is the client's IP as Options.ClientIP names it.
 func (g *Gate) remoteAddr(r *http.Request) string {
-	if g.opts.TrustForwarded {
-		if fwd := r.Header.Get("X-Forwarded-For"); fwd != "" {
-			first, _, _ := strings.Cut(fwd, ",")
-			return strings.TrimSpace(first)
-		}
+	if g.opts.ClientIP != nil {
+		return g.opts.ClientIP(r)
 	}
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		return r.RemoteAddr
-	}
-	return host
+	return clientip.Peer(r)
 }
 
 // relayURL is the URL NIP-42 AUTH events must name.

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/grasp-dev/grasp/core/clientip"
 	"github.com/grasp-dev/grasp/core/clock"
 	"github.com/grasp-dev/grasp/internal/testwait"
 )
@@ -111,7 +112,7 @@ func TestAbuse_F08(t *testing.T) {
 		if ip := r.Header.Get("X-Test-IP"); ip != "" {
 			return ip
 		}
-		return RemoteIP(r)
+		return clientip.Peer(r)
 	}}, fake)
 	owner, _, _, _ := pushedRepo(t, ts, "proj")
 	c1, c2 := trickleFetch(t, ts, owner, "proj"), trickleFetch(t, ts, owner, "proj")

@@ -2,11 +2,11 @@ package git
 
 import (
 	"context"
-	"net"
 	"net/http"
 	"strings"
 	"time"
 
+	"github.com/grasp-dev/grasp/core/clientip"
 	"github.com/grasp-dev/grasp/core/clock"
 	"github.com/grasp-dev/grasp/core/env"
 	"github.com/grasp-dev/grasp/core/nip34"
@@ -106,8 +106,8 @@ type Options struct {
 	MinBodyBytes   int64
 	BodyRateWindow time.Duration
 	// ClientIP names the client of a request for the per-IP limits: the
-	// server passes the function that knows its trusted proxies; nil takes
-	// the host of r.RemoteAddr.
+	// server passes core/clientip's, which knows its trusted proxies; nil
+	// takes the socket's peer.
 	ClientIP func(r *http.Request) string
 	// PackWindowMemory and PackThreads bound pack-objects' memory and CPU
 	// per upload-pack (defaults "100m" and 1).
@@ -153,7 +153,7 @@ func (o *Options) defaults() {
 		o.BodyRateWindow = 30 * time.Second
 	}
 	if o.ClientIP == nil {
-		o.ClientIP = RemoteIP
+		o.ClientIP = clientip.Peer
 	}
 	if o.PackWindowMemory == "" {
 		o.PackWindowMemory = "100m"
@@ -173,16 +173,6 @@ type handler struct {
 	m        *metrics
 	slots    *slots
 	clientIP func(r *http.Request) string
-}
-
-// RemoteIP is the host of r.RemoteAddr: the client's IP when no proxy
-// stands in front of the server.
-func RemoteIP(r *http.Request) string {
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		return r.RemoteAddr
-	}
-	return host
 }
 
 // NewHandler serves /<npub>/<percent-encoded id>.git/{info/refs,

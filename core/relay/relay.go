@@ -109,6 +109,9 @@ type Options struct {
 	// events (GRASP-08; core/visibility); the gate enforces it. nil:
 	// nothing is private.
 	Private gate.Private
+	// ClientIP names a request's client for the gate's per-IP limits and
+	// the pipeline's Meta.Remote (core/clientip); nil: the socket's peer.
+	ClientIP func(*http.Request) string
 	// AuthRequired advertises NIP-11 limitation.auth_required: nothing is
 	// served before NIP-42 AUTH (service-wide private mode).
 	AuthRequired bool
@@ -195,7 +198,7 @@ func New(opts Options, e env.Env) (*Server, error) {
 		return nil, fmt.Errorf("relay: %w", err)
 	}
 	s.khatru = s.newKhatru()
-	s.gate = gate.New(gate.Options{Backend: s, Limits: limits, RelayURL: wsURL, Private: opts.Private}, e.Named("gate"))
+	s.gate = gate.New(gate.Options{Backend: s, Limits: limits, RelayURL: wsURL, Private: opts.Private, ClientIP: opts.ClientIP}, e.Named("gate"))
 	s.nip11, err = s.buildNIP11()
 	if err != nil {
 		return nil, fmt.Errorf("relay: NIP-11 document: %w", err)

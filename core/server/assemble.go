@@ -8,6 +8,7 @@ import (
 
 	"github.com/nbd-wtf/go-nostr"
 
+	"github.com/grasp-dev/grasp/core/clientip"
 	"github.com/grasp-dev/grasp/core/diskspace"
 	"github.com/grasp-dev/grasp/core/git"
 	"github.com/grasp-dev/grasp/core/hosting"
@@ -30,6 +31,11 @@ func (s *Server) assemble(ext Extensions) error {
 	if err != nil {
 		return fmt.Errorf("server.public_url: %w", err)
 	}
+	proxies, err := clientip.Parse(cfg.Server.TrustedProxies)
+	if err != nil {
+		return fmt.Errorf("server.trusted_proxies: %w", err)
+	}
+	s.clientIP = proxies.Of
 	events := s.store.Events()
 	s.purg, err = purgatory.New(purgatory.Options{
 		KV:             s.store.Side(),
@@ -119,6 +125,7 @@ func (s *Server) assemble(ext Extensions) error {
 		QueueWait:         queueWait,
 		MinBodyBytes:      minBody,
 		BodyRateWindow:    cfg.Git.BodyRateWindow.D(),
+		ClientIP:          s.clientIP,
 	}, s.env.Named("git")))
 
 	pg, err := pages.New(pages.Options{
@@ -194,6 +201,7 @@ func (s *Server) assembleRelay(popts policy.Options, rules *policy.Rules) error 
 		Pipeline:           spaceGuarded{Pipeline: rules, space: s.space},
 		Effects:            s.hosting,
 		Private:            s.vis,
+		ClientIP:           s.clientIP,
 		AuthRequired:       cfg.Grasp.Private,
 	}, s.env.Named("relay"))
 	if err != nil {

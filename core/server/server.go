@@ -99,6 +99,9 @@ type Server struct {
 	throttle *throttle.Resolver
 	vis      *visibility.Visibility
 	space    *diskspace.Guard
+	// clientIP names a request's client behind server.trusted_proxies, for
+	// every per-IP limit (the gate's and git's).
+	clientIP func(*http.Request) string
 	health   *health.Tracker // nil with sync disabled
 
 	// life ends when the server stops; background work that is not a

@@ -1,0 +1,59 @@
+package clientip
+
+import (
+	"net/http"
+	"testing"
+)
+
+func req(peer string, xff ...string) *http.Request {
+	r, _ := http.NewRequest("GET", "http://example.org/", nil)
+	r.RemoteAddr = peer
+	for _, v := range xff {
+		r.Header.Add("X-Forwarded-For", v)
+	}
+	return r
+}
+
+// TestAbuse_F18b_ClientBehindTrustedProxies: behind a listed proxy the
+// client is the rightmost address the proxies did not add; an unlisted
+// peer's header is ignored, so a client cannot pick its own address.
+func TestAbuse_F18b_ClientBehindTrustedProxies(t *testing.T) {
+	trusted, err := Parse([]string{"127.0.0.1", "10.0.0.0/8", "::1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name string
+		t    Trusted
+		r    *http.Request
+		want string
+	}{
+		{"no proxies trusted: the peer", Trusted{}, req("127.0.0.1:5000", "203.0.113.9"), "127.0.0.1"},
+		{"trusted proxy: the client it names", trusted, req("127.0.0.1:5000", "203.0.113.9"), "203.0.113.9"},
+		{"spoofed left entry ignored", trusted, req("127.0.0.1:5000", "198.51.100.1, 203.0.113.9"), "203.0.113.9"},
+		{"chain of trusted proxies skipped", trusted, req("127.0.0.1:5000", "203.0.113.9, 10.1.2.3"), "203.0.113.9"},
+		{"several headers form one list", trusted, req("127.0.0.1:5000", "198.51.100.1", "203.0.113.9, 10.1.2.3"), "203.0.113.9"},
+		{"untrusted peer: header ignored", trusted, req("192.0.2.7:5000", "203.0.113.9"), "192.0.2.7"},
+		{"trusted peer without header: the peer", trusted, req("127.0.0.1:5000"), "127.0.0.1"},
+		{"all hops trusted: the leftmost", trusted, req("127.0.0.1:5000", "10.0.0.5, 10.0.0.6"), "10.0.0.5"},
+		{"garbage entry ends the walk", trusted, req("127.0.0.1:5000", "not-an-ip, 10.0.0.6"), "10.0.0.6"},
+		{"IPv6 peer and client", trusted, req("[::1]:5000", "2001:db8::7"), "2001:db8::7"},
+		{"IPv4-mapped peer is IPv4", trusted, req("[::ffff:127.0.0.1]:5000", "203.0.113.9"), "203.0.113.9"},
+	}
+	for _, c := range cases {
+		if got := c.t.Of(c.r); got != c.want {
+			t.Errorf("%s: got %s, want %s", c.name, got, c.want)
+		}
+	}
+}
+
+func TestParseRefusesWhatIsNotAnAddress(t *testing.T) {
+	for _, bad := range []string{"proxy.example.org", "10.0.0.0/33", "", "1.2.3"} {
+		if _, err := Parse([]string{bad}); err == nil {
+			t.Errorf("Parse(%q) accepted", bad)
+		}
+	}
+	if tr, err := Parse([]string{"192.168.0.0/16", "fd00::1"}); err != nil || tr.Empty() {
+		t.Fatalf("good list refused: %v", err)
+	}
+}
