@@ -106,6 +106,28 @@ type Limits struct {
 	NegentropySessionsPerConn int      `toml:"negentropy_sessions_per_conn"`
 	NegentropyFrameBytes      int      `toml:"negentropy_frame_bytes"`
 	NegentropyIdleTimeout     Duration `toml:"negentropy_idle_timeout"`
+	// NegentropySessionsPerIP bounds one client address's sessions across
+	// its connections, so one client cannot hold the relay-wide slots
+	// (audit F07).
+	NegentropySessionsPerIP int `toml:"negentropy_sessions_per_ip"`
+	// MaxConnections and MaxConnectionsPerIP bound websocket connections
+	// relay-wide and per client address (audit F17); beyond them the
+	// upgrade is answered 429.
+	MaxConnections      int `toml:"max_connections"`
+	MaxConnectionsPerIP int `toml:"max_connections_per_ip"`
+	// MaxUnanswered bounds the EVENTs, REQ queries and COUNTs one
+	// connection has in flight: beyond it the gate stops reading that
+	// socket until one is answered (audit F05).
+	MaxUnanswered int `toml:"max_unanswered"`
+	// MaxInflightEventBytes bounds the bytes of EVENT frames being handled
+	// across every connection; above it readers wait before taking more
+	// (audit F05).
+	MaxInflightEventBytes int `toml:"max_inflight_event_bytes"`
+	// MaxTotalOutboundBytes bounds the bytes queued to every client
+	// together, beside max_pending_outbound_bytes per connection (audit
+	// F06): above it stored results wait and live events to a connection
+	// holding more than 1 MiB drop it as a slow reader.
+	MaxTotalOutboundBytes int `toml:"max_total_outbound_bytes"`
 }
 
 // Store selects the event store. Every key here is startup-only.

@@ -263,6 +263,22 @@ func defaultLimits() Limits {
 		// A reconciling client answers within a round trip; an idle
 		// session only holds memory.
 		NegentropyIdleTimeout: Duration(time.Minute),
+		// A syncing peer needs one or two sessions; 8 lets a few peers
+		// share an address (NAT) and leaves 56 of the 64 slots to others.
+		NegentropySessionsPerIP: 8,
+		// About 10 KB and 2 goroutines per idle connection (gate package
+		// doc): 10,000 cost ~100 MB. A client opens one or two; 100 per
+		// address leaves room for a NAT or a busy sync peer.
+		MaxConnections:      10_000,
+		MaxConnectionsPerIP: 100,
+		// Enough for pipelined EVENTs to share a group commit.
+		MaxUnanswered: 32,
+		// 64 MiB of EVENT frames in flight: 32 unanswered max-size events
+		// of one connection fit, and 150k small frames (F05's 1.6 GB) do
+		// not.
+		MaxInflightEventBytes: 64 << 20,
+		// Eight connections' worth of max_pending_outbound_bytes.
+		MaxTotalOutboundBytes: 256 << 20,
 	}
 }
 

@@ -264,6 +264,18 @@ func (c *Config) checkRelay(k *checker) {
 	k.positiveDur(p+"ping_interval", l.PingInterval)
 	k.positiveDur(p+"client_timeout", l.ClientTimeout)
 	k.positiveDur(p+"negentropy_idle_timeout", l.NegentropyIdleTimeout)
+	k.positive(p+"negentropy_sessions_per_ip", l.NegentropySessionsPerIP)
+	k.positive(p+"max_connections", l.MaxConnections)
+	k.positive(p+"max_connections_per_ip", l.MaxConnectionsPerIP)
+	k.positive(p+"max_unanswered", l.MaxUnanswered)
+	k.positive(p+"max_inflight_event_bytes", l.MaxInflightEventBytes)
+	k.positive(p+"max_total_outbound_bytes", l.MaxTotalOutboundBytes)
+	if l.MaxConnectionsPerIP > l.MaxConnections {
+		k.fail(p+"max_connections_per_ip", "%d exceeds max_connections %d", l.MaxConnectionsPerIP, l.MaxConnections)
+	}
+	if l.NegentropySessionsPerIP > l.NegentropyMaxSessions {
+		k.fail(p+"negentropy_sessions_per_ip", "%d exceeds negentropy_max_sessions %d", l.NegentropySessionsPerIP, l.NegentropyMaxSessions)
+	}
 	if l.MaxEventBytes > l.MaxMessageBytes {
 		k.fail(p+"max_event_bytes", "%d exceeds max_message_bytes %d: such an event could never arrive in one message", l.MaxEventBytes, l.MaxMessageBytes)
 	}
