@@ -20,7 +20,7 @@ import (
 // reader (which also runs the negentropy server, so a NEG reply is queued
 // before the next client message is read) and the writer (which also
 // pings). EVENTs, REQ queries and COUNTs run on goroutines of their own, at
-// most maxInFlight at once. Whichever ends first shuts all down. It keeps
+// most max_unanswered at once. Whichever ends first shuts all down. It keeps
 // no reference to the upgrade request, so the HTTP server's buffers of that
 // request are freed once the handler returns (measured: 8 KB per idle
 // connection).
@@ -52,15 +52,15 @@ type conn struct {
 
 var readBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 
-func newConn(g *Gate, r *http.Request, ws *websocket.Conn) *conn {
+func newConn(g *Gate, remote string, r *http.Request, ws *websocket.Conn) *conn {
 	c := &conn{
 		g:        g,
 		ws:       ws,
-		out:      newOutQueue(g.lim.MaxPendingOutboundBytes),
-		remote:   g.remoteAddr(r),
+		out:      newOutQueue(g.lim.MaxPendingOutboundBytes, g.outBytes),
+		remote:   remote,
 		peer:     r.RemoteAddr,
 		relayURL: g.relayURL(r),
-		slots:    make(chan struct{}, maxInFlight),
+		slots:    make(chan struct{}, g.lim.MaxUnanswered),
 		subs:     make(map[string]*subscription),
 		neg:      make(map[string]*negSession),
 	}

@@ -51,6 +51,7 @@ package gate
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"sync"
 	"sync/atomic"
@@ -71,12 +72,6 @@ import (
 // four levels (message, event, tags, tag); the limit keeps hostile nesting
 // away from the JSON decoder.
 const maxFrameDepth = 16
-
-// maxInFlight bounds the EVENTs, REQ queries and COUNTs one connection has
-// running at once. Beyond it the gate stops reading that client until one
-// finishes: concurrency enough for a client's pipelined EVENTs to share a
-// group commit, without one client spawning unbounded goroutines.
-const maxInFlight = 32
 
 // writeTimeout bounds one socket write to a client. A client that does not
 // take a frame within it is disconnected as a slow reader. It is a socket
@@ -126,10 +121,21 @@ type Gate struct {
 	mu     sync.Mutex
 	conns  map[*conn]struct{}
 	closed bool
+	// perIP counts the connections of each client address, reserved
+	// before the upgrade (audit F17); reserved counts them all.
+	perIP    map[string]int
+	reserved int
+	// negPerIP counts each client address's negentropy sessions (F07).
+	negPerIP map[string]int
 	// negOpen counts negentropy sessions open (or being built) across
 	// every connection: each holds an id vector of up to
 	// NegentropyMaxEvents, so the total is what bounds memory.
 	negOpen atomic.Int64
+	// eventBytes is the relay-wide budget of EVENT bytes being handled
+	// (max_inflight_event_bytes, F05); outBytes that of bytes queued to
+	// clients (max_total_outbound_bytes, F06).
+	eventBytes *byteBudget
+	outBytes   *sharedBudget
 }
 
 // New returns a gate in front of opts.Backend.
@@ -143,6 +149,9 @@ func New(opts Options, e env.Env) *Gate {
 		clk:     e.Clock,
 		metrics: newMetrics(e.Metrics),
 		conns:   map[*conn]struct{}{},
+		perIP:   map[string]int{},
+
+		negPerIP: map[string]int{},
 		upgrader: websocket.Upgrader{
 			// khatru's read buffer size; the write buffer is taken from a
 			// pool only while writing, so an idle connection holds none.
@@ -152,18 +161,31 @@ func New(opts Options, e env.Env) *Gate {
 			CheckOrigin: func(*http.Request) bool { return true },
 		},
 	}
+	g.eventBytes = newByteBudget(int64(g.lim.MaxInflightEventBytes))
+	g.outBytes = &sharedBudget{limit: int64(g.lim.MaxTotalOutboundBytes)}
 	return g
 }
 
 // ServeHTTP upgrades the request; the connection is served on goroutines
-// of its own.
+// of its own. A client over the connection caps is answered 429 before
+// the upgrade, so a refused connection costs no goroutine (audit F17).
 func (g *Gate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	ip := g.remoteAddr(r)
+	if refusal := g.reserve(ip); refusal != "" {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.Header().Set("Retry-After", "10")
+		w.WriteHeader(http.StatusTooManyRequests)
+		w.Write([]byte(refusal + "\n")) //nolint:errcheck // the client may be gone
+		return
+	}
 	ws, err := g.upgrader.Upgrade(w, r, nil)
 	if err != nil {
+		g.unreserve(ip)
 		return // the upgrader has answered the client with the reason
 	}
-	c := newConn(g, r, ws)
+	c := newConn(g, ip, r, ws)
 	if !g.add(c) {
+		g.unreserve(ip)
 		msg := websocket.FormatCloseMessage(websocket.CloseGoingAway, "relay shutting down")
 		ws.WriteControl(websocket.CloseMessage, msg, time.Now().Add(time.Second)) //nolint:errcheck // best effort before closing
 		ws.Close()
@@ -184,8 +206,39 @@ func (g *Gate) add(c *conn) bool {
 
 func (g *Gate) remove(c *conn) {
 	g.mu.Lock()
+	_, ok := g.conns[c]
 	delete(g.conns, c)
 	g.mu.Unlock()
+	if ok {
+		g.unreserve(c.remote)
+	}
+}
+
+// reserve counts a connection of ip against max_connections and
+// max_connections_per_ip, or says why it is refused.
+func (g *Gate) reserve(ip string) string {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	switch {
+	case g.reserved >= g.lim.MaxConnections:
+		g.metrics.limit("connections_total")
+		return fmt.Sprintf("rate-limited: this relay has its maximum of %d connections open; try again later", g.lim.MaxConnections)
+	case g.perIP[ip] >= g.lim.MaxConnectionsPerIP:
+		g.metrics.limit("connections_ip")
+		return fmt.Sprintf("rate-limited: %d connections from your address are already open here (limit %d); close some or try again later", g.perIP[ip], g.lim.MaxConnectionsPerIP)
+	}
+	g.reserved++
+	g.perIP[ip]++
+	return ""
+}
+
+func (g *Gate) unreserve(ip string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.reserved--
+	if g.perIP[ip]--; g.perIP[ip] <= 0 {
+		delete(g.perIP, ip)
+	}
 }
 
 func (g *Gate) snapshot() []*conn {

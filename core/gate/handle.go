@@ -70,7 +70,14 @@ func (c *conn) handleEvent(f *frame, b []byte) bool {
 		return c.notice("invalid: could not parse event: " + err.Error())
 	}
 	meta := policy.Meta{Source: policy.SourceClient, Remote: c.remote, Authed: c.authedPubkey(), ReceivedAt: c.g.clk.Now()}
-	return c.goWork("EVENT", func() {
+	// The frame's bytes count against max_inflight_event_bytes until it is
+	// answered; waiting here stops reading this socket (F05).
+	n := int64(len(b))
+	if !c.g.eventBytes.acquire(c.ctx, n) {
+		return false
+	}
+	started := c.goWork("EVENT", func() {
+		defer c.g.eventBytes.release(n)
 		if r := c.privateWrite(evt); r != "" {
 			c.sendWait(c.ctx, appendOK(evt.ID, false, r))
 			return
@@ -83,6 +90,10 @@ func (c *conn) handleEvent(f *frame, b []byte) bool {
 			c.requestAuth()
 		}
 	}, func(reason string) { c.sendWait(c.ctx, appendOK(evt.ID, false, reason)) })
+	if !started {
+		c.g.eventBytes.release(n)
+	}
+	return started
 }
 
 func appendOK(id string, ok bool, msg string) []byte {

@@ -19,7 +19,7 @@ type metrics struct {
 var limitKinds = []string{
 	"message_size", "subscriptions", "subid_length", "filters", "malformed",
 	"binary", "unknown_verb", "neg_sessions", "neg_sessions_total", "neg_events", "client_timeout",
-	"filter_items",
+	"filter_items", "connections_total", "connections_ip", "neg_sessions_ip",
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {

@@ -114,10 +114,17 @@ func (c *conn) negOpen(f *frame, b []byte, subid string) bool {
 		c.g.metrics.limit("neg_sessions_total")
 		return c.negErr(subid, "blocked: too many negentropy sessions on this relay right now; try again later")
 	}
+	// and one of this client address's, so one client cannot hold the
+	// relay-wide slots over many connections (F07)
+	if !c.g.negReserveIP(c.remote) {
+		c.g.negOpen.Add(-1)
+		c.g.metrics.limit("neg_sessions_ip")
+		return c.negErr(subid, fmt.Sprintf("blocked: too many negentropy sessions from your address (limit %d); close one or try again later", c.g.lim.NegentropySessionsPerIP))
+	}
 	kept := false
 	defer func() {
 		if !kept {
-			c.g.negOpen.Add(-1)
+			c.g.negEnding(c.remote)
 		}
 	}()
 	vec, err := c.negStorageOf(filters)
@@ -210,7 +217,7 @@ func (c *conn) negIdle(subid string, s *negSession) {
 	}
 	delete(c.neg, subid)
 	c.negMu.Unlock()
-	c.g.negEnded()
+	c.g.negEnded(c.remote)
 	c.negErr(subid, "closed: negentropy session idle for too long")
 }
 
@@ -221,7 +228,7 @@ func (c *conn) dropNegSession(subid string) {
 	c.negMu.Unlock()
 	if s != nil {
 		s.timer.Stop()
-		c.g.negEnded()
+		c.g.negEnded(c.remote)
 	}
 }
 
@@ -232,13 +239,34 @@ func (c *conn) closeNegSessions() {
 	c.negMu.Unlock()
 	for _, s := range sessions {
 		s.timer.Stop()
-		c.g.negEnded()
+		c.g.negEnded(c.remote)
 	}
 }
 
-// negEnded gives back the relay-wide slot of a session that was open.
-func (g *Gate) negEnded() {
+// negReserveIP counts a session of ip against negentropy_sessions_per_ip.
+func (g *Gate) negReserveIP(ip string) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.negPerIP[ip] >= g.lim.NegentropySessionsPerIP {
+		return false
+	}
+	g.negPerIP[ip]++
+	return true
+}
+
+// negEnding gives back a session's relay-wide and per-address slots.
+func (g *Gate) negEnding(ip string) {
 	g.negOpen.Add(-1)
+	g.mu.Lock()
+	if g.negPerIP[ip]--; g.negPerIP[ip] <= 0 {
+		delete(g.negPerIP, ip)
+	}
+	g.mu.Unlock()
+}
+
+// negEnded gives back the slots of a session that was open.
+func (g *Gate) negEnded(ip string) {
+	g.negEnding(ip)
 	g.metrics.negSessions.Dec()
 }
 

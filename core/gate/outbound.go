@@ -23,10 +23,11 @@ type outQueue struct {
 	wake    chan struct{}
 	room    chan struct{} // closed and replaced when bytes are released
 	waiting bool          // someone waits on room
+	shared  *sharedBudget // every queue's bytes together; nil: no bound
 }
 
-func newOutQueue(limit int) *outQueue {
-	return &outQueue{limit: limit, wake: make(chan struct{}, 1), room: make(chan struct{})}
+func newOutQueue(limit int, shared *sharedBudget) *outQueue {
+	return &outQueue{limit: limit, wake: make(chan struct{}, 1), room: make(chan struct{}), shared: shared}
 }
 
 // push queues b, which the queue now owns. It reports false when b would
@@ -37,7 +38,7 @@ func (q *outQueue) push(b []byte) bool {
 		q.mu.Unlock()
 		return true
 	}
-	if q.pending+len(b) > q.limit {
+	if q.pending+len(b) > q.limit || (q.shared.over() && q.pending+len(b) > sharedLowWater) {
 		q.mu.Unlock()
 		return false
 	}
@@ -57,7 +58,10 @@ func (q *outQueue) pushWait(ctx context.Context, b []byte) bool {
 			q.mu.Unlock()
 			return false
 		}
-		if q.pending == 0 || q.pending+len(b) <= q.limit {
+		// Over the relay-wide budget a queue takes a stored result only
+		// when empty: each connection then holds at most one frame more
+		// than it reads, however many never read (F06).
+		if q.pending == 0 || (q.pending+len(b) <= q.limit && !q.shared.over()) {
 			q.appendLocked(b)
 			q.mu.Unlock()
 			q.signal()
@@ -77,6 +81,7 @@ func (q *outQueue) pushWait(ctx context.Context, b []byte) bool {
 func (q *outQueue) appendLocked(b []byte) {
 	q.frames = append(q.frames, b)
 	q.pending += len(b)
+	q.shared.add(len(b))
 	q.peak = max(q.peak, q.pending)
 }
 
@@ -106,6 +111,7 @@ func (q *outQueue) release(batch [][]byte, n int) {
 		return
 	}
 	q.pending -= n
+	q.shared.add(-n)
 	if q.spare == nil && cap(batch) <= 1024 {
 		q.spare = batch[:0]
 	}
@@ -127,6 +133,7 @@ func (q *outQueue) close() {
 	}
 	q.frames = nil
 	q.spare = nil
+	q.shared.add(-q.pending)
 	q.pending = 0
 	q.mu.Unlock()
 }

@@ -9,7 +9,7 @@ import (
 
 // The queue never holds more than its limit, counting frames being written.
 func TestLimits_OutQueueBounded(t *testing.T) {
-	q := newOutQueue(1000)
+	q := newOutQueue(1000, nil)
 	frame := make([]byte, 300)
 	pushed := 0
 	for q.push(frame) {
@@ -41,7 +41,7 @@ func TestLimits_OutQueueBounded(t *testing.T) {
 // pushWait waits for room instead of refusing, and gives up when its
 // context ends or the queue closes.
 func TestOutQueuePushWait(t *testing.T) {
-	q := newOutQueue(10)
+	q := newOutQueue(10, nil)
 	if !q.pushWait(context.Background(), make([]byte, 8)) {
 		t.Fatal("push into an empty queue")
 	}
@@ -74,7 +74,7 @@ func TestOutQueuePushWait(t *testing.T) {
 		t.Fatal("pushWait succeeded on a closed queue")
 	}
 	// A frame larger than the limit goes once the queue is empty.
-	q2 := newOutQueue(10)
+	q2 := newOutQueue(10, nil)
 	if !q2.pushWait(context.Background(), make([]byte, 100)) {
 		t.Fatal("an oversized frame must go into an empty queue")
 	}
