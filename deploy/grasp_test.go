@@ -28,7 +28,9 @@ type graspProc struct {
 
 // startGrasp runs grasp listening on listen (a loopback address, port 0 for
 // any) with the given public URL and data dir, metrics on, plus extra TOML
-// appended.
+// appended. Like deploy/grasp.toml it trusts the proxy on this machine
+// (server.trusted_proxies), and it caps connections per client address at
+// perIPCap so checkClientAddresses can reach the cap.
 func startGrasp(t testing.TB, listen, publicURL, dataDir, extra string) *graspProc {
 	t.Helper()
 	dir := t.TempDir()
@@ -37,6 +39,10 @@ func startGrasp(t testing.TB, listen, publicURL, dataDir, extra string) *graspPr
 listen = %q
 public_url = %q
 data_dir = %q
+trusted_proxies = ["127.0.0.1", "::1"]
+
+[relay.limits]
+max_connections_per_ip = %d
 
 [metrics]
 enabled = true
@@ -46,7 +52,7 @@ listen = "127.0.0.1:0"
 level = "info"
 format = "json"
 %s
-`, listen, publicURL, dataDir, extra))
+`, listen, publicURL, dataDir, perIPCap, extra))
 	p := &graspProc{done: make(chan struct{}), logPath: filepath.Join(dir, "grasp.log"), DataDir: dataDir}
 	logf, err := os.Create(p.logPath)
 	if err != nil {

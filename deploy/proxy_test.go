@@ -58,6 +58,7 @@ func runProxySuite(t *testing.T, start startProxy) {
 		if fp.URL != public {
 			t.Fatalf("proxy at %s, grasp's public_url %s", fp.URL, public)
 		}
+		t.Run("client addresses", func(t *testing.T) { checkClientAddresses(t, c, fp, g) })
 		graspThrough(t, c, fp)
 		if fp.checkLogs != nil {
 			fp.checkLogs(t)
