@@ -13,6 +13,7 @@ import (
 
 	"github.com/grasp-dev/grasp/core/clientip"
 	"github.com/grasp-dev/grasp/core/config"
+	"github.com/grasp-dev/grasp/core/negindex"
 	"github.com/grasp-dev/grasp/core/policy"
 	"github.com/grasp-dev/grasp/internal/testwait"
 )
@@ -262,5 +263,48 @@ func TestAbuse_F06_RelayWideOutboundBudget(t *testing.T) {
 	reader.release(batch, len("live")+len("stored"))
 	if shared.used.Load() != 0 {
 		t.Fatalf("written bytes still counted: %d", shared.used.Load())
+	}
+}
+
+// F07: a whole-store sync (the empty filter every GRASP-02 peer and NIP-77
+// client sends) is answered from the negentropy index even though the
+// filter may match kind-10318 lists, which are readable by their author
+// alone: only the lists are asked of the store and checked, never every
+// event, and a list the client may not read is still left out of the set.
+func TestAbuse_F07_WholeStoreSyncFromIndexHidesPrivateLists(t *testing.T) {
+	st := newLockedStore()
+	st.ix = negindex.New(nil)
+	e := newEnvStore(t, Options{Private: &fakePrivate{restricting: false}}, nil, st)
+	sk := nostr.GeneratePrivateKey()
+	var visible []*nostr.Event
+	for i := range 50 {
+		evt := signedEvent(t, sk, 1, "note", 1_700_000_000+int64(i))
+		visible = append(visible, &evt)
+	}
+	public := signedEvent(t, sk, privateListKind, "public", 1_700_000_100)
+	secret := signedEvent(t, nostr.GeneratePrivateKey(), privateListKind, "secret", 1_700_000_101)
+	visible = append(visible, &public)
+	for _, evt := range append(visible, &secret) {
+		if err := st.SaveEvent(context.Background(), evt); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, haveNots, err := clientSync(rawTransport{e.dial()}, "all", nostr.Filter{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !sameSet(haveNots, ids(visible)) {
+		t.Fatalf("the sync offered %d ids, want the %d visible events (the private list left out)", len(haveNots), len(visible))
+	}
+	e.backend.mu.Lock()
+	queries := append([]nostr.Filter(nil), e.backend.queries...)
+	e.backend.mu.Unlock()
+	for _, f := range queries {
+		if len(f.Kinds) != 1 || f.Kinds[0] != privateListKind {
+			t.Fatalf("the session queried the store for %s: only the kind-%d lists may be read one by one", f, privateListKind)
+		}
+	}
+	if len(queries) == 0 {
+		t.Fatal("the lists were never checked against the reader rule")
 	}
 }

@@ -104,6 +104,8 @@ type testBackend struct {
 	gate  *Gate
 	mu    sync.Mutex
 	metas []policy.Meta
+	// queries are the filters Query was asked, in order.
+	queries []nostr.Filter
 	// refuse, when set, may answer an event before it is stored.
 	refuse func(evt *nostr.Event, meta policy.Meta) string
 }
@@ -132,6 +134,9 @@ func (b *testBackend) Ingest(ctx context.Context, evt *nostr.Event, meta policy.
 }
 
 func (b *testBackend) Query(ctx context.Context, f nostr.Filter) (chan *nostr.Event, error) {
+	b.mu.Lock()
+	b.queries = append(b.queries, f)
+	b.mu.Unlock()
 	return b.store.QueryEvents(ctx, f)
 }
 

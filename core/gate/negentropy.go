@@ -348,13 +348,57 @@ type NegentropyStorer interface {
 // (GRASP-08: the index knows ids, not readers), else from a query that
 // leaves out what the connection may not read.
 func (c *conn) negStorage(filter nostr.Filter) (negentropy.Storage, error) {
-	if ns, ok := c.g.backend.(NegentropyStorer); ok && c.seesAll(filter) {
+	if ns, ok := c.g.backend.(NegentropyStorer); ok && c.onlyListsHidden() {
 		st, answered, err := ns.NegentropyStorage(filter, c.g.lim.NegentropyMaxEvents)
 		if answered {
-			return st, err
+			if err != nil || c.seesAll(filter) {
+				return st, err
+			}
+			return c.withoutHiddenLists(filter, st)
 		}
 	}
 	return c.buildVector(filter)
+}
+
+// onlyListsHidden reports whether nothing but kind-10318 lists can be
+// hidden from this connection (no repository is private). The index then
+// still answers a filter that may match such lists, such as the empty
+// filter every whole-store sync sends, and only the lists are checked one
+// by one: asking the store for every event instead costs a decode of the
+// whole store per session (audit F07).
+func (c *conn) onlyListsHidden() bool {
+	p := c.g.opts.Private
+	return p == nil || !p.Restricting()
+}
+
+// withoutHiddenLists is st minus the kind-10318 lists filter matches that
+// this connection may not read. The lists are few (one replaceable event
+// per author), so they are queried and checked; st is kept as it is when
+// none is hidden.
+func (c *conn) withoutHiddenLists(filter nostr.Filter, st negentropy.Storage) (negentropy.Storage, error) {
+	lists := filter.Clone()
+	lists.Kinds = []int{privateListKind}
+	ch, err := c.g.backend.Query(c.ctx, lists)
+	if err != nil {
+		return nil, fmt.Errorf("query %s: %w", lists, err)
+	}
+	hidden := make(map[string]struct{})
+	for evt := range ch {
+		if !c.visible(c.ctx, evt) {
+			hidden[evt.ID] = struct{}{}
+		}
+	}
+	if len(hidden) == 0 {
+		return st, nil
+	}
+	vec := vector.New()
+	for _, it := range st.Range(0, st.Size()) {
+		if _, skip := hidden[it.ID]; !skip {
+			vec.Insert(it.Timestamp, it.ID)
+		}
+	}
+	vec.Seal()
+	return vec, nil
 }
 
 // buildVector loads the ids the filter matches, refusing filters that match

@@ -80,7 +80,8 @@ func (c *conn) visible(ctx context.Context, evt *nostr.Event) bool {
 // seesAll reports whether nothing filter f matches can be hidden from
 // this connection: no repository is private and f cannot match a kind-10318
 // list. Only then may an answer skip the per-event check (the query's extra
-// hop, the negentropy index, which knows ids and not readers).
+// hop); the negentropy index, which knows ids and not readers, is used
+// otherwise only with the lists checked (withoutHiddenLists).
 func (c *conn) seesAll(f nostr.Filter) bool {
 	p := c.g.opts.Private
 	return p == nil || (!p.Restricting() && !mayMatchKind(f, privateListKind))
