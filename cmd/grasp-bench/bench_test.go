@@ -209,3 +209,55 @@ func TestListeningLine(t *testing.T) {
 		}
 	}
 }
+
+// TestAbuseEndToEnd runs every attack of the abuse command briefly against
+// a grasp built from this tree, and checks that each was measured and that
+// the attacker met the limits the audit asked for: NIP-77 sessions beyond
+// the per-address cap refused with NEG-ERR, connections beyond it refused
+// with 429, and the bystander on another address served throughout.
+func TestAbuseEndToEnd(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs a server")
+	}
+	dir := t.TempDir()
+	jsonPath := filepath.Join(dir, "out.json")
+	var stdout, stderr bytes.Buffer
+	code := run([]string{"abuse", "-events", "300", "-corpus-dir", dir, "-hold", "1s", "-settle", "0s", "-after", "0s",
+		"-flood-mb", "2", "-slow-conns", "3", "-big-issues", "20", "-neg-conns", "3", "-conn-attempts", "150",
+		"-json", jsonPath}, &stdout, &stderr)
+	if code != 0 {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout.String(), stderr.String())
+	}
+	var res abuseResult
+	data, err := os.ReadFile(jsonPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(data, &res); err != nil {
+		t.Fatalf("JSON output: %v", err)
+	}
+	if len(res.Attacks) != len(allAttacks) {
+		t.Fatalf("%d attacks measured, want %d", len(res.Attacks), len(allAttacks))
+	}
+	for _, a := range res.Attacks {
+		if a.PeakKB <= 0 || a.RSSBeforeKB <= 0 {
+			t.Errorf("%s: no memory figures: %+v", a.Finding, a)
+		}
+		if a.ProbeFailed > 0 {
+			t.Errorf("%s: the client on another address failed %d of %d times", a.Finding, a.ProbeFailed, a.Probes)
+		}
+		switch a.Finding {
+		case "F07":
+			if !strings.Contains(a.Attacker, "8 sessions answered, 4 refused") {
+				t.Errorf("F07: attacker saw %q, want 8 sessions (the per-address cap) answered and the other 4 refused", a.Attacker)
+			}
+		case "F17":
+			if !strings.Contains(a.Attacker, "100 connections held; 50 refused (429") {
+				t.Errorf("F17: attacker saw %q, want 100 connections (the per-address cap) and 50 refused with 429", a.Attacker)
+			}
+		}
+	}
+	if !strings.Contains(stdout.String(), "peak RSS") {
+		t.Errorf("no report table in the output:\n%s", stdout.String())
+	}
+}

@@ -11,6 +11,8 @@
 //	grasp-bench scale [flags]    the scale curve at -points store sizes
 //	grasp-bench corpus [flags]   generate (and cache) a corpus, print its shape
 //	grasp-bench verify [flags]   signature checks per second with this build's library
+//	grasp-bench abuse [flags]    the security audit's memory attacks (F05, F06,
+//	                             F07, F17): RSS and a bystander's latency
 //
 // Every command takes -h. Pre-signed corpora are cached under -corpus-dir
 // (signing a million events takes minutes; it is done once).
@@ -50,11 +52,13 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = corpusCmd(args, stdout, stderr)
 	case "verify":
 		err = verifyCmd(args, stdout, stderr)
+	case "abuse":
+		err = abuseCmd(ctx, args, stdout, stderr)
 	case "help":
-		fmt.Fprintln(stdout, "usage: grasp-bench [table|scale|corpus|verify] [flags]; each takes -h")
+		fmt.Fprintln(stdout, "usage: grasp-bench [table|scale|corpus|verify|abuse] [flags]; each takes -h")
 		return 0
 	default:
-		fmt.Fprintf(stderr, "grasp-bench: unknown command %q (table, scale, corpus, verify)\n", cmd)
+		fmt.Fprintf(stderr, "grasp-bench: unknown command %q (table, scale, corpus, verify, abuse)\n", cmd)
 		return 2
 	}
 	if err == flag.ErrHelp {
