@@ -146,7 +146,7 @@ func runAbuse(ctx context.Context, o abuseOpts, command string, stderr io.Writer
 	}
 	// seed once: the corpus, then the large issues F06 asks for
 	logf("seeding %d events", len(c.items))
-	p, _, err := startServer(ctx, serverGrasp, bins, dir, serverOpts{})
+	p, _, err := startServer(ctx, serverGrasp, bins, dir, serverOpts{legacyConfig: o.legacyConfig, perAddressCaps: true})
 	if err != nil {
 		return res, err
 	}
@@ -189,7 +189,7 @@ func runAbuse(ctx context.Context, o abuseOpts, command string, stderr io.Writer
 // a well-behaved client probes from another address, and samples memory.
 func runAttack(ctx context.Context, name string, bins binaries, dir string, c *corpus, o abuseOpts) (attackResult, error) {
 	r := attackResult{Finding: name}
-	p, _, err := startServer(ctx, serverGrasp, bins, dir, serverOpts{})
+	p, _, err := startServer(ctx, serverGrasp, bins, dir, serverOpts{legacyConfig: o.legacyConfig, perAddressCaps: true})
 	if err != nil {
 		return r, err
 	}

@@ -141,7 +141,7 @@ func runScale(ctx context.Context, o scaleOpts, stderr io.Writer) (*scaleResult,
 // between the previous point and this one, then measures queries and
 // NIP-77 over everything stored so far.
 func scaleServer(ctx context.Context, name string, bins binaries, dir string, c *corpus, o scaleOpts, negMax int, logf func(string, ...any)) ([]pointRun, error) {
-	p, _, err := startServer(ctx, name, bins, dir, serverOpts{negentropyMax: negMax, baselineSync: o.baselineSync, baselineNeg: o.baselineNeg})
+	p, _, err := startServer(ctx, name, bins, dir, serverOpts{negentropyMax: negMax, baselineSync: o.baselineSync, baselineNeg: o.baselineNeg, legacyConfig: o.legacyConfig})
 	if err != nil {
 		return nil, err
 	}

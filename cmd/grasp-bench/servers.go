@@ -81,6 +81,12 @@ type serverOpts struct {
 	baselineNeg   int  // baseline: MaxLimitNegentropy instead of negentropyMax, if > 0
 	baselineSync  bool // baseline: badger SyncWrites
 	profile       bool
+	// legacyConfig leaves out keys that builds older than the audit's
+	// fixes (before 2026-11) do not know, for -grasp-bin runs of them.
+	legacyConfig bool
+	// perAddressCaps keeps the per-address connection cap at its default
+	// (the abuse command measures what one address can do).
+	perAddressCaps bool
 }
 
 // startServer starts the named server with its data under dir. For the
@@ -102,12 +108,20 @@ func startServer(ctx context.Context, name string, bins binaries, dir string, o 
 		// 127.0.0.1, so the per-address limits (purgatory quotas, connection
 		// cap) are raised to the relay-wide ones: they are there against one
 		// abusive address, which the benchmark is not, and would refuse the
-		// seeding of 50+ repositories and the 101 fan-out connections.
+		// seeding of 50+ repositories and the 101 fan-out connections
+		// (except for the abuse command, which measures that cap). Builds
+		// older than those limits get none of these keys (legacyConfig).
 		body := fmt.Sprintf("[server]\nlisten = \"127.0.0.1:0\"\npublic_url = %q\ndata_dir = %q\n\n[metrics]\nenabled = false\n\n[log]\nlevel = \"info\"\nformat = \"json\"\n",
 			benchPublicURL, data)
-		body += "\n[purgatory]\nmax_held_per_ip = 20000\nmax_held_announcements_per_ip = 5000\n" +
-			"max_held_announcements_per_pubkey = 5000\nmax_held_announcements_per_identifier = 5000\n"
-		body += "\n[relay.limits]\nmax_connections_per_ip = 10000\n"
+		limits := "\n[relay.limits]\n"
+		if !o.legacyConfig {
+			body += "\n[purgatory]\nmax_held_per_ip = 20000\nmax_held_announcements_per_ip = 5000\n" +
+				"max_held_announcements_per_pubkey = 5000\nmax_held_announcements_per_identifier = 5000\n"
+			if !o.perAddressCaps {
+				limits += "max_connections_per_ip = 10000\n"
+			}
+		}
+		body += limits
 		if o.negentropyMax > 0 {
 			body += "negentropy_max_events = " + strconv.Itoa(o.negentropyMax) + "\n"
 		}

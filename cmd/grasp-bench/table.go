@@ -26,6 +26,7 @@ type commonOpts struct {
 	baselineNeg   int
 	jsonPath      string
 	keep          bool
+	legacyConfig  bool
 }
 
 func (o *commonOpts) register(fs *flag.FlagSet) {
@@ -37,6 +38,7 @@ func (o *commonOpts) register(fs *flag.FlagSet) {
 	fs.IntVar(&o.negRuns, "neg-runs", 3, "negentropy: runs of each reconciliation (the median is reported)")
 	fs.StringVar(&o.build.graspBin, "grasp-bin", "", "use this grasp binary instead of building ./cmd/grasp")
 	fs.StringVar(&o.build.baselineBin, "baseline-bin", "", "use this baseline binary instead of building it")
+	fs.BoolVar(&o.legacyConfig, "legacy-config", false, "with -grasp-bin of a build older than 2026-11: leave out the config keys it does not know")
 	fs.Func("tags", "comma-separated build tags for grasp, e.g. libsecp256k1", func(v string) error {
 		o.build.tags = strings.Split(v, ",")
 		return nil
@@ -248,7 +250,7 @@ func runTable(ctx context.Context, o tableOpts, stderr io.Writer) (*tableResult,
 
 // runServerRound starts one server afresh and runs every scenario on it.
 func runServerRound(ctx context.Context, name string, bins binaries, dir string, c *corpus, repo *cloneRepo, o tableOpts, round int, logf func(string, ...any)) (*serverRun, error) {
-	p, gitRoot, err := startServer(ctx, name, bins, dir, serverOpts{baselineSync: o.baselineSync, baselineNeg: o.baselineNeg, profile: o.profileDir != ""})
+	p, gitRoot, err := startServer(ctx, name, bins, dir, serverOpts{baselineSync: o.baselineSync, baselineNeg: o.baselineNeg, profile: o.profileDir != "", legacyConfig: o.legacyConfig})
 	if err != nil {
 		return nil, err
 	}
