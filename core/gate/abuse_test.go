@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -306,5 +307,47 @@ func TestAbuse_F07_WholeStoreSyncFromIndexHidesPrivateLists(t *testing.T) {
 	}
 	if len(queries) == 0 {
 		t.Fatal("the lists were never checked against the reader rule")
+	}
+}
+
+// F06: REQs a client sends together are served one after the other on its
+// connection: while the first REQ's events wait for a client that does not
+// read, the store is not asked for the others (each query's results are
+// held in memory until queued). Once the client reads, every REQ is
+// answered.
+func TestAbuse_F06_OneStoredQueryAtATimePerConnection(t *testing.T) {
+	const reqs = 4
+	e := newEnv(t, config.Limits{MaxPendingOutboundBytes: 64 << 10})
+	sk := nostr.GeneratePrivateKey()
+	big := strings.Repeat("x", 20<<10)
+	for i := range 200 { // 4 MB per REQ: more than the queue and the socket buffers hold
+		evt := signedEvent(t, sk, 1, big, 1_700_000_000+int64(i))
+		if err := e.store.SaveEvent(context.Background(), &evt); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c := e.dial()
+	for i := range reqs {
+		c.sendJSON("REQ", "s"+strconv.Itoa(i), nostr.Filter{Kinds: []int{1}})
+	}
+	queries := func() int {
+		e.backend.mu.Lock()
+		defer e.backend.mu.Unlock()
+		return len(e.backend.queries)
+	}
+	testwait.For(t, "every REQ read and the first one queried", func() bool {
+		return e.counter("grasp_gate_messages_in_total") >= reqs && queries() >= 1
+	})
+	if n := queries(); n != 1 {
+		t.Fatalf("%d stored queries run while the client reads nothing, want 1", n)
+	}
+	eose := 0
+	for eose < reqs {
+		if v := c.read(); v[0] == "EOSE" {
+			eose++
+		}
+	}
+	if n := queries(); n != reqs {
+		t.Fatalf("%d stored queries after every EOSE, want %d", n, reqs)
 	}
 }

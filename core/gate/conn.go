@@ -36,6 +36,9 @@ type conn struct {
 	cancel context.CancelFunc
 	once   sync.Once
 	slots  chan struct{} // in-flight EVENT/REQ/COUNT work
+	// storedTurn is held by the one REQ of this connection whose stored
+	// events are being queried and queued (serveStored).
+	storedTurn chan struct{}
 
 	lastSeen atomic.Int64 // clock time of the last client frame, UnixNano
 
@@ -54,15 +57,16 @@ var readBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 
 func newConn(g *Gate, remote string, r *http.Request, ws *websocket.Conn) *conn {
 	c := &conn{
-		g:        g,
-		ws:       ws,
-		out:      newOutQueue(g.lim.MaxPendingOutboundBytes, g.outBytes),
-		remote:   remote,
-		peer:     r.RemoteAddr,
-		relayURL: g.relayURL(r),
-		slots:    make(chan struct{}, g.lim.MaxUnanswered),
-		subs:     make(map[string]*subscription),
-		neg:      make(map[string]*negSession),
+		g:          g,
+		ws:         ws,
+		out:        newOutQueue(g.lim.MaxPendingOutboundBytes, g.outBytes),
+		remote:     remote,
+		peer:       r.RemoteAddr,
+		relayURL:   g.relayURL(r),
+		slots:      make(chan struct{}, g.lim.MaxUnanswered),
+		storedTurn: make(chan struct{}, 1),
+		subs:       make(map[string]*subscription),
+		neg:        make(map[string]*negSession),
 	}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	return c

@@ -204,7 +204,20 @@ func (c *conn) openSubscriptions() int {
 
 // serveStored sends the stored events of each filter, then EOSE. A filter
 // with limit 0 asks for live events only.
+//
+// A connection's REQs are served one after the other: the store
+// materialises a query's results before they are queued, so REQs sent
+// together by a client that does not read would each hold their results
+// at once (audit F06: 20 connections × 7 REQs took 1.3 GB). One at a time,
+// the next query waits until the previous REQ's events are queued, which
+// waits on the client reading them.
 func (c *conn) serveStored(ctx context.Context, subid string, filters []nostr.Filter) {
+	select {
+	case c.storedTurn <- struct{}{}:
+		defer func() { <-c.storedTurn }()
+	case <-ctx.Done():
+		return
+	}
 	prefix := appendEnvelope(nil, "EVENT", subid)
 	prefix = prefix[:len(prefix)-1] // `["EVENT","subid"`
 	for _, f := range filters {
