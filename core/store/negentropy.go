@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/dgraph-io/badger/v4"
 	"github.com/nbd-wtf/go-nostr"
@@ -18,8 +19,9 @@ import (
 // from disk in the background when the store opens: a snapshot transaction
 // is taken before the writer starts, every write the writer applies after
 // that is logged, and once the snapshot is read the log is replayed on top.
-// Until then, and for good if keeping it up to date ever fails, NEG-OPEN
-// falls back to the store query. The writer is the only one that changes
+// Until then a NEG-OPEN waits for it (usableSoon); if loading takes longer
+// than indexLoadWait, or for good if keeping it up to date ever fails,
+// NEG-OPEN falls back to the store query. The writer is the only one that changes
 // events, so it alone feeds the index (writer.apply), after each write is
 // applied and before its batch is synced, as the store's own queries see it.
 type negIndex struct {
@@ -111,12 +113,33 @@ func (n *negIndex) usable() bool {
 	return n.ready
 }
 
+// indexLoadWait is how long a NEG-OPEN arriving while the index loads
+// waits for it. Answering it from the store query instead decodes every
+// matching event per session, which is what a burst of sessions right
+// after a restart would cost (audit F07); loading takes well under a
+// second per 20,000 events.
+const indexLoadWait = time.Minute
+
+// usableSoon is usable, waiting up to indexLoadWait while the index loads.
+func (n *negIndex) usableSoon() bool {
+	if n.usable() {
+		return true
+	}
+	t := time.NewTimer(indexLoadWait)
+	defer t.Stop()
+	select {
+	case <-n.done: // loaded, failed or closed
+	case <-t.C:
+	}
+	return n.usable()
+}
+
 // NegentropyStorage answers a NEG-OPEN filter from the index: the sealed
 // (created_at, id) pairs of the matching events. ok is false when the index
-// cannot answer (PostgreSQL backend, index still loading, a filter it does
-// not cover); the caller then queries. err is ErrTooManyEvents past max.
+// cannot answer (PostgreSQL backend, index not loaded within indexLoadWait
+// or broken, a filter it does not cover); the caller then queries. err is ErrTooManyEvents past max.
 func (e *events) NegentropyStorage(f nostr.Filter, max int) (st negentropy.Storage, ok bool, err error) {
-	if e.direct || e.s.neg == nil || !e.s.neg.usable() {
+	if e.direct || e.s.neg == nil || !e.s.neg.usableSoon() {
 		return nil, false, nil
 	}
 	snap, ok, err := e.s.neg.ix.Select(f, max)

@@ -290,3 +290,36 @@ func TestNegentropyIndexRefusesTooMany(t *testing.T) {
 // smallNegLimit keeps the store query's per-session preallocation (one slot
 // per event a session may hold) small, so the comparisons run quickly.
 var smallNegLimit = config.Limits{NegentropyMaxEvents: 5000}
+
+// F07: a NEG-OPEN that arrives while the index is still loading after a
+// restart waits for it and is answered from it, instead of decoding every
+// event of the store for that session.
+func TestNegentropyIndexWaitedForRightAfterOpen(t *testing.T) {
+	dir := t.TempDir()
+	s, err := New(Options{Dir: dir, UnsafeNoSync: true, Limits: smallNegLimit}, env.Env{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := newRandStore(11)
+	const n = 3000
+	for range n {
+		evt := g.event(1000)
+		evt.Kind = 1
+		mustSave(t, s.Events(), evt)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s, err = New(Options{Dir: dir, UnsafeNoSync: true, Limits: smallNegLimit}, env.Env{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	st, ok, err := s.Events().(*events).NegentropyStorage(nostr.Filter{}, n)
+	if !ok || err != nil {
+		t.Fatalf("NEG-OPEN right after open: answered from the index %v, err %v; want it answered once the index loads", ok, err)
+	}
+	if st.Size() != n {
+		t.Fatalf("the index answered %d events, want %d", st.Size(), n)
+	}
+}
