@@ -278,7 +278,7 @@ func defaultLimits() Limits {
 		// not.
 		MaxInflightEventBytes: 64 << 20,
 		// Eight connections' worth of max_pending_outbound_bytes.
-		MaxTotalOutboundBytes: 256 << 20,
+		MaxTotalOutboundBytes: 64 << 20,
 	}
 }
 
