@@ -426,6 +426,10 @@ func ReadManifest(src string) (Manifest, error) {
 // (store.Restore).
 // A restore that fails half-way removes what it wrote.
 func Restore(src, dataDir string, load func(r io.Reader) error) (Manifest, error) {
+	// src may be a link to the backup (deploy/backup.sh's DIR/latest).
+	if real, err := filepath.EvalSymlinks(src); err == nil {
+		src = real
+	}
 	m, err := ReadManifest(src)
 	if err != nil {
 		return m, err
