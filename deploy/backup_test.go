@@ -175,7 +175,9 @@ func TestBackupWhileServing(t *testing.T) {
 	stop := make(chan struct{})
 	issuesDone, pushesDone := make(chan error, 1), make(chan error, 1)
 	go func() { issuesDone <- issues.run(ctx, pub, k, "kept", stop) }()
-	go func() { pushesDone <- pushes.run(ctx, pushRelay, k, "busy", busyDir, cloneURL(public, k, "busy"), busyState.CreatedAt, stop) }()
+	go func() {
+		pushesDone <- pushes.run(ctx, pushRelay, k, "busy", busyDir, cloneURL(public, k, "busy"), busyState.CreatedAt, stop)
+	}()
 	running := func() error {
 		select {
 		case err := <-issuesDone:
