@@ -66,16 +66,22 @@ func (p *publisher) run(ctx context.Context, relay *relayConn, k key, d string, 
 }
 
 // pusher keeps moving main of a repository: a new commit, its signed state
-// (OK true), then the push. It remembers every commit a state named.
+// (OK true), then the push. It remembers every commit a state named, with
+// its place in that order.
 type pusher struct {
 	mu     sync.Mutex
-	states map[string]bool
+	states map[string]int
 	pushes int
 }
 
 func (p *pusher) count() int { p.mu.Lock(); defer p.mu.Unlock(); return p.pushes }
 
-func (p *pusher) stated(sha string) bool { p.mu.Lock(); defer p.mu.Unlock(); return p.states[sha] }
+func (p *pusher) stated(sha string) (int, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	n, ok := p.states[sha]
+	return n, ok
+}
 
 func (p *pusher) run(ctx context.Context, relay *relayConn, k key, d, dir, url string, last nostr.Timestamp, stop <-chan struct{}) error {
 	env := gitEnv(dir, "")
@@ -107,7 +113,7 @@ func (p *pusher) run(ctx context.Context, relay *relayConn, k key, d, dir, url s
 			return err
 		}
 		p.mu.Lock()
-		p.states[sha] = true
+		p.states[sha] = len(p.states)
 		p.mu.Unlock()
 		if ok, msg, err := relay.publish(ctx, st); err != nil || !ok {
 			return fmt.Errorf("state %d: ok=%v %q %v", i, ok, msg, err)
@@ -142,9 +148,19 @@ func TestBackupWhileServing(t *testing.T) {
 	data := filepath.Join(t.TempDir(), "data")
 	g := startGrasp(t, fmt.Sprintf("127.0.0.1:%d", port), public, data, "")
 
-	// Two repositories: "kept" pushed once, "busy" pushed throughout.
+	// Two repositories: "archive" pushed once, "busy" pushed throughout.
+	// The archive holds 16 MiB that does not compress and is copied first
+	// (by identifier), so pushes to busy land while a backup runs, and a
+	// backup that dumped the store before copying the repositories would
+	// restore busy's refs ahead of its stored state.
 	k := newKey(t)
-	keptDir, keptSHA := smallRepo(t)
+	archiveDir, _ := smallRepo(t)
+	if err := writeRandom(filepath.Join(archiveDir, "blob"), 16<<20); err != nil {
+		t.Fatal(err)
+	}
+	mustGit(t, archiveDir, gitEnv(archiveDir, ""), "add", "blob")
+	mustGit(t, archiveDir, gitEnv(archiveDir, ""), "commit", "-q", "-m", "blob")
+	archiveSHA := mustGit(t, archiveDir, gitEnv(archiveDir, ""), "rev-parse", "HEAD")
 	busyDir, busySHA := smallRepo(t)
 	pub, err := dialRelay(ctx, relayURL, nil)
 	if err != nil {
@@ -153,14 +169,14 @@ func TestBackupWhileServing(t *testing.T) {
 	defer pub.close()
 	busyState := k.state(t, "busy", busySHA)
 	for _, evt := range []*nostr.Event{
-		k.announcement(t, public, relayURL, "kept"), k.state(t, "kept", keptSHA),
+		k.announcement(t, public, relayURL, "archive"), k.state(t, "archive", archiveSHA),
 		k.announcement(t, public, relayURL, "busy"), busyState,
 	} {
 		if ok, msg, err := pub.publish(ctx, evt); err != nil || !ok {
 			t.Fatalf("publish kind %d: %v %q %v", evt.Kind, ok, msg, err)
 		}
 	}
-	mustGit(t, keptDir, gitEnv(keptDir, ""), "push", cloneURL(public, k, "kept"), "main:refs/heads/main")
+	mustGit(t, archiveDir, gitEnv(archiveDir, ""), "push", cloneURL(public, k, "archive"), "main:refs/heads/main")
 	mustGit(t, busyDir, gitEnv(busyDir, ""), "push", cloneURL(public, k, "busy"), "main:refs/heads/main")
 
 	// Issues and pushes go on before, during and after the backup, each on
@@ -171,10 +187,10 @@ func TestBackupWhileServing(t *testing.T) {
 	}
 	defer pushRelay.close()
 	issues := &publisher{}
-	pushes := &pusher{states: map[string]bool{keptSHA: true, busySHA: true}}
+	pushes := &pusher{states: map[string]int{archiveSHA: 0, busySHA: 0}}
 	stop := make(chan struct{})
 	issuesDone, pushesDone := make(chan error, 1), make(chan error, 1)
-	go func() { issuesDone <- issues.run(ctx, pub, k, "kept", stop) }()
+	go func() { issuesDone <- issues.run(ctx, pub, k, "archive", stop) }()
 	go func() {
 		pushesDone <- pushes.run(ctx, pushRelay, k, "busy", busyDir, cloneURL(public, k, "busy"), busyState.CreatedAt, stop)
 	}()
@@ -192,22 +208,32 @@ func TestBackupWhileServing(t *testing.T) {
 		return issues.count() >= 20 && pushes.count() >= 2, running()
 	})
 
-	// Every OK read so far was sent before the backup began.
-	beforeBackup := issues.ids()
-	pushesBefore := pushes.count()
+	// Three backups in a row, as cron would take them, keeping two; the
+	// last is restored.
 	dir := filepath.Join(t.TempDir(), "backups")
-	cmd := exec.CommandContext(ctx, "bash", filepath.Join(repoRoot, "deploy/backup.sh"),
-		"--grasp", graspBinary(t), graspConfigFor(t, g), dir)
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("backup.sh: %v\n%s", err, out)
+	var beforeBackup []string
+	var pushesBefore, issuesAfter, pushesAfter int
+	for range 3 {
+		// Every OK read so far was sent before the backup began.
+		beforeBackup, pushesBefore = issues.ids(), pushes.count()
+		cmd := exec.CommandContext(ctx, "bash", filepath.Join(repoRoot, "deploy/backup.sh"),
+			"--keep", "2", "--grasp", graspBinary(t), graspConfigFor(t, g), dir)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("backup.sh: %v\n%s", err, out)
+		}
+		lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+		if !strings.HasPrefix(lines[len(lines)-1], "backup: done, "+dir+"/grasp-") {
+			t.Fatalf("backup.sh output:\n%s", out)
+		}
+		issuesAfter, pushesAfter = issues.count(), pushes.count()
+		t.Logf("backup taken while %d issues and %d pushes were acknowledged (%d and %d before it)",
+			issuesAfter-len(beforeBackup), pushesAfter-pushesBefore, len(beforeBackup), pushesBefore)
 	}
-	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
-	if !strings.HasPrefix(lines[len(lines)-1], "backup: done, "+dir+"/grasp-") {
-		t.Fatalf("backup.sh output:\n%s", out)
+	if gens, err := filepath.Glob(filepath.Join(dir, "grasp-*")); err != nil || len(gens) != 2 {
+		t.Errorf("backup.sh --keep 2 left %v, %v", gens, err)
 	}
-	// The server carries on: more issues and pushes after the backup.
-	issuesAfter, pushesAfter := issues.count(), pushes.count()
+	// The server carries on: more issues and pushes after the backups.
 	waitFor(t, "an issue and a push acknowledged after the backup", func() (bool, error) {
 		return issues.count() > issuesAfter && pushes.count() > pushesAfter, running()
 	})
@@ -219,8 +245,6 @@ func TestBackupWhileServing(t *testing.T) {
 		t.Fatal(err)
 	}
 	g.stop(t)
-	t.Logf("backup taken while %d issues and %d pushes were acknowledged (%d and %d before it)",
-		issuesAfter-len(beforeBackup), pushesAfter-pushesBefore, len(beforeBackup), pushesBefore)
 
 	// Restore as docs/operations.md says, into a fresh data dir.
 	restored := filepath.Join(t.TempDir(), "restored")
@@ -231,7 +255,7 @@ func TestBackupWhileServing(t *testing.T) {
 
 	// The same with the server stopped: --offline reads the data dir.
 	g2.stop(t)
-	cmd = exec.CommandContext(ctx, "bash", filepath.Join(repoRoot, "deploy/backup.sh"),
+	cmd := exec.CommandContext(ctx, "bash", filepath.Join(repoRoot, "deploy/backup.sh"),
 		"--offline", "--grasp", graspBinary(t), graspConfigFor(t, g2), dir)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("backup.sh --offline: %v\n%s", err, out)
@@ -284,6 +308,7 @@ func checkRestored(ctx context.Context, t *testing.T, data, public string, k key
 	}
 	for _, repo := range repos {
 		env := gitEnv(t.TempDir(), "")
+		name := strings.TrimSuffix(filepath.Base(repo), ".git")
 		if out, err := git(repo, env, "fsck", "--no-dangling", "--no-progress"); err != nil || out != "" {
 			t.Errorf("git fsck %s: %v\n%s", repo, err, out)
 		}
@@ -293,12 +318,29 @@ func checkRestored(ctx context.Context, t *testing.T, data, public string, k key
 		}
 		for _, l := range strings.Split(refs, "\n") {
 			sha, ref, _ := strings.Cut(l, " ")
-			if !pushes.stated(sha) {
+			if _, ok := pushes.stated(sha); !ok {
 				t.Errorf("%s: %s is %s, which no signed state named", repo, ref, sha)
 			}
 		}
+		// The store was dumped after the repositories were copied: the
+		// state it holds is the one the refs match or a later one.
+		_, st, err := r.subscribe(ctx, nostr.Filter{Authors: []string{k.pk}, Kinds: []int{30618}, Tags: nostr.TagMap{"d": {name}}})
+		if err != nil || len(st) != 1 {
+			t.Fatalf("%s: restored state of %s: %d events, %v", data, name, len(st), err)
+		}
+		var main string
+		if tag := st[0].Tags.Find("refs/heads/main"); len(tag) > 1 {
+			main = tag[1]
+		}
+		stored, ok := pushes.stated(main)
+		if !ok {
+			t.Errorf("%s: the restored state of %s names main %q, which the test never published", data, name, main)
+		}
+		onDisk, _ := pushes.stated(mustGit(t, repo, env, "rev-parse", "main"))
+		if stored < onDisk {
+			t.Errorf("%s: the restored state of %s is older (push %d) than its refs (push %d)", data, name, stored, onDisk)
+		}
 		// What the restored server serves is what is on disk.
-		name := strings.TrimSuffix(filepath.Base(repo), ".git")
 		url := fmt.Sprintf("http://%s/%s/%s.git", g.Addr, filepath.Base(filepath.Dir(repo)), name)
 		if got := mustGit(t, t.TempDir(), env, "ls-remote", url, "refs/heads/main"); !strings.HasPrefix(got, mustGit(t, repo, env, "rev-parse", "main")) {
 			t.Errorf("restored %s: served main %q differs from the one on disk", name, got)

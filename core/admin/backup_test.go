@@ -64,9 +64,15 @@ func TestBackupRoundTrip(t *testing.T) {
 		dump[i] = byte(rand.IntN(256))
 	}
 	clk := clock.NewFake(time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC))
+	// The store is dumped after the repositories are copied, so no copied
+	// ref is newer than the state the dump holds.
+	var order []string
 	src := BackupSources{DataDir: data, Backend: "badger", Online: true, Clock: clk,
-		Repos: func(ctx context.Context, fn func([]string) error) error { return fn(repos) },
-		Store: func(w io.Writer) error { _, err := w.Write(dump); return err },
+		Repos: func(ctx context.Context, fn func([]string) error) error {
+			order = append(order, "repos")
+			return fn(repos)
+		},
+		Store: func(w io.Writer) error { order = append(order, "store"); _, err := w.Write(dump); return err },
 	}
 	srv := httptest.NewServer(BackupHandler(func() BackupSources { return src }))
 	defer srv.Close()
@@ -82,6 +88,9 @@ func TestBackupRoundTrip(t *testing.T) {
 	m, err := ReceiveBackup(resp.Body, dest)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if strings.Join(order, " ") != "repos store" {
+		t.Errorf("backup read %v, want the repositories then the store", order)
 	}
 	if m.Repositories != 2 || m.StoreChunks != 3 || m.StoreBytes != int64(len(dump)) || m.DataDir != data || !m.Created.Equal(clk.Now()) {
 		t.Errorf("manifest = %+v", m)
