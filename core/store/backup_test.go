@@ -30,6 +30,9 @@ func TestBackupWhileOpenRestoresEveryEvent(t *testing.T) {
 		mustSave(t, s.Events(), evt)
 		ids = append(ids, evt.ID)
 	}
+	if err := s.Side().Put("purgatory", "held", []byte("entry"), 0); err != nil {
+		t.Fatal(err)
+	}
 	var dump bytes.Buffer
 	if err := s.Backup(&dump); err != nil {
 		t.Fatal(err)
@@ -52,6 +55,9 @@ func TestBackupWhileOpenRestoresEveryEvent(t *testing.T) {
 	}
 	if len(got) != len(ids) {
 		t.Errorf("restored %d of %d events", len(got), len(ids))
+	}
+	if v, ok, err := r.Side().Get("purgatory", "held"); err != nil || !ok || string(v) != "entry" {
+		t.Errorf("restored side table: %q %v %v", v, ok, err)
 	}
 	later := signed(t, testKey(0), 1, 1800000000, "after the restore")
 	mustSave(t, r.Events(), later)
