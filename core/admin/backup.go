@@ -297,7 +297,6 @@ func ReceiveBackup(r io.Reader, dest string) (Manifest, error) {
 	}
 	tr := tar.NewReader(r)
 	var got bool
-	dirs := map[string]bool{}
 	for {
 		hdr, err := tr.Next()
 		if err == io.EOF {
@@ -322,11 +321,10 @@ func ReceiveBackup(r io.Reader, dest string) (Manifest, error) {
 			if err := os.MkdirAll(p, 0o755); err != nil {
 				return m, err
 			}
-			// Owner-writable until the end, so files can be added to it.
+			// Owner-writable, so files can be added to it.
 			if err := os.Chmod(p, fs.FileMode(hdr.Mode).Perm()|0o700); err != nil {
 				return m, err
 			}
-			dirs[filepath.Dir(p)] = true
 			continue
 		case hdr.Typeflag != tar.TypeReg:
 			return m, fmt.Errorf("backup stream: %q is not a file", name)
@@ -335,7 +333,6 @@ func ReceiveBackup(r io.Reader, dest string) (Manifest, error) {
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 			return m, err
 		}
-		dirs[filepath.Dir(p)] = true
 		if name == ManifestName {
 			b, err := io.ReadAll(io.LimitReader(tr, 1<<20))
 			if err != nil {
@@ -345,10 +342,15 @@ func ReceiveBackup(r io.Reader, dest string) (Manifest, error) {
 				return m, fmt.Errorf("backup manifest: %w", err)
 			}
 			// Written last, after everything it vouches for is on disk.
-			if err := syncDirs(dirs); err != nil {
+			// The files are synced here rather than one by one as they
+			// arrive: the server holds a repository's lock while it sends it.
+			if err := syncTree(dest); err != nil {
 				return m, err
 			}
-			if err := writeFileSync(p, b, 0o644); err != nil {
+			if err := writeFrom(p, bytes.NewReader(b), 0o644); err != nil {
+				return m, err
+			}
+			if err := syncTree(p); err != nil {
 				return m, err
 			}
 			got = true
@@ -361,7 +363,7 @@ func ReceiveBackup(r io.Reader, dest string) (Manifest, error) {
 	if !got {
 		return m, errors.New("the backup stream ended before its manifest: incomplete")
 	}
-	return m, syncDirs(map[string]bool{dest: true})
+	return m, syncTree(dest)
 }
 
 func writeFrom(p string, r io.Reader, mode fs.FileMode) error {
@@ -370,9 +372,6 @@ func writeFrom(p string, r io.Reader, mode fs.FileMode) error {
 		return err
 	}
 	_, err = io.Copy(f, r)
-	if err == nil {
-		err = f.Sync()
-	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
@@ -382,21 +381,30 @@ func writeFrom(p string, r io.Reader, mode fs.FileMode) error {
 	return err
 }
 
-func writeFileSync(p string, b []byte, mode fs.FileMode) error {
-	return writeFrom(p, bytes.NewReader(b), mode)
-}
-
-func syncDirs(dirs map[string]bool) error {
-	for d := range dirs {
-		f, err := os.Open(d)
+// syncTree fsyncs every file and directory under root (root itself when it
+// is a file, and its parent directory).
+func syncTree(root string) error {
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
-		err = f.Sync()
-		f.Close()
-		if err != nil {
-			return fmt.Errorf("sync %s: %w", d, err)
-		}
+		return syncPath(p)
+	})
+	if err != nil {
+		return err
+	}
+	return syncPath(filepath.Dir(root))
+}
+
+func syncPath(p string) error {
+	f, err := os.Open(p)
+	if err != nil {
+		return err
+	}
+	err = f.Sync()
+	f.Close()
+	if err != nil {
+		return fmt.Errorf("sync %s: %w", p, err)
 	}
 	return nil
 }
@@ -510,5 +518,5 @@ func restore(src, dataDir string, m Manifest, load func(r io.Reader) error) (Man
 			return m, fmt.Errorf("restore: rebase alternates: %w", err)
 		}
 	}
-	return m, nil
+	return m, syncTree(dataDir)
 }
