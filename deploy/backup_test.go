@@ -244,6 +244,14 @@ func TestBackupWhileServing(t *testing.T) {
 	if err := <-pushesDone; err != nil {
 		t.Fatal(err)
 	}
+	// --offline is for a stopped server: with this one running it refuses.
+	offDest := filepath.Join(t.TempDir(), "offline")
+	if out, err := exec.Command(graspBinary(t), "admin", "backup", "--offline", "--config", graspConfigFor(t, g), offDest).CombinedOutput(); err == nil || !strings.Contains(string(out), "is the server running?") {
+		t.Errorf("backup --offline of a running server: %v %s", err, out)
+	}
+	if _, err := os.Stat(offDest); !os.IsNotExist(err) {
+		t.Errorf("the refused offline backup left %s: %v", offDest, err)
+	}
 	g.stop(t)
 
 	// Restore as docs/operations.md says, into a fresh data dir.

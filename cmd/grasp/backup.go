@@ -141,15 +141,24 @@ func backupOffline(ctx context.Context, cfg config.Config, dest string) (admin.M
 	}
 	opts := server.StoreOptions(cfg)
 	opts.Dir = data
+	// Opened first: it fails while a server runs, and keeps one from
+	// starting until the backup is done.
+	st, err := store.OpenClosed(opts, e)
+	if err != nil {
+		return admin.Manifest{}, err
+	}
+	defer st.Close()
 	pr, pw := io.Pipe()
+	written := make(chan struct{})
 	go func() {
+		defer close(written)
 		pw.CloseWithError(admin.WriteBackup(ctx, pw, admin.BackupSources{
-			DataDir: data, Backend: cfg.Store.Backend, Repos: repos.EachLocked,
-			Store: func(w io.Writer) error { return store.BackupClosed(opts, e, w) },
+			DataDir: data, Backend: cfg.Store.Backend, Repos: repos.EachLocked, Store: st.Backup,
 		}))
 	}()
 	m, err := admin.ReceiveBackup(pr, dest)
 	pr.CloseWithError(errors.New("backup: receiver stopped"))
+	<-written // before the store closes under it
 	return m, err
 }
 

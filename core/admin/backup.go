@@ -73,7 +73,7 @@ type BackupSources struct {
 	// Repos calls fn with each group of repository directories while
 	// nothing writes them (git.Repos.EachLocked).
 	Repos func(ctx context.Context, fn func(dirs []string) error) error
-	// Store writes the badger dump (store.Store.Backup, store.BackupClosed).
+	// Store writes the badger dump (store.Store.Backup, store.Closed.Backup).
 	Store func(w io.Writer) error
 	Clock clock.Clock
 }

@@ -28,23 +28,32 @@ func (s *Store) Backup(w io.Writer) error {
 	return nil
 }
 
-// BackupClosed writes the same dump as Store.Backup from the database under
-// opts.Dir when no server has it open. A running server holds badger's
-// directory lock, so this fails instead of reading files that change.
-func BackupClosed(opts Options, e env.Env, w io.Writer) error {
+// Closed is the database under a data dir no server has open, opened for
+// `grasp admin backup --offline`. It holds badger's directory lock until
+// Close, so no server starts on the data dir meanwhile.
+type Closed struct{ db *badger.DB }
+
+// OpenClosed opens the database under opts.Dir. A running server holds
+// badger's directory lock, so this fails ("is the server running?")
+// instead of reading files that change.
+func OpenClosed(opts Options, e env.Env) (*Closed, error) {
 	db, err := openRaw(opts, e, false)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	_, berr := db.Backup(w, 0)
-	if cerr := db.Close(); berr == nil && cerr != nil {
-		berr = cerr
-	}
-	if berr != nil {
-		return fmt.Errorf("store: backup: %w", berr)
+	return &Closed{db: db}, nil
+}
+
+// Backup writes the same dump as Store.Backup.
+func (c *Closed) Backup(w io.Writer) error {
+	if _, err := c.db.Backup(w, 0); err != nil {
+		return fmt.Errorf("store: backup: %w", err)
 	}
 	return nil
 }
+
+// Close releases the database.
+func (c *Closed) Close() error { return c.db.Close() }
 
 // Restore loads a dump written by Backup into a new database under
 // opts.Dir, whose store directory must not exist or be empty.

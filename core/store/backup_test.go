@@ -15,7 +15,7 @@ import (
 
 // TestBackupWhileOpenRestoresEveryEvent: a dump taken while the store is
 // open holds every event saved before it, restores into a new data dir
-// whose store opens and takes new events, and BackupClosed refuses a store
+// whose store opens and takes new events, and OpenClosed refuses a store
 // a server holds open.
 func TestBackupWhileOpenRestoresEveryEvent(t *testing.T) {
 	ctx := context.Background()
@@ -37,8 +37,11 @@ func TestBackupWhileOpenRestoresEveryEvent(t *testing.T) {
 	if err := s.Backup(&dump); err != nil {
 		t.Fatal(err)
 	}
-	if err := BackupClosed(Options{Dir: s.opts.Dir}, env.Env{}, &bytes.Buffer{}); err == nil || !strings.Contains(err.Error(), "is the server running?") {
-		t.Errorf("BackupClosed of an open store: %v", err)
+	if c, err := OpenClosed(Options{Dir: s.opts.Dir}, env.Env{}); err == nil || !strings.Contains(err.Error(), "is the server running?") {
+		t.Errorf("OpenClosed of an open store: %v", err)
+		if c != nil {
+			c.Close()
+		}
 	}
 
 	dir := t.TempDir()
@@ -71,9 +74,9 @@ func TestBackupWhileOpenRestoresEveryEvent(t *testing.T) {
 	}
 }
 
-// TestBackupClosedReadsAStoppedStore: with no server, the dump is read from
+// TestOpenClosedReadsAStoppedStore: with no server, the dump is read from
 // the files and restores every event.
-func TestBackupClosedReadsAStoppedStore(t *testing.T) {
+func TestOpenClosedReadsAStoppedStore(t *testing.T) {
 	dir := t.TempDir()
 	s, err := New(Options{Dir: dir}, env.Env{})
 	if err != nil {
@@ -84,8 +87,20 @@ func TestBackupClosedReadsAStoppedStore(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
+	c, err := OpenClosed(Options{Dir: dir}, env.Env{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// While it is open for the backup, no server can open the store.
+	if s2, err := New(Options{Dir: dir}, env.Env{}); err == nil {
+		s2.Close()
+		t.Error("a server opened the store during an offline backup")
+	}
 	var dump bytes.Buffer
-	if err := BackupClosed(Options{Dir: dir}, env.Env{}, &dump); err != nil {
+	if err := c.Backup(&dump); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Close(); err != nil {
 		t.Fatal(err)
 	}
 	to := t.TempDir()
@@ -96,8 +111,8 @@ func TestBackupClosedReadsAStoppedStore(t *testing.T) {
 	if got := query(t, context.Background(), r.Events(), nostr.Filter{IDs: []string{evt.ID}}); len(got) != 1 {
 		t.Errorf("restored %d events, want 1", len(got))
 	}
-	if err := BackupClosed(Options{Dir: filepath.Join(t.TempDir(), "none")}, env.Env{}, &dump); err == nil || !strings.Contains(err.Error(), "no database") {
-		t.Errorf("BackupClosed without a store: %v", err)
+	if _, err := OpenClosed(Options{Dir: filepath.Join(t.TempDir(), "none")}, env.Env{}); err == nil || !strings.Contains(err.Error(), "no database") {
+		t.Errorf("OpenClosed without a store: %v", err)
 	}
 	if _, err := os.Stat(filepath.Join(to, "store", "MANIFEST")); err != nil {
 		t.Errorf("restored store: %v", err)
