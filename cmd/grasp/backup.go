@@ -135,10 +135,6 @@ func backupOffline(ctx context.Context, cfg config.Config, dest string) (admin.M
 	}
 	e := env.Env{}.OrDefaults()
 	e.Log = e.Log.Named("backup")
-	repos, err := git.NewRepos(git.RepoOptions{Root: filepath.Join(data, "git")}, e)
-	if err != nil {
-		return admin.Manifest{}, err
-	}
 	opts := server.StoreOptions(cfg)
 	opts.Dir = data
 	// Opened first: it fails while a server runs, and keeps one from
@@ -148,6 +144,10 @@ func backupOffline(ctx context.Context, cfg config.Config, dest string) (admin.M
 		return admin.Manifest{}, err
 	}
 	defer st.Close()
+	repos, err := git.NewRepos(git.RepoOptions{Root: filepath.Join(data, "git")}, e)
+	if err != nil {
+		return admin.Manifest{}, err
+	}
 	pr, pw := io.Pipe()
 	written := make(chan struct{})
 	go func() {
