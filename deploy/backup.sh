@@ -1,109 +1,64 @@
 #!/usr/bin/env bash
-# Back up a serving grasp's data dir (docs/operations.md, "Backups"):
+# Back up a serving grasp (docs/operations.md, "Backups"):
 #
-#   deploy/backup.sh --unit grasp /var/lib/grasp /srv/backup/grasp     under systemd
-#   deploy/backup.sh --pid 1234   ./data         /srv/backup/grasp     any other way
+#   deploy/backup.sh /etc/grasp/grasp.toml /srv/backup/grasp
+#   deploy/backup.sh --keep 14 --grasp /usr/local/bin/grasp /etc/grasp/grasp.toml /srv/backup/grasp
 #
-# DEST is a directory this script keeps in step with the data dir; run it again to
-# refresh it (only what changed is copied). Needs rsync.
+# Each run asks the running server (grasp admin backup, over its loopback
+# metrics listener) for a consistent backup while it serves, written into
+# DIR/grasp-<UTC time>; DIR/latest then points at it, and only the newest
+# --keep (default 7) are kept. grasp copies each repository under its lock and
+# then dumps the store at one instant: the backup holds every event
+# acknowledged with OK true before the run began and every completed push.
+# Nothing is paused; a push to a repository waits while that repository is
+# copied.
 #
-# Pass 1 copies the data dir while grasp serves. Pass 2 pauses grasp and the git
-# processes it runs (SIGSTOP to the unit's cgroup, or to the process group of
-# --pid), copies what changed since pass 1 began, and resumes them (SIGCONT), also
-# when this script fails or is interrupted. The copy is then exactly what a power
-# cut at the pause would have left on disk, which grasp recovers from: every event
-# acknowledged with OK true before the pause, every completed push, and a badger
-# store that opens. Clients only notice a pause of pass 2's length (the files
-# written since pass 1, plus badger's write-ahead log and value-log files).
+# With the server stopped, pass --offline: the data dir is then read directly.
 #
-# Restore: stop grasp, replace the data dir by a copy of DEST (rsync -a --delete
-# DEST/ /var/lib/grasp/, then chown -R grasp:grasp for the unit), start grasp.
-# With store.backend = "postgres" the events live in PostgreSQL: back it up with
-# pg_dump as well; this script still covers the git repositories and side tables.
+# Restore: stop grasp, then
+#   grasp admin restore --config /etc/grasp/grasp.toml DIR/latest NEW_DATA_DIR
+# (NEW_DATA_DIR new or empty), point server.data_dir at it (or move it into
+# place), chown -R grasp:grasp it for the unit, start grasp.
+# With store.backend = "postgres" the events live in PostgreSQL: back them up
+# with pg_dump as well; this script still covers the repositories and the
+# side tables.
 set -euo pipefail
 
-usage() { echo "usage: $0 (--unit NAME | --pid PID) DATA_DIR DEST" >&2; exit 2; }
-[ $# = 4 ] || usage
-mode=$1 target=$2 src=${3%/} dst=${4%/}
-case $mode in --unit | --pid) ;; *) usage ;; esac
-command -v rsync >/dev/null || { echo "backup: rsync not found (apt-get install rsync)" >&2; exit 1; }
-[ -d "$src/store" ] || { echo "backup: $src is not a grasp data dir (no store/)" >&2; exit 1; }
-case "$(realpath -m "$dst")/" in "$(realpath "$src")"/*) echo "backup: DEST must not be inside the data dir" >&2; exit 1 ;; esac
-mkdir -p "$dst"
+usage() { echo "usage: $0 [--keep N] [--grasp PATH] [--offline] CONFIG DIR" >&2; exit 2; }
+keep=7 grasp=grasp offline=()
+while [ $# -gt 2 ]; do
+  case $1 in
+    --keep) [ $# -gt 3 ] || usage; keep=$2; shift 2 ;;
+    --grasp) [ $# -gt 3 ] || usage; grasp=$2; shift 2 ;;
+    --offline) offline=(--offline); shift ;;
+    *) usage ;;
+  esac
+done
+[ $# = 2 ] || usage
+config=$1 dir=${2%/}
+case $keep in '' | *[!0-9]* | 0) echo "backup: --keep wants a positive number" >&2; exit 2 ;; esac
+command -v "$grasp" >/dev/null || { echo "backup: $grasp not found (pass --grasp PATH)" >&2; exit 1; }
+[ -r "$config" ] || { echo "backup: cannot read $config" >&2; exit 1; }
+mkdir -p "$dir"
 
-# pids lists every process to pause: the unit's cgroup, or the process group.
-pids() {
-  if [ "$mode" = --unit ]; then
-    local cg
-    cg=$(systemctl show --property=ControlGroup --value "$target")
-    [ -n "$cg" ] || { echo "backup: unit $target is not running" >&2; return 1; }
-    cat "/sys/fs/cgroup$cg/cgroup.procs"
-  else
-    local pgid
-    pgid=$(ps -o pgid= -p "$target" | tr -d ' ')
-    [ -n "$pgid" ] || { echo "backup: no process $target" >&2; return 1; }
-    [ "$pgid" != "$(ps -o pgid= -p $$ | tr -d ' ')" ] || { echo "backup: grasp runs in this script's process group; start it in its own" >&2; return 1; }
-    pgrep -g "$pgid"
-  fi
-}
+started=$(date -u +%Y-%m-%dT%H:%M:%SZ)
+name=grasp-$(date -u +%Y%m%dT%H%M%SZ)
+# Two runs within a second get -2, -3, ... (which sort after the first).
+n=1 base=$name
+while [ -e "$dir/$name" ]; do n=$((n + 1)) name=$base-$n; done
+partial=$dir/.$name.partial
+rm -rf "$partial"
+trap 'rm -rf "$partial"' EXIT
+echo "backup: asking grasp for a backup into $dir/$name"
+"$grasp" admin backup --config "$config" "${offline[@]}" "$partial"
+mv "$partial" "$dir/$name"
+ln -sfn "$name" "$dir/latest.tmp"
+mv -T "$dir/latest.tmp" "$dir/latest"
 
-signal() {
-  if [ "$mode" = --unit ]; then
-    systemctl kill --signal="$1" "$target"
-  else
-    kill -s "$1" -- "-$(ps -o pgid= -p "$target" | tr -d ' ')"
-  fi
-}
-
-# stopped waits until every thread of every process is in the stopped state:
-# kill returns before a running thread on another CPU has stopped.
-stopped() {
-  local i pid task state
-  for i in $(seq 1 200); do
-    state=T
-    for pid in $(pids); do
-      for task in /proc/"$pid"/task/*/stat; do
-        [ -e "$task" ] || continue
-        case $(awk '{print $3}' "$task" 2>/dev/null) in T | t | "") ;; *) state=R ;; esac
-      done
-    done
-    [ $state = T ] && return 0
-    sleep 0.05
-  done
-  echo "backup: grasp did not stop within 10 s" >&2
-  return 1
-}
-
-marker=$(mktemp)
-trap 'rm -f "$marker"' EXIT
-# Everything modified from a minute before pass 1 on is copied again while
-# paused: rsync's size-and-mtime check misses a same-size rewrite within the
-# same second (a git ref), and badger writes some files through mmap, which
-# does not always move their mtime.
-touch -d '-1 minute' "$marker"
-
-pids >/dev/null
-echo "backup: pass 1, copying $src while grasp serves"
-rsync -a --sparse --delete "$src/" "$dst/"
-
-paused=0
-resume() {
-  if [ $paused = 1 ]; then
-    signal CONT || true
-    paused=0
-    echo "backup: resumed"
-  fi
-}
-trap 'resume; rm -f "$marker"' EXIT
-trap 'exit 130' INT TERM
-
-signal STOP
-paused=1
-stopped
-echo "backup: paused"
-rsync -a --sparse --delete "$src/" "$dst/"
-(cd "$src" && find . -type f \( -newer "$marker" -o \( -path './store/*' ! -name '*.sst' \) \) -print0) |
-  rsync -a --sparse --ignore-times --from0 --files-from=- "$src/" "$dst/"
-resume
-sync -f "$dst"
-echo "backup: done, $dst holds the data dir as of the pause"
+# Older generations beyond --keep, oldest first (the names sort by time).
+mapfile -t gens < <(find "$dir" -mindepth 1 -maxdepth 1 -type d -name 'grasp-*' -printf '%f\n' | sort)
+for ((i = 0; i < ${#gens[@]} - keep; i++)); do
+  rm -rf "${dir:?}/${gens[i]}"
+  echo "backup: removed the old ${gens[i]}"
+done
+echo "backup: done, $dir/$name holds the data dir as of $started"

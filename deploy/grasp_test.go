@@ -62,8 +62,8 @@ format = "json"
 	p.cmd = exec.Command(graspBinary(t), "serve", "--config", cfg)
 	p.cmd.Dir = dir
 	p.cmd.Stdout, p.cmd.Stderr = logf, logf
-	// Its own process group: the backup script pauses grasp and the git
-	// processes it runs together, as systemd's cgroup would.
+	// Its own process group, as systemd's cgroup would hold grasp and the
+	// git processes it runs.
 	p.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := p.cmd.Start(); err != nil {
 		t.Fatalf("start grasp: %v", err)
@@ -104,7 +104,6 @@ func (p *graspProc) stop(t testing.TB) {
 	if p.exited() {
 		return
 	}
-	p.cmd.Process.Signal(syscall.SIGCONT) // in case a backup paused it
 	p.cmd.Process.Signal(syscall.SIGTERM)
 	select {
 	case <-p.done:

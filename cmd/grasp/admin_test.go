@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -119,5 +120,45 @@ func TestAdminIntegrityCheckRepairsMovedRefs(t *testing.T) {
 	// The unannounced repo is reported, never deleted or guessed at.
 	if code, out := check("--repair"); code != 1 || !strings.Contains(out, "PROBLEM 30617:"+ghostOwner.pk+":ghost no-announcement") {
 		t.Errorf("integrity-check --repair with an unannounced repo = %d\n%s", code, out)
+	}
+}
+
+// TestAdminBackupRefusals: `grasp admin backup` names why it cannot back up
+// (no server answering, metrics off, a DEST that holds files or lies in the
+// data dir, --offline without a data dir) and leaves nothing behind.
+func TestAdminBackupRefusals(t *testing.T) {
+	in := newInstance(t, fmt.Sprintf("[metrics]\nenabled = true\nlisten = \"127.0.0.1:%d\"\n", freePort(t)))
+	if err := os.MkdirAll(in.DataDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	dest := filepath.Join(t.TempDir(), "backup")
+	full := t.TempDir()
+	if err := os.WriteFile(filepath.Join(full, "keep"), []byte("mine"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	off := newInstance(t, "")
+	for _, c := range []struct {
+		name string
+		args []string
+		code int
+		want string
+	}{
+		{"no server", []string{"--config", in.Config, dest}, 1, "is the server running?"},
+		{"metrics off", []string{"--config", off.Config, dest}, 1, "metrics.enabled is false"},
+		{"DEST not empty", []string{"--config", in.Config, full}, 1, "not empty"},
+		{"DEST in the data dir", []string{"--config", in.Config, filepath.Join(in.DataDir, "b")}, 1, "inside the data dir"},
+		{"offline without a store", []string{"--config", in.Config, "--offline", dest}, 1, "is not a grasp data dir"},
+		{"no DEST", []string{"--config", in.Config}, 2, "usage: grasp admin backup"},
+	} {
+		code, _, errOut := runGrasp(t, t.TempDir(), nil, nil, append([]string{"admin", "backup"}, c.args...)...)
+		if code != c.code || !strings.Contains(errOut, c.want) {
+			t.Errorf("%s: exit %d %q, want %d and %q", c.name, code, errOut, c.code, c.want)
+		}
+	}
+	if _, err := os.Stat(dest); !os.IsNotExist(err) {
+		t.Errorf("a refused backup left %s: %v", dest, err)
+	}
+	if b, err := os.ReadFile(filepath.Join(full, "keep")); err != nil || string(b) != "mine" {
+		t.Errorf("a refused backup touched DEST's file: %q %v", b, err)
 	}
 }

@@ -6,6 +6,8 @@
 //	grasp plugin test --config grasp.toml      run a plugin chain over JSON lines on stdin
 //	grasp admin status [--config grasp.toml]    ask the running server for its status
 //	grasp admin integrity-check [--repair]       check (and realign) hosted repos against their states
+//	grasp admin backup [--offline] DEST          write a consistent backup of the data dir into DEST
+//	grasp admin restore SRC DATA_DIR             fill an empty data dir from a backup
 //	grasp scripts export DIR                   write the embedded stock plugins into DIR
 //	grasp version                              print version and commit
 package main
@@ -51,6 +53,11 @@ const usage = `usage:
   grasp admin status [--config FILE]   what the running server holds: repos, purgatory, sync relays, hunter
   grasp admin integrity-check [--config FILE] [--repair] [--repo 30617:HEX:D]
                                        every repo's refs against its signed state, alternates, announcements
+  grasp admin backup [--config FILE] [--offline] DEST
+                                       a consistent backup of the data dir into DEST (new or empty), taken by
+                                       the running server while it serves; --offline: the server is stopped
+  grasp admin restore [--config FILE] SRC DATA_DIR
+                                       fill DATA_DIR (new or empty; never a running server's) from backup SRC
   grasp scripts export DIR             write the stock plugins (scripts/*.js) into DIR
   grasp version                        print version and commit
 `
@@ -77,6 +84,10 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			return adminStatus(args[2:], stdout, stderr)
 		case len(args) >= 2 && args[1] == "integrity-check":
 			return adminIntegrity(args[2:], stdout, stderr)
+		case len(args) >= 2 && args[1] == "backup":
+			return adminBackup(args[2:], stdout, stderr)
+		case len(args) >= 2 && args[1] == "restore":
+			return adminRestore(args[2:], stdout, stderr)
 		}
 		fmt.Fprint(stderr, usage)
 		return 2

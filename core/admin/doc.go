@@ -8,6 +8,10 @@
 // own snapshots (git.Repos.List, purgatory entries, the sync manager's
 // snapshot and the health tracker, the hunter's stats).
 //
-// It writes nothing itself: a repair is hosting's alignment to the signed
-// state, asked for with POST.
+// It writes nothing of the data dir itself: a repair is hosting's alignment
+// to the signed state, asked for with POST. A backup (backup.go) is read by
+// the server and streamed to `grasp admin backup`, which writes the
+// destination: the repositories under their locks (git.Repos.EachLocked),
+// then the store's online dump (store.Store.Backup), then the manifest that
+// marks the backup complete. Restore writes only into an empty directory.
 package admin

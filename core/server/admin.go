@@ -18,6 +18,10 @@ func (s *Server) loopbackHandler() http.Handler {
 	mux.Handle(admin.IntegrityPath, admin.LoopbackOnly(admin.IntegrityHandler(func(r *http.Request, repair bool, only nip34.RepoRef) ([]hosting.Finding, error) {
 		return s.hosting.Integrity(r.Context(), repair, only)
 	})))
+	mux.Handle(admin.BackupPath, admin.LoopbackOnly(admin.BackupHandler(func() admin.BackupSources {
+		return admin.BackupSources{DataDir: s.cfg.Server.DataDir, Backend: s.cfg.Store.Backend, Online: true,
+			Repos: s.repos.EachLocked, Store: s.store.Backup, Clock: s.clk}
+	})))
 	mux.Handle("/", s.metrics.Handler())
 	return mux
 }

@@ -120,18 +120,24 @@ type Server struct {
 // its clock, logger and metrics registerer.
 func OpenStore(cfg config.Config, e env.Env) (*store.Store, error) {
 	e = e.OrDefaults()
-	st, err := store.New(store.Options{
+	st, err := store.New(StoreOptions(cfg), e.Named("store"))
+	if err != nil {
+		return nil, fmt.Errorf("open store: %w", err)
+	}
+	return st, nil
+}
+
+// StoreOptions are the store options cfg describes (also for `grasp admin
+// backup --offline` and `restore`, which open the database as serve does).
+func StoreOptions(cfg config.Config) store.Options {
+	return store.Options{
 		Dir:          cfg.Server.DataDir,
 		Backend:      cfg.Store.Backend,
 		PostgresURL:  cfg.Store.PostgresURL,
 		Limits:       cfg.Relay.Limits,
 		MemTableMB:   cfg.Store.MemtableMB,
 		BlockCacheMB: cfg.Store.BlockCacheMB,
-	}, e.Named("store"))
-	if err != nil {
-		return nil, fmt.Errorf("open store: %w", err)
 	}
-	return st, nil
 }
 
 // New builds every part on the store and registry of o; it does not listen

@@ -7,6 +7,7 @@
 package store
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -21,6 +22,7 @@ import (
 	"github.com/nbd-wtf/go-nostr"
 
 	"github.com/grasp-dev/grasp/core/config"
+	"github.com/grasp-dev/grasp/core/env"
 )
 
 // startPostgres initialises and starts a private cluster and returns its
@@ -103,6 +105,29 @@ func TestPostgresBackend(t *testing.T) {
 		got := query(t, context.Background(), s.Events(), nostr.Filter{Kinds: []int{30617}, Authors: []string{pk}})
 		if len(got) != 1 || got[0].CreatedAt != 2002 {
 			t.Fatalf("got %d versions, want only created_at 2002", len(got))
+		}
+	})
+	t.Run("backup holds the side tables, the events stay in PostgreSQL", func(t *testing.T) {
+		s := openPostgresTest(t, url, Options{})
+		evt := signed(t, testKey(2), 1, 1000, "in postgres")
+		mustSave(t, s.Events(), evt)
+		if err := s.Side().Put("health", "wss://relay.example", []byte("dead"), 0); err != nil {
+			t.Fatal(err)
+		}
+		var dump bytes.Buffer
+		if err := s.Backup(&dump); err != nil {
+			t.Fatal(err)
+		}
+		dir := t.TempDir()
+		if err := Restore(Options{Dir: dir}, env.Env{}, &dump); err != nil {
+			t.Fatal(err)
+		}
+		r := openTest(t, Options{Dir: dir})
+		if v, ok, err := r.Side().Get("health", "wss://relay.example"); err != nil || !ok || string(v) != "dead" {
+			t.Errorf("restored side table: %q %v %v", v, ok, err)
+		}
+		if got := query(t, context.Background(), r.Events(), nostr.Filter{IDs: []string{evt.ID}}); len(got) != 0 {
+			t.Errorf("the local dump holds %d events of the postgres backend", len(got))
 		}
 	})
 	t.Run("sync filters beyond the backend's default caps", func(t *testing.T) {

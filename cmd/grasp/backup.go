@@ -1,0 +1,204 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+
+	"github.com/grasp-dev/grasp/core/admin"
+	"github.com/grasp-dev/grasp/core/config"
+	"github.com/grasp-dev/grasp/core/env"
+	"github.com/grasp-dev/grasp/core/git"
+	"github.com/grasp-dev/grasp/core/server"
+	"github.com/grasp-dev/grasp/core/store"
+)
+
+// parseInterspersed parses fs's flags wherever they stand among the
+// positional arguments (grasp admin backup DEST --config FILE).
+func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		if fs.NArg() == 0 {
+			return pos, nil
+		}
+		pos = append(pos, fs.Arg(0))
+		args = fs.Args()[1:]
+	}
+}
+
+// adminBackup writes a consistent backup of the data dir into DEST (missing
+// or empty): by default taken by the running server while it serves, with
+// --offline read from the data dir of a stopped server.
+func adminBackup(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("admin backup", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	path := fs.String("config", "", "path to grasp.toml")
+	offline := fs.Bool("offline", false, "the server is stopped: read the data dir directly")
+	pos, err := parseInterspersed(fs, args)
+	if err != nil {
+		return 2
+	}
+	if len(pos) != 1 {
+		fmt.Fprintln(stderr, "usage: grasp admin backup [--config FILE] [--offline] DEST")
+		return 2
+	}
+	cfg, err := loadConfigFile(*path)
+	if err != nil {
+		fmt.Fprintf(stderr, "%v\n", err)
+		return 1
+	}
+	dest, err := filepath.Abs(pos[0])
+	if err != nil {
+		fmt.Fprintf(stderr, "grasp admin backup: %v\n", err)
+		return 1
+	}
+	if data, err := filepath.Abs(cfg.Server.DataDir); err == nil {
+		if rel, err := filepath.Rel(data, dest); err == nil && filepath.IsLocal(rel) || dest == data {
+			fmt.Fprintf(stderr, "grasp admin backup: %s is inside the data dir %s\n", dest, data)
+			return 1
+		}
+	}
+	if err := admin.EmptyDir(dest); err != nil {
+		fmt.Fprintf(stderr, "grasp admin backup: %v: back up into a new or empty directory\n", err)
+		return 1
+	}
+	_, statErr := os.Stat(dest)
+	existed := statErr == nil
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	var m admin.Manifest
+	if *offline {
+		m, err = backupOffline(ctx, cfg, dest)
+	} else {
+		m, err = backupOnline(ctx, cfg, dest)
+	}
+	if err != nil {
+		// Everything in dest is this run's: it was missing or empty.
+		if existed {
+			ents, _ := os.ReadDir(dest)
+			for _, e := range ents {
+				os.RemoveAll(filepath.Join(dest, e.Name()))
+			}
+		} else {
+			os.RemoveAll(dest)
+		}
+		fmt.Fprintf(stderr, "grasp admin backup: %v\n", err)
+		return 1
+	}
+	fmt.Fprintf(stdout, "backup of %s written to %s: %d repositories, store dump %d bytes\n", m.DataDir, dest, m.Repositories, m.StoreBytes)
+	if m.Backend == store.BackendPostgres {
+		fmt.Fprintln(stdout, "store.backend is postgres: the events are in PostgreSQL, back them up with pg_dump")
+	}
+	return 0
+}
+
+func backupOnline(ctx context.Context, cfg config.Config, dest string) (admin.Manifest, error) {
+	if !cfg.Metrics.Enabled {
+		return admin.Manifest{}, errors.New("metrics.enabled is false: the admin commands are served on the metrics listener (or stop the server and use --offline)")
+	}
+	u := url.URL{Scheme: "http", Host: cfg.Metrics.Listen, Path: admin.BackupPath}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u.String(), nil)
+	if err != nil {
+		return admin.Manifest{}, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return admin.Manifest{}, fmt.Errorf("is the server running? (with it stopped use --offline) %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+		return admin.Manifest{}, fmt.Errorf("%s: %s %s", u.Path, resp.Status, b)
+	}
+	return admin.ReceiveBackup(resp.Body, dest)
+}
+
+func backupOffline(ctx context.Context, cfg config.Config, dest string) (admin.Manifest, error) {
+	data, err := filepath.Abs(cfg.Server.DataDir)
+	if err != nil {
+		return admin.Manifest{}, err
+	}
+	if _, err := os.Stat(filepath.Join(data, "store")); err != nil {
+		return admin.Manifest{}, fmt.Errorf("%s is not a grasp data dir: %w", data, err)
+	}
+	e := env.Env{}.OrDefaults()
+	e.Log = e.Log.Named("backup")
+	opts := server.StoreOptions(cfg)
+	opts.Dir = data
+	// Opened first: it fails while a server runs, and keeps one from
+	// starting until the backup is done.
+	st, err := store.OpenClosed(opts, e)
+	if err != nil {
+		return admin.Manifest{}, err
+	}
+	defer st.Close()
+	repos, err := git.NewRepos(git.RepoOptions{Root: filepath.Join(data, "git")}, e)
+	if err != nil {
+		return admin.Manifest{}, err
+	}
+	pr, pw := io.Pipe()
+	written := make(chan struct{})
+	go func() {
+		defer close(written)
+		pw.CloseWithError(admin.WriteBackup(ctx, pw, admin.BackupSources{
+			DataDir: data, Backend: cfg.Store.Backend, Repos: repos.EachLocked, Store: st.Backup,
+		}))
+	}()
+	m, err := admin.ReceiveBackup(pr, dest)
+	pr.CloseWithError(errors.New("backup: receiver stopped"))
+	<-written // before the store closes under it
+	return m, err
+}
+
+// adminRestore fills DATA_DIR (missing or empty) from a backup directory.
+func adminRestore(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("admin restore", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	path := fs.String("config", "", "path to grasp.toml (its [store] tuning opens the new store)")
+	pos, err := parseInterspersed(fs, args)
+	if err != nil {
+		return 2
+	}
+	if len(pos) != 2 {
+		fmt.Fprintln(stderr, "usage: grasp admin restore [--config FILE] SRC DATA_DIR")
+		return 2
+	}
+	cfg, err := loadConfigFile(*path)
+	if err != nil {
+		fmt.Fprintf(stderr, "%v\n", err)
+		return 1
+	}
+	src, err1 := filepath.Abs(pos[0])
+	data, err2 := filepath.Abs(pos[1])
+	if err := errors.Join(err1, err2); err != nil {
+		fmt.Fprintf(stderr, "grasp admin restore: %v\n", err)
+		return 1
+	}
+	opts := server.StoreOptions(cfg)
+	opts.Dir = data
+	e := env.Env{}.OrDefaults()
+	e.Log = e.Log.Named("restore")
+	m, err := admin.Restore(src, data, func(r io.Reader) error { return store.Restore(opts, e, r) })
+	if err != nil {
+		fmt.Fprintf(stderr, "grasp admin restore: %v\n", err)
+		return 1
+	}
+	fmt.Fprintf(stdout, "restored %s (backup of %s taken %s) into %s: %d repositories\n",
+		src, m.DataDir, m.Created.Format("2006-01-02 15:04:05 MST"), data, m.Repositories)
+	if m.Backend == store.BackendPostgres {
+		fmt.Fprintln(stdout, "the backup was taken with store.backend = postgres: restore the events into PostgreSQL with pg_restore")
+	}
+	return 0
+}
