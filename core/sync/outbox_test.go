@@ -61,15 +61,28 @@ func TestG03_1_ParticipantsWriteRelaysSynced(t *testing.T) {
 	}
 	h.m.Connected(w)
 	h.snap()
-	vals := itemValuesAt(t, h.conns.take(), w)
+	calls := h.conns.take()
+	vals := itemValuesAt(t, calls, w)
 	for _, l := range []string{"e", "E", "q"} {
 		if !slices.Contains(vals[l], hexID(1)) {
 			t.Fatalf("outbox relay %s: #%s filters %v lack the issue id", w, l, vals[l])
 		}
 	}
+	// only reply filters: neither the repository's coordinate (layer 2)
+	// nor every announcement (layer 1) is asked of a relay anyone's relay
+	// list names
 	for _, l := range []string{"a", "A"} {
-		if !slices.Contains(vals[l], repoAddr(0)) {
-			t.Fatalf("outbox relay %s: #%s filters %v lack the repository", w, l, vals[l])
+		if len(vals[l]) > 0 {
+			t.Fatalf("outbox relay %s asked for repository-wide #%s %v", w, l, vals[l])
+		}
+	}
+	if slices.Contains(vals["q"], repoAddr(0)) {
+		t.Fatalf("outbox relay %s asked for #q of the repository", w)
+	}
+	l1, _ := split(calls)
+	for _, c := range l1 {
+		if c.url == w && len(c.filters[0].Authors) == 0 {
+			t.Fatalf("outbox relay %s got the announcement layer %v", w, c.filters[0])
 		}
 	}
 	// a reply p-tagging someone: both are participants; the mentioned
@@ -211,4 +224,31 @@ func TestG03_6_OutboxRelaysFromHistoryAfterRestart(t *testing.T) {
 		}
 		return false
 	})
+}
+
+// G03-8: a relay one repository's announcement lists and another's issue
+// author names as write relay is asked for the first repository's
+// coordinate and the second's issue, never the second's coordinate; its
+// layer 1 stays, as for any announcement relay.
+func TestG03_8_ListedRelayIsAskedOnlyForRepliesOfOutboxRepos(t *testing.T) {
+	h := newHarness(t, outboxOn(nil))
+	const w = "wss://both.example"
+	author := pubkey(7)
+	issue := rootEvent(1621, 1, 0)
+	issue.PubKey = author
+	h.observe(announcement(0, selfURL, r1), announcement(1, selfURL, w), issue, relayList(author, nostr.Tag{"r", w}))
+	h.conns.take()
+	h.m.Connected(w)
+	h.snap()
+	calls := h.conns.take()
+	vals := itemValuesAt(t, calls, w)
+	if !slices.Contains(vals["a"], repoAddr(1)) || slices.Contains(vals["a"], repoAddr(0)) {
+		t.Fatalf("#a on %s is %v, want repository 1 (listed there) and not repository 0 (outbox only)", w, vals["a"])
+	}
+	if !slices.Contains(vals["E"], hexID(1)) {
+		t.Fatalf("#E on %s is %v, want the issue of repository 0", w, vals["E"])
+	}
+	if l1, _ := split(calls); len(l1) != 1 || len(l1[0].filters[0].Authors) != 0 {
+		t.Fatalf("layer 1 on %s: %v, want one announcement subscription", w, l1)
+	}
 }

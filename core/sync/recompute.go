@@ -178,8 +178,15 @@ func (m *Manager) checkRelays() {
 				m.tryConnect(rs)
 			}
 		case Connected:
-			if rs.layer1 == "" && !m.coolingDown(u) {
+			switch {
+			case rs.layer1 == "" && !m.coolingDown(u):
 				m.subscribeLayer1(rs, timestamp(now.Add(-m.o.Config.QuickReconnectWindow.D())), CatchUpReq)
+			case rs.layer1 != "" && !m.layer1Wanted(rs):
+				// a repository relay that is now only an outbox relay
+				m.conns.Unsubscribe(u, rs.layer1)
+				delete(rs.subs, rs.layer1)
+				rs.layer1 = ""
+				m.setFilters(rs, rs.Filters-1)
 			}
 		}
 	}
