@@ -148,7 +148,9 @@ func (m *Manager) historyMode() CatchUp {
 }
 
 func (m *Manager) setStatus(rs *RelayState, s ConnStatus) {
-	if (rs.Status == Connected) != (s == Connected) {
+	was := rs.Status
+	rs.Status = s
+	if (was == Connected) != (s == Connected) {
 		up := 0.0
 		if s == Connected {
 			m.nConn++
@@ -160,8 +162,10 @@ func (m *Manager) setStatus(rs *RelayState, s ConnStatus) {
 			m.m.relayConnected.WithLabelValues(rs.URL).Set(up)
 		}
 		m.m.connected.Set(float64(m.nConn))
+		if m.targets[rs.URL].Outbox {
+			m.countOutboxUp()
+		}
 	}
-	rs.Status = s
 }
 
 func (m *Manager) setFilters(rs *RelayState, n int) {

@@ -29,6 +29,7 @@ type metrics struct {
 	daily          prometheus.Counter
 	capped         prometheus.Gauge
 	outbox         prometheus.Gauge
+	outboxUp       prometheus.Gauge
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -66,6 +67,9 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		outbox: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "grasp_sync_outbox_relays", Help: "Relays synced only as participants' NIP-65 write relays (GRASP-03), at most sync.max_outbox_relays.",
 		}),
+		outboxUp: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "grasp_sync_outbox_relays_connected", Help: "Outbox relays (grasp_sync_outbox_relays) whose connection is up.",
+		}),
 		capped: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "grasp_sync_relays_capped", Help: "Relays listed by synced repositories that sync.max_relays_per_repo, max_relays or max_held_relays leave out.",
 		}),
@@ -73,7 +77,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	if reg == nil {
 		return m, nil
 	}
-	for _, c := range []prometheus.Collector{m.relayConnected, m.filters, m.filtersOpen, m.attempts, m.tracked, m.connected, m.pending, m.confirmed, m.consolidations, m.daily, m.capped, m.outbox} {
+	for _, c := range []prometheus.Collector{m.relayConnected, m.filters, m.filtersOpen, m.attempts, m.tracked, m.connected, m.pending, m.confirmed, m.consolidations, m.daily, m.capped, m.outbox, m.outboxUp} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}

@@ -61,6 +61,15 @@ func TestG03_1_ParticipantsWriteRelaysSynced(t *testing.T) {
 	}
 	h.m.Connected(w)
 	h.snap()
+	if v := h.gauge("grasp_sync_outbox_relays_connected"); v != 1 {
+		t.Fatalf("grasp_sync_outbox_relays_connected %v, want 1", v)
+	}
+	if r := h.m.Role(w); r.Source != SourceOutbox || r.EventsPerDay != config.Default().Sync.OutboxEventsPerRelayPerDay {
+		t.Fatalf("role of the outbox relay %+v, want outbox with the daily bound", r)
+	}
+	if r := h.m.Role(r1); r.Source != SourceRepo || r.EventsPerDay != 0 {
+		t.Fatalf("role of the repository relay %+v, want repo, unbounded", r)
+	}
 	calls := h.conns.take()
 	vals := itemValuesAt(t, calls, w)
 	for _, l := range []string{"e", "E", "q"} {
@@ -95,6 +104,11 @@ func TestG03_1_ParticipantsWriteRelaysSynced(t *testing.T) {
 	if s := h.gauge("grasp_sync_outbox_relays"); s != 2 {
 		t.Fatalf("grasp_sync_outbox_relays %v, want 2", s)
 	}
+	h.m.Disconnected(w, nil)
+	if v := h.gauge("grasp_sync_outbox_relays_connected"); v != 0 {
+		t.Fatalf("grasp_sync_outbox_relays_connected %v after the relay dropped, want 0", v)
+	}
+	h.conns.take() // its reconnect
 	// a reply to an event that is not a root adds nobody
 	stranger := pubkey(10)
 	h.observe(&nostr.Event{ID: hexID(3), PubKey: stranger, Kind: 1111, Tags: nostr.Tags{{"e", hexID(999)}}},
@@ -240,6 +254,9 @@ func TestG03_8_ListedRelayIsAskedOnlyForRepliesOfOutboxRepos(t *testing.T) {
 	h.conns.take()
 	h.m.Connected(w)
 	h.snap()
+	if r := h.m.Role(w); r.Source != SourceRepo || r.EventsPerDay != 0 {
+		t.Fatalf("role of a relay an announcement lists %+v, want repo, unbounded", r)
+	}
 	calls := h.conns.take()
 	vals := itemValuesAt(t, calls, w)
 	if !slices.Contains(vals["a"], repoAddr(1)) || slices.Contains(vals["a"], repoAddr(0)) {

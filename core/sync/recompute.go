@@ -87,13 +87,7 @@ func (m *Manager) recomputeAll() {
 	m.targets, capped = DeriveRelayTargets(m.repos, TargetRules{
 		Self: m.o.Self, Bootstrap: m.o.Config.BootstrapRelays, Selection: m.sel, Archive: m.o.Archive, Caps: m.o.caps(), Prev: m.targets,
 	})
-	outbox := 0
-	for _, t := range m.targets {
-		if t.Outbox {
-			outbox++
-		}
-	}
-	m.m.outbox.Set(float64(outbox))
+	m.publishRoles()
 	if capped != m.capped {
 		if capped > m.capped {
 			m.log.Warn("relay caps leave relays out of sync", "left_out", capped, "max_relays_per_repo", m.o.Config.MaxRelaysPerRepo,
