@@ -33,10 +33,11 @@ type outboxState struct {
 	parts  map[string][]string // root event id → participants, first perRoot
 	roots  map[string][]string // participant → the root ids they take part in
 	writes map[string][]string // pubkey → write relays, first perParticipant
+	people map[RepoID][]string // repository → its people (people.go)
 }
 
 func newOutboxState() *outboxState {
-	return &outboxState{parts: map[string][]string{}, roots: map[string][]string{}, writes: map[string][]string{}}
+	return &outboxState{parts: map[string][]string{}, roots: map[string][]string{}, writes: map[string][]string{}, people: map[RepoID][]string{}}
 }
 
 // parseOutbox turns a reply or a relay list into an update; root events
@@ -117,6 +118,7 @@ func (m *Manager) addParticipants(root string, people []string, changed map[Repo
 	ob := m.outbox
 	have := ob.parts[root]
 	added := false
+	repos := m.repos.EventRepos(root)
 	for _, p := range people {
 		if len(have) >= m.o.Config.OutboxParticipantsPerRoot {
 			break
@@ -127,6 +129,9 @@ func (m *Manager) addParticipants(root string, people []string, changed map[Repo
 		have = append(have, p)
 		ob.roots[p] = append(ob.roots[p], root)
 		added = added || len(ob.writes[p]) > 0
+		for _, id := range repos {
+			m.addPerson(id, p)
+		}
 	}
 	ob.parts[root] = have
 	if added {

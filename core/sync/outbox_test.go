@@ -2,6 +2,7 @@ package sync
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -88,10 +89,9 @@ func TestG03_1_ParticipantsWriteRelaysSynced(t *testing.T) {
 	if slices.Contains(vals["q"], repoAddr(0)) {
 		t.Fatalf("outbox relay %s asked for #q of the repository", w)
 	}
-	l1, _ := split(calls)
-	for _, c := range l1 {
-		if c.url == w && len(c.filters[0].Authors) == 0 {
-			t.Fatalf("outbox relay %s got the announcement layer %v", w, c.filters[0])
+	for _, c := range subsAt(calls, w) {
+		if len(c.filters[0].Kinds) > 0 {
+			t.Fatalf("outbox relay %s was asked for %v, want only replies", w, c.filters[0])
 		}
 	}
 	// a reply p-tagging someone: both are participants; the mentioned
@@ -265,7 +265,167 @@ func TestG03_8_ListedRelayIsAskedOnlyForRepliesOfOutboxRepos(t *testing.T) {
 	if !slices.Contains(vals["E"], hexID(1)) {
 		t.Fatalf("#E on %s is %v, want the issue of repository 0", w, vals["E"])
 	}
-	if l1, _ := split(calls); len(l1) != 1 || len(l1[0].filters[0].Authors) != 0 {
+	if l1 := announcementSubs(calls, w); len(l1) != 1 {
 		t.Fatalf("layer 1 on %s: %v, want one announcement subscription", w, l1)
+	}
+}
+
+func subsAt(calls []call, url string) []call {
+	var out []call
+	for _, c := range ops(calls, "sub") {
+		if c.url == url {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// announcementSubs are the layer 1 subscriptions opened on url.
+func announcementSubs(calls []call, url string) []call {
+	var out []call
+	for _, c := range subsAt(calls, url) {
+		if len(c.filters[0].Kinds) > 0 && len(c.filters[0].Authors) == 0 {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// peopleAt are the authors of the people subscriptions opened on url.
+func peopleAt(calls []call, url string) []string {
+	var out []string
+	for _, c := range subsAt(calls, url) {
+		if f := c.filters[0]; len(f.Authors) > 0 {
+			if !slices.Equal(f.Kinds, PeopleKinds) {
+				panic("people filter with kinds " + fmt.Sprint(f.Kinds))
+			}
+			out = append(out, f.Authors...)
+		}
+	}
+	return out
+}
+
+// openPeople replays calls on url into the people subscriptions still open
+// (sub id → authors).
+func openPeople(open map[string][]string, calls []call, url string) {
+	for _, c := range calls {
+		if c.url != url {
+			continue
+		}
+		switch c.op {
+		case "sub":
+			if f := c.filters[0]; len(f.Authors) > 0 {
+				open[c.sub] = f.Authors
+			}
+		case "unsub":
+			delete(open, c.sub)
+		}
+	}
+}
+
+// G03-10 (part 2): the people of a synced repository — its announcement's
+// author, the issue author, a replier and the key the reply p-tags — are
+// asked for their kinds 0, 10002 and 10317 on the repository's relay and on
+// the bootstrap relay, never on an outbox relay; a later participant is
+// asked for alone; a quick reconnect asks again from just before the gap;
+// people of a repository still in purgatory are not asked for.
+func TestG03_10_PeopleProfilesFromRepoAndBootstrapRelays(t *testing.T) {
+	const boot, w = "wss://boot.example", "wss://write.example"
+	h := newHarness(t, outboxOn(func(o *Options) { o.Config.BootstrapRelays = []string{boot} }))
+	h.snap()
+	h.m.Connected(boot)
+	author, replier, mentioned, late := pubkey(7), pubkey(8), pubkey(9), pubkey(10)
+	issue := rootEvent(1621, 1, 0)
+	issue.PubKey = author
+	reply := &nostr.Event{ID: hexID(2), PubKey: replier, Kind: 1111, Tags: nostr.Tags{{"E", hexID(1)}, {"p", mentioned}}}
+	held := announcement(5, selfURL, r1)
+	h.m.ObserveHeld(held)
+	h.observe(announcement(0, selfURL, r1), issue, reply, relayList(author, nostr.Tag{"r", w}))
+	h.m.Connected(r1)
+	h.m.Connected(w)
+	h.snap()
+	calls := h.conns.take()
+	want := []string{pubkey(0), author, replier, mentioned}
+	for _, u := range []string{r1, boot} {
+		got := peopleAt(calls, u)
+		for _, p := range want {
+			if !slices.Contains(got, p) {
+				t.Fatalf("people asked of %s: %v, missing %s", u, got, p)
+			}
+		}
+		if slices.Contains(got, pubkey(5)) {
+			t.Fatalf("%s was asked for the author of a repository still in purgatory", u)
+		}
+	}
+	if got := peopleAt(calls, w); len(got) != 0 {
+		t.Fatalf("outbox relay %s asked for people %v", w, got)
+	}
+	for _, c := range subsAt(calls, r1) {
+		if len(c.filters[0].Authors) > 0 && c.filters[0].Since != nil {
+			t.Fatalf("first people subscription on %s has since %v, want full history", r1, *c.filters[0].Since)
+		}
+	}
+
+	// a later participant: asked for alone
+	h.observe(&nostr.Event{ID: hexID(3), PubKey: late, Kind: 1111, Tags: nostr.Tags{{"e", hexID(1)}}})
+	calls = h.conns.take()
+	for _, u := range []string{r1, boot} {
+		if got := peopleAt(calls, u); !slices.Equal(got, []string{late}) {
+			t.Fatalf("%s asked for %v after a new participant, want only %s", u, got, late)
+		}
+	}
+
+	// quick reconnect: everyone again, from just before the gap
+	h.m.Disconnected(r1, nil)
+	h.clk.Advance(time.Minute)
+	h.snap()
+	h.conns.take()
+	h.m.Connected(r1)
+	h.snap()
+	calls = h.conns.take()
+	got := peopleAt(calls, r1)
+	for _, p := range append(want, late) {
+		if !slices.Contains(got, p) {
+			t.Fatalf("after a quick reconnect %s was asked for %v, missing %s", r1, got, p)
+		}
+	}
+	for _, c := range subsAt(calls, r1) {
+		if f := c.filters[0]; len(f.Authors) > 0 && (f.Since == nil || f.Since.Time().Before(h.clk.Now().Add(-16*time.Minute))) {
+			t.Fatalf("people after a quick reconnect asked with since %v, want just before the gap", f.Since)
+		}
+	}
+}
+
+// G03-11: many people arriving in many batches stay within the
+// connection's people filter budget: the filters are packed, and every
+// person is still asked for.
+func TestG03_11_PeopleFiltersPacked(t *testing.T) {
+	h := newHarness(t, outboxOn(func(o *Options) { o.Config.TagsPerFilter = 2 }))
+	issue := rootEvent(1621, 1, 0)
+	h.observe(announcement(0, selfURL, r1), issue)
+	h.m.Connected(r1)
+	h.snap()
+	open := map[string][]string{}
+	openPeople(open, h.conns.take(), r1)
+	everyone := []string{pubkey(0), issue.PubKey}
+	budget := h.m.peopleFilterBudget()
+	for i := 0; i < 40; i++ {
+		p := pubkey(100 + i)
+		everyone = append(everyone, p)
+		h.observe(&nostr.Event{ID: hexID(100 + i), PubKey: p, Kind: 1111, Tags: nostr.Tags{{"E", hexID(1)}}})
+		openPeople(open, h.conns.take(), r1)
+		if len(open) > budget {
+			t.Fatalf("%d people filters open on %s after %d participants, budget %d", len(open), r1, i+1, budget)
+		}
+	}
+	var asked []string
+	for _, a := range open {
+		asked = append(asked, a...)
+	}
+	// participants per root default to 20: the first 20 of the issue
+	for _, p := range everyone[:20] {
+		if !slices.Contains(asked, p) {
+			t.Fatalf("person %s not in any open people filter (%d asked)", p, len(asked))
+		}
 	}
 }

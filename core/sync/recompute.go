@@ -25,7 +25,12 @@ func (m *Manager) applyUpdates(batch []update) {
 			continue
 		}
 		if u.addr != "" {
-			changed[m.repos.SetAnnouncement(u.addr, u.relays, u.listsSelf)] = struct{}{}
+			id := m.repos.SetAnnouncement(u.addr, u.relays, u.listsSelf)
+			changed[id] = struct{}{}
+			if m.o.Config.Outbox {
+				author, _ := splitAddr(u.addr)
+				m.addPerson(id, author)
+			}
 			continue
 		}
 		for _, a := range u.addrs {
@@ -97,6 +102,9 @@ func (m *Manager) recomputeAll() {
 		m.m.capped.Set(float64(capped))
 	}
 	m.run(ComputeActions(m.repos, m.targets, m.pending, m.relays, m.o.Config.TagsPerFilter))
+	for _, rs := range m.relays {
+		m.syncPeople(rs)
+	}
 }
 
 func (m *Manager) recomputeRelay(url string) {
@@ -105,6 +113,9 @@ func (m *Manager) recomputeRelay(url string) {
 		return
 	}
 	m.run(ComputeActions(m.repos, map[string]Targets{url: t}, m.pending, m.relays, m.o.Config.TagsPerFilter))
+	if rs := m.relays[url]; rs != nil {
+		m.syncPeople(rs)
+	}
 }
 
 func (m *Manager) run(actions []Action) {

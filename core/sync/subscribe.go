@@ -188,6 +188,10 @@ func (m *Manager) onClosed(url, subID, reason string) {
 	if subID == rs.layer1 {
 		rs.layer1 = ""
 	}
+	if s.people {
+		rs.peopleFilters--
+		m.onPeopleClosed(rs)
+	}
 	if IsRateLimit(reason) {
 		m.health.RateLimited(url, m.clk.Now())
 	}
