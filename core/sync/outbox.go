@@ -150,10 +150,12 @@ func (m *Manager) markRoot(root string, changed map[RepoID]struct{}) {
 // learned.
 func (m *Manager) refreshOutbox(id RepoID) {
 	var relays []string
+	seen := map[string]struct{}{}
 	for _, root := range m.repos.RootEvents(id) {
 		for _, p := range m.outbox.parts[root] {
 			for _, w := range m.outbox.writes[p] {
-				if !slices.Contains(relays, w) {
+				if _, dup := seen[w]; !dup {
+					seen[w] = struct{}{}
 					relays = append(relays, w)
 				}
 			}
