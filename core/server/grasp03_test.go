@@ -169,3 +169,34 @@ func TestG03_12_ParticipantProfileAndRelayListSynced(t *testing.T) {
 		return e.metric("grasp_sync_outbox_relays_connected", "") == 1
 	})
 }
+
+// G03-13: outbox relays pass the same SSRF guard as announced ones: with
+// connect_private_addresses off, a participant's write relay on an
+// internal address is never dialled, while the repository's relay (here a
+// bootstrap relay, always allowed) still brings the relay list.
+func TestG03_13_OutboxRelayOnInternalAddressNotDialled(t *testing.T) {
+	boot := newKhatruPeer(t, khatruOpts{negentropy: true})
+	write := newKhatruPeer(t, khatruOpts{negentropy: true})
+	e := newSyncEnv(t, func(c *config.Config) {
+		c.Sync.ConnectPrivateAddresses = false
+		c.Sync.BootstrapRelays = []string{boot.url}
+	})
+	cl := e.dial()
+	a, b := newKey(t), newKey(t)
+	w := newWork(t)
+	e.release(a, "repo", w, w.commit("one"), nostr.Tag{"relays", boot.url})
+	issue := e.sign(b, 1621, nostr.Tags{{"a", repoCoord(a, "repo")}, {"subject", "bug"}}, "it breaks")
+	relays := e.sign(b, 10002, nostr.Tags{{"r", write.url}}, "")
+	boot.put(relays)
+	cl.mustAccept(issue, "")
+	e.eventually("the relay list from the bootstrap relay", syncStep, func() bool { return cl.served(relays.ID) })
+	e.eventually("the internal outbox relay refused", syncStep, func() bool {
+		return e.metric("grasp_sync_outbox_relays", "") == 1 && e.metric("grasp_sync_connection_attempts_total", "failed") >= 1
+	})
+	if n := write.dials.Load(); n != 0 {
+		t.Fatalf("the outbox relay on an internal address was dialled %d times", n)
+	}
+	if e.relayUp(write.url) {
+		t.Fatal("connected to an outbox relay on an internal address")
+	}
+}

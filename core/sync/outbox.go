@@ -46,16 +46,19 @@ func (m *Manager) parseOutbox(evt *nostr.Event) (update, bool) {
 	if evt.Kind == KindRelayList {
 		u := update{writer: evt.PubKey, writes: []string{}}
 		for _, t := range evt.Tags {
-			if len(u.writes) >= m.o.Config.OutboxRelaysPerParticipant {
-				break
-			}
 			// NIP-65: no marker is read and write; "read" is read only.
 			if len(t) < 2 || t[0] != "r" || (len(t) >= 3 && t[2] != "write") {
 				continue
 			}
-			if n, err := nip34.NormalizeRelayURL(t[1]); err == nil && !slices.Contains(u.writes, n) {
-				u.writes = append(u.writes, n)
+			n, err := nip34.NormalizeRelayURL(t[1])
+			if err != nil || slices.Contains(u.writes, n) {
+				continue
 			}
+			if len(u.writes) >= m.o.Config.OutboxRelaysPerParticipant {
+				m.m.outboxBounded.WithLabelValues(boundRelaysPerParticipant).Inc()
+				break
+			}
+			u.writes = append(u.writes, n)
 		}
 		return u, true
 	}
@@ -120,11 +123,12 @@ func (m *Manager) addParticipants(root string, people []string, changed map[Repo
 	added := false
 	repos := m.repos.EventRepos(root)
 	for _, p := range people {
-		if len(have) >= m.o.Config.OutboxParticipantsPerRoot {
-			break
-		}
 		if slices.Contains(have, p) {
 			continue
+		}
+		if len(have) >= m.o.Config.OutboxParticipantsPerRoot {
+			m.m.outboxBounded.WithLabelValues(boundParticipantsPerRoot).Inc()
+			break
 		}
 		have = append(have, p)
 		ob.roots[p] = append(ob.roots[p], root)

@@ -161,6 +161,38 @@ func TestG03_2_OutboxRelaysCapped(t *testing.T) {
 	if n := len(h.m.outboxParts(hexID(1))); n != 5 {
 		t.Fatalf("%d participants kept for the issue, want outbox_participants_per_root 5", n)
 	}
+	// every bound shows in the metrics
+	for _, b := range []string{boundRelaysPerParticipant, boundParticipantsPerRoot} {
+		if v := h.counter("grasp_sync_outbox_bounded_total", b); v < 1 {
+			t.Fatalf("grasp_sync_outbox_bounded_total{bound=%q} %v, want at least 1", b, v)
+		}
+	}
+	if v := h.gauge("grasp_sync_relays_capped"); v < 1 {
+		t.Fatalf("grasp_sync_relays_capped %v, want the outbox relays max_outbox_relays left out", v)
+	}
+}
+
+// counter reads a counter's value with the given label value.
+func (h *harness) counter(name, label string) float64 {
+	h.t.Helper()
+	h.snap()
+	mfs, err := h.reg.Gather()
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetValue() == label {
+					return m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return 0
 }
 
 // G03-3: with outbox off nothing of this is followed.
