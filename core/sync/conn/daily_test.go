@@ -8,6 +8,7 @@ import (
 
 	"github.com/grasp-dev/grasp/core/clock"
 	gsync "github.com/grasp-dev/grasp/core/sync"
+	"github.com/grasp-dev/grasp/internal/testwait"
 )
 
 // G03-9: an outbox relay delivers at most its daily bound of events to the
@@ -78,8 +79,9 @@ func TestRepoRelayHasNoDailyBound(t *testing.T) {
 		ps.send(t, eventFrame("s-1", signed(t, 1111, nostr.Tags{{"E", "00"}}, clk.Now())))
 	}
 	snk.wait(t, 5)
+	// counted once the pipeline has answered, just after the sink saw it
+	testwait.For(t, "five events counted from a repository relay", func() bool {
+		return counter(t, p.m.pulled.WithLabelValues("repo", resStored)) == 5
+	})
 	rec.none(t)
-	if got := counter(t, p.m.pulled.WithLabelValues("repo", resStored)); got != 5 {
-		t.Fatalf("pulled{repo,stored} %v, want 5", got)
-	}
 }
