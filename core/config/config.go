@@ -268,11 +268,14 @@ type Sync struct {
 	// bounded: OutboxRelaysPerParticipant write relays of one participant,
 	// OutboxParticipantsPerRoot participants of one root event, and
 	// MaxOutboxRelays relays synced only for outbox (the ones most
-	// repositories need are kept).
+	// repositories need are kept), and OutboxEventsPerRelayPerDay events
+	// taken from one of them in a UTC day (beyond it the relay is
+	// disconnected and backed off until the day ends).
 	Outbox                     bool `toml:"outbox"`
 	OutboxRelaysPerParticipant int  `toml:"outbox_relays_per_participant"`
 	OutboxParticipantsPerRoot  int  `toml:"outbox_participants_per_root"`
 	MaxOutboxRelays            int  `toml:"max_outbox_relays"`
+	OutboxEventsPerRelayPerDay int  `toml:"outbox_events_per_relay_per_day"`
 }
 
 // Health is the relay connection health tracker (backoff, dead relays).

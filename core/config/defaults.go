@@ -157,6 +157,11 @@ func base() Config {
 			OutboxRelaysPerParticipant: 4,
 			OutboxParticipantsPerRoot:  20,
 			MaxOutboxRelays:            100,
+			// The replies to one server's issues and PRs that one
+			// participant's relay holds are tens a day; 10,000 leaves room
+			// for a fresh sync of years of them and stops a relay that
+			// streams without end.
+			OutboxEventsPerRelayPerDay: 10000,
 		},
 		Health: Health{
 			BaseBackoff: Duration(5 * time.Second),

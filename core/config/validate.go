@@ -445,6 +445,10 @@ func (c *Config) checkSync(k *checker) {
 	k.positive("sync.max_relays_per_repo", s.MaxRelaysPerRepo)
 	k.positive("sync.max_relays", s.MaxRelays)
 	k.positive("sync.max_held_relays", s.MaxHeldRelays)
+	k.positive("sync.outbox_relays_per_participant", s.OutboxRelaysPerParticipant)
+	k.positive("sync.outbox_participants_per_root", s.OutboxParticipantsPerRoot)
+	k.positive("sync.max_outbox_relays", s.MaxOutboxRelays)
+	k.positive("sync.outbox_events_per_relay_per_day", s.OutboxEventsPerRelayPerDay)
 	if s.MaxHeldRelays > s.MaxRelays {
 		k.fail("sync.max_held_relays", "%d exceeds max_relays %d", s.MaxHeldRelays, s.MaxRelays)
 	}

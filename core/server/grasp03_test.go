@@ -131,3 +131,72 @@ func TestG03_5_HostileOutboxRelayIsBoundedAndBackedOff(t *testing.T) {
 	}
 	e.eventually("the hostile relay dropped after a frame over the limit", 0, func() bool { return !e.relayUp(bad.url) })
 }
+
+// G03-12 (part 2, end to end): the issue author's relay list is only on
+// the repository's relay and their profile only on a bootstrap relay;
+// neither was published here. Sync fetches both for the participant, and
+// the relay list is what the outbox lookup reads: a comment only on the
+// author's write relay is then served too. Events are counted by where
+// they were pulled from.
+func TestG03_12_ParticipantProfileAndRelayListSynced(t *testing.T) {
+	listed := newKhatruPeer(t, khatruOpts{negentropy: true})
+	boot := newKhatruPeer(t, khatruOpts{negentropy: true})
+	write := newKhatruPeer(t, khatruOpts{negentropy: true})
+	e := newSyncEnv(t, func(c *config.Config) { c.Sync.BootstrapRelays = []string{boot.url} })
+	cl := e.dial()
+	a, b, c := newKey(t), newKey(t), newKey(t)
+	w := newWork(t)
+	e.release(a, "repo", w, w.commit("one"), nostr.Tag{"relays", listed.url})
+
+	issue := e.sign(b, 1621, nostr.Tags{{"a", repoCoord(a, "repo")}, {"p", a.pk}, {"subject", "bug"}}, "it breaks")
+	relays := e.sign(b, 10002, nostr.Tags{{"r", write.url}}, "")
+	profile := e.sign(b, 0, nil, `{"name":"b"}`)
+	comment := e.sign(c, 1111, nostr.Tags{{"E", issue.ID, "", b.pk}, {"K", "1621"}, {"P", b.pk}, {"e", issue.ID, "", b.pk}, {"k", "1621"}, {"p", b.pk}}, "same here")
+	listed.put(relays)
+	boot.put(profile)
+	write.put(comment)
+	cl.mustAccept(issue, "")
+
+	e.eventually("the author's relay list from the repository's relay", syncStep, func() bool { return cl.served(relays.ID) })
+	e.eventually("the author's profile from the bootstrap relay", syncStep, func() bool { return cl.served(profile.ID) })
+	e.eventually("the comment from the author's write relay", syncStep, func() bool { return cl.served(comment.ID) })
+	for _, from := range []string{"repo", "bootstrap", "outbox"} {
+		if n := e.metric("grasp_sync_pulled_events_total", from); n < 1 {
+			t.Fatalf("grasp_sync_pulled_events_total{from=%q} %v, want at least 1", from, n)
+		}
+	}
+	e.eventually("the outbox relay counted connected", syncStep, func() bool {
+		return e.metric("grasp_sync_outbox_relays_connected", "") == 1
+	})
+}
+
+// G03-13: outbox relays pass the same SSRF guard as announced ones: with
+// connect_private_addresses off, a participant's write relay on an
+// internal address is never dialled, while the repository's relay (here a
+// bootstrap relay, always allowed) still brings the relay list.
+func TestG03_13_OutboxRelayOnInternalAddressNotDialled(t *testing.T) {
+	boot := newKhatruPeer(t, khatruOpts{negentropy: true})
+	write := newKhatruPeer(t, khatruOpts{negentropy: true})
+	e := newSyncEnv(t, func(c *config.Config) {
+		c.Sync.ConnectPrivateAddresses = false
+		c.Sync.BootstrapRelays = []string{boot.url}
+	})
+	cl := e.dial()
+	a, b := newKey(t), newKey(t)
+	w := newWork(t)
+	e.release(a, "repo", w, w.commit("one"), nostr.Tag{"relays", boot.url})
+	issue := e.sign(b, 1621, nostr.Tags{{"a", repoCoord(a, "repo")}, {"subject", "bug"}}, "it breaks")
+	relays := e.sign(b, 10002, nostr.Tags{{"r", write.url}}, "")
+	boot.put(relays)
+	cl.mustAccept(issue, "")
+	e.eventually("the relay list from the bootstrap relay", syncStep, func() bool { return cl.served(relays.ID) })
+	e.eventually("the internal outbox relay refused", syncStep, func() bool {
+		return e.metric("grasp_sync_outbox_relays", "") == 1 && e.metric("grasp_sync_connection_attempts_total", "failed") >= 1
+	})
+	if n := write.dials.Load(); n != 0 {
+		t.Fatalf("the outbox relay on an internal address was dialled %d times", n)
+	}
+	if e.relayUp(write.url) {
+		t.Fatal("connected to an outbox relay on an internal address")
+	}
+}

@@ -84,19 +84,36 @@ func newItems(repos *RepoSyncIndex, url string, t Targets, batches []*PendingBat
 		return Action{}, false
 	}
 	a := Action{Kind: ActAddFilters, Relay: url, Items: items}
-	a.Addrs, a.Events = itemValues(repos, items, nEvents)
+	a.Addrs, a.Events = itemValues(repos, items, nEvents, t.rootsOnly())
 	a.Filters = ItemFilters(a.Addrs, a.Events, tagsPerFilter, nil)
 	return a, true
 }
 
-// itemValues returns the coordinates and hex root ids of ranges. The ids are
-// substrings of one hex string, so a relay's thousands of ids cost one
-// allocation; ids shared by several repositories appear once.
-func itemValues(repos *RepoSyncIndex, items []ItemRange, nEvents int) (addrs, events []string) {
+// rootsOnly is the set of repositories whose coordinate the relay is not
+// asked for: those it serves only as a participant's write relay. A relay
+// learned from anyone's relay list is asked for the replies to accepted
+// root events (layer 3) and never for repository-wide filters (GRASP-03).
+func (t Targets) rootsOnly() map[RepoID]struct{} {
+	if len(t.OutboxRepos) == 0 {
+		return nil
+	}
+	s := make(map[RepoID]struct{}, len(t.OutboxRepos))
+	for _, r := range t.OutboxRepos {
+		s[r] = struct{}{}
+	}
+	return s
+}
+
+// itemValues returns the coordinates and hex root ids of ranges; the
+// coordinates of rootsOnly repositories are left out (their position 0 is
+// still confirmed with the range). The ids are substrings of one hex
+// string, so a relay's thousands of ids cost one allocation; ids shared by
+// several repositories appear once.
+func itemValues(repos *RepoSyncIndex, items []ItemRange, nEvents int, rootsOnly map[RepoID]struct{}) (addrs, events []string) {
 	buf := make([]byte, 0, 64*nEvents)
 	var seen map[uint32]struct{}
 	for _, it := range items {
-		if it.From == 0 {
+		if _, skip := rootsOnly[it.Repo]; it.From == 0 && !skip {
 			addrs = append(addrs, repos.repos[it.Repo].addr)
 		}
 		roots := repos.repos[it.Repo].roots

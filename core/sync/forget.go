@@ -35,6 +35,7 @@ func (m *Manager) forget(addr string, changed map[RepoID]struct{}) {
 	}
 	delete(changed, id)
 	delete(m.sel, addr)
+	delete(m.outbox.people, id)
 	for _, rs := range m.relays {
 		m.forgetAt(rs, id)
 	}
@@ -55,6 +56,7 @@ func (m *Manager) forget(addr string, changed map[RepoID]struct{}) {
 // of an unknown repository.
 func (m *Manager) forgetAt(rs *RelayState, repo RepoID) {
 	delete(rs.Confirmed, repo)
+	delete(rs.people, repo)
 	rs.ahead = withoutRepo(rs.ahead, repo)
 	if len(rs.ahead) == 0 {
 		rs.ahead = nil

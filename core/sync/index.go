@@ -187,18 +187,16 @@ func (x *RepoSyncIndex) SetAnnouncement(addr string, relays []string, listsSelf 
 }
 
 // SetOutbox records the participants' write relays of a repository
-// (GRASP-03), replacing the earlier list; relays its announcement lists and
-// URLs that do not parse are left out.
+// (GRASP-03), replacing the earlier list; relays its announcement lists are
+// left out. The URLs must be normalised (nip34.NormalizeRelayURL) and
+// distinct: parseOutbox normalises each relay list once, and a repository's
+// outbox is recomputed far more often than lists arrive.
 func (x *RepoSyncIndex) SetOutbox(id RepoID, relays []string) {
 	e := &x.repos[id]
 	old := e.outbox
-	var list []uint32
-	for _, r := range relays {
-		n, err := nip34.NormalizeRelayURL(r)
-		if err != nil {
-			continue
-		}
-		if ri, ok := x.relayByURL[n]; ok && (slices.Contains(e.relays, ri) || slices.Contains(list, ri)) {
+	list := make([]uint32, 0, len(relays))
+	for _, n := range relays {
+		if ri, ok := x.relayByURL[n]; ok && slices.Contains(e.relays, ri) {
 			continue
 		}
 		ri := x.relay(n)

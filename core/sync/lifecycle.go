@@ -65,6 +65,7 @@ func (m *Manager) onConnected(url string) {
 	} else {
 		m.subscribeLayer1(rs, timestamp(since), CatchUpReq)
 		m.resubscribeConfirmed(rs, since)
+		m.resubscribePeople(rs, timestamp(since))
 		m.log.Debug("quick reconnect", "relay", url, "since", since)
 	}
 	if rs.dailyTimer == nil {
@@ -94,7 +95,7 @@ func (m *Manager) onDisconnected(url string, err error) {
 	m.setStatus(rs, Disconnected)
 	m.dropPending(url)
 	clear(rs.subs)
-	rs.layer1, rs.deferred, rs.ahead = "", false, nil
+	rs.layer1, rs.deferred, rs.ahead, rs.peopleFilters = "", false, nil, 0
 	m.setFilters(rs, 0)
 	if !rs.Bootstrap && !m.wanted(url) {
 		m.remove(rs)
@@ -134,7 +135,7 @@ func (m *Manager) onDaily(url string, gen uint64) {
 	}
 	clear(rs.subs)
 	m.dropPending(url)
-	rs.layer1, rs.deferred = "", false
+	rs.layer1, rs.deferred, rs.peopleFilters = "", false, 0
 	m.setFilters(rs, 0)
 	m.subscribeLayer1(rs, nil, m.historyMode())
 	m.recomputeRelay(url)
@@ -148,7 +149,9 @@ func (m *Manager) historyMode() CatchUp {
 }
 
 func (m *Manager) setStatus(rs *RelayState, s ConnStatus) {
-	if (rs.Status == Connected) != (s == Connected) {
+	was := rs.Status
+	rs.Status = s
+	if (was == Connected) != (s == Connected) {
 		up := 0.0
 		if s == Connected {
 			m.nConn++
@@ -160,8 +163,10 @@ func (m *Manager) setStatus(rs *RelayState, s ConnStatus) {
 			m.m.relayConnected.WithLabelValues(rs.URL).Set(up)
 		}
 		m.m.connected.Set(float64(m.nConn))
+		if m.targets[rs.URL].Outbox {
+			m.countOutboxUp()
+		}
 	}
-	rs.Status = s
 }
 
 func (m *Manager) setFilters(rs *RelayState, n int) {

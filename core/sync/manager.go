@@ -148,6 +148,8 @@ type Manager struct {
 	capped    int // relays the caps leave out, last recompute
 	nFilters  int // filters open on every relay
 	outbox    *outboxState
+
+	roles roles // published by the actor, read by Role from anywhere
 }
 
 // NewManager validates opts and builds a Manager; call Run to start it.

@@ -29,7 +29,16 @@ type metrics struct {
 	daily          prometheus.Counter
 	capped         prometheus.Gauge
 	outbox         prometheus.Gauge
+	outboxUp       prometheus.Gauge
+	outboxBounded  *prometheus.CounterVec // bound
 }
+
+// Labels of grasp_sync_outbox_bounded_total: which GRASP-03 bound cut a
+// relay list or a conversation short.
+const (
+	boundRelaysPerParticipant = "outbox_relays_per_participant"
+	boundParticipantsPerRoot  = "outbox_participants_per_root"
+)
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	m := &metrics{
@@ -66,14 +75,20 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		outbox: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "grasp_sync_outbox_relays", Help: "Relays synced only as participants' NIP-65 write relays (GRASP-03), at most sync.max_outbox_relays.",
 		}),
+		outboxUp: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "grasp_sync_outbox_relays_connected", Help: "Outbox relays (grasp_sync_outbox_relays) whose connection is up.",
+		}),
+		outboxBounded: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "grasp_sync_outbox_bounded_total", Help: "Relay lists (bound=outbox_relays_per_participant) and root events (bound=outbox_participants_per_root) a GRASP-03 bound cut short; sync.max_outbox_relays shows in grasp_sync_relays_capped, the daily bound in grasp_sync_pulled_events_total{result=\"over_daily_bound\"}.",
+		}, []string{"bound"}),
 		capped: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "grasp_sync_relays_capped", Help: "Relays listed by synced repositories that sync.max_relays_per_repo, max_relays or max_held_relays leave out.",
+			Name: "grasp_sync_relays_capped", Help: "Relays listed by synced repositories (or needed as their outbox relays) that sync.max_relays_per_repo, max_relays, max_held_relays or max_outbox_relays leave out.",
 		}),
 	}
 	if reg == nil {
 		return m, nil
 	}
-	for _, c := range []prometheus.Collector{m.relayConnected, m.filters, m.filtersOpen, m.attempts, m.tracked, m.connected, m.pending, m.confirmed, m.consolidations, m.daily, m.capped, m.outbox} {
+	for _, c := range []prometheus.Collector{m.relayConnected, m.filters, m.filtersOpen, m.attempts, m.tracked, m.connected, m.pending, m.confirmed, m.consolidations, m.daily, m.capped, m.outbox, m.outboxUp, m.outboxBounded} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}

@@ -33,10 +33,11 @@ type outboxState struct {
 	parts  map[string][]string // root event id → participants, first perRoot
 	roots  map[string][]string // participant → the root ids they take part in
 	writes map[string][]string // pubkey → write relays, first perParticipant
+	people map[RepoID][]string // repository → its people (people.go)
 }
 
 func newOutboxState() *outboxState {
-	return &outboxState{parts: map[string][]string{}, roots: map[string][]string{}, writes: map[string][]string{}}
+	return &outboxState{parts: map[string][]string{}, roots: map[string][]string{}, writes: map[string][]string{}, people: map[RepoID][]string{}}
 }
 
 // parseOutbox turns a reply or a relay list into an update; root events
@@ -45,16 +46,19 @@ func (m *Manager) parseOutbox(evt *nostr.Event) (update, bool) {
 	if evt.Kind == KindRelayList {
 		u := update{writer: evt.PubKey, writes: []string{}}
 		for _, t := range evt.Tags {
-			if len(u.writes) >= m.o.Config.OutboxRelaysPerParticipant {
-				break
-			}
 			// NIP-65: no marker is read and write; "read" is read only.
 			if len(t) < 2 || t[0] != "r" || (len(t) >= 3 && t[2] != "write") {
 				continue
 			}
-			if n, err := nip34.NormalizeRelayURL(t[1]); err == nil && !slices.Contains(u.writes, n) {
-				u.writes = append(u.writes, n)
+			n, err := nip34.NormalizeRelayURL(t[1])
+			if err != nil || slices.Contains(u.writes, n) {
+				continue
 			}
+			if len(u.writes) >= m.o.Config.OutboxRelaysPerParticipant {
+				m.m.outboxBounded.WithLabelValues(boundRelaysPerParticipant).Inc()
+				break
+			}
+			u.writes = append(u.writes, n)
 		}
 		return u, true
 	}
@@ -117,16 +121,21 @@ func (m *Manager) addParticipants(root string, people []string, changed map[Repo
 	ob := m.outbox
 	have := ob.parts[root]
 	added := false
+	repos := m.repos.EventRepos(root)
 	for _, p := range people {
-		if len(have) >= m.o.Config.OutboxParticipantsPerRoot {
-			break
-		}
 		if slices.Contains(have, p) {
 			continue
+		}
+		if len(have) >= m.o.Config.OutboxParticipantsPerRoot {
+			m.m.outboxBounded.WithLabelValues(boundParticipantsPerRoot).Inc()
+			break
 		}
 		have = append(have, p)
 		ob.roots[p] = append(ob.roots[p], root)
 		added = added || len(ob.writes[p]) > 0
+		for _, id := range repos {
+			m.addPerson(id, p)
+		}
 	}
 	ob.parts[root] = have
 	if added {
@@ -145,10 +154,12 @@ func (m *Manager) markRoot(root string, changed map[RepoID]struct{}) {
 // learned.
 func (m *Manager) refreshOutbox(id RepoID) {
 	var relays []string
+	seen := map[string]struct{}{}
 	for _, root := range m.repos.RootEvents(id) {
 		for _, p := range m.outbox.parts[root] {
 			for _, w := range m.outbox.writes[p] {
-				if !slices.Contains(relays, w) {
+				if _, dup := seen[w]; !dup {
+					seen[w] = struct{}{}
 					relays = append(relays, w)
 				}
 			}

@@ -2,6 +2,7 @@ package sync
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -61,15 +62,36 @@ func TestG03_1_ParticipantsWriteRelaysSynced(t *testing.T) {
 	}
 	h.m.Connected(w)
 	h.snap()
-	vals := itemValuesAt(t, h.conns.take(), w)
+	if v := h.gauge("grasp_sync_outbox_relays_connected"); v != 1 {
+		t.Fatalf("grasp_sync_outbox_relays_connected %v, want 1", v)
+	}
+	if r := h.m.Role(w); r.Source != SourceOutbox || r.EventsPerDay != config.Default().Sync.OutboxEventsPerRelayPerDay {
+		t.Fatalf("role of the outbox relay %+v, want outbox with the daily bound", r)
+	}
+	if r := h.m.Role(r1); r.Source != SourceRepo || r.EventsPerDay != 0 {
+		t.Fatalf("role of the repository relay %+v, want repo, unbounded", r)
+	}
+	calls := h.conns.take()
+	vals := itemValuesAt(t, calls, w)
 	for _, l := range []string{"e", "E", "q"} {
 		if !slices.Contains(vals[l], hexID(1)) {
 			t.Fatalf("outbox relay %s: #%s filters %v lack the issue id", w, l, vals[l])
 		}
 	}
+	// only reply filters: neither the repository's coordinate (layer 2)
+	// nor every announcement (layer 1) is asked of a relay anyone's relay
+	// list names
 	for _, l := range []string{"a", "A"} {
-		if !slices.Contains(vals[l], repoAddr(0)) {
-			t.Fatalf("outbox relay %s: #%s filters %v lack the repository", w, l, vals[l])
+		if len(vals[l]) > 0 {
+			t.Fatalf("outbox relay %s asked for repository-wide #%s %v", w, l, vals[l])
+		}
+	}
+	if slices.Contains(vals["q"], repoAddr(0)) {
+		t.Fatalf("outbox relay %s asked for #q of the repository", w)
+	}
+	for _, c := range subsAt(calls, w) {
+		if len(c.filters[0].Kinds) > 0 {
+			t.Fatalf("outbox relay %s was asked for %v, want only replies", w, c.filters[0])
 		}
 	}
 	// a reply p-tagging someone: both are participants; the mentioned
@@ -82,6 +104,11 @@ func TestG03_1_ParticipantsWriteRelaysSynced(t *testing.T) {
 	if s := h.gauge("grasp_sync_outbox_relays"); s != 2 {
 		t.Fatalf("grasp_sync_outbox_relays %v, want 2", s)
 	}
+	h.m.Disconnected(w, nil)
+	if v := h.gauge("grasp_sync_outbox_relays_connected"); v != 0 {
+		t.Fatalf("grasp_sync_outbox_relays_connected %v after the relay dropped, want 0", v)
+	}
+	h.conns.take() // its reconnect
 	// a reply to an event that is not a root adds nobody
 	stranger := pubkey(10)
 	h.observe(&nostr.Event{ID: hexID(3), PubKey: stranger, Kind: 1111, Tags: nostr.Tags{{"e", hexID(999)}}},
@@ -134,6 +161,38 @@ func TestG03_2_OutboxRelaysCapped(t *testing.T) {
 	if n := len(h.m.outboxParts(hexID(1))); n != 5 {
 		t.Fatalf("%d participants kept for the issue, want outbox_participants_per_root 5", n)
 	}
+	// every bound shows in the metrics
+	for _, b := range []string{boundRelaysPerParticipant, boundParticipantsPerRoot} {
+		if v := h.counter("grasp_sync_outbox_bounded_total", b); v < 1 {
+			t.Fatalf("grasp_sync_outbox_bounded_total{bound=%q} %v, want at least 1", b, v)
+		}
+	}
+	if v := h.gauge("grasp_sync_relays_capped"); v < 1 {
+		t.Fatalf("grasp_sync_relays_capped %v, want the outbox relays max_outbox_relays left out", v)
+	}
+}
+
+// counter reads a counter's value with the given label value.
+func (h *harness) counter(name, label string) float64 {
+	h.t.Helper()
+	h.snap()
+	mfs, err := h.reg.Gather()
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetValue() == label {
+					return m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return 0
 }
 
 // G03-3: with outbox off nothing of this is followed.
@@ -211,4 +270,194 @@ func TestG03_6_OutboxRelaysFromHistoryAfterRestart(t *testing.T) {
 		}
 		return false
 	})
+}
+
+// G03-8: a relay one repository's announcement lists and another's issue
+// author names as write relay is asked for the first repository's
+// coordinate and the second's issue, never the second's coordinate; its
+// layer 1 stays, as for any announcement relay.
+func TestG03_8_ListedRelayIsAskedOnlyForRepliesOfOutboxRepos(t *testing.T) {
+	h := newHarness(t, outboxOn(nil))
+	const w = "wss://both.example"
+	author := pubkey(7)
+	issue := rootEvent(1621, 1, 0)
+	issue.PubKey = author
+	h.observe(announcement(0, selfURL, r1), announcement(1, selfURL, w), issue, relayList(author, nostr.Tag{"r", w}))
+	h.conns.take()
+	h.m.Connected(w)
+	h.snap()
+	if r := h.m.Role(w); r.Source != SourceRepo || r.EventsPerDay != 0 {
+		t.Fatalf("role of a relay an announcement lists %+v, want repo, unbounded", r)
+	}
+	calls := h.conns.take()
+	vals := itemValuesAt(t, calls, w)
+	if !slices.Contains(vals["a"], repoAddr(1)) || slices.Contains(vals["a"], repoAddr(0)) {
+		t.Fatalf("#a on %s is %v, want repository 1 (listed there) and not repository 0 (outbox only)", w, vals["a"])
+	}
+	if !slices.Contains(vals["E"], hexID(1)) {
+		t.Fatalf("#E on %s is %v, want the issue of repository 0", w, vals["E"])
+	}
+	if l1 := announcementSubs(calls, w); len(l1) != 1 {
+		t.Fatalf("layer 1 on %s: %v, want one announcement subscription", w, l1)
+	}
+}
+
+func subsAt(calls []call, url string) []call {
+	var out []call
+	for _, c := range ops(calls, "sub") {
+		if c.url == url {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// announcementSubs are the layer 1 subscriptions opened on url.
+func announcementSubs(calls []call, url string) []call {
+	var out []call
+	for _, c := range subsAt(calls, url) {
+		if len(c.filters[0].Kinds) > 0 && len(c.filters[0].Authors) == 0 {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// peopleAt are the authors of the people subscriptions opened on url.
+func peopleAt(calls []call, url string) []string {
+	var out []string
+	for _, c := range subsAt(calls, url) {
+		if f := c.filters[0]; len(f.Authors) > 0 {
+			if !slices.Equal(f.Kinds, PeopleKinds) {
+				panic("people filter with kinds " + fmt.Sprint(f.Kinds))
+			}
+			out = append(out, f.Authors...)
+		}
+	}
+	return out
+}
+
+// openPeople replays calls on url into the people subscriptions still open
+// (sub id → authors).
+func openPeople(open map[string][]string, calls []call, url string) {
+	for _, c := range calls {
+		if c.url != url {
+			continue
+		}
+		switch c.op {
+		case "sub":
+			if f := c.filters[0]; len(f.Authors) > 0 {
+				open[c.sub] = f.Authors
+			}
+		case "unsub":
+			delete(open, c.sub)
+		}
+	}
+}
+
+// G03-10 (part 2): the people of a synced repository — its announcement's
+// author, the issue author, a replier and the key the reply p-tags — are
+// asked for their kinds 0, 10002 and 10317 on the repository's relay and on
+// the bootstrap relay, never on an outbox relay; a later participant is
+// asked for alone; a quick reconnect asks again from just before the gap;
+// people of a repository still in purgatory are not asked for.
+func TestG03_10_PeopleProfilesFromRepoAndBootstrapRelays(t *testing.T) {
+	const boot, w = "wss://boot.example", "wss://write.example"
+	h := newHarness(t, outboxOn(func(o *Options) { o.Config.BootstrapRelays = []string{boot} }))
+	h.snap()
+	h.m.Connected(boot)
+	author, replier, mentioned, late := pubkey(7), pubkey(8), pubkey(9), pubkey(10)
+	issue := rootEvent(1621, 1, 0)
+	issue.PubKey = author
+	reply := &nostr.Event{ID: hexID(2), PubKey: replier, Kind: 1111, Tags: nostr.Tags{{"E", hexID(1)}, {"p", mentioned}}}
+	held := announcement(5, selfURL, r1)
+	h.m.ObserveHeld(held)
+	h.observe(announcement(0, selfURL, r1), issue, reply, relayList(author, nostr.Tag{"r", w}))
+	h.m.Connected(r1)
+	h.m.Connected(w)
+	h.snap()
+	calls := h.conns.take()
+	want := []string{pubkey(0), author, replier, mentioned}
+	for _, u := range []string{r1, boot} {
+		got := peopleAt(calls, u)
+		for _, p := range want {
+			if !slices.Contains(got, p) {
+				t.Fatalf("people asked of %s: %v, missing %s", u, got, p)
+			}
+		}
+		if slices.Contains(got, pubkey(5)) {
+			t.Fatalf("%s was asked for the author of a repository still in purgatory", u)
+		}
+	}
+	if got := peopleAt(calls, w); len(got) != 0 {
+		t.Fatalf("outbox relay %s asked for people %v", w, got)
+	}
+	for _, c := range subsAt(calls, r1) {
+		if len(c.filters[0].Authors) > 0 && c.filters[0].Since != nil {
+			t.Fatalf("first people subscription on %s has since %v, want full history", r1, *c.filters[0].Since)
+		}
+	}
+
+	// a later participant: asked for alone
+	h.observe(&nostr.Event{ID: hexID(3), PubKey: late, Kind: 1111, Tags: nostr.Tags{{"e", hexID(1)}}})
+	calls = h.conns.take()
+	for _, u := range []string{r1, boot} {
+		if got := peopleAt(calls, u); !slices.Equal(got, []string{late}) {
+			t.Fatalf("%s asked for %v after a new participant, want only %s", u, got, late)
+		}
+	}
+
+	// quick reconnect: everyone again, from just before the gap
+	h.m.Disconnected(r1, nil)
+	h.clk.Advance(time.Minute)
+	h.snap()
+	h.conns.take()
+	h.m.Connected(r1)
+	h.snap()
+	calls = h.conns.take()
+	got := peopleAt(calls, r1)
+	for _, p := range append(want, late) {
+		if !slices.Contains(got, p) {
+			t.Fatalf("after a quick reconnect %s was asked for %v, missing %s", r1, got, p)
+		}
+	}
+	for _, c := range subsAt(calls, r1) {
+		if f := c.filters[0]; len(f.Authors) > 0 && (f.Since == nil || f.Since.Time().Before(h.clk.Now().Add(-16*time.Minute))) {
+			t.Fatalf("people after a quick reconnect asked with since %v, want just before the gap", f.Since)
+		}
+	}
+}
+
+// G03-11: many people arriving in many batches stay within the
+// connection's people filter budget: the filters are packed, and every
+// person is still asked for.
+func TestG03_11_PeopleFiltersPacked(t *testing.T) {
+	h := newHarness(t, outboxOn(func(o *Options) { o.Config.TagsPerFilter = 2 }))
+	issue := rootEvent(1621, 1, 0)
+	h.observe(announcement(0, selfURL, r1), issue)
+	h.m.Connected(r1)
+	h.snap()
+	open := map[string][]string{}
+	openPeople(open, h.conns.take(), r1)
+	everyone := []string{pubkey(0), issue.PubKey}
+	budget := h.m.peopleFilterBudget()
+	for i := 0; i < 40; i++ {
+		p := pubkey(100 + i)
+		everyone = append(everyone, p)
+		h.observe(&nostr.Event{ID: hexID(100 + i), PubKey: p, Kind: 1111, Tags: nostr.Tags{{"E", hexID(1)}}})
+		openPeople(open, h.conns.take(), r1)
+		if len(open) > budget {
+			t.Fatalf("%d people filters open on %s after %d participants, budget %d", len(open), r1, i+1, budget)
+		}
+	}
+	var asked []string
+	for _, a := range open {
+		asked = append(asked, a...)
+	}
+	// participants per root default to 20: the first 20 of the issue
+	for _, p := range everyone[:20] {
+		if !slices.Contains(asked, p) {
+			t.Fatalf("person %s not in any open people filter (%d asked)", p, len(asked))
+		}
+	}
 }

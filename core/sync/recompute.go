@@ -25,7 +25,12 @@ func (m *Manager) applyUpdates(batch []update) {
 			continue
 		}
 		if u.addr != "" {
-			changed[m.repos.SetAnnouncement(u.addr, u.relays, u.listsSelf)] = struct{}{}
+			id := m.repos.SetAnnouncement(u.addr, u.relays, u.listsSelf)
+			changed[id] = struct{}{}
+			if m.o.Config.Outbox {
+				author, _ := splitAddr(u.addr)
+				m.addPerson(id, author)
+			}
 			continue
 		}
 		for _, a := range u.addrs {
@@ -87,13 +92,7 @@ func (m *Manager) recomputeAll() {
 	m.targets, capped = DeriveRelayTargets(m.repos, TargetRules{
 		Self: m.o.Self, Bootstrap: m.o.Config.BootstrapRelays, Selection: m.sel, Archive: m.o.Archive, Caps: m.o.caps(), Prev: m.targets,
 	})
-	outbox := 0
-	for _, t := range m.targets {
-		if t.Outbox {
-			outbox++
-		}
-	}
-	m.m.outbox.Set(float64(outbox))
+	m.publishRoles()
 	if capped != m.capped {
 		if capped > m.capped {
 			m.log.Warn("relay caps leave relays out of sync", "left_out", capped, "max_relays_per_repo", m.o.Config.MaxRelaysPerRepo,
@@ -103,6 +102,9 @@ func (m *Manager) recomputeAll() {
 		m.m.capped.Set(float64(capped))
 	}
 	m.run(ComputeActions(m.repos, m.targets, m.pending, m.relays, m.o.Config.TagsPerFilter))
+	for _, rs := range m.relays {
+		m.syncPeople(rs)
+	}
 }
 
 func (m *Manager) recomputeRelay(url string) {
@@ -111,6 +113,9 @@ func (m *Manager) recomputeRelay(url string) {
 		return
 	}
 	m.run(ComputeActions(m.repos, map[string]Targets{url: t}, m.pending, m.relays, m.o.Config.TagsPerFilter))
+	if rs := m.relays[url]; rs != nil {
+		m.syncPeople(rs)
+	}
 }
 
 func (m *Manager) run(actions []Action) {
@@ -178,8 +183,15 @@ func (m *Manager) checkRelays() {
 				m.tryConnect(rs)
 			}
 		case Connected:
-			if rs.layer1 == "" && !m.coolingDown(u) {
+			switch {
+			case rs.layer1 == "" && !m.coolingDown(u):
 				m.subscribeLayer1(rs, timestamp(now.Add(-m.o.Config.QuickReconnectWindow.D())), CatchUpReq)
+			case rs.layer1 != "" && !m.layer1Wanted(rs):
+				// a repository relay that is now only an outbox relay
+				m.conns.Unsubscribe(u, rs.layer1)
+				delete(rs.subs, rs.layer1)
+				rs.layer1 = ""
+				m.setFilters(rs, rs.Filters-1)
 			}
 		}
 	}

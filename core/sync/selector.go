@@ -1,6 +1,8 @@
 // Package sync owns GRASP-02 event sync and its GRASP-03 outbox extension
 // (participants' NIP-65 write relays as further relays of a repository,
-// outbox.go): the self-subscriber, RepoSyncIndex,
+// asked only for replies, outbox.go; the people's kinds 0, 10002 and 10317
+// from the repository's and the bootstrap relays, people.go; each relay's
+// role and daily bound, source.go): the self-subscriber, RepoSyncIndex,
 // derive_relay_targets and compute_actions (pure functions), the manager actor
 // that owns RelaySyncIndex and PendingSyncIndex, relay connections, filter
 // layers and the negentropy client with REQ fallback. It never imports git/.

@@ -62,12 +62,18 @@ type RelayState struct {
 	dailyGen       uint64
 	reconnectTimer clock.Timer
 	reconnectGen   uint64
+
+	// GRASP-03 people (people.go): per repository, how long a prefix of
+	// its people has been asked for, and the people filters open.
+	people        map[RepoID]uint32
+	peopleFilters int
 }
 
 type subscription struct {
-	batch *PendingBatch // nil for layer 1 and catch-up subscriptions
-	items bool          // layer 2+3 (closed by consolidation)
-	group *subGroup     // the repositories it serves; nil for layer 1
+	batch  *PendingBatch // nil for layer 1 and catch-up subscriptions
+	items  bool          // layer 2+3 (closed by consolidation)
+	group  *subGroup     // the repositories it serves; nil for layer 1 and people
+	people bool          // GRASP-03 people (kinds 0, 10002, 10317)
 }
 
 func newRelayState(url string, bootstrap bool) *RelayState {
@@ -79,6 +85,7 @@ func newRelayState(url string, bootstrap bool) *RelayState {
 func (r *RelayState) ClearSyncState() {
 	clear(r.Confirmed)
 	r.ahead = nil
+	r.people = nil
 }
 
 // ConfirmedCounts is how many repositories and root events are confirmed.

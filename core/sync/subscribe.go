@@ -6,12 +6,22 @@ import (
 	"github.com/nbd-wtf/go-nostr"
 )
 
+// subscribeLayer1 opens layer 1 unless the relay is synced only as
+// participants' write relay: from those (anyone's relay lists) only the
+// replies to accepted root events are asked for (GRASP-03).
 func (m *Manager) subscribeLayer1(rs *RelayState, since *nostr.Timestamp, mode CatchUp) {
+	if !m.layer1Wanted(rs) {
+		return
+	}
 	id := m.newID("l1-")
 	rs.layer1 = id
 	rs.subs[id] = &subscription{}
 	m.setFilters(rs, rs.Filters+1)
 	m.conns.Subscribe(rs.URL, id, []nostr.Filter{AnnouncementFilter(since)}, mode)
+}
+
+func (m *Manager) layer1Wanted(rs *RelayState) bool {
+	return rs.Bootstrap || !m.targets[rs.URL].Outbox
 }
 
 // subscribeItems opens one subscription per layer 2+3 filter. One filter per
@@ -44,6 +54,12 @@ func (m *Manager) subscribeBatch(rs *RelayState, items []ItemRange, filters []no
 // pending batches have finished (closing their subscriptions early would
 // lose their EOSE); meanwhile the action is dropped and recomputed later.
 func (m *Manager) addFilters(rs *RelayState, a Action) {
+	if len(a.Filters) == 0 {
+		// nothing to ask this relay for (the coordinate of a repository
+		// it serves only for outbox): the items are done
+		rs.confirm(a.Items)
+		return
+	}
 	if rs.Filters+len(a.Filters) > m.o.Config.ConsolidateAbove {
 		if len(m.pending[rs.URL]) > 0 {
 			rs.deferred = true
@@ -70,7 +86,7 @@ func (m *Manager) consolidate(rs *RelayState, a Action) {
 	m.closeItemSubs(rs)
 	now := m.clk.Now()
 	items := m.confirmedRanges(rs)
-	addrs, events := itemValues(m.repos, items, countEvents(items))
+	addrs, events := itemValues(m.repos, items, countEvents(items), m.targets[rs.URL].rootsOnly())
 	k := PackSize([]ItemCount{{len(addrs), len(events)}, {len(a.Addrs), len(a.Events)}}, m.consolidateBudget(), m.o.Config.TagsPerFilter)
 	m.subscribeItems(rs, ItemFilters(addrs, events, k, timestamp(now.Add(-m.o.Config.QuickReconnectWindow.D()))), CatchUpReq, nil, newSubGroup(items))
 	m.subscribeBatch(rs, a.Items, ItemFilters(a.Addrs, a.Events, k, nil))
@@ -85,7 +101,7 @@ func (m *Manager) resubscribeConfirmed(rs *RelayState, since time.Time) {
 	if len(items) == 0 {
 		return
 	}
-	addrs, events := itemValues(m.repos, items, countEvents(items))
+	addrs, events := itemValues(m.repos, items, countEvents(items), m.targets[rs.URL].rootsOnly())
 	k := PackSize([]ItemCount{{len(addrs), len(events)}}, m.consolidateBudget(), m.o.Config.TagsPerFilter)
 	m.subscribeItems(rs, ItemFilters(addrs, events, k, timestamp(since)), CatchUpReq, nil, newSubGroup(items))
 }
@@ -171,6 +187,10 @@ func (m *Manager) onClosed(url, subID, reason string) {
 	m.setFilters(rs, rs.Filters-1)
 	if subID == rs.layer1 {
 		rs.layer1 = ""
+	}
+	if s.people {
+		rs.peopleFilters--
+		m.onPeopleClosed(rs)
 	}
 	if IsRateLimit(reason) {
 		m.health.RateLimited(url, m.clk.Now())

@@ -26,6 +26,10 @@ type Targets struct {
 	// Outbox says the relay is kept only as a participant's write relay
 	// (GRASP-03), counted against Caps.Outbox.
 	Outbox bool
+	// OutboxRepos are the repositories of Repos for which the relay is a
+	// participant's write relay, not one their announcement lists: it is
+	// asked only for the replies to their root events (GRASP-03).
+	OutboxRepos []RepoID
 }
 
 // Caps bound the relays sync connects to, since announcements are anyone's:
@@ -206,7 +210,7 @@ func DeriveRelayTargets(repos *RepoSyncIndex, r TargetRules) (map[string]Targets
 	keep(ospans, opicks, false, olimit, keptOutbox)
 
 	// Each kept relay gets the repositories whose picks include it.
-	assign := func(spans []span, picks []uint32) {
+	assign := func(spans []span, picks []uint32, outbox bool) {
 		for _, s := range spans {
 			for _, ri := range picks[s.from:s.to] {
 				if mark[ri] == 0 {
@@ -219,13 +223,16 @@ func DeriveRelayTargets(repos *RepoSyncIndex, r TargetRules) (map[string]Targets
 				} else {
 					t.Repos = append(t.Repos, s.id)
 				}
+				if outbox {
+					t.OutboxRepos = append(t.OutboxRepos, s.id)
+				}
 				t.Outbox = mark[ri] == keptOutbox
 				out[u] = t
 			}
 		}
 	}
-	assign(ospans, opicks)
-	assign(spans, picks)
+	assign(ospans, opicks, true)
+	assign(spans, picks, false)
 	return out, dropped
 }
 

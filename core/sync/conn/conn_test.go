@@ -97,10 +97,20 @@ func (ps *peerServer) expectFrame(t *testing.T, prefix string) string {
 	}
 }
 
-// recorder is the Reporter: every call becomes a line.
-type recorder struct{ ch chan string }
+// recorder is the Reporter: every call becomes a line; role is what Role
+// answers for every relay.
+type recorder struct {
+	ch   chan string
+	mu   sync.Mutex
+	role gsync.RelayRole
+}
 
-func newRecorder() *recorder { return &recorder{ch: make(chan string, 256)} }
+func newRecorder() *recorder {
+	return &recorder{ch: make(chan string, 256), role: gsync.RelayRole{Source: gsync.SourceRepo}}
+}
+
+func (r *recorder) Role(string) gsync.RelayRole  { r.mu.Lock(); defer r.mu.Unlock(); return r.role }
+func (r *recorder) setRole(role gsync.RelayRole) { r.mu.Lock(); r.role = role; r.mu.Unlock() }
 
 func (r *recorder) Connected(url string)             { r.ch <- "connected" }
 func (r *recorder) Disconnected(url string, _ error) { r.ch <- "disconnected" }

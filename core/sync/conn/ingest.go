@@ -158,7 +158,27 @@ const (
 	resRejected  = "rejected"
 )
 
+// resOverBound: the relay had delivered its daily bound; the event was
+// dropped before the pipeline and the connection ended.
+const resOverBound = "over_daily_bound"
+
+// deliver passes evt to the pipeline and counts it by why the relay is
+// synced. A relay with a daily bound (an outbox relay) that reaches it is
+// disconnected: what it sends costs no more verification or storage today.
 func (r *relay) deliver(ctx context.Context, evt *nostr.Event, at time.Time) string {
+	role := r.p.role(r.url)
+	res := r.pipeline(ctx, evt, at, role)
+	r.p.m.pulled.WithLabelValues(string(role.Source), res).Inc()
+	return res
+}
+
+func (r *relay) pipeline(ctx context.Context, evt *nostr.Event, at time.Time, role gsync.RelayRole) string {
+	if role.EventsPerDay > 0 && !r.p.daily.take(r.url, role.EventsPerDay, r.p.clk.Now()) {
+		err := errOverDailyBound(r.url, role.EventsPerDay, r.p.clk.Now())
+		r.p.log.Warn("relay reached its daily event bound; disconnecting", "relay", r.url, "error", err)
+		r.shut(err)
+		return resOverBound
+	}
 	ok, msg := r.p.o.Sink.Ingest(ctx, evt, policy.Meta{Source: policy.SourceSync, Remote: r.url, ReceivedAt: at})
 	switch {
 	case !ok:
@@ -243,7 +263,7 @@ func (c *catchUpSink) Deliver(ctx context.Context, evt *nostr.Event) bool {
 			r.p.log.Warn("sync gap: catch-up found an event live sync missed", "relay", r.url, "id", evt.ID, "kind", evt.Kind)
 		}
 	}
-	return res != resRejected
+	return res != resRejected && res != resOverBound
 }
 
 // label reads a frame's verb (`["EVENT",...`) without parsing the rest.

@@ -23,6 +23,7 @@ const (
 // layer sees. No relay label here: the number of peers is unbounded.
 type metrics struct {
 	events    *prometheus.CounterVec // source, result
+	pulled    *prometheus.CounterVec // from, result
 	gaps      *prometheus.CounterVec // kind
 	dropped   *prometheus.CounterVec // reason
 	paced     prometheus.Counter
@@ -37,8 +38,12 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	m := &metrics{
 		events: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "grasp_sync_events_total",
-			Help: "Events from sync peers by source (live, catchup) and pipeline result (stored, held, duplicate, rejected).",
+			Help: "Events from sync peers by source (live, catchup) and pipeline result (stored, held, duplicate, rejected, over_daily_bound).",
 		}, []string{"source", "result"}),
+		pulled: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "grasp_sync_pulled_events_total",
+			Help: "Events from sync peers by why the relay is synced (from: bootstrap, repo: an announcement lists it, outbox: only a participant's NIP-65 write relay, GRASP-03) and result (stored, held, duplicate, rejected, over_daily_bound: dropped, the relay reached sync.outbox_events_per_relay_per_day).",
+		}, []string{"from", "result"}),
 		gaps: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "grasp_sync_gap_events_total",
 			Help: "Events catch-up stored although a live subscription should have brought them: kind catchup (after a reconnect) or daily (full resync).",
@@ -72,7 +77,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	if reg == nil {
 		return m, nil
 	}
-	for _, c := range []prometheus.Collector{m.events, m.gaps, m.dropped, m.paced, m.dials, m.open, m.catchUps, m.notices, m.liveDelay} {
+	for _, c := range []prometheus.Collector{m.events, m.pulled, m.gaps, m.dropped, m.paced, m.dials, m.open, m.catchUps, m.notices, m.liveDelay} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}

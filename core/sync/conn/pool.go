@@ -42,6 +42,10 @@ type Reporter interface {
 	SubscriptionDone(url, subID string)
 	SubscriptionClosed(url, subID, reason string)
 	Notice(url, msg string)
+	// Role says why url is synced (bootstrap, repository or outbox relay)
+	// and its daily event bound; it is called per event, so it must not
+	// block.
+	Role(url string) gsync.RelayRole
 }
 
 // Sink takes an event from a peer through the same checks and pipeline as a
@@ -184,6 +188,8 @@ type Pool struct {
 	relays  map[string]*relay
 	peers   map[string]*peer // outlives reconnects: rate cap and gap memory
 	stopped bool
+
+	daily dailyCounts // events per relay today, for RelayRole.EventsPerDay
 }
 
 // New builds a Pool; e's logger is named "conn" for the pool's own logs.
@@ -199,6 +205,7 @@ func New(opts Options, e env.Env) (*Pool, error) {
 	p := &Pool{
 		o: opts, clk: e.Clock, log: e.Log.Named("conn"), m: m, catchUp: opts.CatchUp,
 		slots: make(chan struct{}, opts.MaxCatchUps), relays: map[string]*relay{}, peers: map[string]*peer{},
+		daily: dailyCounts{n: map[string]int{}},
 	}
 	if p.catchUp == nil {
 		c, err := catchup.New(catchup.Config{Limits: opts.Limits}, e.Named("catchup"))
@@ -297,6 +304,15 @@ func (p *Pool) forget(r *relay) bool {
 	}
 	delete(p.relays, r.url)
 	return !p.stopped
+}
+
+// role is the Reporter's RelayRole of url; without a Reporter, a
+// repository relay.
+func (p *Pool) role(url string) gsync.RelayRole {
+	if rep := p.reporter(); rep != nil {
+		return rep.Role(url)
+	}
+	return gsync.RelayRole{Source: gsync.SourceRepo}
 }
 
 func (p *Pool) reporter() Reporter {

@@ -119,6 +119,10 @@ func (r *relay) shut(cause error) { r.cancel(cause) }
 
 func (r *relay) run() {
 	o := r.p.o
+	if role := r.p.role(r.url); role.EventsPerDay > 0 && r.p.daily.spent(r.url, role.EventsPerDay, r.p.clk.Now()) {
+		r.finish(errOverDailyBound(r.url, role.EventsPerDay, r.p.clk.Now()))
+		return
+	}
 	dctx, dcancel := context.WithCancel(r.ctx)
 	t := r.p.clk.AfterFunc(o.DialTimeout, dcancel)
 	ws, err := o.Dial(dctx, r.url)
