@@ -77,7 +77,11 @@ func (h *Hosting) Hold(ctx context.Context, evt *nostr.Event, d policy.Decision,
 			}
 			return "", &policy.Refusal{Msg: "error: could not create the repository here; try again later"}
 		}
-		h.log.Info("repository created", "repo", entry.Repo.String())
+		if d.Archived {
+			h.log.Info("repository archived (GRASP-05): created, its git data is fetched from the servers its announcement lists", "repo", entry.Repo.String(), "source", string(meta.Source))
+		} else {
+			h.log.Info("repository created", "repo", entry.Repo.String())
+		}
 		// The data may already be here: the repo was announced before, or
 		// another maintainer's copy holds the latest state. Then the
 		// announcement need not wait for a push; this runs after the OK.

@@ -452,7 +452,8 @@ func TestG02_7_NonListingAnnouncementNotSynced(t *testing.T) {
 	if c := h.conns.take(); len(c) != 0 {
 		t.Fatalf("synced a repo that does not list this server: %+v", c)
 	}
-	h2 := newHarness(t, func(o *Options) { o.Archive = true })
+	// archived (GRASP-05): the server says it is hosted here
+	h2 := newHarness(t, func(o *Options) { o.Hosted = func(*nostr.Event) (bool, bool) { return true, true } })
 	h2.observe(announcement(0, r1))
 	h2.take1("connect")
 }

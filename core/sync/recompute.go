@@ -20,12 +20,15 @@ func (m *Manager) applyUpdates(batch []update) {
 		}
 		if u.held {
 			if id, ok := m.repos.HoldAnnouncement(u.addr, u.relays, u.listsSelf); ok {
+				m.repos.setArchived(id, u.archived)
 				changed[id] = struct{}{}
 			}
 			continue
 		}
 		if u.addr != "" {
-			changed[m.repos.SetAnnouncement(u.addr, u.relays, u.listsSelf)] = struct{}{}
+			id := m.repos.SetAnnouncement(u.addr, u.relays, u.listsSelf)
+			m.repos.setArchived(id, u.archived)
+			changed[id] = struct{}{}
 			continue
 		}
 		for _, a := range u.addrs {
@@ -65,7 +68,7 @@ func (m *Manager) selectFor(id RepoID) {
 	ctx, cancel := context.WithTimeout(context.Background(), m.o.SelectTimeout)
 	defer cancel()
 	pub, ident := splitAddr(addr)
-	picked, err := m.o.Selector.SelectRelays(ctx, RepoInfo{Pubkey: pub, Identifier: ident, Address: addr}, cands)
+	picked, err := m.o.Selector.SelectRelays(ctx, RepoInfo{Pubkey: pub, Identifier: ident, Address: addr, Archived: m.repos.archived(id)}, cands)
 	if err != nil {
 		m.log.Warn("relay selection failed; using every listed relay", "repo", addr, "error", err)
 		delete(m.sel, addr)
@@ -85,7 +88,7 @@ func splitAddr(addr string) (pubkey, identifier string) {
 func (m *Manager) recomputeAll() {
 	var capped int
 	m.targets, capped = DeriveRelayTargets(m.repos, TargetRules{
-		Self: m.o.Self, Bootstrap: m.o.Config.BootstrapRelays, Selection: m.sel, Archive: m.o.Archive, Caps: m.o.caps(), Prev: m.targets,
+		Self: m.o.Self, Bootstrap: m.o.Config.BootstrapRelays, Selection: m.sel, Caps: m.o.caps(), Prev: m.targets,
 	})
 	outbox := 0
 	for _, t := range m.targets {
