@@ -88,7 +88,11 @@ func (h *Hosting) Hold(ctx context.Context, evt *nostr.Event, d policy.Decision,
 		r := entry.Repo
 		h.spawn(func(ctx context.Context) { h.begin(ctx).adopt(r) })
 	}
-	o.hunt(entry, meta.Source == policy.SourceSync)
+	// A re-checked state was refused when it came (its announcement came
+	// after it, as a bulk sync often delivers them, GRASP-05 archives
+	// above all): no push can have brought its data meanwhile, so it is
+	// hunted at once like a synced one, not after the client's grace.
+	o.hunt(entry, meta.Source == policy.SourceSync || meta.Source == policy.SourceRecheck)
 	if evt.Kind == nip34.KindAnnouncement {
 		o.recheckRejected(evt.Tags.GetD())
 	}

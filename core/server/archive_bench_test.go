@@ -50,6 +50,17 @@ func (f *fetchLog) add(host string) {
 	f.byDom[host] = append(f.byDom[host], time.Now())
 }
 
+// byDomSnapshot counts the fetches of each domain so far.
+func (f *fetchLog) byDomSnapshot() map[string]int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := map[string]int{}
+	for d, ts := range f.byDom {
+		out[d] = len(ts)
+	}
+	return out
+}
+
 // maxPerWindow is the most fetches of one domain seen within any window.
 func (f *fetchLog) maxPerWindow(window time.Duration) (map[string]int, int) {
 	f.mu.Lock()
@@ -138,7 +149,7 @@ func runArchiveFollows(b *testing.B) {
 	for k := 0; k < archBenchKeys; k++ {
 		sk := nostr.GeneratePrivateKey()
 		for r := 0; r < archBenchReposPerKey; r++ {
-			d := fmt.Sprintf("repo-%d", r)
+			d := fmt.Sprintf("repo-%d-%d", k, r) // purgatory holds at most 20 per identifier
 			clone := fmt.Sprintf("https://git%d.example.invalid/%d/%s.git", k%50, k, d)
 			withData := n < archBenchWithData
 			if withData {
@@ -204,6 +215,7 @@ func runArchiveFollows(b *testing.B) {
 		b.Fatal(err)
 	}
 	var awaiting, mirrored float64
+	polls := 0
 	testwait.For(b, "every announcement archived and the data-bearing ones mirrored", func() bool {
 		time.Sleep(time.Second)
 		if err := srv.hosting.CountArchived(ctx); err != nil {
@@ -211,6 +223,15 @@ func runArchiveFollows(b *testing.B) {
 		}
 		awaiting = benchMetric(srv, "grasp_archive_repos", archive.StateAwaiting)
 		mirrored = benchMetric(srv, "grasp_archive_repos", archive.StateMirrored)
+		if polls++; polls%10 == 0 {
+			fetchesSoFar := 0
+			for _, ts := range flog.byDomSnapshot() {
+				fetchesSoFar += ts
+			}
+			b.Logf("%s: %v awaiting, %v mirrored, %d fetches %v, %v held in purgatory, hunt queue %v, attempts %v ok %v, throttled %v, naughty %v", time.Since(start).Round(time.Second), awaiting, mirrored, fetchesSoFar, flog.byDomSnapshot(),
+				benchMetric(srv, "grasp_purgatory_entries", ""), benchMetric(srv, "grasp_hunt_queue_repos", ""), benchMetric(srv, "grasp_hunt_fetch_attempts_total", ""),
+				benchMetric(srv, "grasp_hunt_fetch_attempts_total", "ok"), benchMetric(srv, "grasp_hunt_throttled_waits_total", ""), benchMetric(srv, "grasp_hunt_naughty_hosts", ""))
+		}
 		return int(mirrored) == archBenchWithData && int(awaiting+mirrored) == total
 	})
 	converged := time.Since(start)
