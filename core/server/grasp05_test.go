@@ -15,6 +15,7 @@ import (
 
 	"github.com/grasp-dev/grasp/core/config"
 	"github.com/grasp-dev/grasp/core/nip34"
+	"github.com/grasp-dev/grasp/core/policy"
 )
 
 // signed is an event by k dated now, built before any server exists (the
@@ -255,5 +256,35 @@ func TestG05_3_NIP11AdvertisesArchiveAndItsScope(t *testing.T) {
 	})
 	if c, _ := w.nip11()["curation"].(string); !strings.HasPrefix(c, "Read-only sync of whitelisted repositories and maintainers") {
 		t.Fatalf("whitelist curation %q", c)
+	}
+}
+
+// A bulk sync delivers a state before its announcement: refused then,
+// re-checked when the announcement is archived, and hunted at once like
+// any synced event (sync_fetch_delay), not after the 3 minutes a client is
+// given to push.
+func TestG05_1_StateBeforeItsAnnouncementIsHuntedAtOnce(t *testing.T) {
+	gitRoot, gitURL := plainGit(t)
+	a := newKey(t)
+	repo := newForeignRepo(t, a, "repo", gitRoot, gitURL, "wss://relay.example.org")
+	e := newSyncEnv(t, func(cfg *config.Config) { cfg.Grasp.ArchiveAll = true })
+	ctx := context.Background()
+	sync := policy.Meta{Source: policy.SourceSync, Remote: "wss://relay.example.org"}
+	if ok, msg := e.srv.relay.Ingest(ctx, repo.state, sync); ok {
+		t.Fatalf("a state without its announcement was taken: %q", msg)
+	}
+	if ok, msg := e.srv.relay.Ingest(ctx, repo.ann, sync); !ok || !strings.HasPrefix(msg, purg) {
+		t.Fatalf("archived announcement: %v %q", ok, msg)
+	}
+	cl := e.dial()
+	e.eventually("the state re-checked and held", 0, func() bool { _, held := e.srv.purg.Get(repo.state.ID); return held })
+	// past sync_fetch_delay (500 ms) and a hunt tick, far below 3 minutes
+	for i := 0; i < 15; i++ {
+		e.clk.Advance(200 * time.Millisecond)
+		time.Sleep(10 * time.Millisecond)
+	}
+	e.eventually("the re-checked state's data fetched", 0, func() bool { return cl.served(repo.state.ID) })
+	if refs := lsRemote(t, e.cloneURL(a, "repo")); refs["refs/heads/main"] != repo.tip {
+		t.Fatalf("refs %v", refs)
 	}
 }
