@@ -93,8 +93,10 @@ const (
 	StateMirrored = "mirrored"      // refs present
 )
 
-// Scope is the parsed archive configuration. A nil *Scope is archive mode
-// off: every method answers as the GRASP-01 rules alone would.
+// Scope is the parsed archive configuration, built by New even with
+// archive mode off (Decide then applies the GRASP-01 rule alone). A nil
+// *Scope answers Enabled, ReadOnly and Curation as archive mode off; Decide
+// needs one built by New, which knows this server's identity.
 type Scope struct {
 	all      bool
 	owners   map[string]bool

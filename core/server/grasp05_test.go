@@ -288,3 +288,37 @@ func TestG05_1_StateBeforeItsAnnouncementIsHuntedAtOnce(t *testing.T) {
 		t.Fatalf("refs %v", refs)
 	}
 }
+
+// Discovery is live as well as by catch-up: an announcement that appears
+// on a bootstrap relay after the archive has caught up with it is archived
+// from the live subscription. The bootstrap relay is another archive_all
+// grasp (it serves the repository once it has mirrored it itself).
+func TestG05_1_LiveDiscoveryFromABootstrapRelay(t *testing.T) {
+	gitRoot, gitURL := plainGit(t)
+	up := newSyncEnv(t, func(cfg *config.Config) { cfg.Grasp.ArchiveAll = true })
+	e := newSyncEnv(t, func(cfg *config.Config) {
+		cfg.Grasp.ArchiveAll = true
+		cfg.Sync.BootstrapRelays = []string{up.ws}
+	})
+	e.eventually("caught up with the bootstrap relay", syncStep, func() bool {
+		return e.relayUp(up.ws) && e.metric("grasp_sync_pending_batches", "") == 0
+	})
+	a := newKey(t)
+	repo := newForeignRepo(t, a, "repo", gitRoot, gitURL, up.ws)
+	sync := policy.Meta{Source: policy.SourceSync, Remote: "wss://relay.example.org"}
+	for _, evt := range []*nostr.Event{repo.ann, repo.state} {
+		if ok, msg := up.srv.relay.Ingest(context.Background(), evt, sync); !ok {
+			t.Fatalf("bootstrap relay refused %d: %q", evt.Kind, msg)
+		}
+	}
+	upc := up.dial()
+	up.advanceUntil(200*time.Millisecond, func() bool { return upc.served(repo.state.ID) })
+	cl := e.dial()
+	e.advanceUntil(200*time.Millisecond, func() bool { return cl.served(repo.state.ID) && cl.served(repo.ann.ID) })
+	if refs := lsRemote(t, e.cloneURL(a, "repo")); refs["refs/heads/main"] != repo.tip {
+		t.Fatalf("refs %v", refs)
+	}
+	if n := e.metric("grasp_sync_events_total", "live"); n < 2 {
+		t.Fatalf("%v events counted as live, want the announcement and its state", n)
+	}
+}
