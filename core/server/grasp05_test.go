@@ -322,3 +322,31 @@ func TestG05_1_LiveDiscoveryFromABootstrapRelay(t *testing.T) {
 		t.Fatalf("%v events counted as live, want the announcement and its state", n)
 	}
 }
+
+// G05-1 by maintainer: a whitelisted key archives the repositories it is a
+// confirmed maintainer of (nip34.Resolve: the owner lists it and it lists
+// the owner back), not those that merely name it.
+func TestG05_1_WhitelistedMaintainerArchivesTheRepositoriesItMaintains(t *testing.T) {
+	m, o, x := newKey(t), newKey(t), newKey(t)
+	e := newSyncEnv(t, func(cfg *config.Config) { cfg.Grasp.ArchiveWhitelist = []string{m.npub} })
+	cl := e.dial()
+	foreign := func(k key, d string, maintainers ...string) *nostr.Event {
+		tags := nostr.Tags{{"d", d}, {"clone", "https://git.example.org/" + k.npub + "/" + d + ".git"}, {"relays", "wss://relay.example.org"}}
+		if len(maintainers) > 0 {
+			tags = append(tags, append(nostr.Tag{"maintainers"}, maintainers...))
+		}
+		return e.sign(k, 30617, tags, "")
+	}
+	// x names m without m listing x back: not m's repository
+	cl.mustReject(foreign(x, "proj", m.pk), "invalid: announcement must list this service")
+	cl.mustAccept(foreign(m, "proj", o.pk), purg)
+	cl.mustAccept(foreign(o, "proj", m.pk), purg)
+	for _, k := range []key{m, o} {
+		if st := infoRefsStatus(t, e.cloneURL(k, "proj")); st != http.StatusOK {
+			t.Fatalf("%s/proj info/refs: %d, want 200", k.npub, st)
+		}
+	}
+	if st := infoRefsStatus(t, e.cloneURL(x, "proj")); st != http.StatusNotFound {
+		t.Fatalf("the non-maintained repo info/refs: %d, want 404", st)
+	}
+}
