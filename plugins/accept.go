@@ -104,6 +104,7 @@ func (sl *slot) acceptCtx(p *plugin, meta policy.Meta) goja.Value {
 	} else {
 		_ = o.Set("receivedAt", meta.ReceivedAt.Unix())
 	}
+	_ = o.Set("archived", meta.Archived)
 	_ = o.Set("config", sl.cfg[p.idx])
 	return o
 }

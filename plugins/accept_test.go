@@ -207,3 +207,23 @@ func TestNoPluginsAcceptsEverything(t *testing.T) {
 		t.Fatalf("got %+v", v)
 	}
 }
+
+// GRASP-05: an accept plugin sees whether the rules take an announcement
+// as an archive (ctx.archived), so it can keep repositories out of it;
+// every other event reads false.
+func TestG05_AcceptSeesArchivedFlag(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir, "a.js", `module.exports = { accept(e, ctx) {
+		if (typeof ctx.archived !== "boolean") return "error: ctx.archived is " + typeof ctx.archived;
+		if (ctx.archived) return "restricted: not archived here";
+	} };`)
+	s := mustSet(t, Options{Dir: dir, PoolSize: 1, Accept: []Spec{acceptSpec("a", "a.js")}})
+	meta := clientMeta()
+	if v := s.Accept(context.Background(), testEvent(30617, ""), meta); v.Action != policy.Accept {
+		t.Fatalf("not archived: %v %q", v.Action, v.Msg)
+	}
+	meta.Archived = true
+	if v := s.Accept(context.Background(), testEvent(30617, ""), meta); v.Action != policy.Reject || v.Msg != "restricted: not archived here" {
+		t.Fatalf("archived: %v %q", v.Action, v.Msg)
+	}
+}

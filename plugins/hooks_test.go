@@ -259,3 +259,23 @@ func TestG03_7_SelectionSeesAndVetoesOutboxCandidates(t *testing.T) {
 		t.Fatalf("got %v, want the listed relay only", got)
 	}
 }
+
+// GRASP-05: relay selection sees whether a repository is an archive
+// (ctx.repo.archived), e.g. to sync archived repositories from fewer relays.
+func TestG05_SelectRelaysSeesArchivedFlag(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir, "a.js", `module.exports = { selectRelays(c, ctx) {
+		if (typeof ctx.repo.archived !== "boolean") throw new Error("ctx.repo.archived is " + typeof ctx.repo.archived);
+		return ctx.repo.archived ? c.slice(0, 1) : c;
+	} };`)
+	s := mustSet(t, Options{Dir: dir, PoolSize: 1, RelaySelection: []Spec{{Name: "a", File: "a.js", OnError: OnErrorReject}}})
+	for _, c := range []struct {
+		archived bool
+		want     string
+	}{{false, "wss://a wss://b"}, {true, "wss://a"}} {
+		got, err := s.SelectRelays(context.Background(), gsync.RepoInfo{Pubkey: "pk", Identifier: "d", Address: "30617:pk:d", Archived: c.archived}, cands("wss://a", "wss://b"))
+		if err != nil || strings.Join(got, " ") != c.want {
+			t.Fatalf("archived=%v: got %v %v, want %s", c.archived, got, err, c.want)
+		}
+	}
+}

@@ -79,6 +79,7 @@ func (sl *slot) runSelect(ctx context.Context, p *plugin, repo gsync.RepoInfo, c
 	_ = r.Set("pubkey", repo.Pubkey)
 	_ = r.Set("identifier", repo.Identifier)
 	_ = r.Set("address", repo.Address)
+	_ = r.Set("archived", repo.Archived)
 	c := vm.NewObject()
 	_ = c.Set("repo", r)
 	_ = c.Set("config", sl.cfg[p.idx])

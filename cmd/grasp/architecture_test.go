@@ -83,8 +83,10 @@ func importViolations(imports map[string][]string) []string {
 				bad = append(bad, pkg+" imports "+dep+": core never imports plugins/ or cmd/")
 			case pkg == "core/nip34" || pkg == "core/clock":
 				bad = append(bad, pkg+" imports "+dep+": it imports nothing of ours")
-			case pkg == "core/policy" && !slices.Contains([]string{"core/nip34", "core/env", "core/clock", "core/roster"}, dep):
-				bad = append(bad, pkg+" imports "+dep+": policy imports only core/nip34, core/env, core/clock and core/roster")
+			case pkg == "core/policy" && !slices.Contains([]string{"core/nip34", "core/env", "core/clock", "core/roster", "core/archive"}, dep):
+				bad = append(bad, pkg+" imports "+dep+": policy imports only core/nip34, core/env, core/clock, core/roster and core/archive")
+			case pkg == "core/archive" && !slices.Contains([]string{"core/nip34", "core/env"}, dep):
+				bad = append(bad, pkg+" imports "+dep+": archive imports only core/nip34 and core/env")
 			case pkg == "core/roster" && !slices.Contains([]string{"core/nip34", "core/env", "core/clock"}, dep):
 				bad = append(bad, pkg+" imports "+dep+": roster imports only core/nip34, core/env and core/clock")
 			case under(pkg, "core/sync") && under(dep, "core/git"), under(pkg, "core/git") && under(dep, "core/sync"):

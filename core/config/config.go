@@ -142,11 +142,18 @@ type Store struct {
 
 // Grasp holds the GRASP acceptance rules (GRASP-01, -05 archive, -06 /prs/).
 type Grasp struct {
-	// ArchiveAll accepts every announcement, listed here or not (GRASP-05).
+	// ArchiveAll archives every announcement seen, listing this server or
+	// not (GRASP-05; core/archive owns the scope).
 	ArchiveAll bool `toml:"archive_all"`
-	// ArchiveWhitelist entries are "npub", "npub/identifier" or "identifier".
+	// ArchiveWhitelist entries are "npub" or hex (repositories that key owns
+	// or is a confirmed maintainer of), "npub/identifier", "hex/identifier"
+	// or "30617:<hex>:<identifier>".
 	ArchiveWhitelist []string `toml:"archive_whitelist"`
-	// ArchiveReadOnly rejects pushes to archived repositories (G05-2).
+	// ArchiveHosts are GRASP server host names (or host:port): repositories
+	// announced with a clone or relays URL on one of them are archived.
+	ArchiveHosts []string `toml:"archive_hosts"`
+	// ArchiveReadOnly refuses pushes to archived repositories and
+	// announcements outside the archive scope (G05-2).
 	ArchiveReadOnly bool `toml:"archive_read_only"`
 	Grasp06         bool `toml:"grasp06"`
 	// RepositoryWhitelist and RepositoryBlacklist take the same entry forms

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/grasp-dev/grasp/core/archive"
 	"github.com/grasp-dev/grasp/core/clientip"
 	"github.com/grasp-dev/grasp/core/logging"
 	"github.com/grasp-dev/grasp/core/nip34"
@@ -337,21 +338,49 @@ func (c *Config) checkGrasp(k *checker) {
 	k.pubkeys("grasp.private_members", g.PrivateMembers)
 	k.nonNegative("grasp.max_repos_per_pubkey", g.MaxReposPerPubkey)
 	k.nonNegative("grasp.max_push_mb", g.MaxPushMB)
-	// The keys are part of the config contract, but this version does not
-	// implement the behaviour: refusing them is honest, silently ignoring
-	// them would make an operator believe they archive or host /prs/.
-	if g.ArchiveAll {
-		k.fail("grasp.archive_all", "GRASP-05 archive mode is not available in this version; leave it false")
-	}
-	if len(g.ArchiveWhitelist) > 0 {
-		k.fail("grasp.archive_whitelist", "GRASP-05 archive mode is not available in this version; leave it empty")
-	}
+	c.checkArchive(k)
+	// The key is part of the config contract, but this version does not
+	// implement the behaviour: refusing it is honest, silently ignoring it
+	// would make an operator believe they host /prs/.
 	switch {
 	case g.Grasp06 && g.Private:
 		// GRASP-08: a private service does not offer GRASP-06.
 		k.fail("grasp.grasp06", "GRASP-06 /prs/ hosting is not offered by a private service (grasp.private = true); leave it false")
 	case g.Grasp06:
 		k.fail("grasp.grasp06", "GRASP-06 /prs/ hosting is not available in this version; leave it false")
+	}
+}
+
+// checkArchive checks GRASP-05 archive mode (core/archive parses the
+// entries, so what is accepted here is what the server runs with).
+func (c *Config) checkArchive(k *checker) {
+	g := &c.Grasp
+	for i, e := range g.ArchiveWhitelist {
+		if _, err := archive.ParseEntry(e); err != nil {
+			k.fail(fmt.Sprintf("grasp.archive_whitelist[%d]", i), "%v", err)
+		}
+	}
+	for i, e := range g.ArchiveHosts {
+		if _, _, err := archive.ParseHost(e); err != nil {
+			k.fail(fmt.Sprintf("grasp.archive_hosts[%d]", i), "%v", err)
+		}
+	}
+	on, key := g.ArchiveAll || len(g.ArchiveWhitelist) > 0 || len(g.ArchiveHosts) > 0, "grasp.archive_all"
+	if !g.ArchiveAll && len(g.ArchiveWhitelist) > 0 {
+		key = "grasp.archive_whitelist"
+	} else if !g.ArchiveAll {
+		key = "grasp.archive_hosts"
+	}
+	switch {
+	case !on:
+	case g.ArchiveAll && (len(g.ArchiveWhitelist) > 0 || len(g.ArchiveHosts) > 0):
+		k.fail("grasp.archive_all", "archive_all archives every repository; leave archive_whitelist and archive_hosts empty, or set archive_all = false to archive only them")
+	case g.Private:
+		// GRASP-05 mirrors public repositories through GRASP-02 sync,
+		// which a private service never runs.
+		k.fail(key, "GRASP-05 archive mode syncs public repositories, which a private service (grasp.private = true) never does; turn one of them off")
+	case !c.Sync.Enabled:
+		k.fail("sync.enabled", "GRASP-05 archive mode needs GRASP-02 sync (it discovers and mirrors repositories through it); set sync.enabled = true or turn archive mode off")
 	}
 }
 

@@ -50,13 +50,18 @@ func TestEveryValidationRule(t *testing.T) {
 		{"postgres url scheme", "[store]\nbackend = \"postgres\"\npostgres_url = \"mysql://u:secret@h/db\"", "store.postgres_url", "postgres://"},
 		{"memtable", "[store]\nmemtable_mb = 0", "store.memtable_mb", "greater than 0"},
 		{"block cache", "[store]\nblock_cache_mb = -1", "store.block_cache_mb", "must not be negative"},
-		{"archive_whitelist reserved", "[grasp]\narchive_whitelist = [\"x\"]", "grasp.archive_whitelist", "not available"},
+		{"archive_whitelist bare identifier", "[grasp]\narchive_whitelist = [\"x\"]", "grasp.archive_whitelist[0]", "bare identifier"},
+		{"archive_whitelist bad coordinate", "[grasp]\narchive_whitelist = [\"30617:abc:x\"]", "grasp.archive_whitelist[0]", "64 lowercase hex"},
+		{"archive_hosts path", "[grasp]\narchive_hosts = [\"https://relay.example/some/path\"]", "grasp.archive_hosts[0]", "not a path"},
+		{"archive_hosts junk", "[grasp]\narchive_hosts = [\"a b\"]", "grasp.archive_hosts[0]", "host name"},
+		{"archive_all with a list", "[grasp]\narchive_all = true\narchive_hosts = [\"relay.example\"]", "grasp.archive_all", "leave archive_whitelist and archive_hosts empty"},
+		{"archive private", "[grasp]\nprivate = true\narchive_whitelist = [\"" + nip19Npub + "\"]", "grasp.archive_whitelist", "private service"},
+		{"archive without sync", "[grasp]\narchive_all = true\n[sync]\nenabled = false", "sync.enabled", "needs GRASP-02 sync"},
 		{"grasp06 reserved", "[grasp]\ngrasp06 = true", "grasp.grasp06", "not available"},
 		{"whitelist entry", "[grasp]\nrepository_whitelist = [\"" + nip19Hex + "/\"]", "grasp.repository_whitelist[0]", "owner/identifier"},
 		{"blacklist entry", "[grasp]\nrepository_blacklist = [\"ok\", \"\"]", "grasp.repository_blacklist[1]", "empty entry"},
 		{"event blacklist", "[grasp]\nevent_blacklist = [\"alice\"]", "grasp.event_blacklist[0]", "64 hex"},
 		{"max repos", "[grasp]\nmax_repos_per_pubkey = -1", "grasp.max_repos_per_pubkey", "must not be negative"},
-		{"archive_all reserved", "[grasp]\narchive_all = true", "grasp.archive_all", "not available"},
 		{"purgatory ttl", "[purgatory]\nttl = \"0s\"", "purgatory.ttl", "positive duration"},
 		{"hunt delay negative", "[purgatory]\nuser_fetch_delay = \"-1s\"", "purgatory.user_fetch_delay", "must not be negative"},
 		{"fetch backoff order", "[purgatory]\nfetch_backoff_base = \"5m\"", "purgatory.fetch_backoff_base", "exceeds fetch_backoff_max"},
@@ -189,5 +194,21 @@ func TestNormalizeRelayURL(t *testing.T) {
 	c := mustParse(t, "[sync]\nbootstrap_relays = [\"relay.example.com\"]")
 	if c.Sync.BootstrapRelays[0] != "wss://relay.example.com" {
 		t.Errorf("bootstrap relay not normalised: %q", c.Sync.BootstrapRelays)
+	}
+}
+
+// TestArchiveModesAreValid: the three GRASP-05 modes and read-write
+// archiving load as written (they were reserved and refused before).
+func TestArchiveModesAreValid(t *testing.T) {
+	for _, src := range []string{
+		"[grasp]\narchive_all = true",
+		"[grasp]\narchive_all = true\narchive_read_only = false",
+		"[grasp]\narchive_whitelist = [\"" + nip19Npub + "\", \"" + nip19Hex + "\", \"" + nip19Npub + "/repo\", \"30617:" + nip19Hex + ":repo\"]",
+		"[grasp]\narchive_hosts = [\"relay.ngit.dev\", \"git.example.com:8443\", \"https://gitnostr.com\"]",
+	} {
+		c := mustParse(t, src)
+		if !c.Grasp.ArchiveReadOnly && !strings.Contains(src, "read_only") {
+			t.Fatalf("archive_read_only should default to true:\n%s", src)
+		}
 	}
 }

@@ -116,6 +116,11 @@ type Options struct {
 	// Service is this server's public URL (the NIP-98 `u` of a private
 	// repository is its clone URL there); zero: the request's own host.
 	Service nip34.Service
+	// ReadOnly says why pushes to repo are refused although the repository
+	// is served (a read-only GRASP-05 archive: core/hosting asks
+	// core/archive), "" when they are not; nil: never. The text is the
+	// client's git error.
+	ReadOnly func(ctx context.Context, repo nip34.RepoRef) string
 	// Private says who may read a private repository (GRASP-08, NIP-98 on
 	// every request: nip98.go); nil: every repository is public.
 	Private Private

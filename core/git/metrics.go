@@ -35,7 +35,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		}, []string{"kind"}),
 		refused: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: "grasp", Subsystem: "git", Name: "refused_total",
-			Help: "Git requests refused by a limit: busy (no process slot), busy_ip (the IP's share of slots), slow_body, too_large, quota, disk.",
+			Help: "Git requests refused by a limit: busy (no process slot), busy_ip (the IP's share of slots), slow_body, too_large, quota, disk, read_only (a push to a read-only GRASP-05 archive).",
 		}, []string{"reason"}),
 	}
 	if reg != nil {

@@ -65,6 +65,14 @@ func (h *handler) serveReceivePack(w http.ResponseWriter, r *http.Request, repo 
 	// Past this point the request may end at any moment (client gone), but
 	// the push must be finished or refused consistently.
 	ctx := context.WithoutCancel(r.Context())
+	if h.opts.ReadOnly != nil {
+		if why := h.opts.ReadOnly(ctx, repo); why != "" {
+			h.m.refused.WithLabelValues("read_only").Inc()
+			h.log.Info("push refused: read-only archive", "owner", owner, "id", id)
+			refuseAll(why)
+			return
+		}
+	}
 	// A first decision without the lock, so a refused push costs no
 	// process and no wait; the gate decides again under the lock.
 	res, err := h.authorize(ctx, repo, dir, cmds.Updates)

@@ -77,14 +77,22 @@ func (h *Hosting) Hold(ctx context.Context, evt *nostr.Event, d policy.Decision,
 			}
 			return "", &policy.Refusal{Msg: "error: could not create the repository here; try again later"}
 		}
-		h.log.Info("repository created", "repo", entry.Repo.String())
+		if d.Archived {
+			h.log.Info("repository archived (GRASP-05): created, its git data is fetched from the servers its announcement lists", "repo", entry.Repo.String(), "source", string(meta.Source))
+		} else {
+			h.log.Info("repository created", "repo", entry.Repo.String())
+		}
 		// The data may already be here: the repo was announced before, or
 		// another maintainer's copy holds the latest state. Then the
 		// announcement need not wait for a push; this runs after the OK.
 		r := entry.Repo
 		h.spawn(func(ctx context.Context) { h.begin(ctx).adopt(r) })
 	}
-	o.hunt(entry, meta.Source == policy.SourceSync)
+	// A re-checked state was refused when it came (its announcement came
+	// after it, as a bulk sync often delivers them, GRASP-05 archives
+	// above all): no push can have brought its data meanwhile, so it is
+	// hunted at once like a synced one, not after the client's grace.
+	o.hunt(entry, meta.Source == policy.SourceSync || meta.Source == policy.SourceRecheck)
 	if evt.Kind == nip34.KindAnnouncement {
 		o.recheckRejected(evt.Tags.GetD())
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/nbd-wtf/go-nostr"
 
+	"github.com/grasp-dev/grasp/core/archive"
 	"github.com/grasp-dev/grasp/core/clock"
 	"github.com/grasp-dev/grasp/core/env"
 	"github.com/grasp-dev/grasp/core/git"
@@ -47,6 +48,10 @@ type Options struct {
 	// recently rejected states are re-evaluated when an announcement of
 	// their identifier changes. nil: no re-evaluation.
 	Ingest func(ctx context.Context, evt *nostr.Event, meta policy.Meta) (bool, string)
+	// Archive is the GRASP-05 scope: pushes to read-only archives are
+	// refused (ReadOnly) and archived repositories counted and logged;
+	// nil: archive mode off.
+	Archive *archive.Scope
 	// Spawn runs work after the current request, owned by the server so it
 	// never outlives the store; nil runs it on its own goroutine.
 	Spawn func(func(ctx context.Context))
@@ -63,6 +68,7 @@ type Hosting struct {
 	roster  *roster.Source
 	ingest  func(ctx context.Context, evt *nostr.Event, meta policy.Meta) (bool, string)
 	spawn   func(func(ctx context.Context))
+	archive *archive.Scope
 	clk     clock.Clock
 	log     hclog.Logger
 
@@ -81,7 +87,7 @@ func New(opts Options, e env.Env) (*Hosting, error) {
 	h := &Hosting{
 		events: opts.Events, purg: opts.Purgatory, repos: opts.Repos, rules: opts.Rules,
 		publish: opts.Publish, hunter: opts.Hunter, spawn: opts.Spawn, clk: e.Clock, log: e.Log,
-		roster: opts.Roster, ingest: opts.Ingest, toPrune: map[nip34.RepoRef]bool{},
+		roster: opts.Roster, ingest: opts.Ingest, toPrune: map[nip34.RepoRef]bool{}, archive: opts.Archive,
 	}
 	if h.roster == nil {
 		var err error

@@ -81,3 +81,22 @@ func TestInfoLogLines(t *testing.T) {
 	}
 	expect("expiry", []string{"[INFO]  expired from purgatory without git data: id=" + late.ID})
 }
+
+// An archived repository says so when it is created (issue 12 part 5).
+func TestG05_InfoLogLineWhenArchived(t *testing.T) {
+	r := newRig(t)
+	a := newKey()
+	repo := nip34.RepoRef{Pubkey: a.pk, Identifier: "mirror"}
+	ann := a.sign(t, nip34.KindAnnouncement, nostr.Tags{{"d", "mirror"}, {"clone", "https://git.example.org/mirror.git"}})
+	d := policy.Decision{Outcome: policy.Hold, Archived: true, Effects: []policy.Effect{{Kind: policy.CreateRepo, Repo: repo}}}
+	if _, err := r.h.Hold(context.Background(), ann, d, policy.Meta{Source: policy.SourceSync}); err != nil {
+		t.Fatal(err)
+	}
+	got := r.logs.take()
+	if want := "[INFO]  repository archived (GRASP-05): created, its git data is fetched from the servers its announcement lists: repo=" + repo.String() + " source=sync"; !strings.Contains(got, want) {
+		t.Fatalf("the log lacks %q:\n%s", want, got)
+	}
+	if strings.Contains(got, "repository created:") {
+		t.Fatalf("an archived repository is logged as an ordinary one:\n%s", got)
+	}
+}

@@ -202,3 +202,15 @@ func parseEndpoint(raw string) (endpoint, error) {
 	path := strings.TrimSuffix(u.Path, "/")
 	return endpoint{scheme: scheme, host: host, port: port, path: path}, nil
 }
+
+// EndpointHost is the lowercase host and port (explicit or the scheme's
+// default) of a clone or relay URL, parsed as the listing checks parse
+// them (userinfo, queries and fragments refused); ok is false for a URL
+// they would not accept.
+func EndpointHost(raw string) (host, port string, ok bool) {
+	ep, err := parseEndpoint(raw)
+	if err != nil {
+		return "", "", false
+	}
+	return ep.host, ep.port, true
+}

@@ -25,6 +25,11 @@ type Meta struct {
 	Remote     string // client IP, or the relay URL for synced events
 	Authed     string // NIP-42 authenticated pubkey (hex), "" if none
 	ReceivedAt time.Time
+	// Archived is set by the rules for the operator's plugin chain only:
+	// the event is a repository announcement this server takes as a
+	// GRASP-05 archive (it does not list the server, or the server is a
+	// read-only archive). Callers leave it false.
+	Archived bool
 }
 
 // Action is what an Acceptor wants done with an event.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/grasp-dev/grasp/core/archive"
 	"github.com/grasp-dev/grasp/core/nip34"
 	"github.com/nbd-wtf/go-nostr"
 )
@@ -42,10 +43,14 @@ func (r *Rules) announcement(ctx context.Context, evt *nostr.Event, meta Meta) D
 		// a sync peer dropping this service would otherwise evict the repo).
 		return Decision{Outcome: Shadow, Msg: "duplicate: a newer announcement for this repository exists"}
 	}
-	prevHosted := hasPrev && r.hosted(prev)
+	prevHosted := hasPrev && r.hosted(v, prev)
 
-	if r.hosted(a) {
-		if !r.repoWhite.empty() && !r.repoWhite.match(a.Pubkey, a.Identifier) {
+	verdict := r.verdict(v, a)
+	if verdict.HasRepo() {
+		archived := verdict == archive.Archived
+		// The repository whitelist chooses among repositories that list
+		// this server; the archive scope is its own choice (core/archive).
+		if !archived && !r.repoWhite.empty() && !r.repoWhite.match(a.Pubkey, a.Identifier) {
 			return reject("restricted: repository %s/%s is not on this server's whitelist", nip34.Npub(a.Pubkey), a.Identifier)
 		}
 		if !prevHosted {
@@ -57,16 +62,20 @@ func (r *Rules) announcement(ctx context.Context, evt *nostr.Event, meta Meta) D
 		if !prevHosted && !release { // a released repo already has its bare repo
 			effects = append(effects, Effect{Kind: CreateRepo, Repo: repo})
 		}
+		var d Decision
 		switch {
 		case prevStored:
 			// Replacing a served announcement: served at once (§4.1).
-			return Decision{Outcome: Store, Effects: effects}
+			d = Decision{Outcome: Store, Effects: effects}
 		case release:
-			return Decision{Outcome: Store, Effects: effects}
+			d = Decision{Outcome: Store, Effects: effects}
 		case prevHeld:
-			return hold(append(effects, Effect{Kind: ReplaceHeld, Repo: repo})...)
+			d = hold(append(effects, Effect{Kind: ReplaceHeld, Repo: repo})...)
+		default:
+			d = hold(effects...)
 		}
-		return hold(effects...)
+		d.Archived = archived
+		return d
 	}
 
 	// Not listing this service: accepted, without a bare repo, when an
@@ -86,7 +95,7 @@ func (r *Rules) announcement(ctx context.Context, evt *nostr.Event, meta Meta) D
 		switch {
 		case !h.Held:
 			storedHost = h.Repo()
-		case r.hosted(h.Announcement):
+		case r.hosted(v, h.Announcement):
 			// Released with the held repository that invites it.
 			heldHost = h.Repo()
 		}
@@ -107,6 +116,10 @@ func (r *Rules) announcement(ctx context.Context, evt *nostr.Event, meta Meta) D
 		return hold(effects...)
 	}
 	d := reject("invalid: %s", r.notListedReason(a))
+	if verdict == archive.OutOfScope {
+		r.opts.Archive.Refused(archive.RefusedOutOfScope)
+		d.Msg = r.opts.Archive.OutOfScopeMessage(a)
+	}
 	d.Effects = retire
 	return d
 }
@@ -145,7 +158,7 @@ func (r *Rules) overQuota(ctx context.Context, evt *nostr.Event, a nip34.Announc
 	ids := map[string]bool{}
 	for _, e := range append(st, hd...) {
 		other, err := nip34.ParseAnnouncement(e)
-		if err == nil && other.Identifier != a.Identifier && r.hosted(other) {
+		if err == nil && other.Identifier != a.Identifier && r.hosted(r.view(ctx, other.Identifier, ""), other) {
 			ids[other.Identifier] = true
 		}
 	}

@@ -11,6 +11,13 @@ import (
 func AcceptanceCriteria(opts Options) string {
 	svc := opts.Service
 	var b strings.Builder
+	if sc := opts.Archive; sc.Enabled() {
+		// GRASP-05: the archive scope comes first, it is what decides.
+		fmt.Fprintf(&b, "GRASP-05 archive: %s; announcements in that scope are accepted whether or not they list this service. ", sc.Curation())
+		if sc.ReadOnly() {
+			b.WriteString("Announcements outside it are refused and archived repositories take no pushes. ")
+		}
+	}
 	fmt.Fprintf(&b, "Repository announcements (kind 30617) must list this service in both 'clone' (%s/<npub>/<identifier>.git) and 'relays' (%s); ",
 		svc.BaseURL(), svc.RelayURL())
 	b.WriteString("announcements by maintainers of a repository hosted here are accepted without listing it. ")
@@ -39,6 +46,10 @@ func AcceptanceCriteria(opts Options) string {
 // omits the key.
 func Curation(opts Options) string {
 	var parts []string
+	if c := opts.Archive.Curation(); c != "" {
+		// G05-3: the archive scope in words (ngit-grasp's sentences)
+		parts = append(parts, c)
+	}
 	if n := len(nonEmpty(opts.RepoWhitelist)); n > 0 {
 		parts = append(parts, fmt.Sprintf("only %d whitelisted repositories or owners are hosted", n))
 	}

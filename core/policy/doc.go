@@ -6,8 +6,10 @@
 //
 // The GRASP rules (Rules, built by New) implement grasp.md §3.1, §3.2 and
 // §3.11: announcements must list this service (parsed URLs, exact
-// host:port) unless an accepted announcement of the identifier invites
-// their author; states come only from the v3 roster of a known repository
+// host:port) unless GRASP-05 archive mode takes them (core/archive decides
+// which repositories are hosted or archived here, and refuses what a
+// read-only archive does not cover) or an accepted announcement of the
+// identifier invites their author; states come only from the v3 roster of a known repository
 // (core/roster, read by author: maintainers-v3.md); PRs need `c` and an accepted repository; everything else must
 // tag or be tagged by an accepted repository or root event, within a bounded
 // distance. Every refusal carries a NIP-01 prefix and says what to change.

@@ -6,6 +6,7 @@ import (
 
 	"github.com/nbd-wtf/go-nostr"
 
+	"github.com/grasp-dev/grasp/core/archive"
 	"github.com/grasp-dev/grasp/core/nip34"
 	"github.com/grasp-dev/grasp/core/roster"
 )
@@ -57,13 +58,32 @@ func (r *Rules) view(ctx context.Context, d, exclude string) *roster.View {
 	return r.roster.View(ctx, d, exclude)
 }
 
-// hosted reports whether a lists this service, i.e. has a bare repo here.
-func (r *Rules) hosted(a nip34.Announcement) bool { return nip34.ListsService(a, r.opts.Service) }
+// verdict is the archive scope's answer for a (core/archive owns it): a
+// bare repo here because a lists this service (Hosted) or is archived, or
+// none. v is a view of a's identifier, through which whitelisted
+// maintainers are matched.
+func (r *Rules) verdict(v *roster.View, a nip34.Announcement) archive.Verdict {
+	return r.opts.Archive.Decide(a, loader(v))
+}
+
+// hosted reports whether a has a bare repo here.
+func (r *Rules) hosted(v *roster.View, a nip34.Announcement) bool { return r.verdict(v, a).HasRepo() }
+
+// loader reads other keys' announcements through v (nil: none).
+func loader(v *roster.View) nip34.Loader {
+	if v == nil {
+		return nil
+	}
+	return func(pk string) (nip34.Announcement, bool) {
+		e, ok := v.Latest(pk)
+		return e.Announcement, ok
+	}
+}
 
 // hosts returns the hosted announcements (owners with a bare repo here)
 // whose roster contains pk, found by walking authors from pk.
 func (r *Rules) hosts(v *roster.View, pk string) []roster.Entry {
-	return v.Owners(pk, func(e roster.Entry) bool { return r.hosted(e.Announcement) })
+	return v.Owners(pk, func(e roster.Entry) bool { return r.hosted(v, e.Announcement) })
 }
 
 // anyAnnounced reports whether some announcement with identifier d is

@@ -8,6 +8,7 @@ import (
 
 	"github.com/nbd-wtf/go-nostr"
 
+	"github.com/grasp-dev/grasp/core/archive"
 	"github.com/grasp-dev/grasp/core/nip34"
 	"github.com/grasp-dev/grasp/core/roster"
 )
@@ -76,6 +77,9 @@ type Options struct {
 	PluginNames []string
 	// PurgatoryTTL is only quoted in the acceptance criteria text.
 	PurgatoryTTL time.Duration
+	// Archive is the GRASP-05 scope (core/archive), the one answer to
+	// "is this repository hosted here"; nil: archive mode off.
+	Archive *archive.Scope
 }
 
 // repoList is a parsed whitelist or blacklist.

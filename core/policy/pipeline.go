@@ -44,6 +44,10 @@ type Decision struct {
 	// outcome (create or remove a bare repo, replace or evict a held entry,
 	// align refs, what a held event waits for). Nil for plain decisions.
 	Effects []Effect
+	// Archived: a repository announcement accepted as a GRASP-05 archive
+	// (core/archive). The plugin chain sees it (Meta.Archived) and hosting
+	// logs and counts it.
+	Archived bool
 }
 
 // Pipeline turns an incoming event into a Decision: limits, then the GRASP

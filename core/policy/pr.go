@@ -59,7 +59,7 @@ func (r *Rules) pr(ctx context.Context, evt *nostr.Event, meta Meta) Decision {
 		// The PR's data goes to the repository it names and to every
 		// hosted repository its owner maintains.
 		cands := r.hosts(v, ref.Pubkey)
-		if r.hosted(own.Announcement) {
+		if r.hosted(v, own.Announcement) {
 			cands = append([]roster.Entry{own}, cands...)
 		}
 		for _, h := range cands {

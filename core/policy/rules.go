@@ -11,6 +11,7 @@ import (
 	"github.com/nbd-wtf/go-nostr"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/grasp-dev/grasp/core/archive"
 	"github.com/grasp-dev/grasp/core/clock"
 	"github.com/grasp-dev/grasp/core/env"
 	"github.com/grasp-dev/grasp/core/nip34"
@@ -82,6 +83,11 @@ func New(opts Options, e env.Env) (*Rules, error) {
 	}
 	if r.repoBlack, err = parseRepoList(opts.RepoBlacklist); err != nil {
 		return nil, fmt.Errorf("policy: blacklist: %w", err)
+	}
+	if r.opts.Archive == nil {
+		if r.opts.Archive, err = archive.New(archive.Options{Service: opts.Service}, env.Env{}); err != nil {
+			return nil, fmt.Errorf("policy: %w", err)
+		}
 	}
 	r.depth = opts.MaxReferenceDepth
 	if r.depth <= 0 {
@@ -190,6 +196,7 @@ func (r *Rules) plugins(ctx context.Context, evt *nostr.Event, meta Meta, d Deci
 	if d.Outcome != Store && d.Outcome != Hold {
 		return d
 	}
+	meta.Archived = d.Archived
 	if pd, stop := runChain(ctx, r.opts.Plugins, evt, meta); stop {
 		return pd
 	}

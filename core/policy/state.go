@@ -150,7 +150,7 @@ func (r *Rules) noteInvitee(ctx context.Context, v *roster.View, author string) 
 	checked := 0
 	for _, evt := range append(st, hd...) {
 		a, err := nip34.ParseAnnouncement(evt)
-		if err != nil || !a.Names(author) || !r.hosted(a) {
+		if err != nil || !a.Names(author) || !r.hosted(v, a) {
 			continue
 		}
 		if checked++; checked > 4 {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/nbd-wtf/go-nostr"
 
+	"github.com/grasp-dev/grasp/core/archive"
 	"github.com/grasp-dev/grasp/core/clientip"
 	"github.com/grasp-dev/grasp/core/diskspace"
 	"github.com/grasp-dev/grasp/core/git"
@@ -79,8 +80,18 @@ func (s *Server) assemble(ext Extensions) error {
 	if err := s.assembleVisibility(rost); err != nil {
 		return err
 	}
+	// GRASP-05: the one answer to "is this repository hosted here, and is
+	// it an archive" for the rules, sync, hosting, git and NIP-11.
+	g := cfg.Grasp
+	s.archive, err = archive.New(archive.Options{
+		All: g.ArchiveAll, Whitelist: g.ArchiveWhitelist, Hosts: g.ArchiveHosts, ReadOnly: g.ArchiveReadOnly, Service: svc,
+	}, s.env.Named("archive"))
+	if err != nil {
+		return err
+	}
+	s.roster = rost
 	popts := s.policyOptions(svc, plugins, ext.AcceptNames)
-	popts.Events, popts.Held, popts.Git, popts.Roster = events, s.purg, s.repos, rost
+	popts.Events, popts.Held, popts.Git, popts.Roster, popts.Archive = events, s.purg, s.repos, rost, s.archive
 	rules, err := policy.New(popts, s.env.Named("policy"))
 	if err != nil {
 		return err
@@ -95,7 +106,8 @@ func (s *Server) assemble(ext Extensions) error {
 		Ingest: func(ctx context.Context, evt *nostr.Event, meta policy.Meta) (bool, string) {
 			return s.relay.Ingest(ctx, evt, meta)
 		},
-		Spawn: s.background,
+		Spawn:   s.background,
+		Archive: s.archive,
 	}, s.env.Named("hosting"))
 	if err != nil {
 		return err
@@ -116,6 +128,7 @@ func (s *Server) assemble(ext Extensions) error {
 	s.relay.HandleGit(git.NewHandler(git.Options{
 		Repos: s.repos, Authority: s.hosting, Hooks: s.hosting, Private: s.vis, Service: svc,
 		Placeholders:      s.hosting,
+		ReadOnly:          s.hosting.ReadOnly,
 		CheckSpace:        s.space.Check,
 		MaxPushBytes:      int64(cfg.Grasp.MaxPushMB) << 20,
 		MaxDuration:       cfg.Git.MaxPushDuration.D(),
@@ -148,6 +161,9 @@ func (s *Server) assemble(ext Extensions) error {
 	// pushes run with receive.autogc off; packing happens here, off the
 	// push path
 	s.sched.Every("git-maintenance", time.Hour, s.hosting.Maintain)
+	if s.archive.Enabled() {
+		s.sched.Every("archive-count", time.Minute, s.hosting.CountArchived)
+	}
 	return nil
 }
 
@@ -178,6 +194,11 @@ func (s *Server) assembleRelay(popts policy.Options, rules *policy.Rules) error 
 		grasps = append(grasps, "GRASP-02")
 		if cfg.Sync.Outbox {
 			grasps = append(grasps, "GRASP-03")
+		}
+		// GRASP-05 implies GRASP-02 (config refuses archive mode without
+		// sync or with grasp.private)
+		if s.archive.Enabled() {
+			grasps = append(grasps, "GRASP-05")
 		}
 	}
 	// Private repositories are served to members in every mode; GRASP-06

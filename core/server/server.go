@@ -23,6 +23,7 @@ import (
 	"github.com/fiatjaf/eventstore"
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/grasp-dev/grasp/core/archive"
 	"github.com/grasp-dev/grasp/core/clock"
 	"github.com/grasp-dev/grasp/core/config"
 	"github.com/grasp-dev/grasp/core/diskspace"
@@ -35,6 +36,7 @@ import (
 	"github.com/grasp-dev/grasp/core/purgatory"
 	"github.com/grasp-dev/grasp/core/purgatory/hunt"
 	"github.com/grasp-dev/grasp/core/relay"
+	"github.com/grasp-dev/grasp/core/roster"
 	"github.com/grasp-dev/grasp/core/scheduler"
 	"github.com/grasp-dev/grasp/core/store"
 	gsync "github.com/grasp-dev/grasp/core/sync"
@@ -98,6 +100,8 @@ type Server struct {
 	sched    *scheduler.Scheduler
 	throttle *throttle.Resolver
 	vis      *visibility.Visibility
+	archive  *archive.Scope // GRASP-05 scope
+	roster   *roster.Source // shared by the rules, hosting, sync's hosted-here answer
 	space    *diskspace.Guard
 	// clientIP names a request's client behind server.trusted_proxies, for
 	// every per-IP limit (the gate's and git's).

@@ -6,6 +6,7 @@ import (
 
 	"github.com/nbd-wtf/go-nostr"
 
+	"github.com/grasp-dev/grasp/core/archive"
 	"github.com/grasp-dev/grasp/core/health"
 	"github.com/grasp-dev/grasp/core/nip34"
 	gsync "github.com/grasp-dev/grasp/core/sync"
@@ -55,13 +56,21 @@ func (s *Server) startSync(svc nip34.Service, sel gsync.RelaySelector) error {
 		Health:   tracker,
 		Selector: sel, // relay selection plugins; nil keeps every listed relay
 		Self:     svc.RelayURL(),
-		Archive:  s.cfg.Grasp.ArchiveAll,
 		Config:   sc,
-		// "Lists this server" has one definition: the one the GRASP rules
-		// apply to announcements.
-		ListsSelf: func(evt *nostr.Event) bool {
+		// "Synced here" has one definition: hosted here, as the GRASP
+		// rules decide it (it lists this server, or GRASP-05 archives it:
+		// core/archive).
+		Hosted: func(evt *nostr.Event) (bool, bool) {
 			a, err := nip34.ParseAnnouncement(evt)
-			return err == nil && nip34.ListsService(a, svc)
+			if err != nil {
+				return false, false
+			}
+			v := s.roster.View(context.Background(), a.Identifier, "")
+			vd := s.archive.Decide(a, func(pk string) (nip34.Announcement, bool) {
+				e, ok := v.Latest(pk)
+				return e.Announcement, ok
+			})
+			return vd.HasRepo(), vd == archive.Archived
 		},
 	}, syncEnv)
 	if err != nil {

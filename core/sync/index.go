@@ -59,6 +59,7 @@ type repoEntry struct {
 	roots     []uint32 // event indexes, in arrival order
 	announced bool
 	listsSelf bool
+	archived  bool // hosted as a GRASP-05 archive (what selection plugins see)
 	held      bool // announced only by an announcement still in purgatory
 }
 
@@ -300,4 +301,16 @@ func (x *RepoSyncIndex) storeEvent(raw [32]byte, repo RepoID) uint32 {
 func (x *RepoSyncIndex) sharedEvent(ei uint32) bool {
 	_, ok := x.eventMore[ei]
 	return ok
+}
+
+// setArchived records whether repository id is a GRASP-05 archive.
+func (x *RepoSyncIndex) setArchived(id RepoID, archived bool) {
+	if int(id) < len(x.repos) {
+		x.repos[id].archived = archived
+	}
+}
+
+// archived reports whether repository id is a GRASP-05 archive.
+func (x *RepoSyncIndex) archived(id RepoID) bool {
+	return int(id) < len(x.repos) && x.repos[id].archived
 }

@@ -60,11 +60,12 @@ type Options struct {
 	Selector      RelaySelector
 	SelectTimeout time.Duration // per Selector call; default 2s
 
-	Self    string // this server's relay URL, never synced from
-	Archive bool   // sync repositories that do not list this server
-	// ListsSelf decides whether an accepted announcement lists this server;
-	// nil compares its relays tag with Self.
-	ListsSelf func(evt *nostr.Event) bool
+	Self string // this server's relay URL, never synced from
+	// Hosted decides whether an accepted announcement's repository is
+	// hosted here, i.e. synced: it lists this server, or GRASP-05 archives
+	// it (archived; the server asks core/archive, and relay selection
+	// plugins see the flag); nil compares its relays tag with Self.
+	Hosted func(evt *nostr.Event) (hosted, archived bool)
 
 	// Config is the [sync] section as loaded: bootstrap relays, the seed's
 	// timers, negentropy and the relay caps. Zero numbers and durations

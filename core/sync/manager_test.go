@@ -452,7 +452,8 @@ func TestG02_7_NonListingAnnouncementNotSynced(t *testing.T) {
 	if c := h.conns.take(); len(c) != 0 {
 		t.Fatalf("synced a repo that does not list this server: %+v", c)
 	}
-	h2 := newHarness(t, func(o *Options) { o.Archive = true })
+	// archived (GRASP-05): the server says it is hosted here
+	h2 := newHarness(t, func(o *Options) { o.Hosted = func(*nostr.Event) (bool, bool) { return true, true } })
 	h2.observe(announcement(0, r1))
 	h2.take1("connect")
 }
@@ -545,5 +546,38 @@ func TestNewManagerValidates(t *testing.T) {
 		if _, err := NewManager(o, env.Env{}); err == nil {
 			t.Errorf("%s: accepted", name)
 		}
+	}
+}
+
+// recordingSelector keeps every repository a selection was asked for.
+type recordingSelector struct {
+	mu    stdsync.Mutex
+	repos []RepoInfo
+}
+
+func (s *recordingSelector) SelectRelays(_ context.Context, repo RepoInfo, cs []Candidate) ([]string, error) {
+	s.mu.Lock()
+	s.repos = append(s.repos, repo)
+	s.mu.Unlock()
+	return AllRelays{}.SelectRelays(context.Background(), repo, cs)
+}
+
+// GRASP-05: relay selection is told which repositories are archives (what
+// Options.Hosted says), so a plugin can treat them apart.
+func TestG05_SelectionSeesArchivedRepos(t *testing.T) {
+	sel := &recordingSelector{}
+	h := newHarness(t, func(o *Options) {
+		o.Selector = sel
+		o.Hosted = func(evt *nostr.Event) (bool, bool) { return true, evt.Tags.GetD() == "repo0" }
+	})
+	h.observe(announcement(0, r1), announcement(1, r1))
+	sel.mu.Lock()
+	defer sel.mu.Unlock()
+	got := map[string]bool{}
+	for _, r := range sel.repos {
+		got[r.Identifier] = r.Archived
+	}
+	if len(got) != 2 || !got["repo0"] || got["repo1"] {
+		t.Fatalf("archived flags the selection saw: %v", got)
 	}
 }

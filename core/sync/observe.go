@@ -17,7 +17,8 @@ const kindAnnouncement = 30617
 type update struct {
 	addr      string   // announcement coordinate
 	relays    []string // announcement relays
-	listsSelf bool
+	listsSelf bool     // hosted here (Options.Hosted)
+	archived  bool     // GRASP-05
 	id        string   // root event id
 	addrs     []string // repositories the root event tags
 	forget    bool     // Forget(addr)
@@ -85,8 +86,8 @@ func (m *Manager) parse(evt *nostr.Event) (update, bool) {
 				u.relays = append(u.relays, t[1:]...)
 			}
 		}
-		if m.o.ListsSelf != nil {
-			u.listsSelf = m.o.ListsSelf(evt)
+		if m.o.Hosted != nil {
+			u.listsSelf, u.archived = m.o.Hosted(evt)
 		} else {
 			for _, r := range u.relays {
 				if n, err := nip34.NormalizeRelayURL(r); err == nil && n == m.o.Self {

@@ -51,7 +51,7 @@ func (m *Manager) peopleRepos(rs *RelayState, buf []RepoID) []RepoID {
 	t := m.targets[rs.URL]
 	if t.Bootstrap {
 		for id := range m.outbox.people {
-			if e := &m.repos.repos[id]; !e.held && synced(e, m.o.Archive) {
+			if e := &m.repos.repos[id]; !e.held && synced(e) {
 				buf = append(buf, id)
 			}
 		}

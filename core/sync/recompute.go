@@ -20,12 +20,14 @@ func (m *Manager) applyUpdates(batch []update) {
 		}
 		if u.held {
 			if id, ok := m.repos.HoldAnnouncement(u.addr, u.relays, u.listsSelf); ok {
+				m.repos.setArchived(id, u.archived)
 				changed[id] = struct{}{}
 			}
 			continue
 		}
 		if u.addr != "" {
 			id := m.repos.SetAnnouncement(u.addr, u.relays, u.listsSelf)
+			m.repos.setArchived(id, u.archived)
 			changed[id] = struct{}{}
 			if m.o.Config.Outbox {
 				author, _ := splitAddr(u.addr)
@@ -70,7 +72,7 @@ func (m *Manager) selectFor(id RepoID) {
 	ctx, cancel := context.WithTimeout(context.Background(), m.o.SelectTimeout)
 	defer cancel()
 	pub, ident := splitAddr(addr)
-	picked, err := m.o.Selector.SelectRelays(ctx, RepoInfo{Pubkey: pub, Identifier: ident, Address: addr}, cands)
+	picked, err := m.o.Selector.SelectRelays(ctx, RepoInfo{Pubkey: pub, Identifier: ident, Address: addr, Archived: m.repos.archived(id)}, cands)
 	if err != nil {
 		m.log.Warn("relay selection failed; using every listed relay", "repo", addr, "error", err)
 		delete(m.sel, addr)
@@ -90,7 +92,7 @@ func splitAddr(addr string) (pubkey, identifier string) {
 func (m *Manager) recomputeAll() {
 	var capped int
 	m.targets, capped = DeriveRelayTargets(m.repos, TargetRules{
-		Self: m.o.Self, Bootstrap: m.o.Config.BootstrapRelays, Selection: m.sel, Archive: m.o.Archive, Caps: m.o.caps(), Prev: m.targets,
+		Self: m.o.Self, Bootstrap: m.o.Config.BootstrapRelays, Selection: m.sel, Caps: m.o.caps(), Prev: m.targets,
 	})
 	m.publishRoles()
 	if capped != m.capped {

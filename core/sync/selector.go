@@ -43,6 +43,9 @@ type RepoInfo struct {
 	Pubkey     string // hex
 	Identifier string // the d tag
 	Address    string // "30617:<hex>:<d>"
+	// Archived: hosted as a GRASP-05 archive (its announcement need not
+	// list this server).
+	Archived bool
 }
 
 // RelaySelector filters and orders the candidate relays for one repo.

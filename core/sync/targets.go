@@ -55,7 +55,6 @@ type TargetRules struct {
 	Self      string   // this server's relay URL, never a target
 	Bootstrap []string // always targets, outside the caps
 	Selection Selection
-	Archive   bool // sync repositories that do not list this server
 	Caps      Caps
 	// Prev are the targets in force: among relays wanted by as many
 	// repositories, these are kept, so a newcomer cannot displace a relay
@@ -64,14 +63,15 @@ type TargetRules struct {
 }
 
 // DeriveRelayTargets inverts the repository index into per-relay targets.
-// Self is never a target. Outside archive mode a repository whose
-// announcement does not list this server is not synced (G02-7), and a
+// Self is never a target. A repository not hosted here (its announcement
+// does not list this server and GRASP-05 does not archive it) is not
+// synced (G02-7), and a
 // repository without an announcement has no relays yet. Within the caps,
 // stored repositories' relays come first (a relay wanted only by held
 // announcements is connected only while room is left), then the relays the
 // most repositories list. It also returns how many relays the caps left out.
 func DeriveRelayTargets(repos *RepoSyncIndex, r TargetRules) (map[string]Targets, int) {
-	bootstrap, sel, archive, caps := r.Bootstrap, r.Selection, r.Archive, r.Caps
+	bootstrap, sel, caps := r.Bootstrap, r.Selection, r.Caps
 	selfURL, _ := nip34.NormalizeRelayURL(r.Self)
 	out := make(map[string]Targets)
 	// per interned relay: 1 bootstrap, 2 kept for stored repos, 3 kept for
@@ -108,7 +108,7 @@ func DeriveRelayTargets(repos *RepoSyncIndex, r TargetRules) (map[string]Targets
 	)
 	for i := range repos.repos {
 		e := &repos.repos[i]
-		if len(e.relays) == 0 || !synced(e, archive) {
+		if len(e.relays) == 0 || !synced(e) {
 			continue
 		}
 		buf = selectRelays(repos, e.addr, e.relays, sel, buf[:0])
@@ -188,7 +188,7 @@ func DeriveRelayTargets(repos *RepoSyncIndex, r TargetRules) (map[string]Targets
 	var opicks []uint32
 	for i := range repos.repos {
 		e := &repos.repos[i]
-		if len(e.outbox) == 0 || e.held || !synced(e, archive) {
+		if len(e.outbox) == 0 || e.held || !synced(e) {
 			continue
 		}
 		buf = selectRelays(repos, e.addr, e.outbox, sel, buf[:0])
@@ -238,9 +238,10 @@ func DeriveRelayTargets(repos *RepoSyncIndex, r TargetRules) (map[string]Targets
 
 // synced is the one place that says whether a repository's events are
 // synced at all (announcement relays and GRASP-03 outbox alike): it is
-// announced and lists this server, or this server archives.
-func synced(e *repoEntry, archive bool) bool {
-	return e.announced && (archive || e.listsSelf)
+// announced and hosted here (Options.Hosted: it lists this server, or
+// GRASP-05 archives it).
+func synced(e *repoEntry) bool {
+	return e.announced && e.listsSelf
 }
 
 // selectRelays is the selection's order of the relays of list (a

@@ -7,10 +7,11 @@ import (
 
 func TestG02_6_G02_7_DeriveRelayTargets(t *testing.T) {
 	const self = "wss://self.example"
-	build := func() *RepoSyncIndex {
+	build := func(archived bool) *RepoSyncIndex {
 		x := NewRepoSyncIndex()
 		x.SetAnnouncement(repoAddr(0), []string{self, "wss://R1.example:443/", "wss://r2.example"}, true)
-		x.SetAnnouncement(repoAddr(1), []string{"wss://r1.example", "wss://other.example"}, false) // does not list us
+		// does not list us: hosted here only when archived (GRASP-05)
+		x.SetAnnouncement(repoAddr(1), []string{"wss://r1.example", "wss://other.example"}, archived)
 		x.SetAnnouncement(repoAddr(2), []string{self, "wss://r2.example", "wss://r3.example", "not a url"}, true)
 		if _, err := x.AddRootEvent(repoAddr(3), hexID(1)); err != nil { // root event before any announcement
 			t.Fatal(err)
@@ -31,7 +32,7 @@ func TestG02_6_G02_7_DeriveRelayTargets(t *testing.T) {
 			want: want{"wss://r1.example": {0}, "wss://r2.example": {0, 2}, "wss://r3.example": {2}},
 		},
 		{
-			name:    "archive mode syncs repos that do not list us",
+			name:    "an archived repo that does not list us is synced",
 			archive: true,
 			want:    want{"wss://r1.example": {0, 1}, "wss://r2.example": {0, 2}, "wss://r3.example": {2}, "wss://other.example": {1}},
 		},
@@ -54,8 +55,8 @@ func TestG02_6_G02_7_DeriveRelayTargets(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			x := build()
-			got, _ := DeriveRelayTargets(x, TargetRules{Self: self, Bootstrap: c.bootstrap, Selection: c.sel, Archive: c.archive})
+			x := build(c.archive)
+			got, _ := DeriveRelayTargets(x, TargetRules{Self: self, Bootstrap: c.bootstrap, Selection: c.sel})
 			if len(got) != len(c.want) {
 				t.Fatalf("relays %v, want %v", keys(got), c.want)
 			}
