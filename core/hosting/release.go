@@ -34,6 +34,17 @@ func (o *op) release(r nip34.RepoRef) {
 	if err != nil {
 		o.log.Error("release from purgatory", "repo", r.String(), "error", err)
 	}
+	// They leave purgatory only once published (or dropped on re-check):
+	// an event acknowledged OK is in purgatory or in the store at every
+	// moment, for a crash as for a push or roster read meanwhile.
+	defer func() {
+		if err := o.purg.Published(evs); err != nil {
+			o.log.Error("remove released events from purgatory", "repo", r.String(), "error", err)
+		}
+	}()
+	// purgatory answers them as held until they are published (or
+	// dropped): a push or a roster read meanwhile finds each somewhere
+	defer o.purg.Published(evs)
 	// In release order (announcement first, so the events after it pass
 	// their re-check), each event is re-checked, its git side made right,
 	// then published: a client that sees a released state or PR can fetch

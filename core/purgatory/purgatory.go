@@ -102,6 +102,12 @@ type Purgatory struct {
 	placeholders map[string]*Placeholder // by placeholderKey
 	phUse        *placeholderUse         // placeholders and reservations by scope
 	expired      map[string]time.Time    // id -> forget-at
+	// releasing are held entries a Release handed out whose caller has
+	// not yet called Published: they stay held (durably, and answered by
+	// QueryHeld) until the caller has stored them, so neither a crash nor
+	// a reader in between finds an acknowledged event in neither place,
+	// and no other Release hands them out again meanwhile.
+	releasing map[string]bool
 
 	sizeGauge *prometheus.GaugeVec
 	events    *prometheus.CounterVec
@@ -156,6 +162,7 @@ func New(opts Options, e env.Env) (*Purgatory, error) {
 	p := &Purgatory{
 		kv: kv, clk: clk, log: log, opts: opts,
 		held:         map[string]*Entry{},
+		releasing:    map[string]bool{},
 		idx:          newIndex(),
 		placeholders: map[string]*Placeholder{},
 		phUse:        newPlaceholderUse(),
@@ -435,13 +442,17 @@ func (p *Purgatory) removeLocked(id, why string, cs *[]change) (bool, error) {
 	return true, nil
 }
 
-// Release removes and returns, in publishing order, the events that the
+// Release returns, in publishing order, the events that the
 // arrival of git data in repo makes servable:
 //   - the repo's own held announcement and every event held with it,
 //   - held states for the repo's identifier, and PRs referencing the repo,
 //     whose needed objects all satisfy has.
 //
-// The caller publishes what it gets back. has reports whether every oid is
+// The caller publishes what it gets back, then passes it to Published,
+// which takes it out of purgatory: until then the events stay held, so an
+// acknowledged event is always in purgatory or in the store (a crash in
+// between releases it again at start; storing it twice is a duplicate).
+// has reports whether every oid is
 // present in the repo; repoHasData says whether the repo has any branch or
 // tag yet (an announcement is released by git data, not by an empty repo).
 func (p *Purgatory) Release(r nip34.RepoRef, repoHasData bool, has func(oids []string) bool) ([]*nostr.Event, error) {
@@ -511,12 +522,31 @@ func (p *Purgatory) release(r nip34.RepoRef, repoHasData bool, has func(oids []s
 	sort.Slice(out, func(i, j int) bool { return releaseOrder(out[i]) < releaseOrder(out[j]) })
 	evs := make([]*nostr.Event, 0, len(out))
 	for _, e := range out {
-		if _, err := p.removeLocked(e.Event.ID, "released", cs); err != nil {
-			return evs, err
+		if p.releasing[e.Event.ID] {
+			continue // another release is publishing it
 		}
+		p.releasing[e.Event.ID] = true
 		evs = append(evs, e.Event)
 	}
 	return evs, nil
+}
+
+// Published ends the release of events Release handed out: the caller
+// has stored each (or dropped it on re-check), and now they leave
+// purgatory, with why "released".
+func (p *Purgatory) Published(evs []*nostr.Event) error {
+	var cs []change
+	var first error
+	p.mu.Lock()
+	for _, evt := range evs {
+		delete(p.releasing, evt.ID)
+		if _, err := p.removeLocked(evt.ID, "released", &cs); err != nil && first == nil {
+			first = err
+		}
+	}
+	p.mu.Unlock()
+	p.notify(cs)
+	return first
 }
 
 func (e *Entry) waitsOn(r nip34.RepoRef) bool {

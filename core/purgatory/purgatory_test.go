@@ -151,6 +151,17 @@ func TestG01P3_ReleaseOrderAndConditions(t *testing.T) {
 			t.Fatalf("release order %v, want %v", ids, want)
 		}
 	}
+	// until the caller has published them they stay held (a crash in
+	// between loses nothing) and no other release hands them out
+	if p.Len() != 5 {
+		t.Fatalf("held while being published: %d, want 5", p.Len())
+	}
+	if again, _ := p.Release(repo, true, has); len(again) != 0 {
+		t.Fatalf("a second release handed out %d events being published", len(again))
+	}
+	if err := p.Published(got); err != nil {
+		t.Fatal(err)
+	}
 	if p.Len() != 2 {
 		t.Fatalf("held after release: %d, want 2 (state and PR without data)", p.Len())
 	}
@@ -311,7 +322,11 @@ func TestHooksSeeEveryHoldAndRemoval(t *testing.T) {
 	}
 	a3 := ann("a3", t0.Add(2*time.Second))
 	p.Hold(Entry{Event: a3, Repo: repo})
-	if _, err := p.Release(repo, true, func([]string) bool { return true }); err != nil {
+	rel, err := p.Release(repo, true, func([]string) bool { return true })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Published(rel); err != nil {
 		t.Fatal(err)
 	}
 	a4 := ann("a4", t0.Add(3*time.Second))

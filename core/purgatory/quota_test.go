@@ -196,7 +196,8 @@ func TestIndexAnswersAsAScan(t *testing.T) {
 		case 4:
 			switch rng.Intn(3) {
 			case 0:
-				_, _ = p.Release(repo, rng.Intn(2) == 0, func([]string) bool { return rng.Intn(2) == 0 })
+				rel, _ := p.Release(repo, rng.Intn(2) == 0, func([]string) bool { return rng.Intn(2) == 0 })
+				_ = p.Published(rel)
 			case 1:
 				_, _ = p.DeleteRequested(pks[i], ids[max(0, len(ids)-3):], []string{"30617:" + pks[i] + ":" + d}, at)
 			case 2:
