@@ -126,7 +126,9 @@ func writeBackup(ctx context.Context, tw *tar.Writer, src BackupSources) error {
 	}
 	for _, e := range top {
 		name := e.Name()
-		if name == "store" || filepath.Join(src.DataDir, name) == gitRoot {
+		// lost+found: the data dir may be a filesystem of its own, and
+		// fsck's directory is root's.
+		if name == "store" || name == "lost+found" || filepath.Join(src.DataDir, name) == gitRoot {
 			continue
 		}
 		if err := addTree(ctx, tw, filepath.Join(src.DataDir, name), name, nil); err != nil {

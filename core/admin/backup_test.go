@@ -38,6 +38,7 @@ func fakeDataDir(t *testing.T) (data string, repos []string) {
 		data + "/plugins/accept.js":            "export default () => true\n",
 		data + "/store/000001.vlog":            "never copied as a file",
 		data + "/git/.grasp-hooks/pre-receive": "#!/bin/sh\n",
+		data + "/lost+found/#1234":             "fsck's",
 	}
 	for p, body := range files {
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
@@ -117,7 +118,7 @@ func TestBackupRoundTrip(t *testing.T) {
 			t.Errorf("%s = %q, %v; want %q", rel, b, err, want)
 		}
 	}
-	for _, rel := range []string{"git/npub1aaa/p.git/objects/incoming-x", "git/npub1aaa/p.git/refs/heads/main.lock", "store/000001.vlog", "git/.grasp-hooks", ManifestName} {
+	for _, rel := range []string{"git/npub1aaa/p.git/objects/incoming-x", "git/npub1aaa/p.git/refs/heads/main.lock", "store/000001.vlog", "git/.grasp-hooks", "lost+found", ManifestName} {
 		if _, err := os.Stat(filepath.Join(restored, rel)); !errors.Is(err, os.ErrNotExist) {
 			t.Errorf("%s restored: %v", rel, err)
 		}

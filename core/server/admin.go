@@ -1,6 +1,7 @@
 package server
 
 import (
+	"io"
 	"net/http"
 
 	"github.com/grasp-dev/grasp/core/admin"
@@ -20,7 +21,9 @@ func (s *Server) loopbackHandler() http.Handler {
 	})))
 	mux.Handle(admin.BackupPath, admin.LoopbackOnly(admin.BackupHandler(func() admin.BackupSources {
 		return admin.BackupSources{DataDir: s.cfg.Server.DataDir, Backend: s.cfg.Store.Backend, Online: true,
-			Repos: s.repos.EachLocked, Store: s.store.Backup, Clock: s.clk}
+			Repos: s.repos.EachLocked, Clock: s.clk,
+			// Read when no held event is between purgatory and the store.
+			Store: func(w io.Writer) error { return s.store.Backup(w, s.hosting.AtRest) }}
 	})))
 	mux.Handle("/", s.metrics.Handler())
 	return mux

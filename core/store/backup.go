@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 
 	"github.com/dgraph-io/badger/v4"
 
@@ -15,14 +16,45 @@ import (
 
 // Backup writes a consistent dump of the badger database (events and side
 // tables; with backend postgres only the side tables) to w while the store
-// serves: badger reads it at one snapshot timestamp, so every write
-// acknowledged before the call is in it and none is half in it. Load it
-// with Restore.
-func (s *Store) Backup(w io.Writer) error {
+// serves. It reads one snapshot: every write committed before the snapshot
+// is in the dump, none after it, so a record moved between two keys (a held
+// event released from purgatory into the events) is never half in it. Load
+// it with Restore.
+//
+// atRest, if not nil, picks the instant: it calls its argument when the
+// caller's own state is consistent with the store (hosting.AtRest: no held
+// event between purgatory and the store), and the snapshot is taken before
+// that argument returns.
+func (s *Store) Backup(w io.Writer, atRest func(func())) error {
 	if s.closed.Load() {
 		return errors.New("store: backup of a closed store")
 	}
-	if _, err := s.db.Backup(w, 0); err != nil {
+	// One producer, so one read transaction: with badger's default of
+	// several, each key range is read at its own instant.
+	stream := s.db.NewStream()
+	stream.NumGo = 1
+	stream.LogPrefix = "store backup"
+	// The producer opens its transaction, the snapshot, before it looks
+	// at the first key.
+	fixed := make(chan struct{})
+	var once sync.Once
+	taken := func() { once.Do(func() { close(fixed) }) }
+	stream.ChooseKey = func(*badger.Item) bool { taken(); return true }
+	done := make(chan error, 1)
+	start := func() {
+		go func() {
+			_, err := stream.Backup(w, 0)
+			taken() // an empty database has no first key
+			done <- err
+		}()
+		<-fixed
+	}
+	if atRest != nil {
+		atRest(start)
+	} else {
+		start()
+	}
+	if err := <-done; err != nil {
 		return fmt.Errorf("store: backup: %w", err)
 	}
 	return nil
