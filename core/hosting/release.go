@@ -45,9 +45,6 @@ func (o *op) release(r nip34.RepoRef) {
 			o.log.Error("remove released events from purgatory", "repo", r.String(), "error", err)
 		}
 	}()
-	// purgatory answers them as held until they are published (or
-	// dropped): a push or a roster read meanwhile finds each somewhere
-	defer o.purg.Published(evs)
 	// In release order (announcement first, so the events after it pass
 	// their re-check), each event is re-checked, its git side made right,
 	// then published: a client that sees a released state or PR can fetch
