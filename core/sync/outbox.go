@@ -34,10 +34,23 @@ type outboxState struct {
 	roots  map[string][]string // participant → the root ids they take part in
 	writes map[string][]string // pubkey → write relays, first perParticipant
 	people map[RepoID][]string // repository → its people (people.go)
+	// names holds one copy of each participant's key: every event brings
+	// its own copy, and a key kept per root and per repository would
+	// otherwise cost 64 bytes each time.
+	names map[string]string
 }
 
 func newOutboxState() *outboxState {
-	return &outboxState{parts: map[string][]string{}, roots: map[string][]string{}, writes: map[string][]string{}, people: map[RepoID][]string{}}
+	return &outboxState{parts: map[string][]string{}, roots: map[string][]string{}, writes: map[string][]string{},
+		people: map[RepoID][]string{}, names: map[string]string{}}
+}
+
+func (ob *outboxState) intern(p string) string {
+	if c, ok := ob.names[p]; ok {
+		return c
+	}
+	ob.names[p] = p
+	return p
 }
 
 // parseOutbox turns a reply or a relay list into an update; root events
@@ -130,6 +143,7 @@ func (m *Manager) addParticipants(root string, people []string, changed map[Repo
 			m.m.outboxBounded.WithLabelValues(boundParticipantsPerRoot).Inc()
 			break
 		}
+		p = ob.intern(p)
 		have = append(have, p)
 		ob.roots[p] = append(ob.roots[p], root)
 		added = added || len(ob.writes[p]) > 0
@@ -180,6 +194,7 @@ func (m *Manager) forgetOutbox(roots []string) {
 			rs := slices.DeleteFunc(ob.roots[p], func(r string) bool { return r == root })
 			if len(rs) == 0 {
 				delete(ob.roots, p)
+				delete(ob.names, p)
 			} else {
 				ob.roots[p] = rs
 			}
