@@ -6,6 +6,7 @@ import (
 	"log"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/hashicorp/go-hclog"
@@ -18,10 +19,12 @@ import (
 // loss (eventstore's "migration 5: delete all indexes" is for old
 // databases); events saved in it are found by their indexes after a reopen.
 func TestFreshStoreSaysCreatedNotMigrated(t *testing.T) {
-	var std bytes.Buffer
+	var std lockedBuffer
 	log.SetOutput(&std)
 	t.Cleanup(func() { log.SetOutput(os.Stderr) })
-	var ours bytes.Buffer
+	// the store logs from its own goroutines too (the negentropy index
+	// loads in the background): the buffer is read under the same lock
+	var ours lockedBuffer
 	lg := hclog.New(&hclog.LoggerOptions{Output: &ours, Level: hclog.Info})
 
 	dir := t.TempDir()
@@ -53,4 +56,29 @@ func TestFreshStoreSaysCreatedNotMigrated(t *testing.T) {
 	if len(got) != 1 || got[0].ID != evt.ID {
 		t.Errorf("query by tag after reopen = %v, want the saved event", got)
 	}
+}
+
+// lockedBuffer is a bytes.Buffer safe for a logger writing from other
+// goroutines while the test reads it.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+func (l *lockedBuffer) Reset() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.b.Reset()
 }
