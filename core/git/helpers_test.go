@@ -21,15 +21,16 @@ import (
 )
 
 // fakeAuthority is the test Authority: states keyed by owner npub and
-// identifier, PR tips by event id. An optional gate blocks the calls of
-// States after the first gateAfter.
+// identifier, PR tips by event id. Optional gates block calls of States:
+// the first preCalls on pre, every later one on gate.
 type fakeAuthority struct {
 	mu        sync.Mutex
 	states    map[string][]StateCandidate
 	prs       map[string]string
 	asked     []string
+	pre       chan struct{}
+	preCalls  int
 	gate      chan struct{}
-	gateAfter int
 	inFlight  int
 	maxIn     int
 }
@@ -57,8 +58,8 @@ func (f *fakeAuthority) States(ctx context.Context, repo nip34.RepoRef) ([]State
 	f.inFlight++
 	f.maxIn = max(f.maxIn, f.inFlight)
 	gate := f.gate
-	if len(f.asked) <= f.gateAfter {
-		gate = nil
+	if len(f.asked) <= f.preCalls {
+		gate = f.pre
 	}
 	out := append([]StateCandidate(nil), f.states[owner+"/"+id]...)
 	f.mu.Unlock()

@@ -355,11 +355,13 @@ func TestConcurrentPushesSerialised(t *testing.T) {
 	ts.auth.addState(owner, "proj", state("s1", 10, "", "refs/heads/main", x))
 	// Each push is authorised twice: once on its command list (no lock),
 	// once by the push gate under the repository lock. The first two calls
-	// (both pre-checks) pass; the gate's are held until both pushes are
-	// inside the gate.
-	gate := make(chan struct{})
+	// are both pushes' pre-checks (neither push reaches its gate before its
+	// own pre-check returns): they are held until both have arrived, so
+	// neither push can finish before the other is checked; the gate's calls
+	// are then held until both pushes are at the lock.
+	pre, gate := make(chan struct{}), make(chan struct{})
 	ts.auth.mu.Lock()
-	ts.auth.gate, ts.auth.gateAfter = gate, 2
+	ts.auth.pre, ts.auth.preCalls, ts.auth.gate = pre, 2, gate
 	ts.auth.mu.Unlock()
 	dir := filepath.Join(ts.repos.Root(), owner, "proj.git")
 
@@ -370,6 +372,12 @@ func TestConcurrentPushesSerialised(t *testing.T) {
 		wg.Add(1)
 		go func() { defer wg.Done(); outs[i], results[i] = gitTry(work, "push", url, "main") }()
 	}
+	waitFor(t, func() bool {
+		ts.auth.mu.Lock()
+		defer ts.auth.mu.Unlock()
+		return len(ts.auth.asked) == 2
+	})
+	close(pre)
 	// One push holds the lock and is being authorised; the other waits for
 	// the lock.
 	waitFor(t, func() bool {
