@@ -339,19 +339,17 @@ func (c *Config) checkGrasp(k *checker) {
 	k.nonNegative("grasp.max_push_mb", g.MaxPushMB)
 	// The keys are part of the config contract, but this version does not
 	// implement the behaviour: refusing them is honest, silently ignoring
-	// them would make an operator believe they archive or host /prs/.
+	// them would make an operator believe they archive.
 	if g.ArchiveAll {
 		k.fail("grasp.archive_all", "GRASP-05 archive mode is not available in this version; leave it false")
 	}
 	if len(g.ArchiveWhitelist) > 0 {
 		k.fail("grasp.archive_whitelist", "GRASP-05 archive mode is not available in this version; leave it empty")
 	}
-	switch {
-	case g.Grasp06 && g.Private:
-		// GRASP-08: a private service does not offer GRASP-06.
+	if g.Grasp06 && g.Private {
+		// GRASP-08: a private service does not offer GRASP-06
+		// (field-2026-09.md §1): /prs/ takes anyone's data.
 		k.fail("grasp.grasp06", "GRASP-06 /prs/ hosting is not offered by a private service (grasp.private = true); leave it false")
-	case g.Grasp06:
-		k.fail("grasp.grasp06", "GRASP-06 /prs/ hosting is not available in this version; leave it false")
 	}
 }
 

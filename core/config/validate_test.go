@@ -51,7 +51,7 @@ func TestEveryValidationRule(t *testing.T) {
 		{"memtable", "[store]\nmemtable_mb = 0", "store.memtable_mb", "greater than 0"},
 		{"block cache", "[store]\nblock_cache_mb = -1", "store.block_cache_mb", "must not be negative"},
 		{"archive_whitelist reserved", "[grasp]\narchive_whitelist = [\"x\"]", "grasp.archive_whitelist", "not available"},
-		{"grasp06 reserved", "[grasp]\ngrasp06 = true", "grasp.grasp06", "not available"},
+		{"grasp06 private", "[grasp]\ngrasp06 = true\nprivate = true", "grasp.grasp06", "not offered by a private service"},
 		{"whitelist entry", "[grasp]\nrepository_whitelist = [\"" + nip19Hex + "/\"]", "grasp.repository_whitelist[0]", "owner/identifier"},
 		{"blacklist entry", "[grasp]\nrepository_blacklist = [\"ok\", \"\"]", "grasp.repository_blacklist[1]", "empty entry"},
 		{"event blacklist", "[grasp]\nevent_blacklist = [\"alice\"]", "grasp.event_blacklist[0]", "64 hex"},

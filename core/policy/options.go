@@ -76,6 +76,9 @@ type Options struct {
 	PluginNames []string
 	// PurgatoryTTL is only quoted in the acceptance criteria text.
 	PurgatoryTTL time.Duration
+	// GRASP06 accepts PRs for repositories not hosted here when they name
+	// this service's /prs/ endpoint (grasp.grasp06, pr.go).
+	GRASP06 bool
 }
 
 // repoList is a parsed whitelist or blacklist.

@@ -95,10 +95,14 @@ func (s *Server) assemble(ext Extensions) error {
 		Ingest: func(ctx context.Context, evt *nostr.Event, meta policy.Meta) (bool, string) {
 			return s.relay.Ingest(ctx, evt, meta)
 		},
-		Spawn: s.background,
+		Spawn: s.background, Service: svc,
 	}, s.env.Named("hosting"))
 	if err != nil {
 		return err
+	}
+	// G06-8: /prs/ repositories a crash left without a ref go at start-up.
+	if err := s.hosting.ScanPRs(s.life); err != nil {
+		return fmt.Errorf("scan /prs/ repositories: %w", err)
 	}
 	gc.OnArrived, gc.FindDrifted = s.hosting.Arrived, s.hosting.Drifted
 
@@ -113,9 +117,14 @@ func (s *Server) assemble(ext Extensions) error {
 	if queueWait == 0 {
 		queueWait = -1 // refuse at once
 	}
+	var prs git.PRsHost // nil: every /prs/ path is a 404 (G06-0)
+	if cfg.Grasp.Grasp06 {
+		prs = s.hosting
+	}
 	s.relay.HandleGit(git.NewHandler(git.Options{
 		Repos: s.repos, Authority: s.hosting, Hooks: s.hosting, Private: s.vis, Service: svc,
 		Placeholders:      s.hosting,
+		PRs:               prs,
 		CheckSpace:        s.space.Check,
 		MaxPushBytes:      int64(cfg.Grasp.MaxPushMB) << 20,
 		MaxDuration:       cfg.Git.MaxPushDuration.D(),
@@ -163,6 +172,7 @@ func (s *Server) policyOptions(svc nip34.Service, plugins policy.Chain, names []
 		Plugins:           plugins,
 		PluginNames:       names,
 		PurgatoryTTL:      s.cfg.Purgatory.TTL.D(),
+		GRASP06:           g.Grasp06,
 	}
 }
 
@@ -180,8 +190,11 @@ func (s *Server) assembleRelay(popts policy.Options, rules *policy.Rules) error 
 			grasps = append(grasps, "GRASP-03")
 		}
 	}
-	// Private repositories are served to members in every mode; GRASP-06
-	// is never offered with grasp.private (config refuses the pair).
+	if cfg.Grasp.Grasp06 {
+		// never with grasp.private: config refuses the pair
+		grasps = append(grasps, "GRASP-06")
+	}
+	// Private repositories are served to members in every mode.
 	grasps = append(grasps, "GRASP-08")
 	var err error
 	s.relay, err = relay.New(relay.Options{
