@@ -47,7 +47,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		}, []string{"result"}),
 		prsRefused: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: "grasp", Subsystem: "prs", Name: "refused_total",
-			Help: "GRASP-06 /prs/ pushes refused, by reason: namespace (a ref outside refs/nostr/<id>), misfit (a PR event naming another /prs/ path), pr_mismatch (not the PR's tip), bad_ref, stale, malformed, quota, disk, busy, busy_ip, slow_body, gate.",
+			Help: "GRASP-06 /prs/ pushes refused, by reason: namespace (a ref outside refs/nostr/<id>), misfit (a PR event naming another /prs/ path), pr_mismatch (not the PR's tip), bad_ref, stale, malformed, quota (placeholder quotas), too_large, disk, busy, busy_ip, slow_body, gate, git (refused by git itself, e.g. fsck), error.",
 		}, []string{"reason"}),
 		prsBytes: prometheus.NewCounter(prometheus.CounterOpts{
 			Namespace: "grasp", Subsystem: "prs", Name: "bytes_total",

@@ -195,7 +195,16 @@ func (h *handler) serveReceivePack(w http.ResponseWriter, r *http.Request, repo 
 		rr.err = errors.New("receive-pack did not apply every ref update")
 	}
 	if !applied && rr.err != nil && repo.PRs {
-		h.m.prsPushes.WithLabelValues("failed").Inc()
+		switch {
+		case errors.As(rr.err, new(*quotaError)):
+			prsRefused("quota")
+		case errors.Is(rr.err, errBodyTooLarge):
+			prsRefused("too_large")
+		case errors.Is(rr.err, errSlowBody):
+			prsRefused("slow_body")
+		default:
+			h.m.prsPushes.WithLabelValues("failed").Inc()
+		}
 	}
 	h.finish("push", start, rr)
 	if applied && h.hooks != nil {

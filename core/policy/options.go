@@ -76,6 +76,10 @@ type Options struct {
 	PluginNames []string
 	// PurgatoryTTL is only quoted in the acceptance criteria text.
 	PurgatoryTTL time.Duration
+	// Usage reports what a pubkey and a client address hold as placeholders
+	// (purgatory's count), for the plugin chain's Meta.Usage; nil: plugins
+	// see none.
+	Usage func(pubkey, remote string) Usage
 	// GRASP06 accepts PRs for repositories not hosted here when they name
 	// this service's /prs/ endpoint (grasp.grasp06, pr.go).
 	GRASP06 bool

@@ -105,6 +105,29 @@ func ownerText(r nip34.RepoRef) string {
 	return "in the repositories of " + nip34.Npub(r.Pubkey)
 }
 
+// Use is what placeholders hold in one scope: their number and the bytes
+// pushed for them.
+type Use struct {
+	Placeholders int
+	Bytes        int64
+}
+
+// PlaceholderUsage is what the /prs/<npub>/ placeholders of pubkey and the
+// placeholders pushed from remote hold now (waiting ones and pushes in
+// progress), with the quotas: what accept plugins see (issue 12 part 4).
+func (p *Purgatory) PlaceholderUsage(pubkey, remote string) (pk, ip Use, q PlaceholderQuotas) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	_, owner := scopes(nip34.PRsRepo(pubkey, "_"))
+	u := p.phUse.owner[owner]
+	pk = Use{Placeholders: u.n, Bytes: u.bytes}
+	if remote != "" {
+		u = p.phUse.remote[remote]
+		ip = Use{Placeholders: u.n, Bytes: u.bytes}
+	}
+	return pk, ip, p.opts.PlaceholderQuotas
+}
+
 // Reservation is a placeholder push in progress: its placeholders and the
 // bytes it has brought so far count toward the quotas until Release.
 type Reservation struct {

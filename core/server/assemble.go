@@ -81,6 +81,7 @@ func (s *Server) assemble(ext Extensions) error {
 	}
 	popts := s.policyOptions(svc, plugins, ext.AcceptNames)
 	popts.Events, popts.Held, popts.Git, popts.Roster = events, s.purg, s.repos, rost
+	popts.Usage = s.placeholderUsage
 	rules, err := policy.New(popts, s.env.Named("policy"))
 	if err != nil {
 		return err
@@ -216,6 +217,16 @@ func (s *Server) assembleRelay(popts policy.Options, rules *policy.Rules) error 
 		Private:            s.vis,
 		ClientIP:           s.clientIP,
 		AuthRequired:       cfg.Grasp.Private,
+		PushLimits: relay.PushLimits{
+			MaxPushBytes:            int64(cfg.Grasp.MaxPushMB) << 20,
+			PlaceholdersPerRepo:     cfg.Purgatory.MaxPlaceholdersPerRepo,
+			PerPubkey:               cfg.Purgatory.MaxPlaceholdersPerPubkey,
+			PerIP:                   cfg.Purgatory.MaxPlaceholdersPerIP,
+			PlaceholderBytesPerRepo: int64(cfg.Purgatory.MaxPlaceholderMBPerRepo) << 20,
+			BytesPerPubkey:          int64(cfg.Purgatory.MaxPlaceholderMBPerPubkey) << 20,
+			BytesPerIP:              int64(cfg.Purgatory.MaxPlaceholderMBPerIP) << 20,
+			PlaceholderTTLSeconds:   int64(cfg.Purgatory.NostrRefTTL.D().Seconds()),
+		},
 	}, s.env.Named("relay"))
 	if err != nil {
 		return err
@@ -246,6 +257,20 @@ func (s *Server) assembleVisibility(rost *roster.Source) error {
 		return err
 	}
 	return s.vis.Load(s.life)
+}
+
+// placeholderUsage is purgatory's placeholder count as the plugins see it
+// (policy.Usage, ctx.usage).
+func (s *Server) placeholderUsage(pubkey, remote string) policy.Usage {
+	pk, ip, q := s.purg.PlaceholderUsage(pubkey, remote)
+	return policy.Usage{
+		Pubkey: policy.Use{Placeholders: pk.Placeholders, Bytes: pk.Bytes},
+		IP:     policy.Use{Placeholders: ip.Placeholders, Bytes: ip.Bytes},
+		Limits: policy.UsageLimits{
+			PlaceholdersPerPubkey: q.PerOwner, PlaceholdersPerIP: q.PerRemote,
+			BytesPerPubkey: q.BytesPerOwner, BytesPerIP: q.BytesPerRemote,
+		},
+	}
 }
 
 // spaceGuarded refuses the writes of a decision (store, hold) while the

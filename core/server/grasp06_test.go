@@ -1,12 +1,15 @@
 package server
 
 import (
+	"context"
+	"encoding/json"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -14,6 +17,7 @@ import (
 
 	"github.com/grasp-dev/grasp/core/config"
 	"github.com/grasp-dev/grasp/core/nip34"
+	"github.com/grasp-dev/grasp/core/policy"
 )
 
 // GRASP-06 /prs/ hosting end to end (grasp.md §3.9): the real git binary
@@ -403,4 +407,136 @@ func gitRunIn(t *testing.T, dir, stdin string, args ...string) (string, error) {
 	cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "HOME="+dir)
 	out, err := cmd.CombinedOutput()
 	return strings.TrimSpace(string(out)), err
+}
+
+// Issue 12 part 4: /prs/ takes anyone's data, so the placeholder quotas
+// bound it per pubkey (the path's npub) and per client IP, with a readable
+// refusal before anything stays on disk, advertised in NIP-11.
+func TestG06_Limits_PerPubkeyAndIPRefusedBeforeWriting(t *testing.T) {
+	e := newPRsEnv(t, func(c *config.Config) {
+		c.Purgatory.MaxPlaceholdersPerPubkey = 2
+		c.Purgatory.MaxPlaceholdersPerIP = 3
+		c.Purgatory.MaxPlaceholderMBPerPubkey = 1
+	})
+	k, k2, k3 := newKey(t), newKey(t), newKey(t)
+	w := newWork(t)
+	p := w.commit("p")
+	id := func(c string) string { return strings.Repeat(c, 64) }
+	root := e.srv.repos.Root()
+
+	// per pubkey, count: three placeholders under one npub, two allowed
+	out, err := w.push(e.prsURL(k, "a"), p+":refs/nostr/"+id("1"), p+":refs/nostr/"+id("2"), p+":refs/nostr/"+id("3"))
+	if err == nil || !strings.Contains(out, "rate-limited:") || !strings.Contains(out, "under /prs/"+k.npub) || !strings.Contains(out, "(limit 2)") {
+		t.Fatalf("3 placeholders under one npub where 2 are allowed: err=%v\n%s", err, out)
+	}
+	if exists(filepath.Join(root, "prs")) {
+		t.Fatal("a refused /prs/ push wrote a directory")
+	}
+	// two pass; a third in another /prs/ repository of the same npub does not
+	if out, err := w.push(e.prsURL(k, "a"), p+":refs/nostr/"+id("1"), p+":refs/nostr/"+id("2")); err != nil {
+		t.Fatalf("2 placeholders: %v\n%s", err, out)
+	}
+	out, err = w.push(e.prsURL(k, "b"), p+":refs/nostr/"+id("3"))
+	if err == nil || !strings.Contains(out, "rate-limited:") || exists(e.prsDir(k, "b")) {
+		t.Fatalf("a third placeholder under the npub in another repository: err=%v\n%s", err, out)
+	}
+
+	// per pubkey, bytes: 2 MiB where 1 MiB is allowed, disk unchanged
+	before := dirBytes(t, root)
+	big := w.commitRandom("big.bin", 2<<20)
+	out, err = w.push(e.prsURL(k2, "big"), big+":refs/nostr/"+id("6"))
+	if err == nil || !strings.Contains(out, "rate-limited:") || !strings.Contains(out, "may hold 1 MiB") {
+		t.Fatalf("2 MiB under one npub where 1 MiB is allowed: err=%v\n%s", err, out)
+	}
+	if exists(e.prsDir(k2, "big")) {
+		t.Fatal("the refused push left its repository")
+	}
+	if after := dirBytes(t, root); after > before+64<<10 {
+		t.Fatalf("a refused 2 MiB push grew the git directory from %d to %d bytes", before, after)
+	}
+	// per IP: one more from this address under another npub, then no more
+	if out, err := w.push(e.prsURL(k2, "a"), p+":refs/nostr/"+id("4")); err != nil {
+		t.Fatalf("third placeholder from the address: %v\n%s", err, out)
+	}
+	out, err = w.push(e.prsURL(k3, "a"), p+":refs/nostr/"+id("5"))
+	if err == nil || !strings.Contains(out, "rate-limited:") || !strings.Contains(out, "pushed from your address") {
+		t.Fatalf("fourth placeholder from one address where 3 are allowed: err=%v\n%s", err, out)
+	}
+	if exists(e.prsDir(k3, "a")) {
+		t.Fatal("the refused push created its repository")
+	}
+
+	if e.metric("grasp_prs_refused_total", "quota") != 4 {
+		t.Fatalf("refusals by reason quota: %v, want 4", e.metric("grasp_prs_refused_total", "quota"))
+	}
+
+	// advertised
+	req, _ := http.NewRequest("GET", e.base, nil)
+	req.Header.Set("Accept", "application/nostr+json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var doc struct {
+		Limitation map[string]any `json:"limitation"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&doc); err != nil {
+		t.Fatal(err)
+	}
+	for k, want := range map[string]float64{"max_placeholders_per_pubkey": 2, "max_placeholders_per_ip": 3, "max_placeholder_bytes_per_pubkey": 1 << 20} {
+		if doc.Limitation[k] != want {
+			t.Fatalf("NIP-11 limitation.%s = %v, want %v (%v)", k, doc.Limitation[k], want, doc.Limitation)
+		}
+	}
+}
+
+// Issue 12 part 4: the accept plugins see what the author's /prs/ npub and
+// the client's address hold, with the limits, so payment, PoW or
+// allowlist rules can be written on top.
+func TestG06_Limits_PluginSeesTheUsage(t *testing.T) {
+	var mu sync.Mutex
+	var seen []policy.Usage
+	ext := Extensions{Accept: policy.AcceptorFunc(func(_ context.Context, evt *nostr.Event, meta policy.Meta) policy.Verdict {
+		if evt.Kind != 1618 || meta.Usage == nil {
+			return policy.Verdict{}
+		}
+		mu.Lock()
+		seen = append(seen, *meta.Usage)
+		mu.Unlock()
+		if meta.Usage.Pubkey.Placeholders >= 2 {
+			return policy.Verdict{Action: policy.Reject, Msg: "pow: pay first"}
+		}
+		return policy.Verdict{}
+	})}
+	e := newEnvWith(t, func(c *config.Config) {
+		c.Grasp.Grasp06 = true
+		c.Purgatory.MaxPlaceholdersPerPubkey = 7
+		c.Purgatory.MaxPlaceholdersPerIP = 9
+	}, nil, ext)
+	cl := e.dial()
+	k, owner := newKey(t), newKey(t)
+	w := newWork(t)
+	p := w.commit("p")
+	url := e.prsURL(k, "repo")
+	if out, err := w.push(url, p+":refs/nostr/"+strings.Repeat("e", 64)); err != nil {
+		t.Fatalf("push: %v\n%s", err, out)
+	}
+	pr := e.prEvent(k, owner, "repo", p, url)
+	ok, msg := cl.publish(pr)
+	if !ok {
+		t.Fatalf("PR with one placeholder waiting: %q", msg)
+	}
+	mu.Lock()
+	u := seen[len(seen)-1]
+	mu.Unlock()
+	if u.Pubkey.Placeholders != 1 || u.Pubkey.Bytes <= 0 || u.IP.Placeholders != 1 || u.Limits.PlaceholdersPerPubkey != 7 || u.Limits.PlaceholdersPerIP != 9 {
+		t.Fatalf("usage the plugin saw: %+v", u)
+	}
+	// two waiting: the plugin's rule refuses
+	if out, err := w.push(url, p+":refs/nostr/"+strings.Repeat("f", 64), p+":refs/nostr/"+strings.Repeat("9", 64)); err != nil {
+		t.Fatalf("push: %v\n%s", err, out)
+	}
+	e.clk.Advance(time.Second)
+	cl.mustReject(e.prEvent(k, owner, "repo", p, url), "pow: pay first")
 }
