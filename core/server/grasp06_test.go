@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/nbd-wtf/go-nostr"
 
+	"github.com/grasp-dev/grasp/core/admin"
 	"github.com/grasp-dev/grasp/core/config"
 	"github.com/grasp-dev/grasp/core/nip34"
 	"github.com/grasp-dev/grasp/core/policy"
@@ -539,4 +541,45 @@ func TestG06_Limits_PluginSeesTheUsage(t *testing.T) {
 	}
 	e.clk.Advance(time.Second)
 	cl.mustReject(e.prEvent(k, owner, "repo", p, url), "pow: pay first")
+}
+
+// G06-8: /prs/ repositories are not hosted repositories: the landing page,
+// the admin status, the integrity check and maintenance never see them.
+func TestG06_8_ExcludedFromListingsAndCleanup(t *testing.T) {
+	e := newPRsEnv(t, nil)
+	k := newKey(t)
+	w := newWork(t)
+	p := w.commit("p")
+	if out, err := w.push(e.prsURL(k, "listed"), p+":refs/nostr/"+strings.Repeat("a", 64)); err != nil {
+		t.Fatalf("push: %v\n%s", err, out)
+	}
+	resp, err := http.Get(e.base + "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if strings.Contains(string(body), k.npub) || strings.Contains(string(body), "listed") {
+		t.Fatal("the landing page lists a /prs/ repository")
+	}
+	st, err := admin.Build(t.Context(), e.srv.adminSources())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Repos != 0 {
+		t.Fatalf("admin status counts %d repositories, want 0", st.Repos)
+	}
+	findings, err := e.srv.hosting.Integrity(t.Context(), true, nip34.RepoRef{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(findings) != 0 {
+		t.Fatalf("the integrity check looked at /prs/: %+v", findings)
+	}
+	if err := e.srv.hosting.Maintain(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if got := lsRemote(t, e.prsURL(k, "listed"))["refs/nostr/"+strings.Repeat("a", 64)]; got != p {
+		t.Fatalf("the /prs/ ref after the integrity repair and maintenance: %q", got)
+	}
 }
