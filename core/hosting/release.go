@@ -66,6 +66,11 @@ func (o *op) release(r nip34.RepoRef) {
 		case nip34.KindPR, nip34.KindPRUpdate:
 			if pr, err := nip34.ParsePR(evt); err == nil {
 				o.bindNostrRef(r, evt, pr.Tip)
+				if t, ok := o.service.PRsTarget(pr); ok && !r.PRs {
+					// pushed to its /prs/ endpoint while its repository's
+					// announcement was held: mirror it now (G06-7)
+					o.bindPRs(t, evt, pr.Tip)
+				}
 			}
 		}
 		if err := o.publish(o.ctx, evt); err != nil {
