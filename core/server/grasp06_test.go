@@ -583,3 +583,26 @@ func TestG06_8_ExcludedFromListingsAndCleanup(t *testing.T) {
 		t.Fatalf("the /prs/ ref after the integrity repair and maintenance: %q", got)
 	}
 }
+
+// GRASP-06 under a base path (field-2026-09.md §1: /prs/ keeps it): the
+// PR's clone tag and the push both name <public_url>/prs/...
+func TestG06_4_UnderABasePath(t *testing.T) {
+	e := newPRsEnv(t, func(c *config.Config) { c.Server.PublicURL += "/git" })
+	cl := e.dial()
+	k, owner := newKey(t), newKey(t)
+	w := newWork(t)
+	p := w.commit("p")
+	url := e.prsURL(k, "repo")
+	if !strings.Contains(url, "/git/prs/") {
+		t.Fatalf("the /prs/ URL %s is not under the base path", url)
+	}
+	pr := e.prEvent(k, owner, "repo", p, url)
+	cl.mustAccept(pr, purg)
+	if out, err := w.push(url, p+":refs/nostr/"+pr.ID); err != nil {
+		t.Fatalf("push: %v\n%s", err, out)
+	}
+	waitFor(t, func() bool { return cl.served(pr.ID) })
+	if status := infoRefsStatus(t, strings.Replace(url, "/git/prs/", "/prs/", 1)); status != http.StatusNotFound {
+		t.Fatalf("/prs/ at the root answers %d, want 404", status)
+	}
+}
