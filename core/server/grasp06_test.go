@@ -606,3 +606,35 @@ func TestG06_4_UnderABasePath(t *testing.T) {
 		t.Fatalf("/prs/ at the root answers %d, want 404", status)
 	}
 }
+
+// G06-7 with the owner's repository still in purgatory: the PR waits with
+// it, and when the owner's first push releases both, the /prs/ ref is
+// mirrored.
+func TestG06_7_MirroredWhenTheHeldOwnerRepositoryIsReleased(t *testing.T) {
+	e := newPRsEnv(t, nil)
+	cl := e.dial()
+	owner, k := newKey(t), newKey(t)
+	ow := newWork(t)
+	base := ow.commit("base")
+	ann := e.announcement(owner, "repo")
+	cl.mustAccept(ann, purg)
+	cl.mustAccept(e.state(owner, "repo", map[string]string{"refs/heads/main": base}, "refs/heads/main"), purg)
+	w := newWork(t)
+	p := w.commit("proposal")
+	url := e.prsURL(k, "repo")
+	pr := e.prEvent(k, owner, "repo", p, url)
+	cl.mustAccept(pr, purg)
+	if out, err := w.push(url, p+":refs/nostr/"+pr.ID); err != nil {
+		t.Fatalf("push to /prs/: %v\n%s", err, out)
+	}
+	if cl.served(pr.ID) {
+		t.Fatal("PR served before the repository it names")
+	}
+	if out, err := ow.push(e.cloneURL(owner, "repo"), "main:refs/heads/main"); err != nil {
+		t.Fatalf("owner's push: %v\n%s", err, out)
+	}
+	waitFor(t, func() bool { return cl.served(ann.ID) && cl.served(pr.ID) })
+	if got := lsRemote(t, e.cloneURL(owner, "repo"))["refs/nostr/"+pr.ID]; got != p {
+		t.Fatalf("owner's repository: refs/nostr/%s = %q, want %s", pr.ID, got, p)
+	}
+}
