@@ -106,6 +106,23 @@ func (sl *slot) acceptCtx(p *plugin, meta policy.Meta) goja.Value {
 	}
 	_ = o.Set("archived", meta.Archived)
 	_ = o.Set("config", sl.cfg[p.idx])
+	if u := meta.Usage; u != nil {
+		use := func(x policy.Use) map[string]any {
+			return map[string]any{"placeholders": x.Placeholders, "bytes": x.Bytes}
+		}
+		_ = o.Set("usage", map[string]any{
+			"pubkey": use(u.Pubkey),
+			"ip":     use(u.IP),
+			"limits": map[string]any{
+				"placeholdersPerPubkey": u.Limits.PlaceholdersPerPubkey,
+				"placeholdersPerIp":     u.Limits.PlaceholdersPerIP,
+				"bytesPerPubkey":        u.Limits.BytesPerPubkey,
+				"bytesPerIp":            u.Limits.BytesPerIP,
+			},
+		})
+	} else {
+		_ = o.Set("usage", goja.Null())
+	}
 	return o
 }
 

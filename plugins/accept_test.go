@@ -227,3 +227,30 @@ func TestG05_AcceptSeesArchivedFlag(t *testing.T) {
 		t.Fatalf("archived: %v %q", v.Action, v.Msg)
 	}
 }
+
+// Issue 12 part 4: ctx.usage carries what the author's /prs/ npub and the
+// client's address hold as placeholders, with the limits; null when grasp
+// gives none (releases, plugin test).
+func TestAcceptSeesPlaceholderUsage(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir, "p.js", `module.exports = { accept(e, ctx) {
+		if (ctx.usage === null) return "restricted: no usage";
+		const u = ctx.usage;
+		return "restricted: " + [u.pubkey.placeholders, u.pubkey.bytes, u.ip.placeholders, u.ip.bytes,
+			u.limits.placeholdersPerPubkey, u.limits.placeholdersPerIp, u.limits.bytesPerPubkey, u.limits.bytesPerIp].join("|");
+	} };`)
+	s := mustSet(t, Options{Dir: dir, PoolSize: 1, Accept: []Spec{acceptSpec("p", "p.js")}})
+	meta := clientMeta()
+	meta.Usage = &policy.Usage{
+		Pubkey: policy.Use{Placeholders: 2, Bytes: 3000},
+		IP:     policy.Use{Placeholders: 5, Bytes: 7000},
+		Limits: policy.UsageLimits{PlaceholdersPerPubkey: 200, PlaceholdersPerIP: 20, BytesPerPubkey: 500 << 20, BytesPerIP: 100 << 20},
+	}
+	v := s.Accept(context.Background(), testEvent(1618, ""), meta)
+	if want := "restricted: 2|3000|5|7000|200|20|524288000|104857600"; v.Msg != want {
+		t.Fatalf("got %q, want %q", v.Msg, want)
+	}
+	if v := s.Accept(context.Background(), testEvent(1618, ""), clientMeta()); v.Msg != "restricted: no usage" {
+		t.Fatalf("without usage: %q", v.Msg)
+	}
+}

@@ -339,15 +339,10 @@ func (c *Config) checkGrasp(k *checker) {
 	k.nonNegative("grasp.max_repos_per_pubkey", g.MaxReposPerPubkey)
 	k.nonNegative("grasp.max_push_mb", g.MaxPushMB)
 	c.checkArchive(k)
-	// The key is part of the config contract, but this version does not
-	// implement the behaviour: refusing it is honest, silently ignoring it
-	// would make an operator believe they host /prs/.
-	switch {
-	case g.Grasp06 && g.Private:
-		// GRASP-08: a private service does not offer GRASP-06.
+	if g.Grasp06 && g.Private {
+		// GRASP-08: a private service does not offer GRASP-06
+		// (field-2026-09.md §1): /prs/ takes anyone's data.
 		k.fail("grasp.grasp06", "GRASP-06 /prs/ hosting is not offered by a private service (grasp.private = true); leave it false")
-	case g.Grasp06:
-		k.fail("grasp.grasp06", "GRASP-06 /prs/ hosting is not available in this version; leave it false")
 	}
 }
 

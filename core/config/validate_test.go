@@ -57,7 +57,7 @@ func TestEveryValidationRule(t *testing.T) {
 		{"archive_all with a list", "[grasp]\narchive_all = true\narchive_hosts = [\"relay.example\"]", "grasp.archive_all", "leave archive_whitelist and archive_hosts empty"},
 		{"archive private", "[grasp]\nprivate = true\narchive_whitelist = [\"" + nip19Npub + "\"]", "grasp.archive_whitelist", "private service"},
 		{"archive without sync", "[grasp]\narchive_all = true\n[sync]\nenabled = false", "sync.enabled", "needs GRASP-02 sync"},
-		{"grasp06 reserved", "[grasp]\ngrasp06 = true", "grasp.grasp06", "not available"},
+		{"grasp06 private", "[grasp]\ngrasp06 = true\nprivate = true", "grasp.grasp06", "not offered by a private service"},
 		{"whitelist entry", "[grasp]\nrepository_whitelist = [\"" + nip19Hex + "/\"]", "grasp.repository_whitelist[0]", "owner/identifier"},
 		{"blacklist entry", "[grasp]\nrepository_blacklist = [\"ok\", \"\"]", "grasp.repository_blacklist[1]", "empty entry"},
 		{"event blacklist", "[grasp]\nevent_blacklist = [\"alice\"]", "grasp.event_blacklist[0]", "64 hex"},

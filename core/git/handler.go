@@ -124,6 +124,9 @@ type Options struct {
 	// Private says who may read a private repository (GRASP-08, NIP-98 on
 	// every request: nip98.go); nil: every repository is public.
 	Private Private
+	// PRs serves GRASP-06 /prs/ repositories (prs.go); nil: GRASP-06 is off
+	// and every /prs/ path is a 404 (G06-0).
+	PRs PRsHost
 }
 
 func (o *Options) defaults() {
@@ -206,6 +209,10 @@ const (
 )
 
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if strings.HasPrefix(r.URL.EscapedPath(), "/"+prsDirName+"/") {
+		h.servePRs(w, r)
+		return
+	}
 	owner, id, sub, ok := splitRepoPath(r.URL.EscapedPath())
 	if !ok {
 		http.NotFound(w, r)

@@ -24,15 +24,15 @@ import (
 // identifier, PR tips by event id. Optional gates block calls of States:
 // the first preCalls on pre, every later one on gate.
 type fakeAuthority struct {
-	mu        sync.Mutex
-	states    map[string][]StateCandidate
-	prs       map[string]string
-	asked     []string
-	pre       chan struct{}
-	preCalls  int
-	gate      chan struct{}
-	inFlight  int
-	maxIn     int
+	mu       sync.Mutex
+	states   map[string][]StateCandidate
+	prs      map[string]string
+	asked    []string
+	pre      chan struct{}
+	preCalls int
+	gate     chan struct{}
+	inFlight int
+	maxIn    int
 }
 
 func newFakeAuthority() *fakeAuthority {

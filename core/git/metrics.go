@@ -12,6 +12,10 @@ type metrics struct {
 	auth     *prometheus.CounterVec   // result, class
 	duration *prometheus.HistogramVec // kind
 	refused  *prometheus.CounterVec   // reason
+	// GRASP-06 /prs/ pushes
+	prsPushes  *prometheus.CounterVec // result
+	prsRefused *prometheus.CounterVec // reason
+	prsBytes   prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -37,9 +41,21 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Namespace: "grasp", Subsystem: "git", Name: "refused_total",
 			Help: "Git requests refused by a limit: busy (no process slot), busy_ip (the IP's share of slots), slow_body, too_large, quota, disk, read_only (a push to a read-only GRASP-05 archive).",
 		}, []string{"reason"}),
+		prsPushes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "grasp", Subsystem: "prs", Name: "pushes_total",
+			Help: "GRASP-06 /prs/ pushes by result (accepted, refused, failed).",
+		}, []string{"result"}),
+		prsRefused: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "grasp", Subsystem: "prs", Name: "refused_total",
+			Help: "GRASP-06 /prs/ pushes refused, by reason: namespace (a ref outside refs/nostr/<id>), misfit (a PR event naming another /prs/ path), pr_mismatch (not the PR's tip), bad_ref, stale, malformed, quota (placeholder quotas), too_large, disk, busy, busy_ip, slow_body, gate, git (refused by git itself, e.g. fsck), error.",
+		}, []string{"reason"}),
+		prsBytes: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: "grasp", Subsystem: "prs", Name: "bytes_total",
+			Help: "Request bytes of accepted GRASP-06 /prs/ pushes.",
+		}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.ops, m.bytes, m.auth, m.duration, m.refused)
+		reg.MustRegister(m.ops, m.bytes, m.auth, m.duration, m.refused, m.prsPushes, m.prsRefused, m.prsBytes)
 	}
 	return m
 }

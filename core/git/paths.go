@@ -69,7 +69,7 @@ func IsGitPath(escapedPath string) bool {
 // Routed reports whether the relay hands a request for escapedPath (base
 // path stripped) to the git handler: a repository's smart-HTTP paths
 // (info/refs, git-upload-pack, git-receive-pack), or anything under /prs/
-// (GRASP-06, reserved: the handler answers 404 until it serves them). The
+// (GRASP-06: the handler serves it when enabled, 404 otherwise). The
 // repository's own page and everything else under it are the pages'.
 func Routed(escapedPath string) bool {
 	if strings.HasPrefix(escapedPath, "/prs/") {

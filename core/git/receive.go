@@ -23,10 +23,21 @@ const receiveResultType = "application/x-git-receive-pack-result"
 // git and so writes nothing.
 func (h *handler) serveReceivePack(w http.ResponseWriter, r *http.Request, repo nip34.RepoRef, dir string) {
 	owner, id := repo.Npub(), repo.Identifier
+	if repo.PRs {
+		owner = "prs/" + owner
+	}
 	start := h.clk.Now()
 	ip := h.clientIP(r)
+	// prsRefused counts a refused GRASP-06 push by reason.
+	prsRefused := func(reason string) {
+		if repo.PRs {
+			h.m.prsPushes.WithLabelValues("refused").Inc()
+			h.m.prsRefused.WithLabelValues(reason).Inc()
+		}
+	}
 	body, wire, lim, closeBody, err := h.requestBody(w, r, h.opts.MaxPushBytes, "a push may hold "+sizeText(h.opts.MaxPushBytes))
 	if err != nil {
+		prsRefused(ClassMalformed)
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		h.finish("push", start, runResult{err: err})
 		return
@@ -39,8 +50,10 @@ func (h *handler) serveReceivePack(w http.ResponseWriter, r *http.Request, repo 
 		if errors.Is(err, errSlowBody) {
 			msg = slowBodyMsg(err)
 			h.m.refused.WithLabelValues("slow_body").Inc()
+			prsRefused("slow_body")
 		} else {
 			h.m.auth.WithLabelValues("rejected", ClassMalformed).Inc()
+			prsRefused(ClassMalformed)
 		}
 		writeReceiveResult(w, pktLine("ERR "+oneLine(msg)+"\n"))
 		h.finish("push", start, runResult{rejected: true, in: wire.n})
@@ -85,6 +98,7 @@ func (h *handler) serveReceivePack(w http.ResponseWriter, r *http.Request, repo 
 	}
 	if !res.Allowed {
 		h.m.auth.WithLabelValues("rejected", res.Class).Inc()
+		prsRefused(res.Class)
 		h.log.Info("push refused", "owner", owner, "id", id, "class", res.Class, "reason", res.Reason)
 		_, _ = io.Copy(io.Discard, body)
 		writeReceiveResult(w, rejection(cmds, res))
@@ -94,6 +108,7 @@ func (h *handler) serveReceivePack(w http.ResponseWriter, r *http.Request, repo 
 	if h.opts.CheckSpace != nil {
 		if err := h.opts.CheckSpace(); err != nil {
 			h.m.refused.WithLabelValues("disk").Inc()
+			prsRefused("disk")
 			h.log.Warn("push refused: low on disk space", "owner", owner, "id", id, "error", err)
 			refuseAll(err.Error())
 			return
@@ -109,6 +124,7 @@ func (h *handler) serveReceivePack(w http.ResponseWriter, r *http.Request, repo 
 		rsv, err := h.opts.Placeholders.ReservePlaceholders(repo, ip, ids)
 		if err != nil {
 			h.m.refused.WithLabelValues("quota").Inc()
+			prsRefused("quota")
 			h.log.Info("placeholder push refused", "owner", owner, "id", id, "reason", err)
 			refuseAll(err.Error())
 			return
@@ -116,6 +132,7 @@ func (h *handler) serveReceivePack(w http.ResponseWriter, r *http.Request, repo 
 		defer rsv.Release()
 		if err := rsv.Charge(int64(len(raw))); err != nil {
 			h.m.refused.WithLabelValues("quota").Inc()
+			prsRefused("quota")
 			refuseAll(err.Error())
 			return
 		}
@@ -125,10 +142,24 @@ func (h *handler) serveReceivePack(w http.ResponseWriter, r *http.Request, repo 
 	release, refused := h.slots.acquire(r.Context(), ip)
 	if refused != nil {
 		h.m.refused.WithLabelValues(refused.reason).Inc()
+		prsRefused(refused.reason)
 		refuseAll(refused.msg)
 		return
 	}
 	defer release()
+	if repo.PRs {
+		// The /prs/ repository exists from here, for pushes authorised and
+		// admitted only (G06-1: nothing before creates a directory), and is
+		// removed again if the push leaves it without a ref (G06-8).
+		done, err := h.repos.OpenPRs(ctx, repo)
+		if err != nil {
+			h.log.Error("create a /prs/ repository", "owner", owner, "id", id, "error", err)
+			prsRefused(ClassError)
+			refuseAll("error: could not create the repository here; try again later")
+			return
+		}
+		defer done()
+	}
 
 	gate := h.newPushGate(ctx, repo, dir, cmds.Updates)
 	env, _ := protocolEnv(r)
@@ -148,6 +179,11 @@ func (h *handler) serveReceivePack(w http.ResponseWriter, r *http.Request, repo 
 	switch {
 	case applied:
 		h.m.auth.WithLabelValues("accepted", gres.Class).Inc()
+		if repo.PRs {
+			h.m.prsPushes.WithLabelValues("accepted").Inc()
+			h.m.prsBytes.Add(float64(wire.n))
+			h.log.Info("/prs/ push accepted", "owner", owner, "id", id, "refs", len(cmds.Updates), "bytes", wire.n, "remote", ip)
+		}
 		if rr.err != nil {
 			// Refs moved even though the response could not be delivered.
 			h.log.Warn("push applied but the client did not get the whole answer", "owner", owner, "id", id, "error", rr.err)
@@ -155,14 +191,28 @@ func (h *handler) serveReceivePack(w http.ResponseWriter, r *http.Request, repo 
 		}
 	case refusal != "":
 		h.m.auth.WithLabelValues("rejected", ClassStale).Inc()
+		prsRefused("gate")
 		h.log.Info("push refused by the push gate", "owner", owner, "id", id, "reason", refusal)
 		rr.rejected, rr.err = true, nil
 	case !asked && rr.err == nil:
 		// git refused the push itself (fsck, missing objects) before its
 		// hooks ran: nothing moved.
 		rr.rejected = true
+		prsRefused("git")
 	case rr.err == nil:
 		rr.err = errors.New("receive-pack did not apply every ref update")
+	}
+	if !applied && rr.err != nil && repo.PRs {
+		switch {
+		case errors.As(rr.err, new(*quotaError)):
+			prsRefused("quota")
+		case errors.Is(rr.err, errBodyTooLarge):
+			prsRefused("too_large")
+		case errors.Is(rr.err, errSlowBody):
+			prsRefused("slow_body")
+		default:
+			h.m.prsPushes.WithLabelValues("failed").Inc()
+		}
 	}
 	h.finish("push", start, rr)
 	if applied && h.hooks != nil {
@@ -178,6 +228,9 @@ func (h *handler) serveReceivePack(w http.ResponseWriter, r *http.Request, repo 
 // authorize gathers the inputs of Authorize: current refs, and the states
 // and PR tips only when the push needs them.
 func (h *handler) authorize(ctx context.Context, repo nip34.RepoRef, dir string, updates []RefUpdate) (Result, error) {
+	if repo.PRs {
+		return h.authorizePRs(ctx, repo, dir, updates)
+	}
 	current, err := h.repos.refsAt(ctx, dir)
 	if err != nil {
 		return Result{}, err

@@ -40,8 +40,10 @@ type Repos struct {
 	root  string
 	git   string
 	hooks string // the push gate's hooks (hooks.go)
+	empty string // the empty repository /prs/ reads are served from (prs.go)
 	log   hclog.Logger
 	locks repoLocks
+	prs   prsBusy
 }
 
 // NewRepos opens (creating if needed) the store rooted at opts.Root; it
@@ -67,7 +69,11 @@ func NewRepos(opts RepoOptions, e env.Env) (*Repos, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Repos{root: abs, git: path, hooks: hooks, log: e.OrDefaults().Log}, nil
+	empty, err := installEmpty(abs)
+	if err != nil {
+		return nil, err
+	}
+	return &Repos{root: abs, git: path, hooks: hooks, empty: empty, log: e.OrDefaults().Log, prs: prsBusy{n: map[string]int{}}}, nil
 }
 
 // Root is the directory the store lives in.
@@ -86,6 +92,12 @@ func (r *Repos) Path(repo nip34.RepoRef) (string, error) {
 		return "", err
 	}
 	ownerDir := filepath.Join(r.root, owner)
+	if repo.PRs {
+		// GRASP-06 repositories live apart, under a directory that is not
+		// an npub: List, maintenance, the integrity check and alternates
+		// never see them.
+		ownerDir = filepath.Join(r.root, prsDirName, owner)
+	}
 	dir := filepath.Join(ownerDir, id+".git")
 	if filepath.Dir(dir) != ownerDir {
 		return "", fmt.Errorf("invalid: identifier %q escapes the owner directory", id)

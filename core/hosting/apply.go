@@ -42,7 +42,7 @@ func (h *Hosting) Apply(ctx context.Context, evt *nostr.Event, d policy.Decision
 		case policy.BindNostrRef:
 			if len(e.OIDs) > 0 {
 				o.settlePlaceholders(evt, e.OIDs[0])
-				o.bindNostrRef(e.Repo, evt.ID, e.OIDs[0])
+				o.bindNostrRef(e.Repo, evt, e.OIDs[0])
 			}
 		case policy.ReleaseHeld:
 			o.release(e.Repo)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/nbd-wtf/go-nostr"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/grasp-dev/grasp/core/archive"
 	"github.com/grasp-dev/grasp/core/clock"
@@ -55,6 +56,9 @@ type Options struct {
 	// Spawn runs work after the current request, owned by the server so it
 	// never outlives the store; nil runs it on its own goroutine.
 	Spawn func(func(ctx context.Context))
+	// Service is this server's public identity: which /prs/ endpoint a PR
+	// names (GRASP-06, prs.go).
+	Service nip34.Service
 }
 
 // Hosting carries out the GRASP-01 effects. Build it with New.
@@ -71,6 +75,10 @@ type Hosting struct {
 	archive *archive.Scope
 	clk     clock.Clock
 	log     hclog.Logger
+	service nip34.Service
+
+	// prsEvents counts GRASP-06 effects: released, mirrored, removed.
+	prsEvents *prometheus.CounterVec
 
 	// toPrune are repositories that lost placeholder refs: the next Sweep
 	// removes the objects only those refs reached (prune.go).
@@ -93,6 +101,16 @@ func New(opts Options, e env.Env) (*Hosting, error) {
 		events: opts.Events, purg: opts.Purgatory, repos: opts.Repos, rules: opts.Rules,
 		publish: opts.Publish, hunter: opts.Hunter, spawn: opts.Spawn, clk: e.Clock, log: e.Log,
 		roster: opts.Roster, ingest: opts.Ingest, toPrune: map[nip34.RepoRef]bool{}, archive: opts.Archive,
+		service: opts.Service,
+		prsEvents: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "grasp", Subsystem: "prs", Name: "events_total",
+			Help: "GRASP-06 /prs/ effects: PR events released through a /prs/ push, refs mirrored into an owner's repository, /prs/ repositories removed for having no ref.",
+		}, []string{"what"}),
+	}
+	if e.Metrics != nil {
+		if err := e.Metrics.Register(h.prsEvents); err != nil {
+			return nil, fmt.Errorf("hosting: register metrics: %w", err)
+		}
 	}
 	if h.roster == nil {
 		var err error

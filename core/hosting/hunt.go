@@ -14,7 +14,9 @@ import (
 
 // hunt asks the hunter for a held event's missing objects.
 func (o *op) hunt(e purgatory.Entry, fromSync bool) {
-	if o.hunter == nil || len(e.Needs) == 0 {
+	if o.hunter == nil || len(e.Needs) == 0 || e.Repo.PRs {
+		// a /prs/ repository's data comes by push only: its PR's clone tag
+		// names this server
 		return
 	}
 	o.hunter.Need(hunt.Need{

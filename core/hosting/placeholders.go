@@ -30,6 +30,13 @@ func (o *op) settlePlaceholders(evt *nostr.Event, tip string) {
 			o.log.Warn("delete refs/nostr placeholder at the wrong tip", "id", evt.ID, "error", err)
 			continue
 		}
+		if ph.Repo.PRs {
+			// G06-6: the event stays held; the repository goes with its
+			// last ref (G06-8)
+			o.log.Info("/prs/ ref at another commit than its PR event's deleted", "id", evt.ID, "path", ph.Repo.URLPath(), "pushed", ph.Commit, "want", want)
+			o.removeIfEmptyPRs(o.ctx, ph.Repo, "tip mismatch")
+			continue
+		}
 		// its data must go too, or a PR event naming another commit would
 		// free the placeholder's quota and keep its bytes (F02)
 		o.schedulePrune(ph.Repo)
@@ -38,8 +45,14 @@ func (o *op) settlePlaceholders(evt *nostr.Event, tip string) {
 
 // bindNostrRef points refs/nostr/<id> at tip in every repo of the PR's
 // repository (the announced repo and its maintainers' repos here) that has
-// the commit (G01-G5).
-func (o *op) bindNostrRef(repo nip34.RepoRef, id, tip string) {
+// the commit (G01-G5); for a /prs/ repository, there and in its mirrors
+// (bindPRs).
+func (o *op) bindNostrRef(repo nip34.RepoRef, evt *nostr.Event, tip string) {
+	id := evt.ID
+	if repo.PRs {
+		o.bindPRs(repo, evt, tip)
+		return
+	}
 	for _, owner := range o.view(repo.Identifier).owners(repo.Pubkey) {
 		r := ref(owner, repo.Identifier)
 		if !o.has(r, []string{tip}) {

@@ -23,7 +23,7 @@ func (o *op) release(r nip34.RepoRef) {
 		return
 	}
 	hasData := len(git.StateRefs(refs)) > 0
-	if !hasData {
+	if !hasData && !r.PRs {
 		// N34-2: a 30618 with no refs is a valid empty state; a repository
 		// whose authoritative stored state is empty has all the data it
 		// will have, so its held announcement goes out (else it would wait
@@ -76,7 +76,12 @@ func (o *op) release(r nip34.RepoRef) {
 			}
 		case nip34.KindPR, nip34.KindPRUpdate:
 			if pr, err := nip34.ParsePR(evt); err == nil {
-				o.bindNostrRef(r, evt.ID, pr.Tip)
+				o.bindNostrRef(r, evt, pr.Tip)
+				if t, ok := o.service.PRsTarget(pr); ok && !r.PRs {
+					// pushed to its /prs/ endpoint while its repository's
+					// announcement was held: mirror it now (G06-7)
+					o.bindPRs(t, evt, pr.Tip)
+				}
 			}
 		}
 		if err := o.publish(o.ctx, evt); err != nil {
@@ -90,7 +95,7 @@ func (o *op) release(r nip34.RepoRef) {
 			o.recheckRejected(evt.Tags.GetD())
 		}
 		if notable(evt.Kind) {
-			o.log.Info(kindName(evt.Kind)+" released from purgatory", "id", evt.ID, "repo", r.String())
+			o.log.Info(kindName(evt.Kind)+" released from purgatory", "id", evt.ID, "repo", where(r))
 		} else {
 			o.log.Debug("released from purgatory", "id", evt.ID, "kind", evt.Kind)
 		}

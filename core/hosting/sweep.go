@@ -30,6 +30,10 @@ func (h *Hosting) Sweep(ctx context.Context) error {
 			h.log.Warn("delete expired refs/nostr placeholder", "id", ph.EventID, "error", err)
 			continue
 		}
+		if ph.Repo.PRs {
+			h.removeIfEmptyPRs(ctx, ph.Repo, "placeholder expired")
+			continue
+		}
 		h.schedulePrune(ph.Repo)
 	}
 	h.prune(ctx)

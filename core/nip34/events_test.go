@@ -19,7 +19,7 @@ func TestN34_6_PRParsing(t *testing.T) {
 	if p.Tip != oid('c') || p.MergeBase != oid('b') || p.BranchName != "feat" || p.Subject != "S" {
 		t.Fatalf("got %+v", p)
 	}
-	if !reflect.DeepEqual(p.Repos, []RepoRef{{pkA, "r"}, {pkC, "r"}}) {
+	if !reflect.DeepEqual(p.Repos, []RepoRef{{Pubkey: pkA, Identifier: "r"}, {Pubkey: pkC, Identifier: "r"}}) {
 		t.Fatalf("Repos = %v", p.Repos)
 	}
 	if !reflect.DeepEqual(p.Clone, []string{"https://x/y.git", "https://z/y.git"}) || p.Root != "" {
@@ -94,7 +94,7 @@ func TestG01R4_ReferencesOf(t *testing.T) {
 	if !reflect.DeepEqual(r.EventIDs, []string{pkD, pkC, pkB}) {
 		t.Fatalf("EventIDs = %v", r.EventIDs)
 	}
-	if !reflect.DeepEqual(r.Repos(), []RepoRef{{pkA, "r"}, {pkC, "other"}}) {
+	if !reflect.DeepEqual(r.Repos(), []RepoRef{{Pubkey: pkA, Identifier: "r"}, {Pubkey: pkC, Identifier: "other"}}) {
 		t.Fatalf("Repos = %v", r.Repos())
 	}
 	if ReferencesOf(ev(KindNote, pkB, []string{"p", pkA})).Empty() != true {

@@ -45,9 +45,15 @@ func (a Address) String() string {
 //
 // The JSON names are purgatory's durable format (held entries written
 // before a restart must load after it); do not change them.
+//
+// PRs marks the GRASP-06 repository /prs/<npub>/<identifier>.git, where
+// Pubkey is the signer of the PRs pushed there rather than an announcement's
+// author: a namespace of its own, never announced, never synced or listed.
+// RepoRefs differing only in PRs are different repositories.
 type RepoRef struct {
 	Pubkey     string `json:"owner"` // hex
 	Identifier string `json:"d"`
+	PRs        bool   `json:"prs,omitempty"`
 }
 
 // ParseRepoRef parses "30617:<hex>:<d>" and validates the identifier.
@@ -80,3 +86,17 @@ func (r RepoRef) Npub() string { return Npub(r.Pubkey) }
 
 // IsZero reports whether r is the zero RepoRef.
 func (r RepoRef) IsZero() bool { return r.Pubkey == "" && r.Identifier == "" }
+
+// PRsRepo is the GRASP-06 repository of signer's PRs for identifier d,
+// /prs/<npub>/<d>.git.
+func PRsRepo(signer, d string) RepoRef { return RepoRef{Pubkey: signer, Identifier: d, PRs: true} }
+
+// URLPath is the repository's path under the service's base path:
+// /<npub>/<pct(d)>.git, or /prs/<npub>/<pct(d)>.git for a GRASP-06 one.
+func (r RepoRef) URLPath() string {
+	p := "/" + Npub(r.Pubkey) + "/" + EscapeIdentifier(r.Identifier) + ".git"
+	if r.PRs {
+		return "/prs" + p
+	}
+	return p
+}

@@ -115,6 +115,37 @@ func (s Service) ListsClone(raw, ownerHex, id string) bool {
 	return s.Path == "" || ep.path == s.Path || strings.HasPrefix(ep.path, s.Path+"/")
 }
 
+// PRsURL is the GRASP-06 endpoint of signer's PRs for identifier id:
+// <base>/prs/<npub>/<pct(id)>.git.
+func (s Service) PRsURL(signerHex, id string) string {
+	return s.BaseURL() + PRsRepo(signerHex, id).URLPath()
+}
+
+// PRsEndpoint reports whether raw is an http(s) URL naming this service's
+// GRASP-06 endpoint /prs/<npub>/<pct(id)>.git (exact host:port, under the
+// base path), and returns the signer (hex) and identifier it names
+// (G06-4/5).
+func (s Service) PRsEndpoint(raw string) (signer, id string, ok bool) {
+	ep, err := parseEndpoint(raw)
+	if err != nil || (ep.scheme != "http" && ep.scheme != "https") || !s.sameOrigin(ep) {
+		return "", "", false
+	}
+	rest, found := strings.CutPrefix(ep.path, s.Path+"/prs/")
+	if !found {
+		return "", "", false
+	}
+	npub, seg, found := strings.Cut(rest, "/")
+	id, isGit := strings.CutSuffix(seg, ".git")
+	if !found || !isGit || npub != strings.ToLower(npub) || ValidateIdentifier(id) != nil {
+		return "", "", false
+	}
+	hex, err := DecodeNpub(npub)
+	if err != nil {
+		return "", "", false
+	}
+	return hex, id, true
+}
+
 // ListsRelay reports whether raw is a ws(s) URL naming this service's
 // relay: exact host:port and base path, a trailing slash tolerated.
 func (s Service) ListsRelay(raw string) bool {
@@ -213,4 +244,24 @@ func EndpointHost(raw string) (host, port string, ok bool) {
 		return "", "", false
 	}
 	return ep.host, ep.port, true
+}
+
+// PRsTarget is the GRASP-06 repository a PR or PR update goes to on this
+// service: the /prs/<npub>/<d>.git one of its `clone` tags names, when the
+// npub is the event's signer and one of its `a` tags has identifier d
+// (G06-4/5). ok is false when no clone tag qualifies: another host, another
+// npub than the signer's, or a d no `a` tag names.
+func (s Service) PRsTarget(p PR) (RepoRef, bool) {
+	for _, c := range p.Clone {
+		signer, id, ok := s.PRsEndpoint(c)
+		if !ok || signer != p.Pubkey {
+			continue
+		}
+		for _, r := range p.Repos {
+			if r.Identifier == id {
+				return PRsRepo(signer, id), true
+			}
+		}
+	}
+	return RepoRef{}, false
 }

@@ -30,6 +30,36 @@ type Meta struct {
 	// GRASP-05 archive (it does not list the server, or the server is a
 	// read-only archive). Callers leave it false.
 	Archived bool
+	// Usage is filled for the operator's plugin chain only (Options.Usage):
+	// what the author and the client's address hold here now.
+	Usage *Usage
+}
+
+// Usage is what one pubkey and one client address hold here as
+// refs/nostr/<id> placeholders waiting for their PR event, and the limits
+// they are held to: data anyone may push (GRASP-06 /prs/ among it). The
+// accept plugins see it as ctx.usage, so an operator can add payment, PoW
+// or allowlist rules (issue 12 part 4, docs/plugins.md). The quotas
+// themselves are enforced by purgatory before a push writes anything.
+type Usage struct {
+	// Pubkey: placeholders under /prs/<author npub>/ (GRASP-06). IP:
+	// placeholders pushed from Meta.Remote (zero for events not from a
+	// client).
+	Pubkey, IP Use
+	Limits     UsageLimits
+}
+
+// Use is a count of placeholders and the bytes pushed for them.
+type Use struct {
+	Placeholders int
+	Bytes        int64
+}
+
+// UsageLimits are the placeholder quotas per pubkey and per IP (0:
+// unbounded).
+type UsageLimits struct {
+	PlaceholdersPerPubkey, PlaceholdersPerIP int
+	BytesPerPubkey, BytesPerIP               int64
 }
 
 // Action is what an Acceptor wants done with an event.

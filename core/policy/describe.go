@@ -26,6 +26,9 @@ func AcceptanceCriteria(opts Options) string {
 		fmt.Fprintf(&b, " and discarded after %s without it", opts.PurgatoryTTL)
 	}
 	b.WriteString(". Other events must tag, or be tagged by, an accepted repository, issue, patch or PR.")
+	if opts.GRASP06 {
+		fmt.Fprintf(&b, " GRASP-06: PRs and PR updates for repositories not hosted here are accepted when a 'clone' tag names %s/prs/<signer npub>/<identifier>.git with the identifier of one of their 'a' tags; only refs/nostr/<event-id> may be pushed there.", svc.BaseURL())
+	}
 	if opts.MaxReposPerPubkey > 0 {
 		fmt.Fprintf(&b, " At most %d repositories per author.", opts.MaxReposPerPubkey)
 	}

@@ -80,6 +80,13 @@ type Options struct {
 	// Archive is the GRASP-05 scope (core/archive), the one answer to
 	// "is this repository hosted here"; nil: archive mode off.
 	Archive *archive.Scope
+	// Usage reports what a pubkey and a client address hold as placeholders
+	// (purgatory's count), for the plugin chain's Meta.Usage; nil: plugins
+	// see none.
+	Usage func(pubkey, remote string) Usage
+	// GRASP06 accepts PRs for repositories not hosted here when they name
+	// this service's /prs/ endpoint (grasp.grasp06, pr.go).
+	GRASP06 bool
 }
 
 // repoList is a parsed whitelist or blacklist.

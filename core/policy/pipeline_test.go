@@ -58,6 +58,12 @@ func TestG01N3_AcceptanceCriteriaFromConfig(t *testing.T) {
 	if strings.Contains(s, "whitelist") {
 		t.Errorf("criteria mention a whitelist that is not configured: %q", s)
 	}
+	if strings.Contains(s, "GRASP-06") {
+		t.Errorf("criteria mention GRASP-06 while it is off: %q", s)
+	}
+	if s := AcceptanceCriteria(Options{Service: svc, GRASP06: true}); !strings.Contains(s, "https://git.example.org/prs/<signer npub>/<identifier>.git") {
+		t.Errorf("criteria with GRASP-06 on do not name the /prs/ endpoint: %q", s)
+	}
 }
 
 func TestG01N4_CurationOnlyWhenCurated(t *testing.T) {

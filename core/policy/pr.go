@@ -12,6 +12,12 @@ import (
 // reference a repository accepted here and carry `c`; they are stored when
 // the tip is already in a hosted repository (git-first, G01-G5b) and held
 // otherwise.
+//
+// With GRASP-06 (Options.GRASP06), a PR whose `clone` names this service's
+// /prs/<signer npub>/<d>.git with a `d` of one of its `a` tags is also
+// accepted for a repository not hosted here (G06-4/5), held until its tip
+// is pushed there; a PR for a hosted repository that names its /prs/
+// endpoint is released by a push to either.
 func (r *Rules) pr(ctx context.Context, evt *nostr.Event, meta Meta) Decision {
 	p, err := nip34.ParsePR(evt)
 	if err != nil {
@@ -27,6 +33,10 @@ func (r *Rules) pr(ctx context.Context, evt *nostr.Event, meta Meta) Decision {
 		if repos, err = r.rootPRRepos(ctx, p.Root); err != nil {
 			return r.internal("look up the PR being updated", evt, err)
 		}
+	}
+	var prs nip34.RepoRef
+	if r.opts.GRASP06 {
+		prs, _ = r.opts.Service.PRsTarget(p)
 	}
 	if len(repos) == 0 {
 		return reject("invalid: PR event must reference a repository accepted here with an 'a' tag (30617:<owner hex>:<identifier>)")
@@ -70,6 +80,12 @@ func (r *Rules) pr(ctx context.Context, evt *nostr.Event, meta Meta) Decision {
 		}
 	}
 	if storedRepo.IsZero() && heldRepo.IsZero() {
+		if !prs.IsZero() {
+			return r.prsOnly(ctx, evt, p, prs, release)
+		}
+		if r.opts.GRASP06 {
+			return reject("invalid: PR event must reference a repository accepted on this service, or name this service's GRASP-06 endpoint %s in a 'clone' tag with the 'd' of one of its 'a' tags", r.opts.Service.PRsURL(evt.PubKey, repos[0].Identifier))
+		}
 		return reject("invalid: PR event must reference a repository accepted on this service; none of its 'a' tags does")
 	}
 	if release {
@@ -79,7 +95,20 @@ func (r *Rules) pr(ctx context.Context, evt *nostr.Event, meta Meta) Decision {
 	if err != nil {
 		return r.internal("check git data", evt, err)
 	}
+	inPRs := false
+	if !prs.IsZero() && r.git != nil {
+		// pushed to its /prs/ endpoint first: the tip is there
+		if inPRs, err = r.git.HasCommit(ctx, prs, p.Tip); err != nil {
+			return r.internal("check git data", evt, err)
+		}
+	}
 	var effects []Effect
+	if inPRs {
+		// first, so the mirror brings the tip to the owner's repositories
+		// before they are bound (G06-7)
+		effects = append(effects, Effect{Kind: BindNostrRef, Repo: prs, EventID: evt.ID, OIDs: []string{p.Tip}})
+		present = true
+	}
 	if present {
 		for _, t := range targets {
 			effects = append(effects, Effect{Kind: BindNostrRef, Repo: t.Repo(), EventID: evt.ID, OIDs: []string{p.Tip}})
@@ -91,6 +120,9 @@ func (r *Rules) pr(ctx context.Context, evt *nostr.Event, meta Meta) Decision {
 	}
 	for _, t := range targets {
 		effects = append(effects, Effect{Kind: AwaitGitData, Repo: t.Repo(), EventID: evt.ID, OIDs: []string{p.Tip}})
+	}
+	if !prs.IsZero() {
+		effects = append(effects, Effect{Kind: AwaitGitData, Repo: prs, EventID: evt.ID, OIDs: []string{p.Tip}})
 	}
 	if storedRepo.IsZero() {
 		effects = append(effects, Effect{Kind: AwaitRepo, Repo: heldRepo})
@@ -118,4 +150,28 @@ func (r *Rules) rootPRRepos(ctx context.Context, id string) ([]nip34.RepoRef, er
 		}
 	}
 	return nil, nil
+}
+
+// prsOnly decides a PR for a repository not hosted here that names its
+// GRASP-06 endpoint prs (G06-4): stored when its tip was pushed there
+// first, held until the push otherwise. Whether the tip is the one pushed
+// is settled by the effects (a placeholder at another commit is deleted,
+// G06-6).
+func (r *Rules) prsOnly(ctx context.Context, evt *nostr.Event, p nip34.PR, prs nip34.RepoRef, release bool) Decision {
+	if release {
+		return Decision{Outcome: Store}
+	}
+	present := false
+	if r.git != nil {
+		var err error
+		if present, err = r.git.HasCommit(ctx, prs, p.Tip); err != nil {
+			return r.internal("check git data", evt, err)
+		}
+	}
+	if present {
+		return Decision{Outcome: Store, Effects: []Effect{{Kind: BindNostrRef, Repo: prs, EventID: evt.ID, OIDs: []string{p.Tip}}}}
+	}
+	d := hold(Effect{Kind: AwaitGitData, Repo: prs, EventID: evt.ID, OIDs: []string{p.Tip}})
+	d.Msg = MsgPRPurgatory(p.Tip, evt.ID)
+	return d
 }

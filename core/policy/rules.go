@@ -197,6 +197,14 @@ func (r *Rules) plugins(ctx context.Context, evt *nostr.Event, meta Meta, d Deci
 		return d
 	}
 	meta.Archived = d.Archived
+	if len(r.opts.Plugins) > 0 && r.opts.Usage != nil {
+		remote := ""
+		if meta.Source == SourceClient {
+			remote = meta.Remote
+		}
+		u := r.opts.Usage(evt.PubKey, remote)
+		meta.Usage = &u
+	}
 	if pd, stop := runChain(ctx, r.opts.Plugins, evt, meta); stop {
 		return pd
 	}

@@ -36,8 +36,14 @@ func newPlaceholderUse() *placeholderUse {
 	return &placeholderUse{repo: map[string]use{}, owner: map[string]use{}, remote: map[string]use{}}
 }
 
-// scopes returns the repository and owner keys of a placeholder in r.
+// scopes returns the repository and owner keys of a placeholder in r. A
+// GRASP-06 /prs/ repository is counted apart from the hosted ones: its
+// owner is the signer in its path, and a stranger's /prs/ pushes under an
+// npub must not use up what the owner's own repositories may receive.
 func scopes(r nip34.RepoRef) (repo, owner string) {
+	if r.PRs {
+		return "prs/" + r.Pubkey + "/" + r.Identifier, "prs/" + r.Pubkey
+	}
 	return r.Pubkey + "/" + r.Identifier, r.Pubkey
 }
 
@@ -74,7 +80,7 @@ func (u *placeholderUse) over(q PlaceholderQuotas, r nip34.RepoRef, remote strin
 		what     string
 	}{
 		{u.repo, repo, q.PerRepo, q.BytesPerRepo, "in this repository"},
-		{u.owner, owner, q.PerOwner, q.BytesPerOwner, "in the repositories of " + nip34.Npub(r.Pubkey)},
+		{u.owner, owner, q.PerOwner, q.BytesPerOwner, ownerText(r)},
 		{u.remote, remote, q.PerRemote, q.BytesPerRemote, "pushed from your address"},
 	} {
 		if s.key == "" {
@@ -89,6 +95,37 @@ func (u *placeholderUse) over(q PlaceholderQuotas, r nip34.RepoRef, remote strin
 		}
 	}
 	return ""
+}
+
+// ownerText names the owner scope of r in a refusal.
+func ownerText(r nip34.RepoRef) string {
+	if r.PRs {
+		return "under /prs/" + nip34.Npub(r.Pubkey) + "/"
+	}
+	return "in the repositories of " + nip34.Npub(r.Pubkey)
+}
+
+// Use is what placeholders hold in one scope: their number and the bytes
+// pushed for them.
+type Use struct {
+	Placeholders int
+	Bytes        int64
+}
+
+// PlaceholderUsage is what the /prs/<npub>/ placeholders of pubkey and the
+// placeholders pushed from remote hold now (waiting ones and pushes in
+// progress), with the quotas: what accept plugins see (issue 12 part 4).
+func (p *Purgatory) PlaceholderUsage(pubkey, remote string) (pk, ip Use, q PlaceholderQuotas) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	_, owner := scopes(nip34.PRsRepo(pubkey, "_"))
+	u := p.phUse.owner[owner]
+	pk = Use{Placeholders: u.n, Bytes: u.bytes}
+	if remote != "" {
+		u = p.phUse.remote[remote]
+		ip = Use{Placeholders: u.n, Bytes: u.bytes}
+	}
+	return pk, ip, p.opts.PlaceholderQuotas
 }
 
 // Reservation is a placeholder push in progress: its placeholders and the

@@ -733,6 +733,9 @@ func (p *Purgatory) Placeholders() int {
 }
 
 func placeholderKey(r nip34.RepoRef, id string) string {
+	if r.PRs {
+		return "prs/" + r.Pubkey + "/" + r.Identifier + "/" + id
+	}
 	return r.Pubkey + "/" + r.Identifier + "/" + id
 }
 

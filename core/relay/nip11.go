@@ -45,6 +45,17 @@ type limitation struct {
 	CreatedAtUpperLimit int64 `json:"created_at_upper_limit,omitempty"`
 	DefaultLimit        int   `json:"default_limit,omitempty"`
 	AuthRequired        bool  `json:"auth_required,omitempty"`
+	// Ours: git pushes and the refs/nostr/<id> placeholders anyone may
+	// push (also under GRASP-06 /prs/), so a client can tell before it
+	// pushes (issue 12 part 4).
+	MaxPushBytes                 int64 `json:"max_push_bytes,omitempty"`
+	MaxPlaceholdersPerRepo       int   `json:"max_placeholders_per_repo,omitempty"`
+	MaxPlaceholdersPerPubkey     int   `json:"max_placeholders_per_pubkey,omitempty"`
+	MaxPlaceholdersPerIP         int   `json:"max_placeholders_per_ip,omitempty"`
+	MaxPlaceholderBytesPerRepo   int64 `json:"max_placeholder_bytes_per_repo,omitempty"`
+	MaxPlaceholderBytesPerPubkey int64 `json:"max_placeholder_bytes_per_pubkey,omitempty"`
+	MaxPlaceholderBytesPerIP     int64 `json:"max_placeholder_bytes_per_ip,omitempty"`
+	PlaceholderTTL               int64 `json:"placeholder_ttl,omitempty"`
 }
 
 func positive(v int) int {
@@ -98,6 +109,15 @@ func (s *Server) buildNIP11() ([]byte, error) {
 			CreatedAtUpperLimit: int64(positive(int(l.CreatedAtUpperLimit.D().Seconds()))),
 			DefaultLimit:        positive(l.DefaultLimit),
 			AuthRequired:        s.opts.AuthRequired,
+
+			MaxPushBytes:                 max(s.opts.PushLimits.MaxPushBytes, 0),
+			MaxPlaceholdersPerRepo:       positive(s.opts.PushLimits.PlaceholdersPerRepo),
+			MaxPlaceholdersPerPubkey:     positive(s.opts.PushLimits.PerPubkey),
+			MaxPlaceholdersPerIP:         positive(s.opts.PushLimits.PerIP),
+			MaxPlaceholderBytesPerRepo:   max(s.opts.PushLimits.PlaceholderBytesPerRepo, 0),
+			MaxPlaceholderBytesPerPubkey: max(s.opts.PushLimits.BytesPerPubkey, 0),
+			MaxPlaceholderBytesPerIP:     max(s.opts.PushLimits.BytesPerIP, 0),
+			PlaceholderTTL:               max(s.opts.PushLimits.PlaceholderTTLSeconds, 0),
 		},
 	}
 	return json.Marshal(doc)

@@ -115,6 +115,22 @@ type Options struct {
 	// AuthRequired advertises NIP-11 limitation.auth_required: nothing is
 	// served before NIP-42 AUTH (service-wide private mode).
 	AuthRequired bool
+	// PushLimits are the git push limits advertised in NIP-11 limitation
+	// (the placeholder quotas of refs/nostr/<id> and /prs/ pushes, which
+	// anyone may make; issue 12 part 4); enforced by core/git and
+	// core/purgatory.
+	PushLimits PushLimits
+}
+
+// PushLimits are what one git push, and the refs/nostr/<id> placeholders
+// waiting for their PR event, may hold: per repository, per pubkey (a
+// repository's owner, or the npub of a /prs/ path) and per client IP. Zero
+// is unbounded (and not advertised).
+type PushLimits struct {
+	MaxPushBytes                                        int64
+	PlaceholdersPerRepo, PerPubkey, PerIP               int
+	PlaceholderBytesPerRepo, BytesPerPubkey, BytesPerIP int64
+	PlaceholderTTLSeconds                               int64
 }
 
 // Server is a configured relay plus its HTTP routing.

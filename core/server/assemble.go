@@ -92,6 +92,7 @@ func (s *Server) assemble(ext Extensions) error {
 	s.roster = rost
 	popts := s.policyOptions(svc, plugins, ext.AcceptNames)
 	popts.Events, popts.Held, popts.Git, popts.Roster, popts.Archive = events, s.purg, s.repos, rost, s.archive
+	popts.Usage = s.placeholderUsage
 	rules, err := policy.New(popts, s.env.Named("policy"))
 	if err != nil {
 		return err
@@ -108,9 +109,14 @@ func (s *Server) assemble(ext Extensions) error {
 		},
 		Spawn:   s.background,
 		Archive: s.archive,
+		Service: svc,
 	}, s.env.Named("hosting"))
 	if err != nil {
 		return err
+	}
+	// G06-8: /prs/ repositories a crash left without a ref go at start-up.
+	if err := s.hosting.ScanPRs(s.life); err != nil {
+		return fmt.Errorf("scan /prs/ repositories: %w", err)
 	}
 	gc.OnArrived, gc.FindDrifted = s.hosting.Arrived, s.hosting.Drifted
 
@@ -125,10 +131,15 @@ func (s *Server) assemble(ext Extensions) error {
 	if queueWait == 0 {
 		queueWait = -1 // refuse at once
 	}
+	var prs git.PRsHost // nil: every /prs/ path is a 404 (G06-0)
+	if cfg.Grasp.Grasp06 {
+		prs = s.hosting
+	}
 	s.relay.HandleGit(git.NewHandler(git.Options{
 		Repos: s.repos, Authority: s.hosting, Hooks: s.hosting, Private: s.vis, Service: svc,
 		Placeholders:      s.hosting,
 		ReadOnly:          s.hosting.ReadOnly,
+		PRs:               prs,
 		CheckSpace:        s.space.Check,
 		MaxPushBytes:      int64(cfg.Grasp.MaxPushMB) << 20,
 		MaxDuration:       cfg.Git.MaxPushDuration.D(),
@@ -179,6 +190,7 @@ func (s *Server) policyOptions(svc nip34.Service, plugins policy.Chain, names []
 		Plugins:           plugins,
 		PluginNames:       names,
 		PurgatoryTTL:      s.cfg.Purgatory.TTL.D(),
+		GRASP06:           g.Grasp06,
 	}
 }
 
@@ -201,8 +213,11 @@ func (s *Server) assembleRelay(popts policy.Options, rules *policy.Rules) error 
 			grasps = append(grasps, "GRASP-05")
 		}
 	}
-	// Private repositories are served to members in every mode; GRASP-06
-	// is never offered with grasp.private (config refuses the pair).
+	if cfg.Grasp.Grasp06 {
+		// never with grasp.private: config refuses the pair
+		grasps = append(grasps, "GRASP-06")
+	}
+	// Private repositories are served to members in every mode.
 	grasps = append(grasps, "GRASP-08")
 	var err error
 	s.relay, err = relay.New(relay.Options{
@@ -224,6 +239,16 @@ func (s *Server) assembleRelay(popts policy.Options, rules *policy.Rules) error 
 		Private:            s.vis,
 		ClientIP:           s.clientIP,
 		AuthRequired:       cfg.Grasp.Private,
+		PushLimits: relay.PushLimits{
+			MaxPushBytes:            int64(cfg.Grasp.MaxPushMB) << 20,
+			PlaceholdersPerRepo:     cfg.Purgatory.MaxPlaceholdersPerRepo,
+			PerPubkey:               cfg.Purgatory.MaxPlaceholdersPerPubkey,
+			PerIP:                   cfg.Purgatory.MaxPlaceholdersPerIP,
+			PlaceholderBytesPerRepo: int64(cfg.Purgatory.MaxPlaceholderMBPerRepo) << 20,
+			BytesPerPubkey:          int64(cfg.Purgatory.MaxPlaceholderMBPerPubkey) << 20,
+			BytesPerIP:              int64(cfg.Purgatory.MaxPlaceholderMBPerIP) << 20,
+			PlaceholderTTLSeconds:   int64(cfg.Purgatory.NostrRefTTL.D().Seconds()),
+		},
 	}, s.env.Named("relay"))
 	if err != nil {
 		return err
@@ -254,6 +279,20 @@ func (s *Server) assembleVisibility(rost *roster.Source) error {
 		return err
 	}
 	return s.vis.Load(s.life)
+}
+
+// placeholderUsage is purgatory's placeholder count as the plugins see it
+// (policy.Usage, ctx.usage).
+func (s *Server) placeholderUsage(pubkey, remote string) policy.Usage {
+	pk, ip, q := s.purg.PlaceholderUsage(pubkey, remote)
+	return policy.Usage{
+		Pubkey: policy.Use{Placeholders: pk.Placeholders, Bytes: pk.Bytes},
+		IP:     policy.Use{Placeholders: ip.Placeholders, Bytes: ip.Bytes},
+		Limits: policy.UsageLimits{
+			PlaceholdersPerPubkey: q.PerOwner, PlaceholdersPerIP: q.PerRemote,
+			BytesPerPubkey: q.BytesPerOwner, BytesPerIP: q.BytesPerRemote,
+		},
+	}
 }
 
 // spaceGuarded refuses the writes of a decision (store, hold) while the

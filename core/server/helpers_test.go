@@ -54,6 +54,12 @@ func newEnv(t *testing.T, mutate func(c *config.Config)) *testServer {
 // newEnvOn is newEnv measuring free disk space with free (nil: statfs).
 func newEnvOn(t *testing.T, mutate func(c *config.Config), free func(dir string) (uint64, error)) *testServer {
 	t.Helper()
+	return newEnvWith(t, mutate, free, Extensions{})
+}
+
+// newEnvWith is newEnvOn with the plugin extensions ext.
+func newEnvWith(t *testing.T, mutate func(c *config.Config), free func(dir string) (uint64, error), ext Extensions) *testServer {
+	t.Helper()
 	port := freePort(t)
 	cfg := config.Default()
 	cfg.Server.Listen = fmt.Sprintf("127.0.0.1:%d", port)
@@ -79,7 +85,7 @@ func newEnvOn(t *testing.T, mutate func(c *config.Config), free func(dir string)
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := New(Options{Config: cfg, Build: Build{Version: "test"}, Metrics: reg, Store: st, FreeSpace: free}, env.Env{Clock: clk, Log: log})
+	srv, err := New(Options{Config: cfg, Build: Build{Version: "test"}, Metrics: reg, Store: st, FreeSpace: free, Extensions: ext}, env.Env{Clock: clk, Log: log})
 	if err != nil {
 		t.Fatal(err)
 	}
