@@ -98,11 +98,18 @@ func startServer(ctx context.Context, name string, bins binaries, dir string, o 
 		// Defaults except what a benchmark needs: a free port, the public
 		// URL the corpus was signed for, metrics off, JSON logs (the address
 		// is read from them) and, past a million events, a NIP-77 limit that
-		// covers the whole store.
+		// covers the whole store. Every client of the benchmark comes from
+		// 127.0.0.1, so the per-address limits (purgatory quotas, connection
+		// cap) are raised to the relay-wide ones: they are there against one
+		// abusive address, which the benchmark is not, and would refuse the
+		// seeding of 50+ repositories and the 101 fan-out connections.
 		body := fmt.Sprintf("[server]\nlisten = \"127.0.0.1:0\"\npublic_url = %q\ndata_dir = %q\n\n[metrics]\nenabled = false\n\n[log]\nlevel = \"info\"\nformat = \"json\"\n",
 			benchPublicURL, data)
+		body += "\n[purgatory]\nmax_held_per_ip = 20000\nmax_held_announcements_per_ip = 5000\n" +
+			"max_held_announcements_per_pubkey = 5000\nmax_held_announcements_per_identifier = 5000\n"
+		body += "\n[relay.limits]\nmax_connections_per_ip = 10000\n"
 		if o.negentropyMax > 0 {
-			body += "\n[relay.limits]\nnegentropy_max_events = " + strconv.Itoa(o.negentropyMax) + "\n"
+			body += "negentropy_max_events = " + strconv.Itoa(o.negentropyMax) + "\n"
 		}
 		if err := os.WriteFile(cfg, []byte(body), 0o644); err != nil {
 			return nil, "", err
