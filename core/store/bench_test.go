@@ -163,13 +163,15 @@ func BenchmarkDurableSave(b *testing.B) {
 }
 
 // BenchmarkWriteAmplification reports bytes written per byte of event JSON
-// for durable group-commit ingest (issue 15 part 3), with badger's value
-// threshold at its maximum (records stay in the LSM tree: WAL, then L0 table,
-// then compactions) and low enough that event records go to the value log
-// (written once; the tree keeps keys and pointers); with 64 writers (large
-// group commits) and 4 (small ones, more syncs).
+// for durable group-commit ingest (issue 15 part 3): grasp's layout before
+// issue 15 part 3 (contents inline, records in the LSM tree: WAL, then L0
+// table, then compactions) against today's (compressible contents packed,
+// records of at least DefaultValueThreshold bytes written once to the value
+// log); with 64 writers (large group commits) and 4 (small ones, more
+// syncs).
 //
-// Each run ingests the same 4,000 events (~2.4 KB of JSON each).
+// Each run ingests the same 4,000 events (~2.4 KB of JSON each, the content
+// patch-like text).
 //
 //	go test -run '^$' -bench WriteAmplification -benchtime 1x ./core/store/
 func BenchmarkWriteAmplification(b *testing.B) {
@@ -178,18 +180,25 @@ func BenchmarkWriteAmplification(b *testing.B) {
 	jsonBytes := 0
 	for i := range evts {
 		evts[i] = benchEvent(b, sk, i)
-		evts[i].Content = strings.Repeat(benchContent, 2)
+		evts[i].Content = proseContent(1600, i)
 		if err := evts[i].Sign(sk); err != nil {
 			b.Fatal(err)
 		}
 		jsonBytes += len(evts[i].String())
 	}
 	for _, c := range []struct {
-		vt      int64
+		name    string
+		opts    Options
 		writers int
-	}{{0, 64}, {1024, 64}, {0, 4}, {1024, 4}} {
-		b.Run(fmt.Sprintf("threshold=%d/writers=%d", c.vt, c.writers), func(b *testing.B) {
-			s, err := New(Options{Dir: b.TempDir(), ValueThreshold: c.vt}, env.Env{})
+	}{
+		{"before/writers=64", Options{noPack: true, ValueThreshold: maxValueThreshold}, 64},
+		{"packed+vlog/writers=64", Options{}, 64},
+		{"before/writers=4", Options{noPack: true, ValueThreshold: maxValueThreshold}, 4},
+		{"packed+vlog/writers=4", Options{}, 4},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			c.opts.Dir = b.TempDir()
+			s, err := New(c.opts, env.Env{})
 			if err != nil {
 				b.Fatal(err)
 			}
