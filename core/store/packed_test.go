@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"strings"
 	"testing"
 
@@ -139,5 +140,14 @@ func TestPackContent(t *testing.T) {
 	}
 	if _, err := unpackContent([]byte{9, 1, 2}); err == nil {
 		t.Fatal("an unknown format unpacked")
+	}
+}
+
+func TestBenchTextPacksLikeTheCorpus(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	c := benchText(rng, 1200)
+	rec := packContent(c)
+	if len(rec) < 400 || len(rec) > 800 {
+		t.Fatalf("benchText packs 1200 bytes into %d, want about half (grasp-bench's corpus: 0.56)", len(rec))
 	}
 }
