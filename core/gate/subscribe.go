@@ -16,6 +16,8 @@ import (
 type subscription struct {
 	filters []nostr.Filter
 	cancel  context.CancelFunc
+	// filed is where the gate's subIndex holds the filters.
+	filed []*subFilter
 }
 
 // The subscription and filter limits of REQ, COUNT and NEG-OPEN are checked
@@ -169,9 +171,12 @@ func (c *conn) subscribe(subid string, filters []nostr.Filter) (context.Context,
 	}
 	if old != nil {
 		old.cancel()
+		c.g.subs.remove(old)
 	}
 	ctx, cancel := context.WithCancel(c.ctx)
-	c.subs[subid] = &subscription{filters: filters, cancel: cancel}
+	sub := &subscription{filters: filters, cancel: cancel}
+	c.subs[subid] = sub
+	c.g.subs.add(c, subid, sub)
 	return ctx, true
 }
 
@@ -179,6 +184,9 @@ func (c *conn) unsubscribe(subid string) {
 	c.subsMu.Lock()
 	s := c.subs[subid]
 	delete(c.subs, subid)
+	if s != nil {
+		c.g.subs.remove(s)
+	}
 	c.subsMu.Unlock()
 	if s != nil {
 		s.cancel()
@@ -189,6 +197,9 @@ func (c *conn) closeSubscriptions() {
 	c.subsMu.Lock()
 	subs := c.subs
 	c.subs = map[string]*subscription{}
+	for _, s := range subs {
+		c.g.subs.remove(s)
+	}
 	c.subsMu.Unlock()
 	for _, s := range subs {
 		s.cancel()
