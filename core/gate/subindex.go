@@ -1,6 +1,7 @@
 package gate
 
 import (
+	"slices"
 	"strconv"
 	"sync"
 
@@ -19,9 +20,12 @@ import (
 // the unfiled ones, include every filter it matches; each of them is then
 // tested whole with Filter.Matches, which alone decides.
 type subIndex struct {
-	mu      sync.RWMutex
-	byKey   map[string]map[*subFilter]struct{}
-	unfiled map[*subFilter]struct{}
+	mu sync.RWMutex
+	// byKey and unfiled are lists rather than sets: Broadcast walks them
+	// for every event, and a slice walks several times faster than a map.
+	// Each subFilter remembers its place in each list for O(1) removal.
+	byKey   map[string][]*subFilter
+	unfiled []*subFilter
 }
 
 // subFilter is one filter of one subscription, as filed.
@@ -31,10 +35,11 @@ type subFilter struct {
 	sub    *subscription
 	filter *nostr.Filter
 	keys   []string // where it is filed; none when unfiled
+	pos    []int    // its index in byKey[keys[i]], or pos[0] in unfiled
 }
 
 func newSubIndex() *subIndex {
-	return &subIndex{byKey: map[string]map[*subFilter]struct{}{}, unfiled: map[*subFilter]struct{}{}}
+	return &subIndex{byKey: map[string][]*subFilter{}}
 }
 
 // Index keys: one byte for the condition, then its value.
@@ -43,8 +48,14 @@ func authorKey(pk string) string     { return "p" + pk }
 func kindKey(k int) string           { return "k" + strconv.Itoa(k) }
 func tagKey(name, val string) string { return "t" + name + "\x00" + val }
 
-// filterKeys says where f is filed; nil means unfiled.
+// filterKeys says where f is filed, each key once; nil means unfiled.
 func filterKeys(f *nostr.Filter) []string {
+	keys := filedUnder(f)
+	slices.Sort(keys)
+	return slices.Compact(keys)
+}
+
+func filedUnder(f *nostr.Filter) []string {
 	switch {
 	case len(f.IDs) > 0:
 		keys := make([]string, len(f.IDs))
@@ -98,16 +109,14 @@ func (x *subIndex) add(c *conn, subid string, sub *subscription) {
 		sf := &subFilter{c: c, subid: subid, sub: sub, filter: &sub.filters[i], keys: filterKeys(&sub.filters[i])}
 		sub.filed[i] = sf
 		if sf.keys == nil {
-			x.unfiled[sf] = struct{}{}
+			sf.pos = []int{len(x.unfiled)}
+			x.unfiled = append(x.unfiled, sf)
 			continue
 		}
-		for _, k := range sf.keys {
-			set := x.byKey[k]
-			if set == nil {
-				set = map[*subFilter]struct{}{}
-				x.byKey[k] = set
-			}
-			set[sf] = struct{}{}
+		sf.pos = make([]int, len(sf.keys))
+		for j, k := range sf.keys {
+			sf.pos[j] = len(x.byKey[k])
+			x.byKey[k] = append(x.byKey[k], sf)
 		}
 	}
 }
@@ -117,19 +126,41 @@ func (x *subIndex) remove(sub *subscription) {
 	defer x.mu.Unlock()
 	for _, sf := range sub.filed {
 		if sf.keys == nil {
-			delete(x.unfiled, sf)
+			x.unfiled = cut(x.unfiled, sf.pos[0], "")
 			continue
 		}
-		for _, k := range sf.keys {
-			if set := x.byKey[k]; set != nil {
-				delete(set, sf)
-				if len(set) == 0 {
-					delete(x.byKey, k)
-				}
+		for j, k := range sf.keys {
+			list := cut(x.byKey[k], sf.pos[j], k)
+			if len(list) == 0 {
+				delete(x.byKey, k)
+			} else {
+				x.byKey[k] = list
 			}
 		}
 	}
 	sub.filed = nil
+}
+
+// cut removes list[i], moving the last element into its place and telling
+// that element where it now is in the list filed under key ("" for
+// unfiled).
+func cut(list []*subFilter, i int, key string) []*subFilter {
+	last := len(list) - 1
+	if i != last {
+		moved := list[last]
+		list[i] = moved
+		if key == "" {
+			moved.pos[0] = i
+		} else {
+			for j, k := range moved.keys {
+				if k == key {
+					moved.pos[j] = i
+				}
+			}
+		}
+	}
+	list[last] = nil
+	return list[:last]
 }
 
 // delivery is one copy to send: a subscription of a connection.
@@ -143,16 +174,24 @@ func (x *subIndex) match(evt *nostr.Event) []delivery {
 	x.mu.RLock()
 	defer x.mu.RUnlock()
 	var out []delivery
-	seen := map[*subscription]struct{}{}
-	try := func(set map[*subFilter]struct{}) {
-		for sf := range set {
-			if _, done := seen[sf.sub]; done {
+	// Only a subscription with several filters, or a filter filed under
+	// several tag values the event may all carry, can be found twice.
+	var seen map[*subscription]struct{}
+	try := func(list []*subFilter) {
+		for _, sf := range list {
+			if !sf.filter.Matches(evt) {
 				continue
 			}
-			if sf.filter.Matches(evt) {
+			if len(sf.sub.filters) > 1 || len(sf.keys) > 1 {
+				if _, done := seen[sf.sub]; done {
+					continue
+				}
+				if seen == nil {
+					seen = map[*subscription]struct{}{}
+				}
 				seen[sf.sub] = struct{}{}
-				out = append(out, delivery{sf.c, sf.subid})
 			}
+			out = append(out, delivery{sf.c, sf.subid})
 		}
 	}
 	try(x.unfiled)
@@ -162,10 +201,26 @@ func (x *subIndex) match(evt *nostr.Event) []delivery {
 	try(x.byKey[idKey(evt.ID)])
 	try(x.byKey[authorKey(evt.PubKey)])
 	try(x.byKey[kindKey(evt.Kind)])
+	var tagsSeen map[string]struct{}
 	for _, tag := range evt.Tags {
-		if len(tag) >= 2 {
-			try(x.byKey[tagKey(tag[0], tag[1])])
+		if len(tag) < 2 {
+			continue
 		}
+		k := tagKey(tag[0], tag[1])
+		list := x.byKey[k]
+		if len(list) == 0 {
+			continue
+		}
+		// An event naming the same tag value twice must not deliver a
+		// single-filter subscription twice.
+		if _, dup := tagsSeen[k]; dup {
+			continue
+		}
+		if tagsSeen == nil {
+			tagsSeen = map[string]struct{}{}
+		}
+		tagsSeen[k] = struct{}{}
+		try(list)
 	}
 	return out
 }

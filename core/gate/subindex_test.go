@@ -144,3 +144,57 @@ func TestSubIndexMatchesEveryFilter(t *testing.T) {
 		t.Fatalf("index not empty after every subscription closed: %d keys, %d unfiled", len(x.byKey), len(x.unfiled))
 	}
 }
+
+// BenchmarkSubIndexMatch finds the subscriptions of a new issue among
+// grasp-bench's live fan-out subscriptions (one in five follows every new
+// issue, the others one of 40 repositories' issues and comments), through
+// the index and by testing every filter, in the same run:
+//
+//	go test -run '^$' -bench SubIndexMatch ./core/gate/
+func BenchmarkSubIndexMatch(b *testing.B) {
+	for _, n := range []int{500, 5000} {
+		x := newSubIndex()
+		var all []*subscription
+		conns := make([]*conn, n/50)
+		for i := range conns {
+			conns[i] = &conn{}
+		}
+		repo := func(i int) string { return fmt.Sprintf("30617:%064x:repo-%d", i, i) }
+		since := nostr.Timestamp(1)
+		for k := range n {
+			f := nostr.Filter{Kinds: []int{1621}, Since: &since}
+			if k%5 != 0 {
+				f = nostr.Filter{Kinds: []int{1621, 1111}, Since: &since, Tags: nostr.TagMap{"a": {repo(k % 40)}}}
+			}
+			sub := &subscription{filters: []nostr.Filter{f}}
+			x.add(conns[k%len(conns)], fmt.Sprintf("s%d", k), sub)
+			all = append(all, sub)
+		}
+		evt := &nostr.Event{ID: fmt.Sprintf("%064x", 1), PubKey: fmt.Sprintf("%064x", 2), Kind: 1621, CreatedAt: 100,
+			Tags: nostr.Tags{{"a", repo(7)}, {"p", fmt.Sprintf("%064x", 3)}, {"subject", "a bug"}}}
+		want := len(x.match(evt))
+		b.Run(fmt.Sprintf("subs=%d/index", n), func(b *testing.B) {
+			for b.Loop() {
+				if len(x.match(evt)) != want {
+					b.Fatal("index result changed")
+				}
+			}
+		})
+		b.Run(fmt.Sprintf("subs=%d/every-filter", n), func(b *testing.B) {
+			for b.Loop() {
+				got := 0
+				for _, sub := range all {
+					for i := range sub.filters {
+						if sub.filters[i].Matches(evt) {
+							got++
+							break
+						}
+					}
+				}
+				if got != want {
+					b.Fatalf("every filter: %d matches, index %d", got, want)
+				}
+			}
+		})
+	}
+}
