@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/nbd-wtf/go-nostr"
+
+	"github.com/grasp-dev/grasp/core/config"
 )
 
 // The subscription index delivers exactly what testing every filter of
@@ -196,5 +198,31 @@ func BenchmarkSubIndexMatch(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// A REQ that races the end of its connection never leaves a subscription
+// in the gate's index: once the connection is shutting down, subscribe
+// refuses, and shutdown closes the ones opened before.
+func TestSubscribeAfterShutdownLeavesIndexEmpty(t *testing.T) {
+	e := newEnv(t, config.Limits{})
+	c := e.dial()
+	c.sendJSON("REQ", "live", map[string]any{"kinds": []int{1}, "limit": 0})
+	c.expect("EOSE")
+	var gc *conn
+	for _, x := range e.gate.snapshot() {
+		gc = x
+	}
+	if gc == nil {
+		t.Fatal("no connection in the gate")
+	}
+	gc.shutdown("test")
+	if _, ok := gc.subscribe("late", []nostr.Filter{{Kinds: []int{1}}}); ok {
+		t.Fatal("a connection that shut down took a new subscription")
+	}
+	e.gate.subs.mu.RLock()
+	defer e.gate.subs.mu.RUnlock()
+	if len(e.gate.subs.byKey) != 0 || len(e.gate.subs.unfiled) != 0 {
+		t.Fatalf("index holds %d keys and %d unfiled filters after the only connection ended", len(e.gate.subs.byKey), len(e.gate.subs.unfiled))
 	}
 }

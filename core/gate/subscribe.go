@@ -140,6 +140,9 @@ func (c *conn) handleReq(f *frame, b []byte) bool {
 	}
 	ctx, ok := c.subscribe(subid, filters)
 	if !ok {
+		if c.ctx.Err() != nil {
+			return false // the connection is closing: nothing to answer
+		}
 		c.g.metrics.limit("subscriptions")
 		return c.closed(subid, fmt.Sprintf("blocked: too many open subscriptions, the limit is %d; CLOSE some first", c.g.lim.MaxSubscriptions))
 	}
@@ -165,6 +168,12 @@ func (c *conn) refuseReq(subid, reason string) bool {
 func (c *conn) subscribe(subid string, filters []nostr.Filter) (context.Context, bool) {
 	c.subsMu.Lock()
 	defer c.subsMu.Unlock()
+	if c.ctx.Err() != nil {
+		// The connection is shutting down (it is cancelled before its
+		// subscriptions are closed): a subscription filed in the gate's
+		// index now would outlive it.
+		return nil, false
+	}
 	old := c.subs[subid]
 	if old == nil && len(c.subs) >= c.g.lim.MaxSubscriptions {
 		return nil, false
