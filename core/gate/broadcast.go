@@ -17,8 +17,8 @@ func (g *Gate) Broadcast(evt *nostr.Event) int {
 	var allowed, dropped map[*conn]bool
 	n := 0
 	for _, d := range matches {
-		if dropped[d.c] {
-			continue
+		if dropped[d.c] || d.c.ctx.Err() != nil {
+			continue // dropped as a slow reader, or closing
 		}
 		if who != nil {
 			ok, known := allowed[d.c]
