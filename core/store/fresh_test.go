@@ -6,6 +6,7 @@ import (
 	"log"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/hashicorp/go-hclog"
@@ -21,7 +22,9 @@ func TestFreshStoreSaysCreatedNotMigrated(t *testing.T) {
 	var std bytes.Buffer
 	log.SetOutput(&std)
 	t.Cleanup(func() { log.SetOutput(os.Stderr) })
-	var ours bytes.Buffer
+	// The negentropy index logs from its loading goroutine while the test
+	// reads the log.
+	var ours lockedBuffer
 	lg := hclog.New(&hclog.LoggerOptions{Output: &ours, Level: hclog.Info})
 
 	dir := t.TempDir()
@@ -53,4 +56,29 @@ func TestFreshStoreSaysCreatedNotMigrated(t *testing.T) {
 	if len(got) != 1 || got[0].ID != evt.ID {
 		t.Errorf("query by tag after reopen = %v, want the saved event", got)
 	}
+}
+
+// lockedBuffer is a bytes.Buffer safe for a logger writing from other
+// goroutines while the test reads it.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+func (b *lockedBuffer) Reset() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.buf.Reset()
 }
