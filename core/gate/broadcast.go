@@ -5,44 +5,47 @@ import "github.com/nbd-wtf/go-nostr"
 // Broadcast sends evt to every open subscription with a matching filter and
 // returns how many received it. The relay calls it once an event is stored.
 // It never blocks on a client: one whose queue is full is dropped as a slow
-// reader. The event is encoded once.
+// reader. The event is encoded once. The subscriptions are found through
+// the gate's subIndex, which tests only the filters evt could match.
 func (g *Gate) Broadcast(evt *nostr.Event) int {
-	var j []byte
-	n := 0
+	matches := g.subs.match(evt)
+	if len(matches) == 0 {
+		return 0
+	}
+	j, _ := evt.MarshalJSON()
 	who := g.readers(evt)
-	for _, c := range g.snapshot() {
-		if who != nil && !who(c.authedPubkey()) {
+	var allowed, dropped map[*conn]bool
+	n := 0
+	for _, d := range matches {
+		if dropped[d.c] || d.c.ctx.Err() != nil {
+			continue // dropped as a slow reader, or closing
+		}
+		if who != nil {
+			ok, known := allowed[d.c]
+			if !known {
+				if allowed == nil {
+					allowed = map[*conn]bool{}
+				}
+				ok = who(d.c.authedPubkey())
+				allowed[d.c] = ok
+			}
+			if !ok {
+				continue
+			}
+		}
+		b := appendEnvelope(make([]byte, 0, len(j)+len(d.subid)+16), "EVENT", d.subid)
+		b = append(b[:len(b)-1], ',')
+		b = append(b, j...)
+		b = append(b, ']')
+		if !d.c.send(b) {
+			// Dropped as a slow reader: no more copies to it.
+			if dropped == nil {
+				dropped = map[*conn]bool{}
+			}
+			dropped[d.c] = true
 			continue
 		}
-		for _, subid := range c.matching(evt) {
-			if j == nil {
-				j, _ = evt.MarshalJSON()
-			}
-			b := appendEnvelope(make([]byte, 0, len(j)+len(subid)+16), "EVENT", subid)
-			b = append(b[:len(b)-1], ',')
-			b = append(b, j...)
-			b = append(b, ']')
-			if !c.send(b) {
-				break
-			}
-			n++
-		}
+		n++
 	}
 	return n
-}
-
-// matching returns the ids of the subscriptions evt matches.
-func (c *conn) matching(evt *nostr.Event) []string {
-	c.subsMu.Lock()
-	defer c.subsMu.Unlock()
-	var ids []string
-	for id, s := range c.subs {
-		for i := range s.filters {
-			if s.filters[i].Matches(evt) {
-				ids = append(ids, id)
-				break
-			}
-		}
-	}
-	return ids
 }

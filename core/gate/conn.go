@@ -28,6 +28,7 @@ type conn struct {
 	g        *Gate
 	ws       *websocket.Conn
 	out      *outQueue
+	wbuf     []byte // writeFrames' buffer, kept between batches; writer goroutine only
 	remote   string // the client's IP, for the pipeline
 	peer     string // the socket's peer address, for logs
 	relayURL string // what NIP-42 AUTH events must name
@@ -174,25 +175,82 @@ func (c *conn) flush() bool {
 		if len(batch) == 0 {
 			return true
 		}
-		n := 0
-		for _, f := range batch {
-			err := c.ws.SetWriteDeadline(time.Now().Add(writeTimeout))
-			if err == nil {
-				err = c.ws.WriteMessage(websocket.TextMessage, f)
-			}
-			if err != nil {
-				var ne net.Error
-				if errors.As(err, &ne) && ne.Timeout() {
-					c.slowReader()
-					return false
-				}
-				c.shutdown("client write: " + err.Error())
+		n, err := c.writeFrames(batch)
+		if err != nil {
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				c.slowReader()
 				return false
 			}
-			n += len(f)
-			c.g.metrics.messagesOut.Inc()
+			c.shutdown("client write: " + err.Error())
+			return false
 		}
+		c.g.metrics.messagesOut.Add(float64(len(batch)))
 		c.out.release(batch, n)
+	}
+}
+
+// maxCoalesced bounds the bytes of frames joined into one write.
+const maxCoalesced = 256 << 10
+
+// writeFrames sends the queued messages as websocket text frames, joined
+// into one write(2) of up to maxCoalesced bytes instead of one write per
+// message: with many subscriptions a broadcast queues several copies on a
+// connection at once, and the write syscalls were most of the fan-out's
+// CPU (issue 15 part 2, docs/benchmarks.md). It returns the payload bytes
+// written.
+//
+// The frames bypass the websocket library's writer, which writes one
+// message per call. That is safe because this goroutine is the only one
+// writing data messages, permessage-deflate is not negotiated, a server's
+// frames are not masked, and the control frames other goroutines send
+// (pong, close) are each one Write call on the same net.Conn: Go's net and
+// tls connections never interleave the bytes of two Write calls, so a
+// control frame lands between two data frames, where RFC 6455 allows it.
+func (c *conn) writeFrames(batch [][]byte) (int, error) {
+	nc := c.ws.NetConn()
+	buf := c.wbuf[:0]
+	n := 0
+	write := func() error {
+		if len(buf) == 0 {
+			return nil
+		}
+		if err := nc.SetWriteDeadline(time.Now().Add(writeTimeout)); err != nil {
+			return err
+		}
+		_, err := nc.Write(buf)
+		buf = buf[:0]
+		return err
+	}
+	for _, f := range batch {
+		if len(buf) > 0 && len(buf)+len(f)+10 > maxCoalesced {
+			if err := write(); err != nil {
+				return n, err
+			}
+		}
+		buf = appendTextFrameHeader(buf, len(f))
+		buf = append(buf, f...)
+		n += len(f)
+	}
+	err := write()
+	if cap(buf) <= maxCoalesced+64<<10 {
+		c.wbuf = buf[:0] // a single huge frame is not kept
+	}
+	return n, err
+}
+
+// appendTextFrameHeader appends the header of one unfragmented, unmasked
+// websocket text frame (RFC 6455 section 5.2) of n payload bytes.
+func appendTextFrameHeader(b []byte, n int) []byte {
+	const finText = 0x81
+	switch {
+	case n < 126:
+		return append(b, finText, byte(n))
+	case n <= 0xffff:
+		return append(b, finText, 126, byte(n>>8), byte(n))
+	default:
+		return append(b, finText, 127, byte(uint64(n)>>56), byte(uint64(n)>>48), byte(uint64(n)>>40),
+			byte(uint64(n)>>32), byte(n>>24), byte(n>>16), byte(n>>8), byte(n))
 	}
 }
 

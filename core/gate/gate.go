@@ -136,6 +136,8 @@ type Gate struct {
 	// clients (max_total_outbound_bytes, F06).
 	eventBytes *byteBudget
 	outBytes   *sharedBudget
+	// subs indexes the filters of every open subscription for Broadcast.
+	subs *subIndex
 }
 
 // New returns a gate in front of opts.Backend.
@@ -150,6 +152,7 @@ func New(opts Options, e env.Env) *Gate {
 		metrics: newMetrics(e.Metrics),
 		conns:   map[*conn]struct{}{},
 		perIP:   map[string]int{},
+		subs:    newSubIndex(),
 
 		negPerIP: map[string]int{},
 		upgrader: websocket.Upgrader{

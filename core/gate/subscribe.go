@@ -16,6 +16,8 @@ import (
 type subscription struct {
 	filters []nostr.Filter
 	cancel  context.CancelFunc
+	// filed is where the gate's subIndex holds the filters.
+	filed []*subFilter
 }
 
 // The subscription and filter limits of REQ, COUNT and NEG-OPEN are checked
@@ -138,6 +140,9 @@ func (c *conn) handleReq(f *frame, b []byte) bool {
 	}
 	ctx, ok := c.subscribe(subid, filters)
 	if !ok {
+		if c.ctx.Err() != nil {
+			return false // the connection is closing: nothing to answer
+		}
 		c.g.metrics.limit("subscriptions")
 		return c.closed(subid, fmt.Sprintf("blocked: too many open subscriptions, the limit is %d; CLOSE some first", c.g.lim.MaxSubscriptions))
 	}
@@ -163,15 +168,24 @@ func (c *conn) refuseReq(subid, reason string) bool {
 func (c *conn) subscribe(subid string, filters []nostr.Filter) (context.Context, bool) {
 	c.subsMu.Lock()
 	defer c.subsMu.Unlock()
+	if c.ctx.Err() != nil {
+		// The connection is shutting down (it is cancelled before its
+		// subscriptions are closed): a subscription filed in the gate's
+		// index now would outlive it.
+		return nil, false
+	}
 	old := c.subs[subid]
 	if old == nil && len(c.subs) >= c.g.lim.MaxSubscriptions {
 		return nil, false
 	}
 	if old != nil {
 		old.cancel()
+		c.g.subs.remove(old)
 	}
 	ctx, cancel := context.WithCancel(c.ctx)
-	c.subs[subid] = &subscription{filters: filters, cancel: cancel}
+	sub := &subscription{filters: filters, cancel: cancel}
+	c.subs[subid] = sub
+	c.g.subs.add(c, subid, sub)
 	return ctx, true
 }
 
@@ -179,6 +193,9 @@ func (c *conn) unsubscribe(subid string) {
 	c.subsMu.Lock()
 	s := c.subs[subid]
 	delete(c.subs, subid)
+	if s != nil {
+		c.g.subs.remove(s)
+	}
 	c.subsMu.Unlock()
 	if s != nil {
 		s.cancel()
@@ -189,6 +206,9 @@ func (c *conn) closeSubscriptions() {
 	c.subsMu.Lock()
 	subs := c.subs
 	c.subs = map[string]*subscription{}
+	for _, s := range subs {
+		c.g.subs.remove(s)
+	}
 	c.subsMu.Unlock()
 	for _, s := range subs {
 		s.cancel()

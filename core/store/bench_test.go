@@ -4,7 +4,9 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -163,40 +165,98 @@ func BenchmarkDurableSave(b *testing.B) {
 }
 
 // BenchmarkWriteAmplification reports bytes written per byte of event JSON
-// for durable group-commit ingest (issue 15 part 3), with badger's value
-// threshold at its maximum (records stay in the LSM tree: WAL, then L0 table,
-// then compactions) and low enough that event records go to the value log
-// (written once; the tree keeps keys and pointers); with 64 writers (large
-// group commits) and 4 (small ones, more syncs).
+// for durable group-commit ingest (issue 15 part 3): grasp's layout before
+// issue 15 part 3 (contents inline, records in the LSM tree: WAL, then L0
+// table, then compactions) against today's (compressible contents packed,
+// records of at least DefaultValueThreshold bytes written once to the value
+// log); with 64 writers (large group commits) and 4 (small ones, more
+// syncs).
 //
-// Each run ingests the same 4,000 events (~2.4 KB of JSON each).
+// Each run ingests the same 4,000 events (~2 KB of JSON each, the content
+// 1,200 bytes of patch-like text that zstd packs to about half, as it does
+// grasp-bench's corpus).
 //
 //	go test -run '^$' -bench WriteAmplification -benchtime 1x ./core/store/
 func BenchmarkWriteAmplification(b *testing.B) {
 	evts := make([]*nostr.Event, 4000)
 	sk := nostr.GeneratePrivateKey()
+	rng := rand.New(rand.NewPCG(1, 2))
 	jsonBytes := 0
 	for i := range evts {
 		evts[i] = benchEvent(b, sk, i)
-		evts[i].Content = strings.Repeat(benchContent, 2)
+		evts[i].Content = benchText(rng, 1200)
 		if err := evts[i].Sign(sk); err != nil {
 			b.Fatal(err)
 		}
 		jsonBytes += len(evts[i].String())
 	}
 	for _, c := range []struct {
-		vt      int64
+		name    string
+		opts    Options
 		writers int
-	}{{0, 64}, {1024, 64}, {0, 4}, {1024, 4}} {
-		b.Run(fmt.Sprintf("threshold=%d/writers=%d", c.vt, c.writers), func(b *testing.B) {
-			s, err := New(Options{Dir: b.TempDir(), ValueThreshold: c.vt}, env.Env{})
+	}{
+		{"before/writers=64", Options{noPack: true, ValueThreshold: maxValueThreshold}, 64},
+		{"packed+vlog/writers=64", Options{}, 64},
+		{"before/writers=4", Options{noPack: true, ValueThreshold: maxValueThreshold}, 4},
+		{"packed+vlog/writers=4", Options{}, 4},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			c.opts.Dir = b.TempDir()
+			s, err := New(c.opts, env.Env{})
 			if err != nil {
 				b.Fatal(err)
 			}
+			var syncs atomic.Int64
+			s.w.syncFn = func(vlog bool) error { syncs.Add(1); return s.syncDurable(vlog) }
 			b.ResetTimer()
 			r := ingest(b, s.Events().SaveEvent, s.Close, evts, c.writers)
-			b.ReportMetric(r.bytesPerEv*float64(len(evts))/float64(jsonBytes), "written/json")
+			n := float64(len(evts))
+			b.ReportMetric(r.bytesPerEv*n/float64(jsonBytes), "written/json")
+			b.ReportMetric(r.bytesPerEv, "written-B/ev")
+			b.ReportMetric(float64(jsonBytes)/n, "json-B/ev")
 			b.ReportMetric(r.evPerSec, "ev/s")
+			b.ReportMetric(n/float64(syncs.Load()), "ev/commit")
+			// What stays after Close (the memtable flushed): value-log
+			// files (records and packed contents, written once) and tables
+			// (keys, pointers, inline records: written by the flush).
+			b.ReportMetric(float64(sizeOf(b, c.opts.Dir, ".vlog"))/n, "vlog-B/ev")
+			b.ReportMetric(float64(sizeOf(b, c.opts.Dir, ".sst"))/n, "tables-B/ev")
 		})
 	}
+}
+
+// sizeOf sums the sizes of the files of the store under dir whose names end
+// in suffix.
+func sizeOf(tb testing.TB, dir, suffix string) int64 {
+	entries, err := os.ReadDir(filepath.Join(dir, "store"))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var n int64
+	for _, e := range entries {
+		if strings.HasSuffix(e.Name(), suffix) {
+			fi, err := e.Info()
+			if err != nil {
+				tb.Fatal(err)
+			}
+			n += fi.Size()
+		}
+	}
+	return n
+}
+
+var benchWords = strings.Fields(`repo fetch commit tree blob ref head branch tag merge patch issue
+status comment author relay event filter index store query sync push pull clone pack object
+hash diff line file path name error ctx err nil return func type struct range len make append`)
+
+// benchText is n bytes of patch-like text: diff lines of random words,
+// numbers and short hashes.
+func benchText(rng *rand.Rand, n int) string {
+	var b strings.Builder
+	for b.Len() < n {
+		fmt.Fprintf(&b, "+\t%s := %s.%s(%s, %d) // %08x\n", benchWords[rng.IntN(len(benchWords))],
+			benchWords[rng.IntN(len(benchWords))], benchWords[rng.IntN(len(benchWords))],
+			benchWords[rng.IntN(len(benchWords))], rng.IntN(10000), rng.Uint32())
+	}
+	return b.String()[:n]
 }

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -56,10 +57,17 @@ func crashChild(dir, round string) int {
 			defer wg.Done()
 			sk := nostr.GeneratePrivateKey()
 			for i := range perWriter {
+				content := fmt.Sprintf("round %s writer %d patch %d", round, w, i)
+				if i%2 == 0 {
+					// Every other event is patch-sized: its content is packed
+					// into a content record and its record goes to the value
+					// log, so the kill also lands between those writes.
+					content += "\n" + strings.Repeat(fmt.Sprintf("+\tline %d of patch %d\n", i, w), 60)
+				}
 				evt := &nostr.Event{
 					Kind:      1617,
 					CreatedAt: nostr.Timestamp(1_700_000_000 + i),
-					Content:   fmt.Sprintf("round %s writer %d patch %d", round, w, i),
+					Content:   content,
 					Tags:      nostr.Tags{{"t", "crash"}, {"r", strconv.Itoa(i)}},
 				}
 				if err := evt.Sign(sk); err != nil {
@@ -120,6 +128,9 @@ func TestCrashKill9EveryAckedEventSurvives(t *testing.T) {
 		}
 		if missing > 0 {
 			t.Fatalf("round %d: %d of %d acknowledged events lost", round, missing, len(acked))
+		}
+		if !s.hasLarge.Load() {
+			t.Fatalf("round %d: no content record in the store: the test no longer covers packed events", round)
 		}
 		// New writes after recovery must not reuse a record slot.
 		fresh := signed(t, testKey(round), 1, nostr.Timestamp(100+round), "after crash")

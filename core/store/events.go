@@ -66,12 +66,14 @@ func (e *events) write(ctx context.Context, kind opKind, evt *nostr.Event) error
 		err = e.writeDirect(ctx, kind, evt)
 		e.s.m.countWrite(kind, err)
 	} else {
-		stored, content := evt, []byte(nil)
+		// Packing runs here, on the caller's goroutine, so that the one
+		// writer only writes.
+		stored, rec, prefix := evt, []byte(nil), byte(0)
 		if kind != opDelete {
-			stored, content = splitLarge(evt)
+			stored, rec, prefix = splitContent(evt, !e.s.opts.noPack)
 		}
-		err = e.s.w.submit(ctx, &op{kind: kind, evt: stored, content: content,
-			vlog: content != nil || mayUseValueLog(stored, e.s.vthreshold)})
+		err = e.s.w.submit(ctx, &op{kind: kind, evt: stored, content: rec, contentPrefix: prefix,
+			vlog: int64(len(rec)) >= e.s.vthreshold/2 || mayUseValueLog(stored, e.s.vthreshold)})
 	}
 	e.s.m.saveSeconds.WithLabelValues(kind.String()).Observe(e.s.env.Clock.Since(start).Seconds())
 	return err

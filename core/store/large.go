@@ -6,41 +6,75 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"sync"
 
 	"github.com/dgraph-io/badger/v4"
+	"github.com/klauspost/compress/zstd"
 	"github.com/nbd-wtf/go-nostr"
 
 	"github.com/grasp-dev/grasp/core/nip34"
 )
 
-// Large events. eventstore v0.17.14's badger codec writes the content length
-// in 16 bits, so an event whose content exceeds 65,535 bytes cannot be
-// encoded, yet a NIP-34 patch with a real diff is often larger. Such an
-// event is stored as two records written by the single writer, in this
-// order:
+// Content records. An event's content may be kept apart from the
+// backend's record, in a content record written by the single writer just
+// before the event, in this order:
 //
-//  1. its content, under largePrefix + the 32-byte id;
-//  2. the event itself through the backend, with the content replaced by
-//     largeStub. Indexes, queries, counting, negentropy, deletion and
+//  1. the content, under a content prefix + the 32-byte id;
+//  2. the event itself through the backend, with the content replaced by a
+//     stub. Indexes, queries, counting, negentropy, deletion and
 //     replacement see an ordinary event: none of them reads the content.
 //
-// Reads put the content back (withContent). A crash between the two writes
-// leaves an orphaned content record, which nothing reads; so does replacing
-// a large event with a newer version (the backend deletes the old version
-// inside its own transaction). sweepLarge removes orphans. A content record
-// is only ever read for an event whose stored content is largeStub, and an
-// event id is the hash of its real content, so an event whose content
-// happens to be largeStub is served as it is.
+// Two kinds exist:
 //
-// Existing data directories hold no largePrefix keys and no stubs: they
-// open and read exactly as before.
+//   - large (largePrefix, largeStub, the content as it is): eventstore
+//     v0.17.14's badger codec writes the content length in 16 bits, so an
+//     event whose content exceeds 65,535 bytes cannot be encoded, yet a
+//     NIP-34 patch with a real diff is often larger.
+//   - packed (packedPrefix, packedStub, a format byte and the content
+//     compressed with zstd): patches, issues and comments are text, which
+//     compresses ~3x, and the content is most of an event's bytes. Every
+//     byte stored is written about twice before it settles (the memtable's
+//     write-ahead log, then the level-0 table) and again by compactions,
+//     so packing is the main lever on bytes written per event (issue 15
+//     part 3; docs/benchmarks.md says what each byte is for). Content
+//     shorter than packMinContent, or that does not shrink by an eighth,
+//     stays inline.
+//
+// Reads put the content back (withContent). A crash between the two writes
+// leaves an orphaned content record, which nothing reads; so would a write
+// the backend refuses, which is why the writer checks for a duplicate
+// first and drops the record of a version that a replacement removed or
+// refused. sweepLarge removes what is left. A content record is only ever
+// read for an event whose stored content is a stub, and an event id is the
+// hash of its real content, so an event whose content happens to be a stub
+// is served as it is.
+//
+// Data directories written before content records existed hold no such
+// keys and no stubs: they open and read exactly as before, and their
+// events stay inline (nothing is rewritten); events saved afterwards are
+// packed.
 
-// largePrefix is the first key byte of a content record. The backend uses
-// 0-8, the side tables 0x80.
-const largePrefix byte = 0x81
+// largePrefix and packedPrefix are the first key byte of a content record.
+// The backend uses 0-8, the side tables 0x80.
+const (
+	largePrefix  byte = 0x81
+	packedPrefix byte = 0x82
+)
 
-// largeStub stands for the content in the backend's copy of a large event.
-const largeStub = "\x00grasp: content kept in a large-content record\x00"
+// largeStub and packedStub stand for the content in the backend's copy of
+// an event whose content is in a content record.
+const (
+	largeStub  = "\x00grasp: content kept in a large-content record\x00"
+	packedStub = "\x00grasp:z\x00"
+)
+
+// packMinContent is the shortest content worth packing: below it the
+// record's key and the compression frame cost more than they save.
+const packMinContent = 256
+
+// packZstd is the first byte of a packed record: its format. A later format
+// gets another byte, and records of this one stay readable.
+const packZstd byte = 1
 
 // maxCodecContent is the longest content the backend's codec can hold.
 const maxCodecContent = math.MaxUint16
@@ -49,9 +83,50 @@ const maxCodecContent = math.MaxUint16
 // a value-log file (64 MiB by default). The relay limits are far below it.
 const maxLargeContent = 32 << 20
 
-func largeKey(id string) ([]byte, error) {
+var (
+	zstdEncoder = sync.OnceValue(func() *zstd.Encoder {
+		enc, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithLowerEncoderMem(true))
+		if err != nil {
+			panic(fmt.Sprintf("store: zstd encoder: %v", err)) // only for invalid options
+		}
+		return enc
+	})
+	zstdDecoder = sync.OnceValue(func() *zstd.Decoder {
+		dec, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(0), zstd.WithDecoderMaxMemory(maxLargeContent))
+		if err != nil {
+			panic(fmt.Sprintf("store: zstd decoder: %v", err))
+		}
+		return dec
+	})
+)
+
+// packContent returns the packed record of content, or nil when packing
+// would not save an eighth of it.
+func packContent(content string) []byte {
+	rec := make([]byte, 1, 1+len(content)/2)
+	rec[0] = packZstd
+	rec = zstdEncoder().EncodeAll([]byte(content), rec)
+	if len(rec) > len(content)-len(content)/8 {
+		return nil
+	}
+	return rec
+}
+
+// unpackContent reverses packContent.
+func unpackContent(rec []byte) (string, error) {
+	if len(rec) == 0 || rec[0] != packZstd {
+		return "", fmt.Errorf("unknown packed-content format")
+	}
+	out, err := zstdDecoder().DecodeAll(rec[1:], make([]byte, 0, 4*len(rec)))
+	if err != nil {
+		return "", err
+	}
+	return string(out), nil
+}
+
+func contentKey(prefix byte, id string) ([]byte, error) {
 	k := make([]byte, 1, 33)
-	k[0] = largePrefix
+	k[0] = prefix
 	if !nip34.IsHex64(id) {
 		return nil, fmt.Errorf("invalid: event id %q", id)
 	}
@@ -59,41 +134,63 @@ func largeKey(id string) ([]byte, error) {
 	return append(k, raw...), nil
 }
 
-// splitLarge returns the event the backend stores and, for a large event,
-// its content record.
-func splitLarge(evt *nostr.Event) (stored *nostr.Event, content []byte) {
+// splitContent returns the event the backend stores and, when its content
+// goes to a content record, that record and its key prefix. pack is off
+// only in tests that write a store as an earlier grasp did.
+func splitContent(evt *nostr.Event, pack bool) (stored *nostr.Event, rec []byte, prefix byte) {
+	if pack && len(evt.Content) >= packMinContent {
+		if rec := packContent(evt.Content); rec != nil {
+			stub := *evt
+			stub.Content = packedStub
+			return &stub, rec, packedPrefix
+		}
+	}
 	if len(evt.Content) <= maxCodecContent {
-		return evt, nil
+		return evt, nil, 0
 	}
 	stub := *evt
 	stub.Content = largeStub
-	return &stub, []byte(evt.Content)
+	return &stub, []byte(evt.Content), largePrefix
 }
 
-// putLarge writes a content record; the writer calls it before the event.
-func (s *Store) putLarge(id string, content []byte) error {
-	k, err := largeKey(id)
+// putContent writes a content record; the writer calls it before the event.
+func (s *Store) putContent(prefix byte, id string, rec []byte) error {
+	k, err := contentKey(prefix, id)
 	if err != nil {
 		return err
 	}
-	if err := s.db.Update(func(txn *badger.Txn) error { return txn.Set(k, content) }); err != nil {
-		return fmt.Errorf("error: store large content of %s: %w", id, err)
+	if err := s.db.Update(func(txn *badger.Txn) error { return txn.Set(k, rec) }); err != nil {
+		return fmt.Errorf("error: store the content of %s: %w", id, err)
 	}
 	s.hasLarge.Store(true)
 	return nil
 }
 
-// dropLarge removes the content record of a deleted event, if any.
+// putLarge writes a large-content record (the content as it is).
+func (s *Store) putLarge(id string, content []byte) error {
+	return s.putContent(largePrefix, id, content)
+}
+
+// dropLarge removes the content records of a deleted event, if any.
 func (s *Store) dropLarge(id string) error {
 	if !s.hasLarge.Load() {
 		return nil
 	}
-	k, err := largeKey(id)
+	lk, err := contentKey(largePrefix, id)
 	if err != nil {
 		return nil // the backend would not have stored such an id either
 	}
-	return s.db.Update(func(txn *badger.Txn) error { return txn.Delete(k) })
+	pk, _ := contentKey(packedPrefix, id)
+	return s.db.Update(func(txn *badger.Txn) error {
+		if err := txn.Delete(lk); err != nil {
+			return err
+		}
+		return txn.Delete(pk)
+	})
 }
+
+// isStub reports whether content stands for a content record.
+func isStub(content string) bool { return content == packedStub || content == largeStub }
 
 // withContent streams src, putting large contents back. Without any large
 // event in the store the channel is returned as it is, at no cost.
@@ -109,7 +206,7 @@ func (s *Store) withContent(ctx context.Context, src chan *nostr.Event) chan *no
 			}
 		}()
 		for evt := range src {
-			if evt.Content == largeStub {
+			if isStub(evt.Content) {
 				s.fillLarge(evt)
 			}
 			select {
@@ -123,7 +220,11 @@ func (s *Store) withContent(ctx context.Context, src chan *nostr.Event) chan *no
 }
 
 func (s *Store) fillLarge(evt *nostr.Event) {
-	k, err := largeKey(evt.ID)
+	prefix := largePrefix
+	if evt.Content == packedStub {
+		prefix = packedPrefix
+	}
+	k, err := contentKey(prefix, evt.ID)
 	if err != nil {
 		return
 	}
@@ -133,15 +234,23 @@ func (s *Store) fillLarge(evt *nostr.Event) {
 			return err
 		}
 		return item.Value(func(v []byte) error {
-			evt.Content = string(v)
+			if prefix == largePrefix {
+				evt.Content = string(v)
+				return nil
+			}
+			content, err := unpackContent(v)
+			if err != nil {
+				return fmt.Errorf("unpack: %w", err)
+			}
+			evt.Content = content
 			return nil
 		})
 	})
 	switch {
 	case errors.Is(err, badger.ErrKeyNotFound):
-		// An event whose real content is largeStub: served as it is.
+		// An event whose real content is a stub: served as it is.
 	case err != nil:
-		s.log.Error("reading large content failed", "id", evt.ID, "error", err)
+		s.log.Error("reading an event's content record failed", "id", evt.ID, "error", err)
 	}
 }
 
@@ -149,40 +258,70 @@ func (s *Store) fillLarge(evt *nostr.Event) {
 func anyLarge(db *badger.DB) (bool, error) {
 	found := false
 	err := db.View(func(txn *badger.Txn) error {
-		it := txn.NewIterator(badger.IteratorOptions{Prefix: []byte{largePrefix}})
+		it := txn.NewIterator(badger.IteratorOptions{})
 		defer it.Close()
-		it.Rewind()
-		found = it.Valid()
+		it.Seek([]byte{largePrefix})
+		found = it.Valid() && isContentKey(it.Item().Key())
 		return nil
 	})
 	return found, err
 }
 
-// sweepLarge deletes content records whose event is no longer stored. It
-// runs on the writer goroutine, so no write is between its two records.
+func isContentKey(k []byte) bool {
+	return len(k) == 33 && (k[0] == largePrefix || k[0] == packedPrefix)
+}
+
+// sweepBatch bounds the content records one sweep looks at. The sweep runs
+// on the writer, so it holds every write back while it runs; with most
+// events packed, a store holds a content record per event, and the sweep
+// goes through them a slice at a time, one Maintain after another.
+const sweepBatch = 20_000
+
+// sweepLarge deletes content records whose event is no longer stored,
+// continuing where the previous sweep stopped (s.sweepFrom, nil at the
+// start). It runs on the writer goroutine, so no write is between an
+// event's two records.
 func (s *Store) sweepLarge() (removed int, err error) {
 	var orphans [][]byte
+	from := s.sweepFrom
+	if from == nil {
+		from = []byte{largePrefix}
+	}
+	var next []byte
 	err = s.db.View(func(txn *badger.Txn) error {
-		it := txn.NewIterator(badger.IteratorOptions{Prefix: []byte{largePrefix}, PrefetchValues: false})
+		it := txn.NewIterator(badger.IteratorOptions{PrefetchValues: false})
 		defer it.Close()
-		for it.Rewind(); it.Valid(); it.Next() {
-			k := it.Item().KeyCopy(nil)
+		seen := 0
+		for it.Seek(from); it.Valid(); it.Next() {
+			k := it.Item().Key()
+			if k[0] > packedPrefix {
+				break
+			}
+			if !isContentKey(k) {
+				continue
+			}
+			if seen == sweepBatch {
+				next = it.Item().KeyCopy(nil)
+				break
+			}
+			seen++
 			stored, err := eventStored(txn, k[1:])
 			if err != nil {
 				return err
 			}
 			if !stored {
-				orphans = append(orphans, k)
+				orphans = append(orphans, it.Item().KeyCopy(nil))
 			}
 		}
 		return nil
 	})
 	if err != nil {
-		return 0, fmt.Errorf("list large contents: %w", err)
+		return 0, fmt.Errorf("list content records: %w", err)
 	}
+	s.sweepFrom = next
 	for _, k := range orphans {
 		if err := s.db.Update(func(txn *badger.Txn) error { return txn.Delete(k) }); err != nil {
-			return removed, fmt.Errorf("drop orphaned large content: %w", err)
+			return removed, fmt.Errorf("drop orphaned content record: %w", err)
 		}
 		removed++
 	}
@@ -196,6 +335,19 @@ const (
 	backendRawPrefix byte = 0
 	backendIDPrefix  byte = 2
 )
+
+// stored reports whether the backend holds the event with this hex id.
+func (s *Store) stored(id string) (found bool, err error) {
+	k, err := contentKey(0, id)
+	if err != nil {
+		return false, err
+	}
+	err = s.db.View(func(txn *badger.Txn) error {
+		found, err = eventStored(txn, k[1:])
+		return err
+	})
+	return found, err
+}
 
 // eventStored reports whether the backend holds the event with this raw id.
 func eventStored(txn *badger.Txn, id []byte) (bool, error) {

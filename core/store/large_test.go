@@ -30,19 +30,23 @@ func bigPatch(t testing.TB, sk string, created nostr.Timestamp) *nostr.Event {
 		nostr.Tag{"commit-pgp-sig", strings.Repeat("s", 8<<10)})
 }
 
+// hasLargeRecord reports whether the store holds a content record of
+// either kind (large or packed) for id.
 func hasLargeRecord(t *testing.T, s *Store, id string) bool {
 	t.Helper()
-	k, err := largeKey(id)
-	if err != nil {
-		t.Fatal(err)
-	}
 	found := false
-	if err := s.db.View(func(txn *badger.Txn) error {
-		_, err := txn.Get(k)
-		found = err == nil
-		return nil
-	}); err != nil {
-		t.Fatal(err)
+	for _, prefix := range []byte{largePrefix, packedPrefix} {
+		k, err := contentKey(prefix, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.db.View(func(txn *badger.Txn) error {
+			_, err := txn.Get(k)
+			found = found || err == nil
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
 	}
 	return found
 }

@@ -356,7 +356,9 @@ func TestBigSideValueSyncsTheValueLog(t *testing.T) {
 // synced once after it stopped growing and forgotten once flushed.
 func TestWALSyncerFollowsRotations(t *testing.T) {
 	dir := t.TempDir()
-	s, err := New(Options{Dir: dir, MemTableMB: 1}, env.Env{})
+	// Values kept in the tree (the largest threshold this memtable allows),
+	// so that they fill the memtable.
+	s, err := New(Options{Dir: dir, MemTableMB: 1, ValueThreshold: maxValueThreshold}, env.Env{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -33,6 +33,7 @@ import (
 	"sync/atomic"
 
 	"github.com/dgraph-io/badger/v4"
+	"github.com/dgraph-io/badger/v4/options"
 	"github.com/fiatjaf/eventstore"
 	ebadger "github.com/fiatjaf/eventstore/badger"
 	pgstore "github.com/fiatjaf/eventstore/postgresql"
@@ -81,12 +82,17 @@ type Options struct {
 
 	// ValueThreshold is badger's value-log threshold in bytes: records at
 	// least this big are written once to the value log instead of the LSM
-	// tree (default: valueThreshold, the largest badger allows).
+	// tree, where they would be written twice (WAL, then level-0 table) and
+	// again by every compaction (default DefaultValueThreshold).
 	ValueThreshold int64
 
 	// UnsafeNoSync skips the fsync after each group commit. Only for
 	// benchmarks and throwaway test relays: OK no longer means durable.
 	UnsafeNoSync bool
+
+	// noPack keeps every content inline (no packed content records), as
+	// grasp wrote stores before packing existed; for tests of old stores.
+	noPack bool
 }
 
 // Backends for Options.Backend.
@@ -102,6 +108,11 @@ const (
 	DefaultNumCompactors  = 2
 	DefaultValueLogFileMB = 64
 	DefaultMaxBatch       = 1024
+	// DefaultValueThreshold sends event records and packed contents to the
+	// value log and keeps the index keys (empty values) and small records
+	// in the tree: bytes written per event fall from ~1.5x to ~1x the
+	// event's JSON (docs/benchmarks.md, issue 15 part 3).
+	DefaultValueThreshold = 512
 )
 
 func (o Options) withDefaults() Options {
@@ -183,9 +194,13 @@ type Store struct {
 	side       *Side
 	// neg is the negentropy index (negentropy.go); nil with postgres.
 	neg *negIndex
-	// hasLarge is set once the database holds a large-content record.
+	// hasLarge is set once the database holds a content record, large or
+	// packed (large.go).
 	hasLarge atomic.Bool
-	closed   atomic.Bool
+	// sweepFrom is where the next sweep of content records starts; only
+	// the writer goroutine uses it.
+	sweepFrom []byte
+	closed    atomic.Bool
 	// sideMu serialises side-table write transactions (see Side.commit).
 	sideMu sync.Mutex
 
@@ -210,9 +225,11 @@ func New(opts Options, e env.Env) (*Store, error) {
 
 	s := &Store{opts: opts, env: e, log: log, dbDir: dbDir, m: m,
 		vthreshold: valueThreshold(int64(opts.MemTableMB) << 20)}
-	if opts.ValueThreshold > 0 {
-		s.vthreshold = min(opts.ValueThreshold, s.vthreshold)
+	vt := opts.ValueThreshold
+	if vt <= 0 {
+		vt = DefaultValueThreshold
 	}
+	s.vthreshold = min(vt, s.vthreshold)
 	if _, err := os.Stat(filepath.Join(dbDir, badger.ManifestFilename)); errors.Is(err, os.ErrNotExist) {
 		if err := s.stampFresh(); err != nil {
 			return nil, err
@@ -283,6 +300,8 @@ func (s *Store) badgerOptions(o badger.Options) badger.Options {
 		WithNumCompactors(s.opts.NumCompactors).
 		WithValueLogFileSize(int64(s.opts.ValueLogFileMB) * mb).
 		WithValueThreshold(s.vthreshold).
+		WithCompression(options.ZSTD).
+		WithZSTDCompressionLevel(1).
 		WithMetricsEnabled(false).
 		// The writer goroutine syncs once per batch (see sync.go); badger's
 		// SyncWrites would add one msync per transaction on top.

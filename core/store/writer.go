@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/fiatjaf/eventstore"
 	"github.com/nbd-wtf/go-nostr"
 )
 
@@ -45,9 +46,10 @@ type op struct {
 	kind opKind
 	ctx  context.Context
 	evt  *nostr.Event
-	// content is the content record of a large event (large.go), written
-	// before evt, whose content is then largeStub.
-	content []byte
+	// content is the content record of evt (large.go) under contentPrefix,
+	// written before evt, whose content is then a stub.
+	content       []byte
+	contentPrefix byte
 	// swept reports what an opSweep removed.
 	swept int
 	// vlog marks a write that may have gone to badger's value log.
@@ -210,7 +212,18 @@ func (w *writer) apply(o *op) (err error) {
 	}()
 	b := w.s.backend
 	if o.content != nil {
-		if err := w.s.putLarge(o.evt.ID, o.content); err != nil {
+		if o.kind == opSave {
+			// A duplicate (clients resend) must not leave a content record
+			// the stored copy does not use.
+			dup, err := w.s.stored(o.evt.ID)
+			if err != nil {
+				return fmt.Errorf("error: look for a duplicate of %s: %w", o.evt.ID, err)
+			}
+			if dup {
+				return eventstore.ErrDupEvent
+			}
+		}
+		if err := w.s.putContent(o.contentPrefix, o.evt.ID, o.content); err != nil {
 			return err
 		}
 	}
@@ -278,6 +291,15 @@ func (w *writer) replace(o *op) error {
 	for _, evt := range before {
 		if !kept[evt.ID] {
 			w.s.indexed(false, evt)
+			if err := w.s.dropLarge(evt.ID); err != nil {
+				w.s.log.Error("dropping the content of a replaced version failed; maintenance sweeps it", "id", evt.ID, "error", err)
+			}
+		}
+	}
+	if o.content != nil && !kept[o.evt.ID] {
+		// Refused as older than the stored version.
+		if err := w.s.dropLarge(o.evt.ID); err != nil {
+			w.s.log.Error("dropping the content of a refused version failed; maintenance sweeps it", "id", o.evt.ID, "error", err)
 		}
 	}
 	for _, evt := range after {
