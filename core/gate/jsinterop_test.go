@@ -32,6 +32,10 @@ const jsInteropSrc = "testdata/jsinterop"
 var jsInterop struct {
 	mu  sync.Mutex
 	dir string
+	// failed is set while installing and stays set when the install
+	// failed its test, so that later tests fail at once instead of
+	// repeating a long npm ci.
+	failed bool
 }
 
 // jsClientDir returns a directory holding the pinned node_modules and the
@@ -47,8 +51,13 @@ func jsClientDir(t *testing.T) string {
 	}
 	jsInterop.mu.Lock()
 	defer jsInterop.mu.Unlock()
+	if jsInterop.failed {
+		t.Fatalf("installing the NIP-77 interop clients failed in an earlier test of this run (see its output)")
+	}
 	if jsInterop.dir == "" {
+		jsInterop.failed = true
 		jsInterop.dir = installJSClients(t)
+		jsInterop.failed = false
 	}
 	// The scripts are copied on every run (they are small, and editing one
 	// must not need a new lock file); rename keeps a concurrent test
@@ -182,6 +191,9 @@ func runJSClient(t *testing.T, script, url string, filter nostr.Filter, local []
 			t.Fatalf("node %s did not finish within %v:\n%s", script, testwait.Limit(t), stderr.String())
 		}
 		t.Fatalf("node %s: %v\nstderr:\n%s\nstdout:\n%s", script, err, stderr.String(), stdout.String())
+	}
+	if stderr.Len() > 0 {
+		t.Logf("node %s stderr:\n%s", script, stderr.String())
 	}
 	var out struct {
 		Have []string `json:"have"`

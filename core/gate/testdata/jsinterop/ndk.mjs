@@ -46,7 +46,9 @@ const cacheAdapter = {
   updateRelayStatus: () => {},
 };
 
-ndk = new NDK({ explicitRelayUrls: [url], cacheAdapter });
+// Without the outbox model NDK talks to the relay under test only (it would
+// otherwise also dial its default outbox relays on the internet).
+ndk = new NDK({ explicitRelayUrls: [url], cacheAdapter, enableOutboxModel: false });
 await ndk.connect(30_000);
 
 const errors = [];
