@@ -23,6 +23,9 @@ if (!url || !itemsFile) {
 const input = JSON.parse(readFileSync(itemsFile, "utf8"));
 
 globalThis.WebSocket = WebSocket;
+// NDK's sync hashes with the Web Crypto global, which node has by default
+// from 19 on; Debian 12's nodejs is 18.
+if (!globalThis.crypto) globalThis.crypto = (await import("node:crypto")).webcrypto;
 
 let ndk;
 const cached = () =>
