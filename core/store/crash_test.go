@@ -1,6 +1,7 @@
 package store
 
 import (
+	"github.com/grasp-dev/grasp/internal/pgtest"
 	"bufio"
 	"context"
 	"fmt"
@@ -31,7 +32,7 @@ func TestMain(m *testing.M) {
 	if mode := os.Getenv(rssModeEnv); mode != "" {
 		os.Exit(rssChild(mode, os.Getenv(rssDirEnv)))
 	}
-	os.Exit(m.Run())
+	pgtest.Main(m)
 }
 
 // crashChild saves events from several goroutines and prints each id only

@@ -10,9 +10,12 @@
 // that applies a batch and syncs once for all of it (strfry's design), because
 // badger's own SyncWrites issues one msync per transaction.
 //
-// With Backend "postgres" events live in PostgreSQL instead (its commit is
-// durable on its own, and it is shared between instances); the side tables
-// stay in the local badger database.
+// With Backend "postgres" events and the side tables live in PostgreSQL
+// instead (its commit is durable on its own), shared by every grasp instance
+// on the database: the schema is versioned (pgschema.go) and migrated at
+// start-up under an advisory lock, side-table transactions serialise across
+// instances (pgside.go), and Notifier fans stored events out between them.
+// The local badger database is then opened but holds nothing.
 //
 // Events whose content exceeds what the backend's codec holds (64 KiB) are
 // stored in two records (large.go), so the relay's content limit is not
@@ -49,8 +52,8 @@ type Options struct {
 	Dir string
 
 	// Backend selects where events live: "badger" (default, embedded) or
-	// "postgres" (scale-out; PostgresURL is then required). Side tables
-	// always stay in the local badger database.
+	// "postgres" (scale-out; PostgresURL is then required). With postgres
+	// the side tables live there too.
 	Backend string
 	// PostgresURL is the lib/pq connection string for Backend "postgres".
 	PostgresURL string

@@ -22,13 +22,13 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	neturl "net/url"
 	"os"
 	"os/exec"
 	"os/user"
 	"path/filepath"
 	"sort"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -61,7 +61,7 @@ var shared struct {
 }
 
 // DB creates an empty database for t on the shared cluster (starting it on
-// first use) and returns its lib/pq connection string; the database is
+// first use) and returns its postgres:// URL; the database is
 // dropped when t ends. It fails t when PostgreSQL is missing or does not
 // start.
 func DB(t testing.TB) string {
@@ -260,7 +260,7 @@ func (c *Cluster) start(bin, data string, cred *syscall.Credential) error {
 }
 
 func (c *Cluster) url(db string) string {
-	return fmt.Sprintf("host=127.0.0.1 port=%d user=grasp dbname=%s sslmode=disable", c.port, db)
+	return fmt.Sprintf("postgres://grasp@127.0.0.1:%d/%s?sslmode=disable", c.port, db)
 }
 
 // Port is the TCP port the server listens on (127.0.0.1).
@@ -282,11 +282,11 @@ func (c *Cluster) NewDB() (string, error) {
 
 // DropDB drops a database NewDB made, closing its remaining sessions.
 func (c *Cluster) DropDB(url string) error {
-	i := strings.LastIndex(url, "dbname=")
-	if i < 0 {
-		return fmt.Errorf("no dbname in %q", url)
+	u, err := neturl.Parse(url)
+	if err != nil || len(u.Path) < 2 {
+		return fmt.Errorf("no database in %q", url)
 	}
-	name := strings.Fields(url[i+len("dbname="):])[0]
+	name := u.Path[1:]
 	db, err := sql.Open("postgres", c.url("postgres"))
 	if err != nil {
 		return err

@@ -16,7 +16,7 @@ func TestDatabasesAreFreshAndSeparate(t *testing.T) {
 	if a == b {
 		t.Fatalf("two tests got the same database %q", a)
 	}
-	if !strings.Contains(a, "host=127.0.0.1") {
+	if !strings.HasPrefix(a, "postgres://grasp@127.0.0.1:") {
 		t.Fatalf("connection string %q is not on loopback TCP", a)
 	}
 	dba, err := sql.Open("postgres", a)
