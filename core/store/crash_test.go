@@ -1,10 +1,10 @@
 package store
 
 import (
-	"github.com/grasp-dev/grasp/internal/pgtest"
 	"bufio"
 	"context"
 	"fmt"
+	"github.com/grasp-dev/grasp/internal/pgtest"
 	"os"
 	"os/exec"
 	"strconv"
