@@ -19,6 +19,7 @@ import (
 	"github.com/grasp-dev/grasp/core/relay"
 	"github.com/grasp-dev/grasp/core/roster"
 	"github.com/grasp-dev/grasp/core/scheduler"
+	"github.com/grasp-dev/grasp/core/store"
 	"github.com/grasp-dev/grasp/core/visibility"
 )
 
@@ -138,6 +139,7 @@ func (s *Server) assemble(ext Extensions) error {
 	s.relay.HandlePages(pg)
 
 	s.sched = scheduler.New(scheduler.Options{}, s.env.Named("scheduler"))
+	s.assembleFanout()
 	if err := s.startSync(svc, ext.Selector); err != nil {
 		return err
 	}
@@ -252,4 +254,29 @@ func (p spaceGuarded) Decide(ctx context.Context, evt *nostr.Event, meta policy.
 		return policy.Decision{Outcome: policy.Rejected, Msg: err.Error()}
 	}
 	return d
+}
+
+// assembleFanout follows the other instances sharing a postgres store:
+// their stored events reach this instance's subscribers, their purgatory
+// changes this instance's purgatory index. Without a shared store there
+// is nothing to follow.
+func (s *Server) assembleFanout() {
+	if !s.store.Shared() {
+		return
+	}
+	s.sched.Go("fanout", func(ctx context.Context) error {
+		return s.store.Follow(ctx, store.Follower{
+			Stored: func(evt *nostr.Event) { s.relay.Deliver(ctx, evt) },
+			SideChanged: func(bucket, key string) {
+				if err := s.purg.Reload(bucket, key); err != nil {
+					s.log.Error("following another instance's purgatory change", "bucket", bucket, "error", err)
+				}
+			},
+			Resync: func() {
+				if err := s.purg.Resync(); err != nil {
+					s.log.Error("reloading purgatory after a lost LISTEN connection", "error", err)
+				}
+			},
+		})
+	})
 }

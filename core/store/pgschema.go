@@ -36,6 +36,28 @@ var pgMigrations = []string{
 	// own created_at is the author's claim and may lie in the past).
 	`ALTER TABLE event ADD COLUMN stored_at timestamptz NOT NULL DEFAULT clock_timestamp();
 	CREATE INDEX event_stored_at ON event (stored_at);`,
+	// 3: live fan-out between instances: every inserted event and every
+	// side-table change is announced at commit by id or key, whoever
+	// wrote it (pgfeed.go). Keys too long for a NOTIFY payload are not
+	// announced (no grasp bucket has such keys).
+	`CREATE FUNCTION grasp_notify_event() RETURNS trigger LANGUAGE plpgsql AS $$
+	BEGIN
+		PERFORM pg_notify('grasp_events', NEW.id);
+		RETURN NULL;
+	END $$;
+	CREATE TRIGGER grasp_event_stored AFTER INSERT ON event
+		FOR EACH ROW EXECUTE FUNCTION grasp_notify_event();
+	CREATE FUNCTION grasp_notify_side() RETURNS trigger LANGUAGE plpgsql AS $$
+	DECLARE r grasp_side;
+	BEGIN
+		IF TG_OP = 'DELETE' THEN r := OLD; ELSE r := NEW; END IF;
+		IF octet_length(r.key) <= 3000 THEN
+			PERFORM pg_notify('grasp_side', r.bucket || ' ' || encode(r.key, 'hex'));
+		END IF;
+		RETURN NULL;
+	END $$;
+	CREATE TRIGGER grasp_side_changed AFTER INSERT OR UPDATE OR DELETE ON grasp_side
+		FOR EACH ROW EXECUTE FUNCTION grasp_notify_side();`,
 }
 
 // migratePostgres creates the event table (the eventstore backend's own

@@ -176,10 +176,13 @@ type Store struct {
 	dbDir   string
 	backend *ebadger.BadgerBackend
 	pg      *pgstore.PostgresBackend // nil unless Backend is postgres
-	db      *badger.DB
-	m       *metrics
-	w       *writer
-	wals    *walSyncer
+	// own and delivered are the ids this instance stored and the ids
+	// Follow delivered (postgres only; pgfeed.go).
+	own, delivered *idRing
+	db             *badger.DB
+	m              *metrics
+	w              *writer
+	wals           *walSyncer
 	// vthreshold is badger's value-log threshold as configured.
 	vthreshold int64
 	events     *events
@@ -254,6 +257,7 @@ func New(opts Options, e env.Env) (*Store, error) {
 			return nil, err
 		}
 		s.events = &events{s: s, be: s.pg, direct: true}
+		s.own, s.delivered = newIDRing(pgRememberIDs), newIDRing(pgRememberIDs)
 	}
 	// Registered last, so a failed Open leaves the registry as it was.
 	if err := m.register(e.Metrics); err != nil {
