@@ -3,7 +3,6 @@ package server
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"time"
 
 	"github.com/nbd-wtf/go-nostr"
@@ -63,7 +62,13 @@ func (s *Server) assemble(ext Extensions) error {
 	if err != nil {
 		return err
 	}
-	s.repos, err = git.NewRepos(git.RepoOptions{Root: filepath.Join(cfg.Server.DataDir, "git")}, s.env.Named("git"))
+	// With a shared store the repositories are shared too (server.git_dir)
+	// and their locks must hold across instances.
+	var locker git.Locker
+	if l := s.store.RepoLocker(); l != nil {
+		locker = l
+	}
+	s.repos, err = git.NewRepos(git.RepoOptions{Root: cfg.GitRoot(), Locker: locker}, s.env.Named("git"))
 	if err != nil {
 		return err
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/grasp-dev/grasp/core/config"
 	"github.com/grasp-dev/grasp/core/env"
 	"github.com/grasp-dev/grasp/internal/pgtest"
+	"github.com/grasp-dev/grasp/internal/testwait"
 )
 
 // openPostgresTest opens a store on a fresh database of the shared test
@@ -191,5 +192,61 @@ func TestPostgresMaintainRemovesExpiredSideEntries(t *testing.T) {
 	}
 	if got := counterValue(t, reg, "grasp_store_side_expired_removed_total", nil); got != 30 {
 		t.Errorf("expired removed = %v, want 30", got)
+	}
+}
+
+// The repository lock holds across instances: while A holds a repository,
+// B waits; B gives up when its context ends; another repository is free
+// (issue 17 part 3).
+func TestPostgresRepoLockHoldsAcrossInstances(t *testing.T) {
+	url := pgtest.DB(t)
+	a := openTest(t, Options{Backend: BackendPostgres, PostgresURL: url}).RepoLocker()
+	b := openTest(t, Options{Backend: BackendPostgres, PostgresURL: url}).RepoLocker()
+	ctx := context.Background()
+	unlockA, err := a.Lock(ctx, "npub1x/repo.git")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if unlockOther, err := b.Lock(ctx, "npub1x/other.git"); err != nil {
+		t.Fatalf("another repository is blocked: %v", err)
+	} else {
+		unlockOther()
+	}
+	cctx, cancel := context.WithCancel(ctx)
+	gaveUp := make(chan error, 1)
+	go func() {
+		_, err := b.Lock(cctx, "npub1x/repo.git")
+		gaveUp <- err
+	}()
+	got := make(chan func(), 1)
+	go func() {
+		unlock, err := b.Lock(ctx, "npub1x/repo.git")
+		if err != nil {
+			t.Errorf("second waiter: %v", err)
+			got <- func() {}
+			return
+		}
+		got <- unlock
+	}()
+	cancel()
+	select {
+	case err := <-gaveUp:
+		if err == nil {
+			t.Fatal("a cancelled waiter got a lock A holds")
+		}
+	case <-testwait.After(t):
+		t.Fatal("a cancelled waiter kept waiting")
+	}
+	select {
+	case <-got:
+		t.Fatal("B locked a repository A holds")
+	default:
+	}
+	unlockA()
+	select {
+	case unlock := <-got:
+		unlock()
+	case <-testwait.After(t):
+		t.Fatal("B never got the lock A released")
 	}
 }
