@@ -91,3 +91,8 @@ func (l *repoLocks) drop(key string, lk *repoLock) {
 	}
 	l.mu.Unlock()
 }
+
+// Lock takes dir's write lock as Repos' own writes do (this process's and
+// the shared Locker): the repository stays still until the returned func
+// runs. For a caller that must keep a repository unchanged from outside.
+func (r *Repos) Lock(ctx context.Context, dir string) (func(), error) { return r.lock(ctx, dir) }

@@ -65,21 +65,21 @@ func TestReloadFollowsAnotherInstance(t *testing.T) {
 		if len(b.States("r")) != 0 {
 			t.Fatal("B saw A's hold before being told")
 		}
-		if err := b.Reload(bucketHeld, st.ID); err != nil {
-			t.Fatal(err)
+		if got, err := b.Reload(bucketHeld, st.ID); err != nil || got == nil || got.Event.ID != st.ID {
+			t.Fatalf("B's reload returned %v, %v; want the newly held state", got, err)
 		}
 		if got := b.States("r"); len(got) != 1 || got[0].ID != st.ID || len(bHeld) != 1 {
 			t.Fatalf("B after reload: states %v, OnHold %v", got, bHeld)
 		}
 		// a second notification of the same change changes nothing
-		if err := b.Reload(bucketHeld, st.ID); err != nil || len(bHeld) != 1 {
-			t.Fatalf("repeated reload: %v, OnHold %v", err, bHeld)
+		if got, err := b.Reload(bucketHeld, st.ID); err != nil || got != nil || len(bHeld) != 1 {
+			t.Fatalf("repeated reload: %v %v, OnHold %v", got, err, bHeld)
 		}
 		evs, err := b.Release(repo, true, func([]string) bool { return true })
 		if err != nil || len(evs) != 1 {
 			t.Fatalf("B released %v, %v", evs, err)
 		}
-		if err := a.Reload(bucketHeld, st.ID); err != nil {
+		if _, err := a.Reload(bucketHeld, st.ID); err != nil {
 			t.Fatal(err)
 		}
 		if a.Len() != 0 || len(aGone) != 1 || aGone[0] != st.ID+" elsewhere" {

@@ -756,17 +756,24 @@ type Getter interface {
 // (OnRemove runs with why "elsewhere"), placeholders and expired ids
 // follow. It reads under purgatory's lock, so it never undoes a local
 // change made meanwhile; a change this instance made itself is a no-op.
-func (p *Purgatory) Reload(bucket, key string) error {
+// It returns the entry when the reload newly held one.
+func (p *Purgatory) Reload(bucket, key string) (*Entry, error) {
 	g, ok := p.kv.(Getter)
 	if !ok {
-		return errors.New("purgatory: Reload needs a KV with Get")
+		return nil, errors.New("purgatory: Reload needs a KV with Get")
 	}
 	var cs []change
 	p.mu.Lock()
 	err := p.reloadLocked(g, bucket, key, &cs)
 	p.mu.Unlock()
 	p.notify(cs)
-	return err
+	for _, c := range cs {
+		if c.why == "" {
+			e := c.e
+			return &e, err
+		}
+	}
+	return nil, err
 }
 
 func (p *Purgatory) reloadLocked(g Getter, bucket, key string, cs *[]change) error {
@@ -855,7 +862,7 @@ func (p *Purgatory) Resync() error {
 	p.mu.Unlock()
 	for b, ks := range keys {
 		for _, k := range ks {
-			if err := p.Reload(b, k); err != nil {
+			if _, err := p.Reload(b, k); err != nil {
 				return err
 			}
 		}

@@ -3,7 +3,6 @@ package server
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/nbd-wtf/go-nostr"
 
@@ -96,7 +95,7 @@ func (s *Server) assemble(ext Extensions) error {
 		return err
 	}
 	s.hosting, err = hosting.New(hosting.Options{
-		Events: events, Purgatory: s.purg, Repos: s.repos, Rules: rules, Hunter: s.hunter, Roster: rost,
+		Events: events, Purgatory: s.purg, Repos: s.repos, Rules: rules, Hunter: leaderHunter{s}, Roster: rost,
 		Publish: func(ctx context.Context, evt *nostr.Event) error { return s.relay.Publish(ctx, evt) },
 		Ingest: func(ctx context.Context, evt *nostr.Event, meta policy.Meta) (bool, string) {
 			return s.relay.Ingest(ctx, evt, meta)
@@ -145,17 +144,8 @@ func (s *Server) assemble(ext Extensions) error {
 
 	s.sched = scheduler.New(scheduler.Options{}, s.env.Named("scheduler"))
 	s.assembleFanout()
-	if err := s.startSync(svc, ext.Selector); err != nil {
-		return err
-	}
-	s.sched.Go("hunt", s.hunter.Run)
-	s.sched.Every("hunt-recheck", cfg.Purgatory.RecheckInterval.D(), s.hunter.Recheck)
-	s.sched.Every("purgatory-sweep", cfg.Purgatory.SweepInterval.D(), s.hosting.Sweep)
-	s.sched.Every("store-maintenance", 10*time.Minute, s.store.Maintain)
-	// pushes run with receive.autogc off; packing happens here, off the
-	// push path
-	s.sched.Every("git-maintenance", time.Hour, s.hosting.Maintain)
-	return nil
+	s.startSync(svc, ext.Selector)
+	return s.assembleLeader()
 }
 
 func (s *Server) policyOptions(svc nip34.Service, plugins policy.Chain, names []string) policy.Options {
@@ -273,8 +263,12 @@ func (s *Server) assembleFanout() {
 		return s.store.Follow(ctx, store.Follower{
 			Stored: func(evt *nostr.Event) { s.relay.Deliver(ctx, evt) },
 			SideChanged: func(bucket, key string) {
-				if err := s.purg.Reload(bucket, key); err != nil {
+				held, err := s.purg.Reload(bucket, key)
+				if err != nil {
 					s.log.Error("following another instance's purgatory change", "bucket", bucket, "error", err)
+				}
+				if held != nil && s.leading.Load() {
+					s.hosting.HuntHeld(ctx, *held)
 				}
 			},
 			Resync: func() {

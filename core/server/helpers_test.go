@@ -66,6 +66,12 @@ func newEnvOn(t *testing.T, mutate func(c *config.Config), free func(dir string)
 	if mutate != nil {
 		mutate(&cfg)
 	}
+	return startEnv(t, cfg, free)
+}
+
+// startEnv starts a server on cfg with a fake clock set to now.
+func startEnv(t *testing.T, cfg config.Config, free func(dir string) (uint64, error)) *testServer {
+	t.Helper()
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
