@@ -93,7 +93,7 @@ func importViolations(imports map[string][]string) []string {
 				bad = append(bad, pkg+" imports "+dep+": sync and git do not import each other")
 			case pkg == "core/hosting" && under(dep, "core/sync"):
 				bad = append(bad, pkg+" imports "+dep+": hosting never touches sync state")
-			case dep == "internal/testwait" || dep == "core/internal/memkv":
+			case dep == "internal/testwait" || dep == "internal/pgtest" || dep == "core/internal/memkv":
 				bad = append(bad, pkg+" imports "+dep+" outside its tests")
 			case dep == "plugins" && pkg != "cmd/grasp":
 				bad = append(bad, pkg+" imports plugins: only cmd/grasp wires them")

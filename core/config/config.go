@@ -8,6 +8,8 @@
 // itself, starts listeners or creates directories.
 package config
 
+import "path/filepath"
+
 // Config is the whole of grasp.toml. The zero value is not useful: start from
 // Default() or use Load/Parse, which fill defaults and derived values.
 type Config struct {
@@ -33,6 +35,11 @@ type Server struct {
 	// must list exactly this host:port. Empty means derived from Listen.
 	PublicURL string `toml:"public_url"`
 	DataDir   string `toml:"data_dir"`
+	// GitDir is where the bare repositories live; empty means
+	// <data_dir>/git. Several instances on one postgres store share one
+	// (a network file system), with per-repository locks that hold across
+	// them.
+	GitDir string `toml:"git_dir"`
 	// MemoryLimitMB is a soft limit for the Go runtime (debug.SetMemoryLimit):
 	// badger's table builders and compactions, not its caches, set the RSS
 	// peak, and only a soft limit bounds them (measured: 457 MiB -> 152 MiB
@@ -138,6 +145,20 @@ type Store struct {
 	// ~600 MiB RSS on a 20k-event corpus; these budget it instead.
 	MemtableMB   int `toml:"memtable_mb"`
 	BlockCacheMB int `toml:"block_cache_mb"`
+	// LeaderLease is how long, with backend postgres, the instance running
+	// the singletons (GRASP-02 sync, the hunter, the sweeps) keeps its
+	// lease without renewing it; a follower takes over within it after the
+	// leader dies.
+	LeaderLease Duration `toml:"leader_lease"`
+}
+
+// GitRoot is the directory of the bare repositories: server.git_dir, or
+// <data_dir>/git when unset.
+func (c Config) GitRoot() string {
+	if c.Server.GitDir != "" {
+		return c.Server.GitDir
+	}
+	return filepath.Join(c.Server.DataDir, "git")
 }
 
 // Grasp holds the GRASP acceptance rules (GRASP-01, -05 archive, -06 /prs/).

@@ -65,6 +65,9 @@ func base() Config {
 			Backend:      "badger",
 			MemtableMB:   16,
 			BlockCacheMB: 64,
+			// a leader renews every third of it: a few missed round
+			// trips are survived, a dead leader replaced within 15 s
+			LeaderLease: Duration(15 * time.Second),
 		},
 		Grasp: Grasp{
 			ArchiveReadOnly: true,

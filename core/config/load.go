@@ -84,6 +84,9 @@ func (c *Config) resolvePaths(data []byte, dir string) {
 	if _, ok := raw["server"]["data_dir"]; ok {
 		c.Server.DataDir = abs(c.Server.DataDir)
 	}
+	if _, ok := raw["server"]["git_dir"]; ok {
+		c.Server.GitDir = abs(c.Server.GitDir)
+	}
 	if _, ok := raw["plugins"]["dir"]; ok {
 		c.Plugins.Dir = abs(c.Plugins.Dir)
 	}

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/grasp-dev/grasp/core/archive"
 	"github.com/grasp-dev/grasp/core/clientip"
@@ -317,6 +318,10 @@ func (c *Config) checkStore(k *checker) {
 	}
 	k.positive("store.memtable_mb", s.MemtableMB)
 	k.nonNegative("store.block_cache_mb", s.BlockCacheMB)
+	k.positiveDur("store.leader_lease", s.LeaderLease)
+	if s.LeaderLease.D() > 0 && s.LeaderLease.D() < time.Second {
+		k.fail("store.leader_lease", "must be at least 1s (the leader renews every third of it), got %s", s.LeaderLease.D())
+	}
 }
 
 func (c *Config) checkGrasp(k *checker) {

@@ -43,7 +43,7 @@ func (r *Repos) Fetch(ctx context.Context, repo nip34.RepoRef, spec FetchSpec) (
 	if strings.HasPrefix(spec.URL, "-") {
 		return "", fmt.Errorf("invalid: fetch URL %q", truncate(spec.URL, 120))
 	}
-	unlock, err := r.locks.acquire(ctx, dir)
+	unlock, err := r.lock(ctx, dir)
 	if err != nil {
 		return "", err
 	}

@@ -3,8 +3,42 @@ package git
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"sync"
 )
+
+// Locker is a per-repository write lock that other processes honour too:
+// with several grasp instances on one shared git directory (the postgres
+// store's advisory locks, store.RepoLocker), two pushes to one repository
+// through two instances run one after the other. key names the repository
+// relative to the git directory, the same on every instance. Lock blocks
+// until the lock is held or ctx ends; the returned func releases it.
+type Locker interface {
+	Lock(ctx context.Context, key string) (unlock func(), err error)
+}
+
+// lock takes the repository lock of dir: this process's own, then the
+// shared Locker when there is one. Waiters of this process queue on the
+// first, so a shared lock is asked for once per holder.
+func (r *Repos) lock(ctx context.Context, dir string) (func(), error) {
+	unlock, err := r.locks.acquire(ctx, dir)
+	if err != nil || r.shared == nil {
+		return unlock, err
+	}
+	key, rerr := filepath.Rel(r.root, dir)
+	if rerr != nil {
+		key = dir
+	}
+	unshared, err := r.shared.Lock(ctx, filepath.ToSlash(key))
+	if err != nil {
+		unlock()
+		return nil, fmt.Errorf("waiting for the shared repository lock: %w", err)
+	}
+	return func() {
+		unshared()
+		unlock()
+	}, nil
+}
 
 // repoLocks serialises everything that writes a repository's refs (pushes,
 // alignment, propagation, deletion). Each lock is a one-slot channel so a
@@ -57,3 +91,8 @@ func (l *repoLocks) drop(key string, lk *repoLock) {
 	}
 	l.mu.Unlock()
 }
+
+// Lock takes dir's write lock as Repos' own writes do (this process's and
+// the shared Locker): the repository stays still until the returned func
+// runs. For a caller that must keep a repository unchanged from outside.
+func (r *Repos) Lock(ctx context.Context, dir string) (func(), error) { return r.lock(ctx, dir) }

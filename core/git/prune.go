@@ -39,7 +39,7 @@ func (r *Repos) Prune(ctx context.Context, repo nip34.RepoRef, notAfter time.Tim
 	if len(deps) > 0 {
 		return fmt.Errorf("prune %s: %w (%d)", dir, ErrBorrowed, len(deps))
 	}
-	unlock, err := r.locks.acquire(ctx, dir)
+	unlock, err := r.lock(ctx, dir)
 	if err != nil {
 		return err
 	}

@@ -85,7 +85,7 @@ func (g *pushGate) preReceive(quarantine string) string {
 	if why := g.complete(qdir); why != "" {
 		return g.refuse(why)
 	}
-	unlock, err := g.h.repos.locks.acquire(g.ctx, g.dir)
+	unlock, err := g.h.repos.lock(g.ctx, g.dir)
 	if err != nil {
 		return g.refuse("error: " + err.Error())
 	}

@@ -29,6 +29,10 @@ type RepoOptions struct {
 	Root string
 	// GitBinary is the git executable; "" means "git" from PATH.
 	GitBinary string
+	// Locker, when set, is taken after this process's own repository lock
+	// so that writes of other grasp instances sharing Root serialise with
+	// ours; nil: this process is the only writer.
+	Locker Locker
 }
 
 // Repos is the bare-repository store: <root>/<npub>/<identifier>.git, the
@@ -44,6 +48,8 @@ type Repos struct {
 	log   hclog.Logger
 	locks repoLocks
 	prs   prsBusy
+	// shared is RepoOptions.Locker (nil: none).
+	shared Locker
 }
 
 // NewRepos opens (creating if needed) the store rooted at opts.Root; it
@@ -73,7 +79,7 @@ func NewRepos(opts RepoOptions, e env.Env) (*Repos, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Repos{root: abs, git: path, hooks: hooks, empty: empty, log: e.OrDefaults().Log, prs: prsBusy{n: map[string]int{}}}, nil
+	return &Repos{root: abs, git: path, hooks: hooks, empty: empty, log: e.OrDefaults().Log, prs: prsBusy{n: map[string]int{}}, shared: opts.Locker}, nil
 }
 
 // Root is the directory the store lives in.
@@ -229,7 +235,7 @@ func (r *Repos) Delete(ctx context.Context, repo nip34.RepoRef) error {
 	keys := append([]string{dir}, dependents...)
 	sort.Strings(keys)
 	for _, k := range keys {
-		unlock, err := r.locks.acquire(ctx, k)
+		unlock, err := r.lock(ctx, k)
 		if err != nil {
 			return fmt.Errorf("delete %s/%s: %w", owner, id, err)
 		}
@@ -330,7 +336,7 @@ func (r *Repos) SetHead(ctx context.Context, repo nip34.RepoRef, ref string) err
 	if err != nil {
 		return err
 	}
-	unlock, err := r.locks.acquire(ctx, dir)
+	unlock, err := r.lock(ctx, dir)
 	if err != nil {
 		return err
 	}
@@ -394,7 +400,7 @@ func (r *Repos) Align(ctx context.Context, repo nip34.RepoRef, refs map[string]s
 	if err != nil {
 		return err
 	}
-	unlock, err := r.locks.acquire(ctx, dir)
+	unlock, err := r.lock(ctx, dir)
 	if err != nil {
 		return err
 	}
@@ -493,7 +499,7 @@ func (r *Repos) Propagate(ctx context.Context, from nip34.RepoRef, to []Target, 
 }
 
 func (r *Repos) propagateOne(ctx context.Context, src, dst string, borrow bool, refs map[string]string, head string) error {
-	unlock, err := r.locks.acquire(ctx, dst)
+	unlock, err := r.lock(ctx, dst)
 	if err != nil {
 		return err
 	}
@@ -661,7 +667,7 @@ func (r *Repos) Maintain(ctx context.Context, repo nip34.RepoRef) error {
 	if err != nil {
 		return fmt.Errorf("maintain %s: %w", dir, err)
 	}
-	unlock, err := r.locks.acquire(ctx, dir)
+	unlock, err := r.lock(ctx, dir)
 	if err != nil {
 		return err
 	}
@@ -708,7 +714,7 @@ func (r *Repos) updateRef(ctx context.Context, repo nip34.RepoRef, ref, cmd, old
 	if err != nil {
 		return err
 	}
-	unlock, err := r.locks.acquire(ctx, dir)
+	unlock, err := r.lock(ctx, dir)
 	if err != nil {
 		return err
 	}

@@ -28,6 +28,14 @@ func (o *op) hunt(e purgatory.Entry, fromSync bool) {
 	})
 }
 
+// HuntHeld asks the hunter for the objects of an entry another instance
+// held (a shared postgres store): the hunter runs on the leader only, so the
+// leader hunts what its followers hold. A client's event waits the client
+// delay, as it would have on the instance that held it.
+func (h *Hosting) HuntHeld(ctx context.Context, e purgatory.Entry) {
+	h.begin(ctx).hunt(e, e.Remote == "")
+}
+
 // Requeue gives the hunter every held event that waits for objects: after a
 // restart its queue starts empty while purgatory does not.
 func (h *Hosting) Requeue(ctx context.Context) {

@@ -7,7 +7,6 @@ import (
 
 	"github.com/grasp-dev/grasp/core/clock"
 	"github.com/grasp-dev/grasp/core/env"
-	"github.com/grasp-dev/grasp/core/internal/memkv"
 	"github.com/grasp-dev/grasp/core/nip34"
 )
 
@@ -16,9 +15,11 @@ func hexID(c byte) string { return strings.Repeat(string(c), 64) }
 // Placeholders count per repository, per owner and per client address,
 // waiting ones and pushes in progress alike; a refusal is rate-limited:
 // and reserves nothing; expiry and restart keep the counts right (F02).
-func TestPlaceholderQuotas(t *testing.T) {
+func TestPlaceholderQuotas(t *testing.T) { eachKV(t, testPlaceholderQuotas) }
+
+func testPlaceholderQuotas(t *testing.T, newKV func() KV) {
 	clk := clock.NewFake(t0)
-	kv := &memkv.KV{}
+	kv := newKV()
 	q := PlaceholderQuotas{PerRepo: 2, PerOwner: 3, PerRemote: 10, BytesPerRepo: 1000, BytesPerOwner: 10000, BytesPerRemote: 1500}
 	open := func() *Purgatory {
 		p, err := New(Options{KV: kv, PlaceholderTTL: 20 * time.Minute, PlaceholderQuotas: q}, env.Env{Clock: clk})

@@ -10,7 +10,6 @@ import (
 
 	"github.com/grasp-dev/grasp/core/clock"
 	"github.com/grasp-dev/grasp/core/env"
-	"github.com/grasp-dev/grasp/core/internal/memkv"
 	"github.com/grasp-dev/grasp/core/nip34"
 	"github.com/nbd-wtf/go-nostr"
 )
@@ -35,9 +34,11 @@ func newP(t *testing.T, kv KV, clk clock.Clock) *Purgatory {
 	return p
 }
 
-func TestG01P6_DuplicateAndReplacement(t *testing.T) {
+func TestG01P6_DuplicateAndReplacement(t *testing.T) { eachKV(t, testG01P6_DuplicateAndReplacement) }
+
+func testG01P6_DuplicateAndReplacement(t *testing.T, newKV func() KV) {
 	clk := clock.NewFake(t0)
-	p := newP(t, &memkv.KV{}, clk)
+	p := newP(t, newKV(), clk)
 	sk := nostr.GeneratePrivateKey()
 	pk, _ := nostr.GetPublicKey(sk)
 	repo := nip34.RepoRef{Pubkey: pk, Identifier: "r"}
@@ -68,8 +69,12 @@ func TestG01P6_DuplicateAndReplacement(t *testing.T) {
 }
 
 func TestG01P5_ExpiryOnTheClockSurvivesRestart(t *testing.T) {
+	eachKV(t, testG01P5_ExpiryOnTheClockSurvivesRestart)
+}
+
+func testG01P5_ExpiryOnTheClockSurvivesRestart(t *testing.T, newKV func() KV) {
 	clk := clock.NewFake(t0)
-	kv := &memkv.KV{}
+	kv := newKV()
 	p := newP(t, kv, clk)
 	sk := nostr.GeneratePrivateKey()
 	pk, _ := nostr.GetPublicKey(sk)
@@ -105,8 +110,12 @@ func TestG01P5_ExpiryOnTheClockSurvivesRestart(t *testing.T) {
 }
 
 func TestG01P3_ReleaseOrderAndConditions(t *testing.T) {
+	eachKV(t, testG01P3_ReleaseOrderAndConditions)
+}
+
+func testG01P3_ReleaseOrderAndConditions(t *testing.T, newKV func() KV) {
 	clk := clock.NewFake(t0)
-	p := newP(t, &memkv.KV{}, clk)
+	p := newP(t, newKV(), clk)
 	sk := nostr.GeneratePrivateKey()
 	pk, _ := nostr.GetPublicKey(sk)
 	repo := nip34.RepoRef{Pubkey: pk, Identifier: "r"}
@@ -171,9 +180,11 @@ func TestG01P3_ReleaseOrderAndConditions(t *testing.T) {
 	}
 }
 
-func TestG01P7_DeletionByAuthorOnly(t *testing.T) {
+func TestG01P7_DeletionByAuthorOnly(t *testing.T) { eachKV(t, testG01P7_DeletionByAuthorOnly) }
+
+func testG01P7_DeletionByAuthorOnly(t *testing.T, newKV func() KV) {
 	clk := clock.NewFake(t0)
-	p := newP(t, &memkv.KV{}, clk)
+	p := newP(t, newKV(), clk)
 	sk := nostr.GeneratePrivateKey()
 	pk, _ := nostr.GetPublicKey(sk)
 	other, _ := nostr.GetPublicKey(nostr.GeneratePrivateKey())
@@ -198,8 +209,12 @@ func TestG01P7_DeletionByAuthorOnly(t *testing.T) {
 }
 
 func TestG01G5f_PlaceholdersExpireAndBind(t *testing.T) {
+	eachKV(t, testG01G5f_PlaceholdersExpireAndBind)
+}
+
+func testG01G5f_PlaceholdersExpireAndBind(t *testing.T, newKV func() KV) {
 	clk := clock.NewFake(t0)
-	kv := &memkv.KV{}
+	kv := newKV()
 	p := newP(t, kv, clk)
 	repo := nip34.RepoRef{Pubkey: "ab", Identifier: "r"}
 	id1 := "1111111111111111111111111111111111111111111111111111111111111111"
@@ -218,9 +233,11 @@ func TestG01G5f_PlaceholdersExpireAndBind(t *testing.T) {
 	}
 }
 
-func TestAwaitEventReleasedWithItsRoot(t *testing.T) {
+func TestAwaitEventReleasedWithItsRoot(t *testing.T) { eachKV(t, testAwaitEventReleasedWithItsRoot) }
+
+func testAwaitEventReleasedWithItsRoot(t *testing.T, newKV func() KV) {
 	clk := clock.NewFake(t0)
-	p := newP(t, &memkv.KV{}, clk)
+	p := newP(t, newKV(), clk)
 	sk := nostr.GeneratePrivateKey()
 	pk, _ := nostr.GetPublicKey(sk)
 	repo := nip34.RepoRef{Pubkey: pk, Identifier: "r"}
@@ -240,8 +257,12 @@ func TestAwaitEventReleasedWithItsRoot(t *testing.T) {
 }
 
 func TestStateWithItsDataReleasesTheEmptyRepoAnnouncementFirst(t *testing.T) {
+	eachKV(t, testStateWithItsDataReleasesTheEmptyRepoAnnouncementFirst)
+}
+
+func testStateWithItsDataReleasesTheEmptyRepoAnnouncementFirst(t *testing.T, newKV func() KV) {
 	clk := clock.NewFake(t0)
-	p := newP(t, &memkv.KV{}, clk)
+	p := newP(t, newKV(), clk)
 	sk := nostr.GeneratePrivateKey()
 	pk, _ := nostr.GetPublicKey(sk)
 	repo := nip34.RepoRef{Pubkey: pk, Identifier: "r"}
@@ -259,12 +280,14 @@ func TestStateWithItsDataReleasesTheEmptyRepoAnnouncementFirst(t *testing.T) {
 // Held entries survive an upgrade: an entry written in the durable format
 // of the releases before nip34.RepoRef became purgatory's repository
 // identity ({"owner": hex, "d": identifier}) loads with its repository.
-func TestHeldEntryFormatSurvivesUpgrade(t *testing.T) {
+func TestHeldEntryFormatSurvivesUpgrade(t *testing.T) { eachKV(t, testHeldEntryFormatSurvivesUpgrade) }
+
+func testHeldEntryFormatSurvivesUpgrade(t *testing.T, newKV func() KV) {
 	sk := nostr.GeneratePrivateKey()
 	pk, _ := nostr.GetPublicKey(sk)
 	st := signed(t, sk, 30618, t0, nostr.Tags{{"d", "r"}})
 	evt, _ := st.MarshalJSON()
-	kv := &memkv.KV{}
+	kv := newKV()
 	old := `{"event":` + string(evt) + `,"repo":{"owner":"` + pk + `","d":"r"},"also":[{"owner":"` + pk + `","d":"r2"}],"needs":["aa"],"expires":"2026-11-22T12:30:00Z","held_at":"2026-11-22T12:00:00Z"}`
 	if err := kv.Put(bucketHeld, st.ID, []byte(old), 0); err != nil {
 		t.Fatal(err)
@@ -288,9 +311,11 @@ func TestHeldEntryFormatSurvivesUpgrade(t *testing.T) {
 // made and outside purgatory's lock (a hook may read purgatory): the
 // GRASP-02 self-subscriber follows held repositories through them instead of
 // polling.
-func TestHooksSeeEveryHoldAndRemoval(t *testing.T) {
+func TestHooksSeeEveryHoldAndRemoval(t *testing.T) { eachKV(t, testHooksSeeEveryHoldAndRemoval) }
+
+func testHooksSeeEveryHoldAndRemoval(t *testing.T, newKV func() KV) {
 	clk := clock.NewFake(t0)
-	p := newP(t, &memkv.KV{}, clk)
+	p := newP(t, newKV(), clk)
 	var got []string
 	p.OnHold = append(p.OnHold, func(e Entry) {
 		_, held := p.Get(e.Event.ID) // a hook may call back into purgatory

@@ -14,7 +14,6 @@ import (
 
 	"github.com/grasp-dev/grasp/core/clock"
 	"github.com/grasp-dev/grasp/core/env"
-	"github.com/grasp-dev/grasp/core/internal/memkv"
 	"github.com/grasp-dev/grasp/core/nip34"
 )
 
@@ -54,9 +53,11 @@ func wantQuota(t *testing.T, err error, words ...string) {
 // TestHeldAnnouncementQuotas: each cap refuses the announcement beyond it
 // with a readable reason and writes nothing; a replacement of a held
 // announcement is not a new one; expiry frees the room (F13).
-func TestHeldAnnouncementQuotas(t *testing.T) {
+func TestHeldAnnouncementQuotas(t *testing.T) { eachKV(t, testHeldAnnouncementQuotas) }
+
+func testHeldAnnouncementQuotas(t *testing.T, newKV func() KV) {
 	t.Run("per address", func(t *testing.T) {
-		kv := &memkv.KV{}
+		kv := newKV()
 		p := newQuotaP(t, kv, clock.NewFake(t0), Quotas{MaxAnnouncementsPerRemote: 2})
 		for i := 0; i < 2; i++ {
 			if err := announce(t, p, nostr.GeneratePrivateKey(), fmt.Sprint("r", i), "198.51.100.7"); err != nil {
@@ -82,7 +83,7 @@ func TestHeldAnnouncementQuotas(t *testing.T) {
 	})
 	t.Run("per author, and replacements are free", func(t *testing.T) {
 		clk := clock.NewFake(t0)
-		p := newQuotaP(t, &memkv.KV{}, clk, Quotas{MaxAnnouncementsPerAuthor: 1})
+		p := newQuotaP(t, newKV(), clk, Quotas{MaxAnnouncementsPerAuthor: 1})
 		sk := nostr.GeneratePrivateKey()
 		pk, _ := nostr.GetPublicKey(sk)
 		if err := announce(t, p, sk, "one", ""); err != nil {
@@ -102,7 +103,7 @@ func TestHeldAnnouncementQuotas(t *testing.T) {
 		}
 	})
 	t.Run("per identifier", func(t *testing.T) {
-		p := newQuotaP(t, &memkv.KV{}, clock.NewFake(t0), Quotas{MaxAnnouncementsPerIdentifier: 3})
+		p := newQuotaP(t, newKV(), clock.NewFake(t0), Quotas{MaxAnnouncementsPerIdentifier: 3})
 		for i := 0; i < 3; i++ {
 			if err := announce(t, p, nostr.GeneratePrivateKey(), "popular", ""); err != nil {
 				t.Fatal(err)
@@ -114,7 +115,7 @@ func TestHeldAnnouncementQuotas(t *testing.T) {
 		}
 	})
 	t.Run("in total, and every kind", func(t *testing.T) {
-		p := newQuotaP(t, &memkv.KV{}, clock.NewFake(t0), Quotas{MaxAnnouncements: 2, MaxHeld: 3, MaxHeldPerRemote: 100})
+		p := newQuotaP(t, newKV(), clock.NewFake(t0), Quotas{MaxAnnouncements: 2, MaxHeld: 3, MaxHeldPerRemote: 100})
 		for i := 0; i < 2; i++ {
 			if err := announce(t, p, nostr.GeneratePrivateKey(), fmt.Sprint("r", i), ""); err != nil {
 				t.Fatal(err)
@@ -131,7 +132,7 @@ func TestHeldAnnouncementQuotas(t *testing.T) {
 		wantQuota(t, p.Hold(Entry{Event: pr, Repo: nip34.RepoRef{Pubkey: pk, Identifier: "s"}, Needs: []string{"bb"}}), "events already wait")
 	})
 	t.Run("held events per address", func(t *testing.T) {
-		p := newQuotaP(t, &memkv.KV{}, clock.NewFake(t0), Quotas{MaxHeldPerRemote: 1})
+		p := newQuotaP(t, newKV(), clock.NewFake(t0), Quotas{MaxHeldPerRemote: 1})
 		sk := nostr.GeneratePrivateKey()
 		pk, _ := nostr.GetPublicKey(sk)
 		for i, want := range []bool{true, false} {
@@ -148,8 +149,10 @@ func TestHeldAnnouncementQuotas(t *testing.T) {
 }
 
 // TestQuotasSurviveRestart: the counts are rebuilt from the KV.
-func TestQuotasSurviveRestart(t *testing.T) {
-	kv := &memkv.KV{}
+func TestQuotasSurviveRestart(t *testing.T) { eachKV(t, testQuotasSurviveRestart) }
+
+func testQuotasSurviveRestart(t *testing.T, newKV func() KV) {
+	kv := newKV()
 	clk := clock.NewFake(t0)
 	q := Quotas{MaxAnnouncementsPerRemote: 1}
 	p := newQuotaP(t, kv, clk, q)
@@ -163,9 +166,11 @@ func TestQuotasSurviveRestart(t *testing.T) {
 // TestIndexAnswersAsAScan: every indexed question gives what a scan of all
 // held entries gives, through holds, replacements, releases, deletions and
 // expiry.
-func TestIndexAnswersAsAScan(t *testing.T) {
+func TestIndexAnswersAsAScan(t *testing.T) { eachKV(t, testIndexAnswersAsAScan) }
+
+func testIndexAnswersAsAScan(t *testing.T, newKV func() KV) {
 	clk := clock.NewFake(t0)
-	kv := &memkv.KV{}
+	kv := newKV()
 	p := newQuotaP(t, kv, clk, Quotas{})
 	rng := rand.New(rand.NewSource(1))
 	keys := []string{nostr.GeneratePrivateKey(), nostr.GeneratePrivateKey(), nostr.GeneratePrivateKey()}

@@ -116,6 +116,18 @@ func (s *Server) Publish(ctx context.Context, evt *nostr.Event) error {
 	return nil
 }
 
+// Deliver hands subscribers an event another grasp instance stored in the
+// shared store (core/store's Follow): the OnStored callbacks learn of it
+// (GRASP-08's visibility first, as for a local write), then it is
+// broadcast. It is not stored, judged or acted on again: the instance that
+// accepted it did that.
+func (s *Server) Deliver(ctx context.Context, evt *nostr.Event) {
+	for _, fn := range s.storedCallbacks() {
+		fn(ctx, evt)
+	}
+	s.gate.Broadcast(evt)
+}
+
 // write is the StoreEvent / ReplaceEvent hook: the one place where the
 // pipeline decides, and where the decision is carried out with the event.
 // Every OK true is answered with ErrDupEvent, after which khatru does

@@ -1,6 +1,8 @@
 package server
 
 import (
+	"context"
+	"errors"
 	"io"
 	"net/http"
 
@@ -8,6 +10,7 @@ import (
 	"github.com/grasp-dev/grasp/core/hosting"
 	"github.com/grasp-dev/grasp/core/nip34"
 	"github.com/grasp-dev/grasp/core/purgatory"
+	gsync "github.com/grasp-dev/grasp/core/sync"
 )
 
 // loopbackHandler serves the metrics listener: /metrics and the admin
@@ -37,9 +40,20 @@ func (s *Server) adminSources() admin.Sources {
 		Hunter:       s.hunter.Stats,
 		Clock:        s.clk,
 	}
-	if s.syncMgr != nil {
-		src.Sync = s.syncMgr.Snapshot
-		src.Health = func(url string) string { return s.health.Status(url).String() }
+	if s.cfg.Sync.Enabled {
+		src.Sync = func(ctx context.Context) (gsync.Snapshot, error) {
+			t := s.syncNow.Load()
+			if t == nil {
+				return gsync.Snapshot{}, errors.New("sync runs on the leader instance, not this one")
+			}
+			return t.mgr.Snapshot(ctx)
+		}
+		src.Health = func(url string) string {
+			if t := s.syncNow.Load(); t != nil {
+				return t.health.Status(url).String()
+			}
+			return "unknown (not the leader)"
+		}
 	}
 	return src
 }

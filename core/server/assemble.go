@@ -3,7 +3,6 @@ package server
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"time"
 
 	"github.com/nbd-wtf/go-nostr"
@@ -20,6 +19,7 @@ import (
 	"github.com/grasp-dev/grasp/core/relay"
 	"github.com/grasp-dev/grasp/core/roster"
 	"github.com/grasp-dev/grasp/core/scheduler"
+	"github.com/grasp-dev/grasp/core/store"
 	"github.com/grasp-dev/grasp/core/visibility"
 )
 
@@ -63,7 +63,13 @@ func (s *Server) assemble(ext Extensions) error {
 	if err != nil {
 		return err
 	}
-	s.repos, err = git.NewRepos(git.RepoOptions{Root: filepath.Join(cfg.Server.DataDir, "git")}, s.env.Named("git"))
+	// With a shared store the repositories are shared too (server.git_dir)
+	// and their locks must hold across instances.
+	var locker git.Locker
+	if l := s.store.RepoLocker(); l != nil {
+		locker = l
+	}
+	s.repos, err = git.NewRepos(git.RepoOptions{Root: cfg.GitRoot(), Locker: locker}, s.env.Named("git"))
 	if err != nil {
 		return err
 	}
@@ -102,7 +108,7 @@ func (s *Server) assemble(ext Extensions) error {
 		return err
 	}
 	s.hosting, err = hosting.New(hosting.Options{
-		Events: events, Purgatory: s.purg, Repos: s.repos, Rules: rules, Hunter: s.hunter, Roster: rost,
+		Events: events, Purgatory: s.purg, Repos: s.repos, Rules: rules, Hunter: leaderHunter{s}, Roster: rost,
 		Publish: func(ctx context.Context, evt *nostr.Event) error { return s.relay.Publish(ctx, evt) },
 		Ingest: func(ctx context.Context, evt *nostr.Event, meta policy.Meta) (bool, string) {
 			return s.relay.Ingest(ctx, evt, meta)
@@ -162,20 +168,12 @@ func (s *Server) assemble(ext Extensions) error {
 	s.relay.HandlePages(pg)
 
 	s.sched = scheduler.New(scheduler.Options{}, s.env.Named("scheduler"))
-	if err := s.startSync(svc, ext.Selector); err != nil {
-		return err
-	}
-	s.sched.Go("hunt", s.hunter.Run)
-	s.sched.Every("hunt-recheck", cfg.Purgatory.RecheckInterval.D(), s.hunter.Recheck)
-	s.sched.Every("purgatory-sweep", cfg.Purgatory.SweepInterval.D(), s.hosting.Sweep)
-	s.sched.Every("store-maintenance", 10*time.Minute, s.store.Maintain)
-	// pushes run with receive.autogc off; packing happens here, off the
-	// push path
-	s.sched.Every("git-maintenance", time.Hour, s.hosting.Maintain)
+	s.assembleFanout()
+	s.startSync(svc, ext.Selector)
 	if s.archive.Enabled() {
 		s.sched.Every("archive-count", time.Minute, s.hosting.CountArchived)
 	}
-	return nil
+	return s.assembleLeader()
 }
 
 func (s *Server) policyOptions(svc nip34.Service, plugins policy.Chain, names []string) policy.Options {
@@ -312,4 +310,33 @@ func (p spaceGuarded) Decide(ctx context.Context, evt *nostr.Event, meta policy.
 		return policy.Decision{Outcome: policy.Rejected, Msg: err.Error()}
 	}
 	return d
+}
+
+// assembleFanout follows the other instances sharing a postgres store:
+// their stored events reach this instance's subscribers, their purgatory
+// changes this instance's purgatory index. Without a shared store there
+// is nothing to follow.
+func (s *Server) assembleFanout() {
+	if !s.store.Shared() {
+		return
+	}
+	s.sched.Go("fanout", func(ctx context.Context) error {
+		return s.store.Follow(ctx, store.Follower{
+			Stored: func(evt *nostr.Event) { s.relay.Deliver(ctx, evt) },
+			SideChanged: func(bucket, key string) {
+				held, err := s.purg.Reload(bucket, key)
+				if err != nil {
+					s.log.Error("following another instance's purgatory change", "bucket", bucket, "error", err)
+				}
+				if held != nil && s.leading.Load() {
+					s.hosting.HuntHeld(ctx, *held)
+				}
+			},
+			Resync: func() {
+				if err := s.purg.Resync(); err != nil {
+					s.log.Error("reloading purgatory after a lost LISTEN connection", "error", err)
+				}
+			},
+		})
+	})
 }

@@ -72,6 +72,13 @@ func newEnvWith(t *testing.T, mutate func(c *config.Config), free func(dir strin
 	if mutate != nil {
 		mutate(&cfg)
 	}
+	return startEnv(t, cfg, free, ext)
+}
+
+// startEnv starts a server on cfg (with the plugin extensions ext) with a
+// fake clock set to now.
+func startEnv(t *testing.T, cfg config.Config, free func(dir string) (uint64, error), ext Extensions) *testServer {
+	t.Helper()
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}

@@ -18,10 +18,12 @@ import (
 	"net"
 	"net/http"
 	stdsync "sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/fiatjaf/eventstore"
 	"github.com/hashicorp/go-hclog"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/grasp-dev/grasp/core/archive"
 	"github.com/grasp-dev/grasp/core/clock"
@@ -29,9 +31,9 @@ import (
 	"github.com/grasp-dev/grasp/core/diskspace"
 	"github.com/grasp-dev/grasp/core/env"
 	"github.com/grasp-dev/grasp/core/git"
-	"github.com/grasp-dev/grasp/core/health"
 	"github.com/grasp-dev/grasp/core/hosting"
 	"github.com/grasp-dev/grasp/core/metrics"
+	"github.com/grasp-dev/grasp/core/nip34"
 	"github.com/grasp-dev/grasp/core/policy"
 	"github.com/grasp-dev/grasp/core/purgatory"
 	"github.com/grasp-dev/grasp/core/purgatory/hunt"
@@ -89,24 +91,30 @@ type Server struct {
 	env   env.Env
 	build Build
 
-	metrics  *metrics.Registry
-	store    *store.Store
-	purg     *purgatory.Purgatory
-	repos    *git.Repos
-	hosting  *hosting.Hosting
-	hunter   *hunt.Hunter
-	syncMgr  *gsync.Manager
-	relay    *relay.Server
-	sched    *scheduler.Scheduler
-	throttle *throttle.Resolver
-	vis      *visibility.Visibility
-	archive  *archive.Scope // GRASP-05 scope
-	roster   *roster.Source // shared by the rules, hosting, sync's hosted-here answer
-	space    *diskspace.Guard
+	metrics *metrics.Registry
+	store   *store.Store
+	purg    *purgatory.Purgatory
+	repos   *git.Repos
+	hosting *hosting.Hosting
+	hunter  *hunt.Hunter
+	// syncNow is the sync stack of the current leadership term (nil on a
+	// follower, or with sync disabled); syncSvc and syncSel build it.
+	syncNow atomic.Pointer[syncStack]
+	syncSvc nip34.Service
+	syncSel gsync.RelaySelector
+	// leading is set while this instance holds the leader lease.
+	leading     atomic.Bool
+	leaderGauge prometheus.Gauge
+	relay       *relay.Server
+	sched       *scheduler.Scheduler
+	throttle    *throttle.Resolver
+	vis         *visibility.Visibility
+	space       *diskspace.Guard
+	archive     *archive.Scope // GRASP-05 scope
+	roster      *roster.Source // shared by the rules, hosting, sync's hosted-here answer
 	// clientIP names a request's client behind server.trusted_proxies, for
 	// every per-IP limit (the gate's and git's).
 	clientIP func(*http.Request) string
-	health   *health.Tracker // nil with sync disabled
 
 	// life ends when the server stops; background work that is not a
 	// scheduled loop hangs on it so it never outlives the store.
@@ -186,7 +194,6 @@ func (s *Server) Start(ctx context.Context) error {
 		go s.metricSrv.Serve(mln) // ends when the shutdown below closes it
 	}
 	s.sched.Start(ctx)
-	s.hosting.Requeue(ctx)
 	s.log.Info("grasp listening", "addr", ln.Addr().String(), "public_url", s.cfg.Server.PublicURL,
 		"relay", s.cfg.RelayURL(), "data_dir", s.cfg.Server.DataDir, "metrics", s.metricsAddr())
 	go func() {

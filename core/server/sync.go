@@ -3,39 +3,80 @@ package server
 import (
 	"context"
 	"fmt"
+	stdsync "sync"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/nbd-wtf/go-nostr"
 
 	"github.com/grasp-dev/grasp/core/archive"
 	"github.com/grasp-dev/grasp/core/health"
 	"github.com/grasp-dev/grasp/core/nip34"
+	"github.com/grasp-dev/grasp/core/purgatory"
 	gsync "github.com/grasp-dev/grasp/core/sync"
 	"github.com/grasp-dev/grasp/core/sync/catchup"
 	"github.com/grasp-dev/grasp/core/sync/conn"
 )
 
-// startSync wires GRASP-02 event sync: the relay health tracker (persisted
-// in the side tables), the connection layer (events enter through the
-// relay's Ingest, the same pipeline as client events), the sync manager, and
-// the self-subscriber that feeds it from the relay's and purgatory's hooks.
-// It registers the "sync" loop with the scheduler, so Start runs it and
-// shutdown stops it before the store closes. With sync disabled it does
-// nothing.
-func (s *Server) startSync(svc nip34.Service, sel gsync.RelaySelector) error {
-	sc := s.cfg.Sync
-	if !sc.Enabled {
-		return nil
+// startSync wires GRASP-02 event sync: the relay's and purgatory's hooks
+// feed whichever sync stack runs now (none on a follower), and syncTerm,
+// run by the leader (leader.go), builds the stack: the relay health tracker
+// (persisted in the side tables), the connection layer (events enter
+// through the relay's Ingest, the same pipeline as client events), the sync
+// manager and the self-subscriber. A new leader builds a new stack; its
+// subscriber replays the stored and held announcements, so nothing observed
+// before is missed. With sync disabled it does nothing.
+func (s *Server) startSync(svc nip34.Service, sel gsync.RelaySelector) {
+	if !s.cfg.Sync.Enabled {
+		return
 	}
+	s.syncSvc, s.syncSel = svc, sel
+	s.relay.OnStored(func(ctx context.Context, evt *nostr.Event) {
+		if t := s.syncNow.Load(); t != nil {
+			t.sub.OnStored(ctx, evt)
+		}
+	})
+	s.purg.OnHold = append(s.purg.OnHold, func(e purgatory.Entry) {
+		if t := s.syncNow.Load(); t != nil {
+			t.sub.OnHold(e)
+		}
+	})
+	s.purg.OnRemove = append(s.purg.OnRemove, func(e purgatory.Entry, why string) {
+		if t := s.syncNow.Load(); t != nil {
+			t.sub.OnRemove(e, why)
+		}
+	})
+}
+
+// syncStack is one leadership term's sync.
+type syncStack struct {
+	mgr    *gsync.Manager
+	health *health.Tracker
+	sub    *gsync.Subscriber
+}
+
+// syncTerm runs GRASP-02 sync until ctx ends (this instance stops leading
+// or the server stops), then closes the connections, waits, and writes the
+// health records still pending, so no synced event reaches the store after
+// it returns. Its metrics are unregistered with it, for the next term.
+func (s *Server) syncTerm(ctx context.Context) error {
+	sc := s.cfg.Sync
+	svc := s.syncSvc
+	reg := &scopedRegisterer{Registerer: s.env.Metrics}
+	defer reg.unregisterAll()
+	e := s.env
+	e.Metrics = reg
 	// bootstrap relays are normalised where they are compared (nip34)
 	bootstrap := sc.BootstrapRelays
 	tracker, err := health.New(health.Options{
 		Config: s.cfg.Health, Cooldown: sc.RateLimitCooldown.D(), KV: s.store.Side(), Labelled: bootstrap,
-	}, s.env.Named("health"))
+	}, e.Named("health"))
 	if err != nil {
 		return fmt.Errorf("start sync: %w", err)
 	}
+	defer tracker.Close()
 	lim := s.cfg.Relay.Limits
-	syncEnv := s.env.Named("sync")
+	syncEnv := e.Named("sync")
 	dial, catchUpDial := conn.GuardedDialers(sc.ConnectPrivateAddresses, bootstrap, lim)
 	cu, err := catchup.New(catchup.Config{Dial: catchUpDial, Limits: lim}, syncEnv.Named("catchup"))
 	if err != nil {
@@ -51,10 +92,11 @@ func (s *Server) startSync(svc nip34.Service, sel gsync.RelaySelector) error {
 	if err != nil {
 		return fmt.Errorf("start sync: %w", err)
 	}
+	defer pool.Stop()
 	mgr, err := gsync.NewManager(gsync.Options{
 		Conns:    pool,
 		Health:   tracker,
-		Selector: sel, // relay selection plugins; nil keeps every listed relay
+		Selector: s.syncSel, // relay selection plugins; nil keeps every listed relay
 		Self:     svc.RelayURL(),
 		Config:   sc,
 		// "Synced here" has one definition: hosted here, as the GRASP
@@ -77,7 +119,6 @@ func (s *Server) startSync(svc nip34.Service, sel gsync.RelaySelector) error {
 		return fmt.Errorf("start sync: %w", err)
 	}
 	pool.Bind(mgr)
-	s.syncMgr, s.health = mgr, tracker
 	sub, err := gsync.NewSubscriber(gsync.SubscriberOptions{
 		Manager: mgr, Events: s.store.Events(), Held: s.purg, Spawn: s.background,
 		// GRASP-08: a private repository's events are never synced.
@@ -86,17 +127,43 @@ func (s *Server) startSync(svc nip34.Service, sel gsync.RelaySelector) error {
 	if err != nil {
 		return fmt.Errorf("start sync: %w", err)
 	}
-	s.relay.OnStored(sub.OnStored)
-	s.purg.OnHold = append(s.purg.OnHold, sub.OnHold)
-	s.purg.OnRemove = append(s.purg.OnRemove, sub.OnRemove)
-	s.sched.Go("sync", func(ctx context.Context) error {
-		err := sub.Run(ctx)
-		// The manager has stopped asking; close the connections and wait,
-		// so no synced event reaches the store after this returns, and
-		// write the health records still pending.
-		pool.Stop()
-		tracker.Close()
+	s.syncNow.Store(&syncStack{mgr: mgr, health: tracker, sub: sub})
+	defer s.syncNow.Store(nil)
+	return sub.Run(ctx)
+}
+
+// scopedRegisterer registers into the process registry and remembers what
+// it registered, so a part built once per leadership term can leave the
+// registry as it found it.
+type scopedRegisterer struct {
+	prometheus.Registerer
+	mu   stdsync.Mutex
+	done []prometheus.Collector
+}
+
+func (r *scopedRegisterer) Register(c prometheus.Collector) error {
+	if err := r.Registerer.Register(c); err != nil {
 		return err
-	})
+	}
+	r.mu.Lock()
+	r.done = append(r.done, c)
+	r.mu.Unlock()
 	return nil
+}
+
+func (r *scopedRegisterer) MustRegister(cs ...prometheus.Collector) {
+	for _, c := range cs {
+		if err := r.Register(c); err != nil {
+			panic(err)
+		}
+	}
+}
+
+func (r *scopedRegisterer) unregisterAll() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, c := range r.done {
+		r.Registerer.Unregister(c)
+	}
+	r.done = nil
 }

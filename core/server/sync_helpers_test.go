@@ -53,7 +53,11 @@ func hasMetric(s *Server, name string) bool {
 func relaySnapshot(s *Server, url string) gsync.RelaySnapshot {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	snap, err := s.syncMgr.Snapshot(ctx)
+	t := s.syncNow.Load()
+	if t == nil {
+		return gsync.RelaySnapshot{}
+	}
+	snap, err := t.mgr.Snapshot(ctx)
 	if err != nil {
 		return gsync.RelaySnapshot{}
 	}

@@ -15,7 +15,7 @@ import (
 )
 
 // Backup writes a consistent dump of the badger database (events and side
-// tables; with backend postgres only the side tables) to w while the store
+// tables; with backend postgres neither: both live in PostgreSQL) to w while the store
 // serves. It reads one snapshot: every write committed before the snapshot
 // is in the dump, none after it, so a record moved between two keys (a held
 // event released from purgatory into the events) is never half in it. Load
@@ -109,7 +109,7 @@ func Restore(opts Options, e env.Env, r io.Reader) error {
 // store directory; otherwise the database must exist.
 func openRaw(opts Options, e env.Env, fresh bool) (*badger.DB, error) {
 	e = e.OrDefaults()
-	opts.Backend = BackendBadger // events elsewhere or not, the side tables are here
+	opts.Backend = BackendBadger // the local database, whatever the backend
 	opts = opts.withDefaults()
 	if err := opts.validate(); err != nil {
 		return nil, err

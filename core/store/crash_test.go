@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"github.com/grasp-dev/grasp/internal/pgtest"
 	"os"
 	"os/exec"
 	"strconv"
@@ -32,7 +33,7 @@ func TestMain(m *testing.M) {
 	if mode := os.Getenv(rssModeEnv); mode != "" {
 		os.Exit(rssChild(mode, os.Getenv(rssDirEnv)))
 	}
-	os.Exit(m.Run())
+	pgtest.Main(m)
 }
 
 // crashChild saves events from several goroutines and prints each id only

@@ -84,6 +84,11 @@ func (e *events) writeDirect(ctx context.Context, kind opKind, evt *nostr.Event)
 		return errClosed
 	}
 	var err error
+	if kind != opDelete {
+		// before the insert commits: its notification must find the id
+		// here, or this instance would deliver its own event twice
+		e.s.own.add(evt.ID)
+	}
 	switch kind {
 	case opSave:
 		err = e.be.SaveEvent(ctx, evt)

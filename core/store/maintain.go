@@ -29,7 +29,11 @@ func (s *Store) Maintain(ctx context.Context) error {
 	if s.closed.Load() {
 		return errClosed
 	}
-	live, removed, err := s.removeExpired(ctx)
+	removeExpired := s.removeExpired
+	if s.pg != nil {
+		removeExpired = s.pgRemoveExpired
+	}
+	live, removed, err := removeExpired(ctx)
 	if removed > 0 {
 		s.m.sideExpired.Add(float64(removed))
 		s.log.Debug("removed expired side entries", "count", removed)

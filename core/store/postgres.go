@@ -1,6 +1,8 @@
 package store
 
 import (
+	"context"
+	"database/sql"
 	"fmt"
 
 	pgstore "github.com/fiatjaf/eventstore/postgresql"
@@ -32,11 +34,19 @@ func openPostgres(opts Options) (*pgstore.PostgresBackend, error) {
 		// author and kind.
 		KeepRecentEvents: true,
 	}
-	if err := pg.Init(); err != nil {
+	lockDB, err := sql.Open("postgres", opts.PostgresURL)
+	if err != nil {
+		return nil, fmt.Errorf("store: open postgres: %w", err)
+	}
+	defer lockDB.Close()
+	if err := migratePostgres(context.Background(), lockDB, pg.Init); err != nil {
 		if pg.DB != nil {
 			pg.DB.Close()
 		}
-		return nil, fmt.Errorf("store: open postgres event store: %w", err)
+		return nil, err
 	}
 	return pg, nil
 }
+
+// pgDB is the connection pool of the postgres backend.
+func (s *Store) pgDB() *sql.DB { return s.pg.DB.DB }

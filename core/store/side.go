@@ -25,7 +25,9 @@ const (
 	sideVersion     = 1
 )
 
-// Side holds durable non-event state in named buckets. Every mutation is
+// Side holds durable non-event state in named buckets: in the store's badger
+// database, or with the postgres backend in PostgreSQL (pgside.go), shared
+// by every instance on it. Every mutation is
 // acknowledged only after the same group-commit fsync as events. Entries
 // past their expiry (judged by the store's Clock) are invisible and are
 // removed by Maintain.
@@ -51,7 +53,7 @@ func (sd *Side) Get(bucket, key string) ([]byte, bool, error) {
 		val []byte
 		ok  bool
 	)
-	err := sd.view(func(tx *sideTx) error {
+	err := sd.view(func(tx SideTx) error {
 		var err error
 		val, ok, err = tx.Get(bucket, key)
 		return err
@@ -68,16 +70,22 @@ func (sd *Side) Delete(bucket, key string) error {
 // stops the scan and is returned. fn may call other Side methods. The value
 // slice is only valid during the call.
 func (sd *Side) Scan(bucket string, fn func(key string, val []byte, expires time.Time) error) error {
-	return sd.view(func(tx *sideTx) error { return tx.Scan(bucket, fn) })
+	return sd.view(func(tx SideTx) error { return tx.Scan(bucket, fn) })
 }
 
 // Update runs fn atomically: all of its writes commit together or none do,
 // and no other Update interleaves with it, so read-modify-write is safe. fn
 // runs exactly once and must use tx, not the Side (that would deadlock).
 // Update returns after the writes are fsynced.
+//
+// With PostgreSQL the tables are shared by every instance on the database,
+// and Update serialises with the Updates of all of them.
 func (sd *Side) Update(fn func(tx SideTx) error) error {
 	if sd.s.closed.Load() {
 		return errClosed
+	}
+	if sd.s.pg != nil {
+		return sd.pgUpdate(fn)
 	}
 	wrote, big, err := sd.commit(fn)
 	if err != nil || !wrote {
@@ -113,9 +121,12 @@ func (sd *Side) commit(fn func(tx SideTx) error) (wrote, big bool, err error) {
 	return true, tx.big, nil
 }
 
-func (sd *Side) view(fn func(tx *sideTx) error) error {
+func (sd *Side) view(fn func(tx SideTx) error) error {
 	if sd.s.closed.Load() {
 		return errClosed
+	}
+	if sd.s.pg != nil {
+		return fn(&pgSideTx{q: sd.s.pgDB(), now: sd.s.env.Clock.Now(), readOnly: true})
 	}
 	return sd.s.db.View(func(txn *badger.Txn) error {
 		return fn(&sideTx{txn: txn, now: sd.s.env.Clock.Now(), readOnly: true})

@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/grasp-dev/grasp/core/env"
+	"github.com/grasp-dev/grasp/internal/pgtest"
 )
 
 var epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -33,8 +34,27 @@ func scanAll(t *testing.T, sd *Side, bucket string) []string {
 	return out
 }
 
-func TestSidePutGetDeleteScan(t *testing.T) {
-	sd := openTest(t, Options{}).Side()
+// opener opens a store on one backend; for postgres every call in one test
+// opens the same database, so a reopen sees what was written before.
+type opener func(t testing.TB, opts Options, e env.Env) *Store
+
+// onBothBackends runs a conformance test against badger and PostgreSQL: the
+// side tables must behave the same on either.
+func onBothBackends(t *testing.T, test func(t *testing.T, open opener)) {
+	t.Run("badger", func(t *testing.T) { test(t, openTestEnv) })
+	t.Run("postgres", func(t *testing.T) {
+		url := pgtest.DB(t)
+		test(t, func(t testing.TB, opts Options, e env.Env) *Store {
+			opts.Backend, opts.PostgresURL = BackendPostgres, url
+			return openTestEnv(t, opts, e)
+		})
+	})
+}
+
+func TestSidePutGetDeleteScan(t *testing.T) { onBothBackends(t, testSidePutGetDeleteScan) }
+
+func testSidePutGetDeleteScan(t *testing.T, open opener) {
+	sd := open(t, Options{}, env.Env{}).Side()
 	for _, kv := range [][3]string{{"a", "2", "two"}, {"a", "1", "one"}, {"ab", "1", "other bucket"}, {"a", "3", ""}} {
 		if err := sd.Put(kv[0], kv[1], []byte(kv[2]), 0); err != nil {
 			t.Fatalf("put %v: %v", kv, err)
@@ -69,8 +89,12 @@ func TestSidePutGetDeleteScan(t *testing.T) {
 }
 
 func TestG01P1_SideEntriesExpireInvisiblyByTheStoreClock(t *testing.T) {
+	onBothBackends(t, testSideExpiry)
+}
+
+func testSideExpiry(t *testing.T, open opener) {
 	fc := clock.NewFake(epoch)
-	sd := openTestEnv(t, Options{}, env.Env{Clock: fc}).Side()
+	sd := open(t, Options{}, env.Env{Clock: fc}).Side()
 	if err := sd.Put("purgatory", "held", []byte("evt"), 30*time.Minute); err != nil {
 		t.Fatal(err)
 	}
@@ -115,8 +139,10 @@ func TestG01P1_SideEntriesExpireInvisiblyByTheStoreClock(t *testing.T) {
 	}
 }
 
-func TestSideRejectsBadInput(t *testing.T) {
-	sd := openTest(t, Options{}).Side()
+func TestSideRejectsBadInput(t *testing.T) { onBothBackends(t, testSideRejectsBadInput) }
+
+func testSideRejectsBadInput(t *testing.T, open opener) {
+	sd := open(t, Options{}, env.Env{}).Side()
 	for name, put := range map[string]func() error{
 		"empty bucket":   func() error { return sd.Put("", "k", nil, 0) },
 		"NUL in bucket":  func() error { return sd.Put("a\x00b", "k", nil, 0) },
@@ -136,8 +162,10 @@ func TestSideRejectsBadInput(t *testing.T) {
 	}
 }
 
-func TestSideUpdateIsAtomic(t *testing.T) {
-	sd := openTest(t, Options{}).Side()
+func TestSideUpdateIsAtomic(t *testing.T) { onBothBackends(t, testSideUpdateIsAtomic) }
+
+func testSideUpdateIsAtomic(t *testing.T, open opener) {
+	sd := open(t, Options{}, env.Env{}).Side()
 	if err := sd.Put("health", "relay-a", []byte("up"), 0); err != nil {
 		t.Fatal(err)
 	}
@@ -161,7 +189,11 @@ func TestSideUpdateIsAtomic(t *testing.T) {
 
 // Concurrent read-modify-write through Update must lose no increment.
 func TestSideUpdateSerialisesReadModifyWrite(t *testing.T) {
-	sd := openTest(t, Options{}).Side()
+	onBothBackends(t, testSideUpdateSerialises)
+}
+
+func testSideUpdateSerialises(t *testing.T, open opener) {
+	sd := open(t, Options{}, env.Env{}).Side()
 	const workers, each = 8, 20
 	var wg sync.WaitGroup
 	for range workers {
@@ -194,13 +226,12 @@ func TestSideUpdateSerialisesReadModifyWrite(t *testing.T) {
 	}
 }
 
-func TestSideEntriesSurviveReopen(t *testing.T) {
+func TestSideEntriesSurviveReopen(t *testing.T) { onBothBackends(t, testSideSurvivesReopen) }
+
+func testSideSurvivesReopen(t *testing.T, open opener) {
 	dir := t.TempDir()
 	fc := clock.NewFake(epoch)
-	s, err := New(Options{Dir: dir}, env.Env{Clock: fc})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := open(t, Options{Dir: dir}, env.Env{Clock: fc})
 	if err := s.Side().Put("rejected", "id1", []byte("spam"), time.Hour); err != nil {
 		t.Fatal(err)
 	}
@@ -208,7 +239,7 @@ func TestSideEntriesSurviveReopen(t *testing.T) {
 		t.Fatal(err)
 	}
 	fc.Advance(59 * time.Minute) // downtime counts against the ttl
-	sd := openTestEnv(t, Options{Dir: dir}, env.Env{Clock: fc}).Side()
+	sd := open(t, Options{Dir: dir}, env.Env{Clock: fc}).Side()
 	if v, ok, err := sd.Get("rejected", "id1"); !ok || err != nil || string(v) != "spam" {
 		t.Fatalf("after reopen got %q %v %v", v, ok, err)
 	}

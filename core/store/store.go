@@ -10,9 +10,12 @@
 // that applies a batch and syncs once for all of it (strfry's design), because
 // badger's own SyncWrites issues one msync per transaction.
 //
-// With Backend "postgres" events live in PostgreSQL instead (its commit is
-// durable on its own, and it is shared between instances); the side tables
-// stay in the local badger database.
+// With Backend "postgres" events and the side tables live in PostgreSQL
+// instead (its commit is durable on its own), shared by every grasp instance
+// on the database: the schema is versioned (pgschema.go) and migrated at
+// start-up under an advisory lock, side-table transactions serialise across
+// instances (pgside.go), and Notifier fans stored events out between them.
+// The local badger database is then opened but holds nothing.
 //
 // Events whose content exceeds what the backend's codec holds (64 KiB) are
 // stored in two records (large.go), so the relay's content limit is not
@@ -50,8 +53,8 @@ type Options struct {
 	Dir string
 
 	// Backend selects where events live: "badger" (default, embedded) or
-	// "postgres" (scale-out; PostgresURL is then required). Side tables
-	// always stay in the local badger database.
+	// "postgres" (scale-out; PostgresURL is then required). With postgres
+	// the side tables live there too.
 	Backend string
 	// PostgresURL is the lib/pq connection string for Backend "postgres".
 	PostgresURL string
@@ -184,10 +187,13 @@ type Store struct {
 	dbDir   string
 	backend *ebadger.BadgerBackend
 	pg      *pgstore.PostgresBackend // nil unless Backend is postgres
-	db      *badger.DB
-	m       *metrics
-	w       *writer
-	wals    *walSyncer
+	// own and delivered are the ids this instance stored and the ids
+	// Follow delivered (postgres only; pgfeed.go).
+	own, delivered *idRing
+	db             *badger.DB
+	m              *metrics
+	w              *writer
+	wals           *walSyncer
 	// vthreshold is badger's value-log threshold as configured.
 	vthreshold int64
 	events     *events
@@ -268,6 +274,7 @@ func New(opts Options, e env.Env) (*Store, error) {
 			return nil, err
 		}
 		s.events = &events{s: s, be: s.pg, direct: true}
+		s.own, s.delivered = newIDRing(pgRememberIDs), newIDRing(pgRememberIDs)
 	}
 	// Registered last, so a failed Open leaves the registry as it was.
 	if err := m.register(e.Metrics); err != nil {

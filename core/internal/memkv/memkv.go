@@ -31,6 +31,14 @@ func (k *KV) Put(bucket, key string, val []byte, _ time.Duration) error {
 	return nil
 }
 
+// Get returns a copy of the value of key.
+func (k *KV) Get(bucket, key string) ([]byte, bool, error) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	v, ok := k.m[bucket][key]
+	return append([]byte(nil), v...), ok, nil
+}
+
 // Delete removes key; a missing key is not an error.
 func (k *KV) Delete(bucket, key string) error {
 	k.mu.Lock()
