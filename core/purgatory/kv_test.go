@@ -79,6 +79,9 @@ func TestReloadFollowsAnotherInstance(t *testing.T) {
 		if err != nil || len(evs) != 1 {
 			t.Fatalf("B released %v, %v", evs, err)
 		}
+		if err := b.Published(evs); err != nil { // B stored it: now it leaves purgatory
+			t.Fatal(err)
+		}
 		if _, err := a.Reload(bucketHeld, st.ID); err != nil {
 			t.Fatal(err)
 		}
