@@ -231,19 +231,27 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !h.authorizeRead(w, r, repo, owner, id) {
 		return
 	}
+	h.serveService(w, r, sub, repo, dir, dir)
+}
+
+// serveService answers one smart-HTTP request sub of repo: reads (refs
+// advertisement, fetch) from the repository at read, a push into dir.
+// They differ for a GRASP-06 /prs/ path without a repository yet, whose
+// reads come from the shared empty repository.
+func (h *handler) serveService(w http.ResponseWriter, r *http.Request, sub string, repo nip34.RepoRef, read, dir string) {
 	switch sub {
 	case "info/refs":
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
 			methodNotAllowed(w, "GET, HEAD")
 			return
 		}
-		h.serveInfoRefs(w, r, dir)
+		h.serveInfoRefs(w, r, read)
 	case svcUpload:
 		if r.Method != http.MethodPost {
 			methodNotAllowed(w, "POST")
 			return
 		}
-		h.serveUploadPack(w, r, dir)
+		h.serveUploadPack(w, r, read)
 	case svcReceive:
 		if r.Method != http.MethodPost {
 			methodNotAllowed(w, "POST")

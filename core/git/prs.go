@@ -251,28 +251,7 @@ func (h *handler) servePRs(w http.ResponseWriter, r *http.Request) {
 	if !isRepoDir(dir) {
 		read = h.repos.empty
 	}
-	switch sub {
-	case "info/refs":
-		if r.Method != http.MethodGet && r.Method != http.MethodHead {
-			methodNotAllowed(w, "GET, HEAD")
-			return
-		}
-		h.serveInfoRefs(w, r, read)
-	case svcUpload:
-		if r.Method != http.MethodPost {
-			methodNotAllowed(w, "POST")
-			return
-		}
-		h.serveUploadPack(w, r, read)
-	case svcReceive:
-		if r.Method != http.MethodPost {
-			methodNotAllowed(w, "POST")
-			return
-		}
-		h.serveReceivePack(w, r, repo, dir)
-	default:
-		gitNotFound(w)
-	}
+	h.serveService(w, r, sub, repo, read, dir)
 }
 
 // authorizePRs gathers the inputs of AuthorizePRs: the refs now (none for
