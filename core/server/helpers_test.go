@@ -123,6 +123,21 @@ func newServer(cfg config.Config, b Build, ext Extensions, e env.Env) (*Server, 
 	return New(Options{Config: cfg, Build: b, Metrics: reg, Store: st, Extensions: ext}, e)
 }
 
+// serveUntilCleanup starts srv and stops it (waiting for it) when the test
+// or benchmark ends.
+func serveUntilCleanup(tb testing.TB, srv *Server) {
+	tb.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	if err := srv.Start(ctx); err != nil {
+		cancel()
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() {
+		cancel()
+		srv.Wait()
+	})
+}
+
 type key struct {
 	sk, pk, npub string
 }

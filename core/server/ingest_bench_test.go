@@ -77,15 +77,7 @@ func startHeldBench(b *testing.B) *benchServer {
 	if err != nil {
 		b.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	if err := srv.Start(ctx); err != nil {
-		cancel()
-		b.Fatal(err)
-	}
-	b.Cleanup(func() {
-		cancel()
-		srv.Wait()
-	})
+	serveUntilCleanup(b, srv)
 	return &benchServer{srv: srv, ws: cfg.RelayURL(), cfg: cfg}
 }
 

@@ -13,7 +13,6 @@ import (
 
 	"github.com/grasp-dev/grasp/core/config"
 	"github.com/grasp-dev/grasp/core/env"
-	"github.com/grasp-dev/grasp/core/metrics"
 	"github.com/grasp-dev/grasp/internal/pgtest"
 )
 
@@ -66,25 +65,11 @@ func benchMulti(b *testing.B, n int) {
 		if err := cfg.Validate(); err != nil {
 			b.Fatal(err)
 		}
-		reg := metrics.New("bench", "")
-		e := env.Env{Metrics: reg.Registerer()}
-		st, err := OpenStore(cfg, e)
+		srv, err := newServer(cfg, Build{Version: "bench"}, Extensions{}, env.Env{})
 		if err != nil {
 			b.Fatal(err)
 		}
-		srv, err := New(Options{Config: cfg, Build: Build{Version: "bench"}, Metrics: reg, Store: st}, e)
-		if err != nil {
-			b.Fatal(err)
-		}
-		ctx, cancel := context.WithCancel(context.Background())
-		if err := srv.Start(ctx); err != nil {
-			cancel()
-			b.Fatal(err)
-		}
-		b.Cleanup(func() {
-			cancel()
-			srv.Wait()
-		})
+		serveUntilCleanup(b, srv)
 		wss = append(wss, "ws://"+cfg.Server.Listen)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)

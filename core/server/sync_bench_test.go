@@ -48,15 +48,7 @@ func startBenchServer(tb testing.TB, syncOn bool) *benchServer {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	if err := srv.Start(ctx); err != nil {
-		cancel()
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() {
-		cancel()
-		srv.Wait()
-	})
+	serveUntilCleanup(tb, srv)
 	return &benchServer{srv: srv, ws: cfg.RelayURL(), cfg: cfg}
 }
 
