@@ -7,6 +7,7 @@ import (
 
 	"github.com/grasp-dev/grasp/core/clock"
 	"github.com/grasp-dev/grasp/core/policy"
+	"github.com/grasp-dev/grasp/internal/testlog"
 	"github.com/grasp-dev/grasp/internal/testwait"
 )
 
@@ -114,7 +115,7 @@ func TestRunawayScriptTimesOut(t *testing.T) {
 			write(t, dir, "loop.js", `module.exports = { accept(e) { if (e.content === "loop") { for(;;){} } } };`)
 			write(t, dir, "next.js", `module.exports = { accept(e) { return "second plugin ran" } };`)
 			clk := clock.NewFake(t0)
-			var logs syncBuf
+			var logs testlog.Buffer
 			s := mustSet(t, Options{Dir: dir, PoolSize: 1, Clock: clk, Logger: testLogger(&logs), Accept: []Spec{
 				{Name: "loop", File: "loop.js", OnError: c.onError}, acceptSpec("next", "next.js"),
 			}})
@@ -157,7 +158,7 @@ func TestCanceledContextInterrupts(t *testing.T) {
 func TestThrowingPluginFailsClosedAndLogsStack(t *testing.T) {
 	dir := t.TempDir()
 	write(t, dir, "throw.js", "function helper(){ throw new Error(\"kaboom\") }\nmodule.exports = { accept(e) { helper() } };")
-	var logs syncBuf
+	var logs testlog.Buffer
 	clk := clock.NewFake(t0)
 	s := mustSet(t, Options{Dir: dir, PoolSize: 1, Clock: clk, Logger: testLogger(&logs), Accept: []Spec{acceptSpec("throw", "throw.js")}})
 	for i := 0; i < 5; i++ {

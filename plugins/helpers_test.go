@@ -14,6 +14,7 @@ import (
 
 	"github.com/grasp-dev/grasp/core/clock"
 	"github.com/grasp-dev/grasp/core/policy"
+	"github.com/grasp-dev/grasp/internal/testlog"
 	"github.com/grasp-dev/grasp/internal/testwait"
 )
 
@@ -31,25 +32,7 @@ func write(t testing.TB, dir, name, body string) string {
 	return p
 }
 
-// syncBuf is a goroutine-safe log sink.
-type syncBuf struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuf) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuf) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
-func testLogger(buf *syncBuf) hclog.Logger {
+func testLogger(buf *testlog.Buffer) hclog.Logger {
 	return hclog.New(&hclog.LoggerOptions{Output: buf, Level: hclog.Debug})
 }
 

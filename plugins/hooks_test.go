@@ -13,6 +13,7 @@ import (
 	"github.com/grasp-dev/grasp/core/policy"
 	"github.com/grasp-dev/grasp/core/purgatory"
 	gsync "github.com/grasp-dev/grasp/core/sync"
+	"github.com/grasp-dev/grasp/internal/testlog"
 )
 
 func cands(urls ...string) []gsync.Candidate {
@@ -32,7 +33,7 @@ func TestSelectRelaysFold(t *testing.T) {
 	} };`)
 	write(t, dir, "none.js", `module.exports = { selectRelays() {} };`)
 	write(t, dir, "bad.js", `module.exports = { selectRelays() { return "wss://a" } };`)
-	var logs syncBuf
+	var logs testlog.Buffer
 	s := mustSet(t, Options{Dir: dir, PoolSize: 1, Logger: testLogger(&logs), RelaySelection: []Spec{
 		{Name: "rev", File: "rev.js"}, {Name: "none", File: "none.js"}, {Name: "bad", File: "bad.js"},
 		{Name: "drop", File: "drop.js", Config: map[string]any{"drop": "wss://b"}},
@@ -139,7 +140,7 @@ func TestKVTTLAndRateLimitUseInjectedClock(t *testing.T) {
 func TestLogAndConsoleReachHclog(t *testing.T) {
 	dir := t.TempDir()
 	write(t, dir, "p.js", `console.log("loading"); module.exports = { accept(e) { grasp.log.warn("looked at", {kind: e.kind}); console.error("oops", 1) } };`)
-	var logs syncBuf
+	var logs testlog.Buffer
 	s := mustSet(t, Options{Dir: dir, PoolSize: 1, Logger: testLogger(&logs), Accept: []Spec{acceptSpec("lg", "p.js")}})
 	s.Accept(context.Background(), testEvent(7, ""), clientMeta())
 	out := logs.String()

@@ -14,6 +14,7 @@ import (
 
 	"github.com/grasp-dev/grasp/core/clock"
 	"github.com/grasp-dev/grasp/core/policy"
+	"github.com/grasp-dev/grasp/internal/testlog"
 	"github.com/grasp-dev/grasp/internal/testwait"
 )
 
@@ -75,7 +76,7 @@ func TestConcurrentAcceptIsRaceFree(t *testing.T) {
 func TestReloadSwapsAndFailureKeepsOldSet(t *testing.T) {
 	dir := t.TempDir()
 	write(t, dir, "p.js", `module.exports = { accept() { return "v1" } };`)
-	var logs syncBuf
+	var logs testlog.Buffer
 	opts := Options{Dir: dir, PoolSize: 2, Clock: clock.NewFake(t0), Accept: []Spec{acceptSpec("p", "p.js")}, Logger: testLogger(&logs)}
 	h, err := New(opts)
 	if err != nil {

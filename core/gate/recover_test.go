@@ -1,11 +1,9 @@
 package gate
 
 import (
-	"bytes"
 	"context"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -15,6 +13,7 @@ import (
 
 	"github.com/grasp-dev/grasp/core/env"
 	"github.com/grasp-dev/grasp/core/policy"
+	"github.com/grasp-dev/grasp/internal/testlog"
 )
 
 // panickyBackend panics inside Query and Count while armed, as a bug in the
@@ -54,29 +53,12 @@ func (p *panickyPrivate) Named(context.Context, nostr.Filter) func(string) bool 
 }
 func (p *panickyPrivate) MayWrite(context.Context, string, *nostr.Event) bool { return true }
 
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // Audit F18c (issue 11 part 6): a panic while serving any client message
 // (EVENT, REQ, COUNT, NEG-OPEN) is logged with its stack, answered with
 // "error:" in the verb's own answer, and the connection and the process go
 // on; the same messages without the injected panic are served.
 func TestAbuse_F18c_PanicInAMessageHandlerIsAnsweredAndSurvived(t *testing.T) {
-	logs := &lockedBuffer{}
+	logs := &testlog.Buffer{}
 	st := newLockedStore()
 	tb := &testBackend{store: st}
 	pb := &panickyBackend{testBackend: tb}

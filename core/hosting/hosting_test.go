@@ -1,7 +1,6 @@
 package hosting
 
 import (
-	"bytes"
 	"context"
 	"os"
 	"os/exec"
@@ -22,6 +21,7 @@ import (
 	"github.com/grasp-dev/grasp/core/nip34"
 	"github.com/grasp-dev/grasp/core/policy"
 	"github.com/grasp-dev/grasp/core/purgatory"
+	"github.com/grasp-dev/grasp/internal/testlog"
 )
 
 // countingStore is the main store, counting the queries by kind so a test
@@ -87,27 +87,7 @@ type rig struct {
 	purg      *purgatory.Purgatory
 	repos     *git.Repos
 	published []*nostr.Event
-	logs      *syncBuffer // the info log of every part
-}
-
-// syncBuffer is a log sink safe for the goroutines a rig may start.
-type syncBuffer struct {
-	mu stdsync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) take() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	out := s.b.String()
-	s.b.Reset()
-	return out
+	logs      *testlog.Buffer // the info log of every part
 }
 
 func newRig(t *testing.T) *rig {
@@ -116,7 +96,7 @@ func newRig(t *testing.T) *rig {
 	if err := st.inner.Init(); err != nil {
 		t.Fatal(err)
 	}
-	logs := &syncBuffer{}
+	logs := &testlog.Buffer{}
 	e := env.Env{Clock: clock.NewFake(time.Now()), Log: hclog.New(&hclog.LoggerOptions{Output: logs, Level: hclog.Info})}
 	p, err := purgatory.New(purgatory.Options{KV: &memkv.KV{}}, e)
 	if err != nil {

@@ -24,7 +24,7 @@ func TestInfoLogLines(t *testing.T) {
 	repo := nip34.RepoRef{Pubkey: a.pk, Identifier: "r"}
 	expect := func(what string, want []string, not ...string) {
 		t.Helper()
-		got := r.logs.take()
+		got := r.logs.Take()
 		for _, w := range want {
 			if !strings.Contains(got, w) {
 				t.Errorf("%s: the log lacks %q:\n%s", what, w, got)
@@ -74,7 +74,7 @@ func TestInfoLogLines(t *testing.T) {
 	if _, err := r.h.Hold(ctx, late, policy.Decision{Outcome: policy.Hold, Effects: []policy.Effect{{Kind: policy.AwaitGitData, Repo: repo, OIDs: []string{strings.Repeat("1", 40)}}}}, policy.Meta{}); err != nil {
 		t.Fatal(err)
 	}
-	r.logs.take()
+	r.logs.Take()
 	r.h.clk.(*clock.Fake).Advance(time.Hour)
 	if err := r.h.Sweep(ctx); err != nil {
 		t.Fatal(err)
@@ -92,7 +92,7 @@ func TestG05_InfoLogLineWhenArchived(t *testing.T) {
 	if _, err := r.h.Hold(context.Background(), ann, d, policy.Meta{Source: policy.SourceSync}); err != nil {
 		t.Fatal(err)
 	}
-	got := r.logs.take()
+	got := r.logs.Take()
 	if want := "[INFO]  repository archived (GRASP-05): created, its git data is fetched from the servers its announcement lists: repo=" + repo.String() + " source=sync"; !strings.Contains(got, want) {
 		t.Fatalf("the log lacks %q:\n%s", want, got)
 	}

@@ -1,7 +1,6 @@
 package scheduler
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"strings"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/grasp-dev/grasp/core/clock"
 	"github.com/grasp-dev/grasp/core/env"
+	"github.com/grasp-dev/grasp/internal/testlog"
 	"github.com/grasp-dev/grasp/internal/testwait"
 )
 
@@ -23,29 +23,12 @@ type harness struct {
 	t   *testing.T
 	clk *clock.Fake
 	reg *prometheus.Registry
-	log *syncBuffer
+	log *testlog.Buffer
 	s   *Scheduler
 }
 
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (w *syncBuffer) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.b.Write(p)
-}
-
-func (w *syncBuffer) String() string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.b.String()
-}
-
 func newHarness(t *testing.T) *harness {
-	h := &harness{t: t, clk: clock.NewFake(epoch), reg: prometheus.NewRegistry(), log: &syncBuffer{}}
+	h := &harness{t: t, clk: clock.NewFake(epoch), reg: prometheus.NewRegistry(), log: &testlog.Buffer{}}
 	logger := hclog.New(&hclog.LoggerOptions{Output: h.log, Level: hclog.Trace})
 	h.s = New(Options{}, env.Env{Clock: h.clk, Log: logger, Metrics: h.reg})
 	t.Cleanup(h.s.Stop)

@@ -1,30 +1,29 @@
 package store
 
 import (
-	"bytes"
 	"context"
 	"log"
 	"os"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/nbd-wtf/go-nostr"
 
 	"github.com/grasp-dev/grasp/core/env"
+	"github.com/grasp-dev/grasp/internal/testlog"
 )
 
 // A store created now logs "store created" and nothing that reads as data
 // loss (eventstore's "migration 5: delete all indexes" is for old
 // databases); events saved in it are found by their indexes after a reopen.
 func TestFreshStoreSaysCreatedNotMigrated(t *testing.T) {
-	var std lockedBuffer
+	var std testlog.Buffer
 	log.SetOutput(&std)
 	t.Cleanup(func() { log.SetOutput(os.Stderr) })
 	// the store logs from its own goroutines too (the negentropy index
 	// loads in the background): the buffer is read under the same lock
-	var ours lockedBuffer
+	var ours testlog.Buffer
 	lg := hclog.New(&hclog.LoggerOptions{Output: &ours, Level: hclog.Info})
 
 	dir := t.TempDir()
@@ -56,29 +55,4 @@ func TestFreshStoreSaysCreatedNotMigrated(t *testing.T) {
 	if len(got) != 1 || got[0].ID != evt.ID {
 		t.Errorf("query by tag after reopen = %v, want the saved event", got)
 	}
-}
-
-// lockedBuffer is a bytes.Buffer safe for a logger writing from other
-// goroutines while the test reads it.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
-func (l *lockedBuffer) Reset() {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.b.Reset()
 }
