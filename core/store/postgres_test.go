@@ -114,31 +114,7 @@ func TestPostgresSideTablesAreSharedBetweenInstances(t *testing.T) {
 		t.Fatalf("instance B reads %q %v %v, want what A wrote", v, ok, err)
 	}
 	const each = 25
-	var wg sync.WaitGroup
-	for _, s := range []*Store{a, b, a, b} {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for range each {
-				err := s.Side().Update(func(tx SideTx) error {
-					v, _, err := tx.Get("ctr", "n")
-					if err != nil {
-						return err
-					}
-					var n uint64
-					if len(v) == 8 {
-						n = binary.BigEndian.Uint64(v)
-					}
-					return tx.Put("ctr", "n", binary.BigEndian.AppendUint64(nil, n+1), 0)
-				})
-				if err != nil {
-					t.Errorf("increment: %v", err)
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
+	incrementConcurrently(t, []*Side{a.Side(), b.Side(), a.Side(), b.Side()}, each)
 	v, _, err := a.Side().Get("ctr", "n")
 	if err != nil || len(v) != 8 || binary.BigEndian.Uint64(v) != 4*each {
 		t.Fatalf("counter = %v (%v), want %d: an increment was lost between instances", v, err, 4*each)

@@ -195,31 +195,11 @@ func TestSideUpdateSerialisesReadModifyWrite(t *testing.T) {
 func testSideUpdateSerialises(t *testing.T, open opener) {
 	sd := open(t, Options{}, env.Env{}).Side()
 	const workers, each = 8, 20
-	var wg sync.WaitGroup
-	for range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for range each {
-				err := sd.Update(func(tx SideTx) error {
-					v, _, err := tx.Get("ctr", "n")
-					if err != nil {
-						return err
-					}
-					var n uint64
-					if len(v) == 8 {
-						n = binary.BigEndian.Uint64(v)
-					}
-					return tx.Put("ctr", "n", binary.BigEndian.AppendUint64(nil, n+1), 0)
-				})
-				if err != nil {
-					t.Errorf("increment: %v", err)
-					return
-				}
-			}
-		}()
+	sides := make([]*Side, workers)
+	for i := range sides {
+		sides[i] = sd
 	}
-	wg.Wait()
+	incrementConcurrently(t, sides, each)
 	v, _, err := sd.Get("ctr", "n")
 	if err != nil || binary.BigEndian.Uint64(v) != workers*each {
 		t.Fatalf("counter = %v (%v), want %d", v, err, workers*each)
@@ -425,4 +405,33 @@ func TestWALSyncerFollowsRotations(t *testing.T) {
 	if n != 300 {
 		t.Fatalf("after reopen found %d of 300 entries", n)
 	}
+}
+
+// incrementConcurrently runs one goroutine per entry of sides, each adding
+// 1 each times to the counter ctr/n in a read-modify-write Update.
+func incrementConcurrently(t *testing.T, sides []*Side, each int) {
+	t.Helper()
+	var wg sync.WaitGroup
+	for _, sd := range sides {
+		wg.Go(func() {
+			for range each {
+				err := sd.Update(func(tx SideTx) error {
+					v, _, err := tx.Get("ctr", "n")
+					if err != nil {
+						return err
+					}
+					var n uint64
+					if len(v) == 8 {
+						n = binary.BigEndian.Uint64(v)
+					}
+					return tx.Put("ctr", "n", binary.BigEndian.AppendUint64(nil, n+1), 0)
+				})
+				if err != nil {
+					t.Errorf("increment: %v", err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
 }
