@@ -122,20 +122,16 @@ func runAbuse(ctx context.Context, o abuseOpts, command string, stderr io.Writer
 	logf := logger(stderr)
 	raiseFileLimit()
 	res := &abuseResult{Machine: describeMachine(), Command: command}
-	tmp, cleanup, err := o.workDir("grasp-abuse-", logf)
+	tmp, cleanup, c, sum, err := o.prepare("grasp-abuse-", o.events, logf)
 	if err != nil {
 		return nil, err
 	}
 	defer cleanup()
-	c, err := loadOrGenerate(o.corpusDir, o.events, o.seed, logf)
-	if err != nil {
-		return nil, err
-	}
-	res.Corpus = summarise(c, corpusPath(o.corpusDir, o.events, o.seed), len(c.items))
+	res.Corpus = sum
 	res.Settings = map[string]any{"hold": o.hold.String(), "flood_mb": o.floodMB, "flood_conns": o.floodConns,
 		"slow_conns": o.slowConns, "slow_reqs": o.slowReqs, "big_issues": o.bigIssues, "big_issue_kb": o.bigIssueKB,
 		"neg_conns": o.negConns, "neg_per_conn": o.negPerConn, "conn_attempts": o.connAttempts, "grasp_bin": o.build.graspBin}
-	o.build.baselineBin = "unused" // the abuse command measures grasp alone
+	o.build.noBaseline = true // the abuse command measures grasp alone
 	bins, err := prepareBinaries(ctx, o.build, tmp, logf)
 	if err != nil {
 		return res, err

@@ -81,17 +81,13 @@ func scaleCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 func runScale(ctx context.Context, o scaleOpts, stderr io.Writer) (*scaleResult, error) {
 	logf := logger(stderr)
 	res := &scaleResult{Machine: describeMachine(), Command: "grasp-bench " + strings.Join(os.Args[1:], " "), Servers: map[string][]pointRun{}}
-	tmp, cleanup, err := o.workDir("grasp-bench-scale-", logf)
+	last := o.points[len(o.points)-1]
+	tmp, cleanup, c, sum, err := o.prepare("grasp-bench-scale-", last, logf)
 	if err != nil {
 		return nil, err
 	}
 	defer cleanup()
-	last := o.points[len(o.points)-1]
-	c, err := loadOrGenerate(o.corpusDir, last, o.seed, logf)
-	if err != nil {
-		return nil, err
-	}
-	res.Corpus = summarise(c, corpusPath(o.corpusDir, last, o.seed), last)
+	res.Corpus = sum
 	for i, n := range o.points {
 		o.points[i] = c.boundary(n)
 	}

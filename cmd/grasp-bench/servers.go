@@ -29,13 +29,14 @@ type buildOpts struct {
 	tags        []string
 	profile     bool // build grasp with the benchprofile tag
 	libsecp     bool // also build grasp with -tags libsecp256k1
+	noBaseline  bool // grasp alone: neither build nor use the baseline
 }
 
 // prepareBinaries builds what was not given, from the module the command
 // runs in, into dir.
 func prepareBinaries(ctx context.Context, o buildOpts, dir string, logf func(string, ...any)) (binaries, error) {
 	b := binaries{grasp: o.graspBin, baseline: o.baselineBin}
-	need := b.grasp == "" || b.baseline == "" || o.libsecp
+	need := b.grasp == "" || (b.baseline == "" && !o.noBaseline) || o.libsecp
 	if !need {
 		return b, nil
 	}
@@ -61,7 +62,7 @@ func prepareBinaries(ctx context.Context, o buildOpts, dir string, logf func(str
 			return b, err
 		}
 	}
-	if b.baseline == "" {
+	if b.baseline == "" && !o.noBaseline {
 		b.baseline = filepath.Join(dir, "baseline")
 		logf("building the baseline relay")
 		if err := goBuild(ctx, root, "./cmd/grasp-bench/internal/baseline", b.baseline, nil); err != nil {

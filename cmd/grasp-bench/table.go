@@ -63,6 +63,21 @@ func (o commonOpts) workDir(prefix string, logf func(string, ...any)) (string, f
 	return tmp, func() { os.RemoveAll(tmp) }, nil
 }
 
+// prepare makes the run's temporary directory (cleanup removes it unless
+// -keep) and loads or generates the corpus of n events, with its summary.
+func (o commonOpts) prepare(prefix string, n int, logf func(string, ...any)) (tmp string, cleanup func(), c *corpus, sum corpusSummary, err error) {
+	tmp, cleanup, err = o.workDir(prefix, logf)
+	if err != nil {
+		return "", nil, nil, sum, err
+	}
+	c, err = loadOrGenerate(o.corpusDir, n, o.seed, logf)
+	if err != nil {
+		cleanup()
+		return "", nil, nil, sum, err
+	}
+	return tmp, cleanup, c, summarise(c, corpusPath(o.corpusDir, n, o.seed), min(n, len(c.items))), nil
+}
+
 // emit prints what was measured, also after a failure part-way, and
 // writes it as JSON when asked.
 func emit[T any](res *T, err error, print func(*T), jsonPath string) error {
@@ -184,16 +199,12 @@ func summarise(c *corpus, path string, n int) corpusSummary {
 func runTable(ctx context.Context, o tableOpts, stderr io.Writer) (*tableResult, error) {
 	logf := logger(stderr)
 	res := &tableResult{Machine: describeMachine(), Command: "grasp-bench " + strings.Join(os.Args[1:], " ")}
-	tmp, cleanup, err := o.workDir("grasp-bench-", logf)
+	tmp, cleanup, c, sum, err := o.prepare("grasp-bench-", o.events, logf)
 	if err != nil {
 		return nil, err
 	}
 	defer cleanup()
-	c, err := loadOrGenerate(o.corpusDir, o.events, o.seed, logf)
-	if err != nil {
-		return nil, err
-	}
-	res.Corpus = summarise(c, corpusPath(o.corpusDir, o.events, o.seed), len(c.items))
+	res.Corpus = sum
 	res.Settings = map[string]any{
 		"conns": o.conns, "window": o.window, "queries_per_kind": o.queries, "neg_runs": o.negRuns,
 		"fanout": o.fanout, "clone_commits": o.cloneCommits, "clones": o.clones, "settle": o.settle.String(),
