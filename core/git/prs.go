@@ -144,36 +144,14 @@ func (r *Repos) RemoveIfEmpty(ctx context.Context, repo nip34.RepoRef) (bool, er
 
 // ListPRs returns every /prs/ repository on disk (the start-up scan).
 func (r *Repos) ListPRs(ctx context.Context) ([]nip34.RepoRef, error) {
-	base := filepath.Join(r.root, prsDirName)
-	owners, err := os.ReadDir(base)
-	if errors.Is(err, os.ErrNotExist) {
+	out, err := r.walk(ctx, filepath.Join(r.root, prsDirName), nip34.PRsRepo)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
 		return nil, nil
-	}
-	if err != nil {
+	case err != nil && !errors.Is(err, ctx.Err()):
 		return nil, fmt.Errorf("list /prs/ owners: %w", err)
 	}
-	var out []nip34.RepoRef
-	for _, o := range owners {
-		hex, err := DecodeNpub(o.Name())
-		if !o.IsDir() || err != nil {
-			continue
-		}
-		entries, _ := os.ReadDir(filepath.Join(base, o.Name()))
-		for _, e := range entries {
-			id, ok := strings.CutSuffix(e.Name(), ".git")
-			if !ok || !e.IsDir() || strings.HasPrefix(e.Name(), ".") {
-				continue
-			}
-			if err := ctx.Err(); err != nil {
-				return out, err
-			}
-			ref := nip34.PRsRepo(hex, id)
-			if dir, err := r.Path(ref); err == nil && isRepoDir(dir) {
-				out = append(out, ref)
-			}
-		}
-	}
-	return out, nil
+	return out, err
 }
 
 // CopyRef copies ref at oid from one repository into another (G06-7: a PR

@@ -129,9 +129,22 @@ func isRepoDir(dir string) bool {
 // (the one listing of hosted repos: maintenance and the hunter's re-check
 // walk it).
 func (r *Repos) List(ctx context.Context) ([]nip34.RepoRef, error) {
-	owners, err := os.ReadDir(r.root)
-	if err != nil {
+	out, err := r.walk(ctx, r.root, func(hex, id string) nip34.RepoRef {
+		return nip34.RepoRef{Pubkey: hex, Identifier: id}
+	})
+	if err != nil && !errors.Is(err, ctx.Err()) {
 		return nil, fmt.Errorf("list owners: %w", err)
+	}
+	return out, err
+}
+
+// walk lists the repositories under base laid out as <npub>/<id>.git,
+// naming each with ref; it stops with ctx's error when ctx ends and
+// skips what is not an npub directory or not a repository.
+func (r *Repos) walk(ctx context.Context, base string, ref func(hex, id string) nip34.RepoRef) ([]nip34.RepoRef, error) {
+	owners, err := os.ReadDir(base)
+	if err != nil {
+		return nil, err
 	}
 	var out []nip34.RepoRef
 	for _, o := range owners {
@@ -142,7 +155,7 @@ func (r *Repos) List(ctx context.Context) ([]nip34.RepoRef, error) {
 		if err != nil {
 			continue
 		}
-		entries, _ := os.ReadDir(filepath.Join(r.root, o.Name()))
+		entries, _ := os.ReadDir(filepath.Join(base, o.Name()))
 		for _, e := range entries {
 			id, ok := strings.CutSuffix(e.Name(), ".git")
 			if !ok || !e.IsDir() || strings.HasPrefix(e.Name(), ".") {
@@ -151,9 +164,9 @@ func (r *Repos) List(ctx context.Context) ([]nip34.RepoRef, error) {
 			if err := ctx.Err(); err != nil {
 				return out, err
 			}
-			ref := nip34.RepoRef{Pubkey: hex, Identifier: id}
-			if dir, err := r.Path(ref); err == nil && isRepoDir(dir) {
-				out = append(out, ref)
+			rr := ref(hex, id)
+			if dir, err := r.Path(rr); err == nil && isRepoDir(dir) {
+				out = append(out, rr)
 			}
 		}
 	}
