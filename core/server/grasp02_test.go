@@ -1,10 +1,7 @@
 package server
 
 import (
-	"encoding/json"
 	"fmt"
-	"io"
-	"net/http"
 	"slices"
 	"testing"
 	"time"
@@ -333,19 +330,9 @@ func TestG02_ReturningRepoGetsItsRootEventsBack(t *testing.T) {
 // grasps is the supported_grasps of e's NIP-11 document.
 func (e *testServer) grasps() []string {
 	e.t.Helper()
-	req, _ := http.NewRequest("GET", e.base, nil)
-	req.Header.Set("Accept", "application/nostr+json")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
 	var doc struct {
 		Grasps []string `json:"supported_grasps"`
 	}
-	if err := json.Unmarshal(body, &doc); err != nil {
-		e.t.Fatalf("NIP-11: %v: %s", err, body)
-	}
+	e.nip11Into(&doc)
 	return doc.Grasps
 }

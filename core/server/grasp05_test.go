@@ -3,7 +3,6 @@ package server
 import (
 	"context"
 	"encoding/json"
-	"io"
 	"net/http"
 	"net/url"
 	"slices"
@@ -48,20 +47,21 @@ func newForeignRepo(t *testing.T, k key, d, gitRoot, cloneBase string, relays ..
 
 // nip11 is e's NIP-11 document.
 func (e *testServer) nip11() map[string]any {
-	e.t.Helper()
-	req, _ := http.NewRequest("GET", e.base, nil)
-	req.Header.Set("Accept", "application/nostr+json")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
 	doc := map[string]any{}
-	if err := json.Unmarshal(body, &doc); err != nil {
+	e.nip11Into(&doc)
+	return doc
+}
+
+// nip11Into decodes e's NIP-11 document into v.
+func (e *testServer) nip11Into(v any) {
+	e.t.Helper()
+	status, _, body := httpGet(e.t, e.base, "Accept", "application/nostr+json")
+	if status != http.StatusOK {
+		e.t.Fatalf("NIP-11: status %d: %s", status, body)
+	}
+	if err := json.Unmarshal([]byte(body), v); err != nil {
 		e.t.Fatalf("NIP-11: %v: %s", err, body)
 	}
-	return doc
 }
 
 // G05-1: archive_all, discovery through a bootstrap relay. An announcement

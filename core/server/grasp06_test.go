@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"encoding/json"
 	"io"
 	"net/http"
 	"os"
@@ -473,19 +472,10 @@ func TestG06_Limits_PerPubkeyAndIPRefusedBeforeWriting(t *testing.T) {
 	}
 
 	// advertised
-	req, _ := http.NewRequest("GET", e.base, nil)
-	req.Header.Set("Accept", "application/nostr+json")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
 	var doc struct {
 		Limitation map[string]any `json:"limitation"`
 	}
-	if err := json.NewDecoder(resp.Body).Decode(&doc); err != nil {
-		t.Fatal(err)
-	}
+	e.nip11Into(&doc)
 	for k, want := range map[string]float64{"max_placeholders_per_pubkey": 2, "max_placeholders_per_ip": 3, "max_placeholder_bytes_per_pubkey": 1 << 20} {
 		if doc.Limitation[k] != want {
 			t.Fatalf("NIP-11 limitation.%s = %v, want %v (%v)", k, doc.Limitation[k], want, doc.Limitation)
