@@ -17,6 +17,16 @@ func (h *Hosting) States(ctx context.Context, repo nip34.RepoRef) ([]git.StateCa
 
 // PRTip is git.Authority: the `c` of a known PR or PR update.
 func (h *Hosting) PRTip(ctx context.Context, id string) (string, bool, error) {
+	pr, ok := h.knownPR(ctx, id)
+	if !ok {
+		return "", false, nil
+	}
+	return pr.Tip, true, nil
+}
+
+// knownPR is the PR or PR update id, held or stored, parsed; ok is false
+// when there is none (unknown id, another kind, unparsable).
+func (h *Hosting) knownPR(ctx context.Context, id string) (nip34.PR, bool) {
 	var evt *nostr.Event
 	if e, ok := h.purg.Get(id); ok {
 		evt = e.Event
@@ -24,11 +34,8 @@ func (h *Hosting) PRTip(ctx context.Context, id string) (string, bool, error) {
 		evt = evs[0]
 	}
 	if evt == nil || (evt.Kind != nip34.KindPR && evt.Kind != nip34.KindPRUpdate) {
-		return "", false, nil
+		return nip34.PR{}, false
 	}
 	pr, err := nip34.ParsePR(evt)
-	if err != nil {
-		return "", false, nil
-	}
-	return pr.Tip, true, nil
+	return pr, err == nil
 }

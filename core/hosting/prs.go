@@ -18,17 +18,8 @@ import (
 // PRMisfit is git.PRsHost: why the known PR event id may not be pushed to
 // the /prs/ repository repo (G06-6).
 func (h *Hosting) PRMisfit(ctx context.Context, repo nip34.RepoRef, id string) (string, error) {
-	var evt *nostr.Event
-	if e, ok := h.purg.Get(id); ok {
-		evt = e.Event
-	} else if evs := h.query(ctx, nostr.Filter{IDs: []string{id}}); len(evs) > 0 {
-		evt = evs[0]
-	}
-	if evt == nil || (evt.Kind != nip34.KindPR && evt.Kind != nip34.KindPRUpdate) {
-		return "", nil
-	}
-	pr, err := nip34.ParsePR(evt)
-	if err != nil {
+	pr, ok := h.knownPR(ctx, id)
+	if !ok {
 		return "", nil
 	}
 	switch target, ok := h.service.PRsTarget(pr); {
