@@ -137,16 +137,8 @@ func (m *Manager) subscribePeople(rs *RelayState, authors []string, since *nostr
 
 // closePeople closes every people subscription of rs.
 func (m *Manager) closePeople(rs *RelayState) {
-	n := 0
-	for id, s := range rs.subs {
-		if s.people {
-			m.conns.Unsubscribe(rs.URL, id)
-			delete(rs.subs, id)
-			n++
-		}
-	}
+	m.closeSubs(rs, func(s *subscription) bool { return s.people })
 	rs.peopleFilters = 0
-	m.setFilters(rs, rs.Filters-n)
 }
 
 // resubscribePeople asks a quickly reconnected relay again for the people

@@ -135,9 +135,15 @@ func countEvents(items []ItemRange) int {
 }
 
 func (m *Manager) closeItemSubs(rs *RelayState) {
+	m.closeSubs(rs, func(s *subscription) bool { return s.items })
+}
+
+// closeSubs closes the subscriptions of rs that which picks, and counts
+// them out of its filters.
+func (m *Manager) closeSubs(rs *RelayState, which func(*subscription) bool) {
 	n := 0
 	for id, s := range rs.subs {
-		if s.items {
+		if which(s) {
 			m.conns.Unsubscribe(rs.URL, id)
 			delete(rs.subs, id)
 			n++
