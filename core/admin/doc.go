@@ -12,7 +12,8 @@
 // to the signed state, asked for with POST. A backup (backup.go) is read by
 // the server and streamed to `grasp admin backup`, which writes the
 // destination: the repositories under their locks (git.Repos.EachLocked),
-// then the store's online dump (store.Store.Backup, one snapshot taken when
-// hosting.AtRest says no held event is half released), then the manifest that
+// then the store's online dump (store.Store.Backup, one snapshot; a held
+// event being released is in purgatory, the store or both, never neither),
+// then the manifest that
 // marks the backup complete. Restore writes only into an empty directory.
 package admin

@@ -84,11 +84,6 @@ type Hosting struct {
 	// removes the objects only those refs reached (prune.go).
 	pruneMu sync.Mutex
 	toPrune map[nip34.RepoRef]bool
-
-	// moves counts releases under way (release.go, AtRest).
-	movesMu   sync.Mutex
-	movesIdle *sync.Cond
-	moves     int
 }
 
 // New builds the effects from opts; e names the logger "hosting" by its caller.

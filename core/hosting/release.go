@@ -2,7 +2,6 @@ package hosting
 
 import (
 	"sort"
-	"sync"
 
 	"github.com/nbd-wtf/go-nostr"
 
@@ -31,8 +30,6 @@ func (o *op) release(r nip34.RepoRef) {
 		st, ok := o.view(r.Identifier).latest(r.Pubkey)
 		hasData = ok && len(st.Refs) == 0
 	}
-	o.beginMove()
-	defer o.endMove()
 	evs, err := o.purg.Release(r, hasData, func(oids []string) bool { return o.has(r, oids) })
 	if err != nil {
 		o.log.Error("release from purgatory", "repo", r.String(), "error", err)
@@ -108,38 +105,4 @@ func (o *op) release(r nip34.RepoRef) {
 // announces reports whether evt is r's own announcement.
 func announces(evt *nostr.Event, r nip34.RepoRef) bool {
 	return evt.Kind == nip34.KindAnnouncement && evt.PubKey == r.Pubkey && evt.Tags.GetD() == r.Identifier
-}
-
-// A released event leaves purgatory before it is published to the store:
-// in between it is in neither. AtRest lets a backup read the store when no
-// release is in that state (grasp admin backup, core/admin). A release
-// counts itself for its whole run; releases started inside it (through
-// recheckRejected) count again instead of waiting, so none can deadlock.
-func (h *Hosting) beginMove() {
-	h.movesMu.Lock()
-	h.moves++
-	h.movesMu.Unlock()
-}
-
-func (h *Hosting) endMove() {
-	h.movesMu.Lock()
-	h.moves--
-	if h.moves == 0 && h.movesIdle != nil {
-		h.movesIdle.Broadcast()
-	}
-	h.movesMu.Unlock()
-}
-
-// AtRest waits until no release is under way and calls fn; no release
-// starts until fn returns, so fn must be short and must not release.
-func (h *Hosting) AtRest(fn func()) {
-	h.movesMu.Lock()
-	defer h.movesMu.Unlock()
-	if h.movesIdle == nil {
-		h.movesIdle = sync.NewCond(&h.movesMu)
-	}
-	for h.moves > 0 {
-		h.movesIdle.Wait()
-	}
-	fn()
 }

@@ -26,7 +26,7 @@ func (s *Server) loopbackHandler() http.Handler {
 		return admin.BackupSources{DataDir: s.cfg.Server.DataDir, Backend: s.cfg.Store.Backend, Online: true,
 			Repos: s.repos.EachLocked, Clock: s.clk,
 			// Read when no held event is between purgatory and the store.
-			Store: func(w io.Writer) error { return s.store.Backup(w, s.hosting.AtRest) }}
+			Store: func(w io.Writer) error { return s.store.Backup(w) }}
 	})))
 	mux.Handle("/", s.metrics.Handler())
 	return mux

@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 
 	"github.com/dgraph-io/badger/v4"
 
@@ -15,17 +14,13 @@ import (
 )
 
 // Backup writes a consistent dump of the badger database (events and side
-// tables; with backend postgres neither: both live in PostgreSQL) to w while the store
-// serves. It reads one snapshot: every write committed before the snapshot
-// is in the dump, none after it, so a record moved between two keys (a held
-// event released from purgatory into the events) is never half in it. Load
-// it with Restore.
-//
-// atRest, if not nil, picks the instant: it calls its argument when the
-// caller's own state is consistent with the store (hosting.AtRest: no held
-// event between purgatory and the store), and the snapshot is taken before
-// that argument returns.
-func (s *Store) Backup(w io.Writer, atRest func(func())) error {
+// tables; with backend postgres neither: both live in PostgreSQL) to w while
+// the store serves. It reads one snapshot: every write committed before the
+// snapshot is in the dump, none after it. A held event being released is
+// then in purgatory, in the store or in both (purgatory.Published removes
+// it only after it is stored), never in neither; a restored server releases
+// what is still held. Load it with Restore.
+func (s *Store) Backup(w io.Writer) error {
 	if s.closed.Load() {
 		return errors.New("store: backup of a closed store")
 	}
@@ -34,27 +29,7 @@ func (s *Store) Backup(w io.Writer, atRest func(func())) error {
 	stream := s.db.NewStream()
 	stream.NumGo = 1
 	stream.LogPrefix = "store backup"
-	// The producer opens its transaction, the snapshot, before it looks
-	// at the first key.
-	fixed := make(chan struct{})
-	var once sync.Once
-	taken := func() { once.Do(func() { close(fixed) }) }
-	stream.ChooseKey = func(*badger.Item) bool { taken(); return true }
-	done := make(chan error, 1)
-	start := func() {
-		go func() {
-			_, err := stream.Backup(w, 0)
-			taken() // an empty database has no first key
-			done <- err
-		}()
-		<-fixed
-	}
-	if atRest != nil {
-		atRest(start)
-	} else {
-		start()
-	}
-	if err := <-done; err != nil {
+	if _, err := stream.Backup(w, 0); err != nil {
 		return fmt.Errorf("store: backup: %w", err)
 	}
 	return nil

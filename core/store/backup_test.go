@@ -34,7 +34,7 @@ func TestBackupWhileOpenRestoresEveryEvent(t *testing.T) {
 		t.Fatal(err)
 	}
 	var dump bytes.Buffer
-	if err := s.Backup(&dump, nil); err != nil {
+	if err := s.Backup(&dump); err != nil {
 		t.Fatal(err)
 	}
 	if c, err := OpenClosed(Options{Dir: s.opts.Dir}, env.Env{}); err == nil || !strings.Contains(err.Error(), "is the server running?") {

@@ -65,7 +65,7 @@ func TestPostgresBackend(t *testing.T) {
 			t.Fatal(err)
 		}
 		var dump bytes.Buffer
-		if err := s.Backup(&dump, nil); err != nil {
+		if err := s.Backup(&dump); err != nil {
 			t.Fatal(err)
 		}
 		dir := t.TempDir()
