@@ -31,12 +31,12 @@ var ErrTooMany = errors.New("negindex: filter matches too many events")
 // events are looked up by.
 var DefaultTagLetters = []string{"a", "A", "q", "e", "E", "d"}
 
-// blockSize bounds one sorted block. Inserting into a block moves at most
-// this many entries (~22 KB), so out-of-order inserts (sync catch-up of old
-// events) stay cheap at a million events.
+// blockSize bounds one sorted block of slot numbers. Inserting into a
+// block moves at most this many (2 KB), so out-of-order inserts (sync
+// catch-up of old events) stay cheap at a million events.
 const blockSize = 512
 
-// entry is one indexed event: 44 bytes.
+// entry is one indexed event: 44 bytes, kept once in Index.slots.
 type entry struct {
 	ts     uint32
 	author uint32 // index into Index.authorKeys
@@ -68,18 +68,26 @@ func compareIDs(a, b *[32]byte) int {
 
 // Index is safe for concurrent use: writers take the lock exclusively,
 // Select shares it.
+//
+// Every event's entry lives once, in slots; the order (blocks) and the
+// postings hold 4-byte slot numbers. A million events with two indexed tag
+// values each take ~44 MB of entries, 4 MB of order and 8 MB of postings,
+// plus the postings' keys (issue 27 part 2; each posting was a 44-byte
+// copy of the entry before).
 type Index struct {
 	mu      sync.RWMutex
 	letters map[string]bool
-	blocks  [][]entry // each sorted and non-empty; blocks in order
+	slots   []entry
+	free    []uint32   // slots of removed entries, reused first
+	blocks  [][]uint32 // slot numbers, each block sorted and non-empty; blocks in order
 	n       int
 	// authors interns pubkeys; they are never forgotten (bounded by the
 	// authors ever stored, 36 B each plus the map).
 	authors    map[[32]byte]uint32
 	authorKeys [][32]byte
-	// postings maps tagKey(letter, value) to the entries carrying it, in
-	// no particular order.
-	postings map[string][]entry
+	// postings maps tagKey(letter, value) to the slots of the entries
+	// carrying it, in no particular order.
+	postings postings
 }
 
 // New returns an empty index over the given tag letters (DefaultTagLetters
@@ -91,7 +99,7 @@ func New(letters []string) *Index {
 	ix := &Index{
 		letters:  make(map[string]bool, len(letters)),
 		authors:  make(map[[32]byte]uint32),
-		postings: make(map[string][]entry),
+		postings: newPostings(),
 	}
 	for _, l := range letters {
 		ix.letters[l] = true
@@ -106,19 +114,9 @@ func (ix *Index) Len() int {
 	return ix.n
 }
 
-// tagKey encodes a tag letter and value as a postings key. A 64-hex value
-// (an event id or pubkey) is kept as its 32 bytes, marked by the high bit on
-// the letter so it never equals a literal value of the same bytes.
-func tagKey(letter, value string) string {
-	if isLowerHex64(value) {
-		var b [33]byte
-		b[0] = letter[0] | 0x80
-		hex.Decode(b[1:], []byte(value))
-		return string(b[:])
-	}
-	return letter + value
-}
-
+// Indexes reports whether tags of this letter are indexed (their values
+// need not be read otherwise).
+func (ix *Index) Indexes(letter string) bool { return ix.letters[letter] }
 func isLowerHex64(s string) bool {
 	if len(s) != 64 {
 		return false
@@ -176,8 +174,8 @@ func (ix *Index) entryOf(e *Event) entry {
 
 // eachKey calls fn once per distinct indexed (letter, value) of e
 // (Filter.Matches looks at the first two items of each tag only).
-func (ix *Index) eachKey(e *Event, fn func(k string)) {
-	var seen []string
+func (ix *Index) eachKey(e *Event, fn func(k tkey)) {
+	var seen []tkey
 	for _, t := range e.Tags {
 		if !ix.letters[t[0]] {
 			continue
@@ -200,10 +198,25 @@ func (ix *Index) Add(e Event) {
 
 func (ix *Index) add(e *Event) {
 	en := ix.entryOf(e)
-	if !ix.insert(en) {
+	bi, j, found := ix.find(en.ts, &en.id)
+	if found {
 		return
 	}
-	ix.eachKey(e, func(k string) { ix.postings[k] = append(ix.postings[k], en) })
+	slot := ix.alloc(en)
+	ix.insertAt(bi, j, slot)
+	ix.eachKey(e, func(k tkey) { ix.postings.add(k, slot) })
+}
+
+// alloc stores en in a free slot or a new one.
+func (ix *Index) alloc(en entry) uint32 {
+	if n := len(ix.free); n > 0 {
+		slot := ix.free[n-1]
+		ix.free = ix.free[:n-1]
+		ix.slots[slot] = en
+		return slot
+	}
+	ix.slots = append(ix.slots, en)
+	return uint32(len(ix.slots) - 1)
 }
 
 // Remove drops e (found by created_at and id); removing what is not indexed
@@ -215,123 +228,130 @@ func (ix *Index) Remove(e Event) {
 }
 
 func (ix *Index) remove(e *Event) {
-	if !ix.delete(e.CreatedAt, &e.ID) {
+	bi, j, found := ix.find(e.CreatedAt, &e.ID)
+	if !found {
 		return
 	}
-	ix.eachKey(e, func(k string) {
-		p := ix.postings[k]
-		for i := range p {
-			if p[i].id == e.ID {
-				p[i] = p[len(p)-1]
-				p = p[:len(p)-1]
-				break
-			}
-		}
-		if len(p) == 0 {
-			delete(ix.postings, k)
-		} else {
-			ix.postings[k] = p
-		}
-	})
-}
-
-// findBlock returns the block that holds or would hold (ts, id).
-func (ix *Index) findBlock(ts uint32, id *[32]byte) int {
-	// The first block whose last entry is >= (ts, id); the last block if none.
-	i, _ := slices.BinarySearchFunc(ix.blocks, struct{}{}, func(b []entry, _ struct{}) int {
-		return b[len(b)-1].less(ts, id)
-	})
-	if i == len(ix.blocks) && i > 0 {
-		i--
-	}
-	return i
-}
-
-func (ix *Index) insert(en entry) bool {
-	if len(ix.blocks) == 0 {
-		ix.blocks = append(ix.blocks, append(make([]entry, 0, 16), en))
-		ix.n++
-		return true
-	}
-	bi := ix.findBlock(en.ts, &en.id)
-	b := ix.blocks[bi]
-	j, found := slices.BinarySearchFunc(b, en, func(x, y entry) int { return x.less(y.ts, &y.id) })
-	if found {
-		return false
-	}
-	b = slices.Insert(b, j, en)
-	if len(b) > blockSize {
-		half := len(b) / 2
-		right := append(make([]entry, 0, blockSize), b[half:]...)
-		b = b[:half:half]
-		b = append(make([]entry, 0, blockSize), b...)
-		ix.blocks[bi] = b
-		ix.blocks = slices.Insert(ix.blocks, bi+1, right)
-	} else {
-		ix.blocks[bi] = b
-	}
-	ix.n++
-	return true
-}
-
-func (ix *Index) delete(ts uint32, id *[32]byte) bool {
-	if len(ix.blocks) == 0 {
-		return false
-	}
-	bi := ix.findBlock(ts, id)
-	b := ix.blocks[bi]
-	j, found := slices.BinarySearchFunc(b, struct{}{}, func(x entry, _ struct{}) int { return x.less(ts, id) })
-	if !found {
-		return false
-	}
-	b = slices.Delete(b, j, j+1)
+	slot := ix.blocks[bi][j]
+	b := slices.Delete(ix.blocks[bi], j, j+1)
 	if len(b) == 0 {
 		ix.blocks = slices.Delete(ix.blocks, bi, bi+1)
 	} else {
 		ix.blocks[bi] = b
 	}
 	ix.n--
-	return true
+	ix.eachKey(e, func(k tkey) { ix.postings.remove(k, slot) })
+	ix.slots[slot] = entry{}
+	ix.free = append(ix.free, slot)
 }
 
-// Load replaces the index's contents with events, in any order; the store
-// calls it once with what it holds on disk.
-func (ix *Index) Load(events []Event) {
+// find locates (ts, id): its block and position, or where it would go.
+func (ix *Index) find(ts uint32, id *[32]byte) (bi, j int, found bool) {
+	if len(ix.blocks) == 0 {
+		return 0, 0, false
+	}
+	// The first block whose last entry is >= (ts, id); the last block if none.
+	bi, _ = slices.BinarySearchFunc(ix.blocks, struct{}{}, func(b []uint32, _ struct{}) int {
+		return ix.slots[b[len(b)-1]].less(ts, id)
+	})
+	if bi == len(ix.blocks) {
+		bi--
+	}
+	j, found = slices.BinarySearchFunc(ix.blocks[bi], struct{}{}, func(s uint32, _ struct{}) int {
+		return ix.slots[s].less(ts, id)
+	})
+	return bi, j, found
+}
+
+func (ix *Index) insertAt(bi, j int, slot uint32) {
+	ix.n++
+	if len(ix.blocks) == 0 {
+		ix.blocks = append(ix.blocks, append(make([]uint32, 0, 16), slot))
+		return
+	}
+	b := slices.Insert(ix.blocks[bi], j, slot)
+	if len(b) > blockSize {
+		half := len(b) / 2
+		right := append(make([]uint32, 0, blockSize), b[half:]...)
+		left := append(make([]uint32, 0, blockSize), b[:half]...)
+		ix.blocks[bi] = left
+		ix.blocks = slices.Insert(ix.blocks, bi+1, right)
+	} else {
+		ix.blocks[bi] = b
+	}
+}
+
+// A Loader builds an index from what a store holds, one event at a time in
+// any order, without keeping the events: Finish sorts once and swaps the
+// result into the index.
+type Loader struct {
+	ix    *Index
+	fresh *Index
+}
+
+// NewLoader starts replacing ix's contents.
+func (ix *Index) NewLoader() *Loader {
 	fresh := New(nil)
 	fresh.letters = ix.letters
-	all := make([]entry, 0, len(events))
-	for i := range events {
-		all = append(all, fresh.entryOf(&events[i]))
+	return &Loader{ix: ix, fresh: fresh}
+}
+
+// Add indexes e (a repeated (created_at, id) is dropped by Finish).
+func (l *Loader) Add(e *Event) {
+	f := l.fresh
+	slot := uint32(len(f.slots))
+	f.slots = append(f.slots, f.entryOf(e))
+	f.eachKey(e, func(k tkey) { f.postings.add(k, slot) })
+}
+
+// Finish orders the loaded entries into full blocks (loaded blocks are most
+// of a large index, so no slack is kept in them), trims the postings and
+// installs the result in the index.
+func (l *Loader) Finish() {
+	f := l.fresh
+	f.slots = slices.Clip(f.slots)
+	order := make([]uint32, len(f.slots))
+	for i := range order {
+		order[i] = uint32(i)
 	}
-	slices.SortFunc(all, func(x, y entry) int { return x.less(y.ts, &y.id) })
-	all = slices.CompactFunc(all, func(x, y entry) bool { return x.ts == y.ts && x.id == y.id })
-	// Full blocks: the first insert into one splits it; loaded blocks are
-	// most of a large index, so no slack is kept in them.
-	for start := 0; start < len(all); start += blockSize {
-		end := min(start+blockSize, len(all))
-		fresh.blocks = append(fresh.blocks, slices.Clone(all[start:end]))
-	}
-	fresh.n = len(all)
-	all = nil
-	// Postings sized exactly: count, then fill.
-	counts := make(map[string]int)
-	for i := range events {
-		fresh.eachKey(&events[i], func(k string) { counts[k]++ })
-	}
-	for i := range events {
-		e := &events[i]
-		en := entry{ts: e.CreatedAt, author: fresh.authors[e.PubKey], kind: e.Kind, id: e.ID}
-		fresh.eachKey(e, func(k string) {
-			p := fresh.postings[k]
-			if p == nil {
-				p = make([]entry, 0, counts[k])
+	slices.SortFunc(order, func(a, b uint32) int { return f.slots[a].less(f.slots[b].ts, &f.slots[b].id) })
+	// Repeats: keep the first slot of each (created_at, id), free the rest.
+	var dropped map[uint32]bool
+	order = slices.CompactFunc(order, func(a, b uint32) bool {
+		if f.slots[a].ts == f.slots[b].ts && f.slots[a].id == f.slots[b].id {
+			if dropped == nil {
+				dropped = map[uint32]bool{}
 			}
-			fresh.postings[k] = append(p, en)
-		})
+			dropped[a] = true
+			return true
+		}
+		return false
+	})
+	for start := 0; start < len(order); start += blockSize {
+		end := min(start+blockSize, len(order))
+		f.blocks = append(f.blocks, slices.Clone(order[start:end]))
 	}
+	f.n = len(order)
+	order = nil
+	f.postings.dropSlots(dropped)
+	for s := range dropped {
+		f.slots[s] = entry{}
+		f.free = append(f.free, s)
+	}
+	ix := l.ix
 	ix.mu.Lock()
-	ix.blocks, ix.n, ix.authors, ix.authorKeys, ix.postings = fresh.blocks, fresh.n, fresh.authors, fresh.authorKeys, fresh.postings
+	ix.slots, ix.free, ix.blocks, ix.n = f.slots, f.free, f.blocks, f.n
+	ix.authors, ix.authorKeys, ix.postings = f.authors, f.authorKeys, f.postings
 	ix.mu.Unlock()
+}
+
+// Load replaces the index's contents with events, in any order.
+func (ix *Index) Load(events []Event) {
+	l := ix.NewLoader()
+	for i := range events {
+		l.Add(&events[i])
+	}
+	l.Finish()
 }
 
 // Op is one write, for Replay.
@@ -354,19 +374,17 @@ func (ix *Index) Replay(ops []Op) {
 	}
 }
 
-// MemoryBytes estimates the index's heap: entries with their block slack,
-// postings, interned authors and map overhead.
+// MemoryBytes estimates the index's heap: entries, order with its block
+// slack, postings, interned authors and map overhead.
 func (ix *Index) MemoryBytes() int64 {
 	ix.mu.RLock()
 	defer ix.mu.RUnlock()
 	const entrySize, mapEntry = 44, 48
-	var n int64
+	n := int64(cap(ix.slots))*entrySize + int64(cap(ix.free))*4
 	for _, b := range ix.blocks {
-		n += int64(cap(b))*entrySize + 24
+		n += int64(cap(b))*4 + 24
 	}
-	for k, p := range ix.postings {
-		n += int64(len(k)) + 16 + 24 + mapEntry + int64(cap(p))*entrySize
-	}
+	n += ix.postings.bytes()
 	n += int64(len(ix.authorKeys)) * (32 + 32 + 4 + mapEntry)
 	return n
 }

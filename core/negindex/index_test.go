@@ -2,7 +2,9 @@ package negindex
 
 import (
 	"encoding/hex"
+	"fmt"
 	"math/rand"
+	"runtime"
 	"testing"
 
 	"github.com/nbd-wtf/go-nostr"
@@ -128,4 +130,145 @@ func TestIndexKeepsOrderAcrossBlocks(t *testing.T) {
 			}
 		}
 	}
+}
+
+// corpusLikeEvents are n events tagged as grasp-bench's corpus tags them:
+// every event its repository (one of 1,000 addresses) and an `e` root, an
+// earlier event.
+func corpusLikeEvents(n int) []Event {
+	r := rand.New(rand.NewSource(1))
+	events := make([]Event, n)
+	var authors [2000][32]byte
+	for i := range authors {
+		r.Read(authors[i][:])
+	}
+	var repos [1000]string
+	for i := range repos {
+		repos[i] = "30617:" + hex.EncodeToString(authors[i][:]) + ":repo"
+	}
+	for i := range events {
+		e := &events[i]
+		r.Read(e.ID[:])
+		e.PubKey = authors[r.Intn(len(authors))]
+		e.CreatedAt = uint32(1_700_000_000 + r.Intn(n*10))
+		e.Kind = 1111
+		e.Tags = [][2]string{{"a", repos[r.Intn(len(repos))]}, {"e", hex.EncodeToString(events[r.Intn(i+1)].ID[:])}}
+	}
+	return events
+}
+
+// The index's heap per event is bounded, in bytes (issue 27 part 2: 209 MiB
+// per million events before entries were kept once and postings compact).
+// Loaded, then grown by Add, as a store's index is.
+func TestIndexMemoryPerEvent(t *testing.T) {
+	const n, maxPerEvent = 100_000, 140
+	events := corpusLikeEvents(n)
+	heap := func() uint64 {
+		runtime.GC()
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		return ms.HeapAlloc
+	}
+	before := heap()
+	ix := New(nil)
+	ix.Load(events[:n/2])
+	for i := n / 2; i < n; i++ {
+		ix.Add(events[i])
+	}
+	perEvent := float64(heap()-before) / n
+	runtime.KeepAlive(ix)
+	runtime.KeepAlive(events)
+	t.Logf("%.0f bytes per event (%.0f MiB per million); MemoryBytes says %.0f", perEvent, perEvent*1e6/(1<<20), float64(ix.MemoryBytes())/n)
+	if perEvent > maxPerEvent {
+		t.Errorf("the index takes %.0f bytes per event, more than %d", perEvent, maxPerEvent)
+	}
+	if est := float64(ix.MemoryBytes()) / n; est < perEvent*0.7 || est > perEvent*1.3 {
+		t.Errorf("MemoryBytes estimates %.0f bytes per event, the heap grew by %.0f", est, perEvent)
+	}
+}
+
+// Tag filters answer exactly the events carrying the value while events
+// are added, removed, added again and loaded with repeats: a value's
+// postings go from one slot to a list and back (postings.go).
+func TestPostingsFollowAddsAndRemoves(t *testing.T) {
+	r := rand.New(rand.NewSource(11))
+	var hexes, coords []string
+	for range 5 {
+		var b [32]byte
+		r.Read(b[:])
+		hexes = append(hexes, hex.EncodeToString(b[:]))
+		coords = append(coords, "30617:"+hex.EncodeToString(b[:])+":repo")
+	}
+	var pool []Event
+	for range 400 {
+		var e Event
+		r.Read(e.ID[:])
+		e.CreatedAt = uint32(r.Intn(100))
+		for range r.Intn(3) {
+			if r.Intn(2) == 0 {
+				e.Tags = append(e.Tags, [2]string{"e", hexes[r.Intn(len(hexes))]})
+			} else {
+				e.Tags = append(e.Tags, [2]string{"a", coords[r.Intn(len(coords))]})
+			}
+		}
+		pool = append(pool, e)
+	}
+	in := map[int]bool{}
+	ix := New(nil)
+	check := func(phase string) {
+		t.Helper()
+		for _, f := range []nostr.Filter{{Tags: nostr.TagMap{"e": hexes[:1]}}, {Tags: nostr.TagMap{"e": hexes[1:3]}},
+			{Tags: nostr.TagMap{"a": coords[:2]}}, {Tags: nostr.TagMap{"a": coords[2:3], "e": hexes[3:]}}} {
+			want := map[string]bool{}
+			for i := range in {
+				e := pool[i]
+				ne := nostr.Event{ID: hex.EncodeToString(e.ID[:]), CreatedAt: nostr.Timestamp(e.CreatedAt)}
+				for _, tg := range e.Tags {
+					ne.Tags = append(ne.Tags, nostr.Tag{tg[0], tg[1]})
+				}
+				if f.Matches(&ne) {
+					want[ne.ID] = true
+				}
+			}
+			snap, ok, err := ix.Select(f, len(pool))
+			if !ok || err != nil {
+				t.Fatalf("%s: %v %v", phase, ok, err)
+			}
+			got := snap.IDs()
+			if len(got) != len(want) {
+				t.Fatalf("%s, filter %v: %d events, want %d", phase, f, len(got), len(want))
+			}
+			for _, id := range got {
+				if !want[id] {
+					t.Fatalf("%s, filter %v: %s does not carry the value", phase, f, id)
+				}
+			}
+		}
+	}
+	for step := range 3000 {
+		i := r.Intn(len(pool))
+		if in[i] && r.Intn(2) == 0 {
+			ix.Remove(pool[i])
+			delete(in, i)
+		} else {
+			ix.Add(pool[i])
+			in[i] = true
+		}
+		if step%500 == 499 {
+			check(fmt.Sprint("step ", step))
+		}
+	}
+	var loaded []Event
+	for i := range in {
+		loaded = append(loaded, pool[i], pool[i]) // every event twice
+	}
+	ix.Load(loaded)
+	check("loaded with repeats")
+	for i := range in {
+		if r.Intn(2) == 0 {
+			ix.Remove(pool[i])
+			delete(in, i)
+		}
+	}
+	check("removed after load")
 }

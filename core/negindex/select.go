@@ -37,7 +37,7 @@ type matcher struct {
 	authors      []uint32
 	since, until uint32
 	// tags: one set of postings keys per letter, ANDed across letters.
-	tags [][]string
+	tags [][]tkey
 }
 
 func (ix *Index) compile(f nostr.Filter) (m matcher, ok bool) {
@@ -68,7 +68,7 @@ func (ix *Index) compile(f nostr.Filter) (m matcher, ok bool) {
 		if !ix.letters[letter] || len(values) == 0 {
 			return m, false
 		}
-		keys := make([]string, 0, len(values))
+		keys := make([]tkey, 0, len(values))
 		for _, v := range values {
 			keys = append(keys, tagKey(letter, v))
 		}
@@ -121,10 +121,7 @@ func (ix *Index) selectWalk(m matcher, max int) ([]item, error) {
 		return nil, nil
 	}
 	var zero [32]byte
-	bi := 0
-	if len(ix.blocks) > 0 {
-		bi = ix.findBlock(m.since, &zero)
-	}
+	bi, _, _ := ix.find(m.since, &zero)
 	// Without conditions the result is every entry in the window: size it
 	// once instead of growing it.
 	var items []item
@@ -135,8 +132,8 @@ func (ix *Index) selectWalk(m matcher, max int) ([]item, error) {
 		items = make([]item, 0, ix.n)
 	}
 	for ; bi < len(ix.blocks); bi++ {
-		for i := range ix.blocks[bi] {
-			e := &ix.blocks[bi][i]
+		for _, slot := range ix.blocks[bi] {
+			e := &ix.slots[slot]
 			if e.ts > m.until {
 				return items, nil
 			}
@@ -162,36 +159,39 @@ func (ix *Index) selectTagged(m matcher, max int) ([]item, error) {
 	best, bestN := 0, -1
 	for i, keys := range m.tags {
 		n := 0
+		var buf [1]uint32
 		for _, k := range keys {
-			n += len(ix.postings[k])
+			n += len(ix.postings.slots(k, &buf))
 		}
 		if bestN < 0 || n < bestN {
 			best, bestN = i, n
 		}
 	}
-	var others []map[[32]byte]struct{}
+	var others []map[uint32]struct{}
 	for i, keys := range m.tags {
 		if i == best {
 			continue
 		}
-		set := make(map[[32]byte]struct{})
+		set := make(map[uint32]struct{})
+		var buf [1]uint32
 		for _, k := range keys {
-			for _, e := range ix.postings[k] {
-				set[e.id] = struct{}{}
+			for _, slot := range ix.postings.slots(k, &buf) {
+				set[slot] = struct{}{}
 			}
 		}
 		others = append(others, set)
 	}
 	items := make([]item, 0, min(bestN, max+1))
+	var buf [1]uint32
 	for _, k := range m.tags[best] {
 	postings:
-		for i := range ix.postings[k] {
-			e := &ix.postings[k][i]
+		for _, slot := range ix.postings.slots(k, &buf) {
+			e := &ix.slots[slot]
 			if !m.matches(e) {
 				continue
 			}
 			for _, set := range others {
-				if _, in := set[e.id]; !in {
+				if _, in := set[slot]; !in {
 					continue postings
 				}
 			}

@@ -68,12 +68,12 @@ func (e *events) write(ctx context.Context, kind opKind, evt *nostr.Event) error
 	} else {
 		// Packing runs here, on the caller's goroutine, so that the one
 		// writer only writes.
-		stored, rec, prefix := evt, []byte(nil), byte(0)
+		o := &op{kind: kind, evt: evt}
 		if kind != opDelete {
-			stored, rec, prefix = splitContent(evt, !e.s.opts.noPack)
+			o.evt, o.content, o.contentPrefix = splitContent(evt, !e.s.opts.noPack)
+			o.prep = prepare(o.evt)
 		}
-		err = e.s.w.submit(ctx, &op{kind: kind, evt: stored, content: rec, contentPrefix: prefix,
-			vlog: int64(len(rec)) >= e.s.vthreshold/2 || mayUseValueLog(stored, e.s.vthreshold)})
+		err = e.s.w.submit(ctx, o)
 	}
 	e.s.m.saveSeconds.WithLabelValues(kind.String()).Observe(e.s.env.Clock.Since(start).Seconds())
 	return err
@@ -169,19 +169,12 @@ func (e *events) QueryEvents(ctx context.Context, f nostr.Filter) (chan *nostr.E
 	// MaxLimit for REQs and NegentropyMax for negentropy sessions.
 	f.Limit = limit
 	f.LimitZero = false
+	if !e.direct {
+		return e.s.queryBadger(ctx, f, limit)
+	}
 	ch, err := e.be.QueryEvents(ctx, f)
 	if err != nil {
 		return nil, fmt.Errorf("error: query events: %w", err)
-	}
-	if !e.direct {
-		ch = e.s.withContent(ctx, ch)
-	}
-	if len(f.IDs) > 0 && !e.direct {
-		// The badger backend answers an ids filter from the id index alone,
-		// ignoring its authors, kinds, tags, since and until, and returns
-		// every listed id whatever the limit. ids filters are small, so
-		// check each result against the whole filter here.
-		return matching(ctx, ch, f, limit), nil
 	}
 	return ch, nil
 }
@@ -214,35 +207,6 @@ func uniq[T comparable](vs []T) []T {
 			out = append(out, v)
 		}
 	}
-	return out
-}
-
-// matching forwards the events of src that match f, at most limit of them.
-// It always drains src, so the backend's sending goroutine can finish.
-func matching(ctx context.Context, src chan *nostr.Event, f nostr.Filter, limit int) chan *nostr.Event {
-	out := make(chan *nostr.Event)
-	go func() {
-		defer close(out)
-		defer func() {
-			for range src {
-			}
-		}()
-		sent := 0
-		for evt := range src {
-			if sent == limit {
-				return
-			}
-			if !f.Matches(evt) {
-				continue
-			}
-			select {
-			case out <- evt:
-				sent++
-			case <-ctx.Done():
-				return
-			}
-		}
-	}()
 	return out
 }
 

@@ -1,7 +1,6 @@
 package store
 
 import (
-	"context"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -15,14 +14,14 @@ import (
 	"github.com/grasp-dev/grasp/core/nip34"
 )
 
-// Content records. An event's content may be kept apart from the
-// backend's record, in a content record written by the single writer just
-// before the event, in this order:
+// Content records. An event's content may be kept apart from its record,
+// in a content record written by the single writer in the same badger
+// transaction as the event (badger_write.go):
 //
 //  1. the content, under a content prefix + the 32-byte id;
-//  2. the event itself through the backend, with the content replaced by a
-//     stub. Indexes, queries, counting, negentropy, deletion and
-//     replacement see an ordinary event: none of them reads the content.
+//  2. the event's record (badger_codec.go), with the content replaced by a
+//     stub. Indexes, counting, negentropy, deletion and replacement see an
+//     ordinary event: none of them reads the content.
 //
 // Two kinds exist:
 //
@@ -40,11 +39,10 @@ import (
 //     shorter than packMinContent, or that does not shrink by an eighth,
 //     stays inline.
 //
-// Reads put the content back (withContent). A crash between the two writes
-// leaves an orphaned content record, which nothing reads; so would a write
-// the backend refuses, which is why the writer checks for a duplicate
-// first and drops the record of a version that a replacement removed or
-// refused. sweepLarge removes what is left. A content record is only ever
+// Queries put the content back (badger_query.go). Before both records were
+// written in one transaction, a crash between them could leave an orphaned
+// content record, which nothing reads; sweepLarge removes those from
+// older stores. A content record is only ever
 // read for an event whose stored content is a stub, and an event id is the
 // hash of its real content, so an event whose content happens to be a stub
 // is served as it is.
@@ -171,88 +169,8 @@ func (s *Store) putLarge(id string, content []byte) error {
 	return s.putContent(largePrefix, id, content)
 }
 
-// dropLarge removes the content records of a deleted event, if any.
-func (s *Store) dropLarge(id string) error {
-	if !s.hasLarge.Load() {
-		return nil
-	}
-	lk, err := contentKey(largePrefix, id)
-	if err != nil {
-		return nil // the backend would not have stored such an id either
-	}
-	pk, _ := contentKey(packedPrefix, id)
-	return s.db.Update(func(txn *badger.Txn) error {
-		if err := txn.Delete(lk); err != nil {
-			return err
-		}
-		return txn.Delete(pk)
-	})
-}
-
 // isStub reports whether content stands for a content record.
 func isStub(content string) bool { return content == packedStub || content == largeStub }
-
-// withContent streams src, putting large contents back. Without any large
-// event in the store the channel is returned as it is, at no cost.
-func (s *Store) withContent(ctx context.Context, src chan *nostr.Event) chan *nostr.Event {
-	if !s.hasLarge.Load() {
-		return src
-	}
-	out := make(chan *nostr.Event)
-	go func() {
-		defer close(out)
-		defer func() {
-			for range src { // let the backend's goroutine finish
-			}
-		}()
-		for evt := range src {
-			if isStub(evt.Content) {
-				s.fillLarge(evt)
-			}
-			select {
-			case out <- evt:
-			case <-ctx.Done():
-				return
-			}
-		}
-	}()
-	return out
-}
-
-func (s *Store) fillLarge(evt *nostr.Event) {
-	prefix := largePrefix
-	if evt.Content == packedStub {
-		prefix = packedPrefix
-	}
-	k, err := contentKey(prefix, evt.ID)
-	if err != nil {
-		return
-	}
-	err = s.db.View(func(txn *badger.Txn) error {
-		item, err := txn.Get(k)
-		if err != nil {
-			return err
-		}
-		return item.Value(func(v []byte) error {
-			if prefix == largePrefix {
-				evt.Content = string(v)
-				return nil
-			}
-			content, err := unpackContent(v)
-			if err != nil {
-				return fmt.Errorf("unpack: %w", err)
-			}
-			evt.Content = content
-			return nil
-		})
-	})
-	switch {
-	case errors.Is(err, badger.ErrKeyNotFound):
-		// An event whose real content is a stub: served as it is.
-	case err != nil:
-		s.log.Error("reading an event's content record failed", "id", evt.ID, "error", err)
-	}
-}
 
 // anyLarge reports whether the database holds a content record.
 func anyLarge(db *badger.DB) (bool, error) {
@@ -335,19 +253,6 @@ const (
 	backendRawPrefix byte = 0
 	backendIDPrefix  byte = 2
 )
-
-// stored reports whether the backend holds the event with this hex id.
-func (s *Store) stored(id string) (found bool, err error) {
-	k, err := contentKey(0, id)
-	if err != nil {
-		return false, err
-	}
-	err = s.db.View(func(txn *badger.Txn) error {
-		found, err = eventStored(txn, k[1:])
-		return err
-	})
-	return found, err
-}
 
 // eventStored reports whether the backend holds the event with this raw id.
 func eventStored(txn *badger.Txn, id []byte) (bool, error) {

@@ -1,7 +1,6 @@
 package store
 
 import (
-	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -50,7 +49,11 @@ func (s *Store) startNegIndex() {
 	go func() {
 		defer close(n.done)
 		defer txn.Discard()
-		events, err := loadIndexEvents(txn, n.stop)
+		loader := n.ix.NewLoader()
+		err := loadIndexEvents(txn, n.stop, n.ix, loader.Add)
+		if err == nil {
+			loader.Finish()
+		}
 		n.mu.Lock()
 		defer n.mu.Unlock()
 		n.building = false
@@ -61,7 +64,6 @@ func (s *Store) startNegIndex() {
 			n.broken, n.log = true, nil
 			return
 		}
-		n.ix.Load(events)
 		n.ix.Replay(n.log)
 		n.log = nil
 		n.ready = !n.broken
@@ -98,13 +100,6 @@ func (s *Store) indexed(add bool, evt *nostr.Event) {
 	if s.neg != nil {
 		s.neg.record(add, evt)
 	}
-}
-
-// fail stops using the index: an update could not be worked out.
-func (n *negIndex) fail() {
-	n.mu.Lock()
-	n.broken, n.ready, n.log = true, false, nil
-	n.mu.Unlock()
 }
 
 func (n *negIndex) usable() bool {
@@ -150,47 +145,19 @@ func (e *events) NegentropyStorage(f nostr.Filter, max int) (st negentropy.Stora
 	return snap, true, nil
 }
 
-// versions lists the stored events a replacement of evt competes with, as
-// the badger backend's ReplaceEvent looks them up.
-func (s *Store) versions(evt *nostr.Event) ([]*nostr.Event, error) {
-	f := nostr.Filter{Kinds: []int{evt.Kind}, Authors: []string{evt.PubKey}, Limit: 10}
-	if nostr.IsAddressableKind(evt.Kind) {
-		f.Tags = nostr.TagMap{"d": []string{evt.Tags.GetD()}}
-	}
-	return s.collect(f)
-}
-
-func (s *Store) storedByID(id string) (*nostr.Event, error) {
-	got, err := s.collect(nostr.Filter{IDs: []string{id}, Limit: 1})
-	if err != nil || len(got) == 0 {
-		return nil, err
-	}
-	return got[0], nil
-}
-
-func (s *Store) collect(f nostr.Filter) ([]*nostr.Event, error) {
-	ch, err := s.backend.QueryEvents(context.Background(), f)
-	if err != nil {
-		return nil, fmt.Errorf("query %s: %w", f, err)
-	}
-	var out []*nostr.Event
-	for evt := range ch {
-		out = append(out, evt)
-	}
-	return out, nil
-}
-
 // loadIndexEvents reads every raw event record of the snapshot, decoding
-// only what the index keeps.
-func loadIndexEvents(txn *badger.Txn, stop <-chan struct{}) ([]negindex.Event, error) {
-	it := txn.NewIterator(badger.IteratorOptions{Prefix: []byte{0}, PrefetchValues: true, PrefetchSize: 64})
+// only what the index keeps, and hands each to add (which must not keep
+// it): the records are never all in memory at once.
+func loadIndexEvents(txn *badger.Txn, stop <-chan struct{}, ix *negindex.Index, add func(*negindex.Event)) error {
+	it := txn.NewIterator(badger.IteratorOptions{Prefix: []byte{keyRaw}, PrefetchValues: true, PrefetchSize: 64})
 	defer it.Close()
-	var out []negindex.Event
+	var e negindex.Event
+	n := 0
 	for it.Rewind(); it.Valid(); it.Next() {
-		if len(out)%4096 == 0 {
+		if n++; n%4096 == 0 {
 			select {
 			case <-stop:
-				return nil, errClosed
+				return errClosed
 			default:
 			}
 		}
@@ -198,69 +165,59 @@ func loadIndexEvents(txn *badger.Txn, stop <-chan struct{}) ([]negindex.Event, e
 		if len(item.Key()) != 5 {
 			continue
 		}
-		var e negindex.Event
-		err := item.Value(func(raw []byte) error {
-			var err error
-			e, err = decodeIndexEvent(raw)
-			return err
-		})
+		err := item.Value(func(raw []byte) error { return decodeIndexEvent(raw, ix, &e) })
 		if err != nil {
-			return nil, fmt.Errorf("record %x: %w", item.Key(), err)
+			return fmt.Errorf("record %x: %w", item.Key(), err)
 		}
-		out = append(out, e)
+		add(&e)
 	}
-	return out, nil
+	return nil
 }
 
 var errShortRecord = errors.New("truncated event record")
 
-// decodeIndexEvent reads eventstore v0.17.14's binary event encoding
-// (internal/binary): id 32, pubkey 32, sig 64, created_at u32, kind u16,
-// content length u16 and content, tag count u16, then per tag an item
-// count u8 and per item a u16 length, the bytes and a zero byte. Only the first two
-// items of a tag matter to a filter.
-func decodeIndexEvent(raw []byte) (negindex.Event, error) {
-	var e negindex.Event
-	if len(raw) < 138 {
-		return e, errShortRecord
+// decodeIndexEvent reads what the index keeps of a record (badger_codec.go)
+// into e, reusing its tag list: the tags of letters the index holds, their
+// first two items only (all a filter looks at).
+func decodeIndexEvent(raw []byte, ix *negindex.Index, e *negindex.Event) error {
+	if len(raw) < recMin {
+		return errShortRecord
 	}
-	copy(e.ID[:], raw[0:32])
-	copy(e.PubKey[:], raw[32:64])
-	e.CreatedAt = binary.BigEndian.Uint32(raw[128:132])
-	e.Kind = binary.BigEndian.Uint16(raw[132:134])
-	p := 136 + int(binary.BigEndian.Uint16(raw[134:136]))
+	copy(e.ID[:], raw[recID:recPubkey])
+	copy(e.PubKey[:], raw[recPubkey:recSig])
+	e.CreatedAt = binary.BigEndian.Uint32(raw[recCreatedAt:])
+	e.Kind = binary.BigEndian.Uint16(raw[recKind:])
+	e.Tags = e.Tags[:0]
+	p := recContent + 2 + int(binary.BigEndian.Uint16(raw[recContent:]))
 	if p+2 > len(raw) {
-		return e, errShortRecord
+		return errShortRecord
 	}
 	nTags := int(binary.BigEndian.Uint16(raw[p:]))
 	p += 2
 	for t := 0; t < nTags; t++ {
 		if p >= len(raw) {
-			return e, errShortRecord
+			return errShortRecord
 		}
 		nItems := int(raw[p])
 		p++
-		var name, value string
+		var name []byte
 		for i := 0; i < nItems; i++ {
 			if p+2 > len(raw) {
-				return e, errShortRecord
+				return errShortRecord
 			}
 			size := int(binary.BigEndian.Uint16(raw[p:]))
 			p += 2
 			if p+size+1 > len(raw) {
-				return e, errShortRecord
+				return errShortRecord
 			}
-			switch i {
-			case 0:
-				name = string(raw[p : p+size])
-			case 1:
-				value = string(raw[p : p+size])
+			switch {
+			case i == 0:
+				name = raw[p : p+size]
+			case i == 1 && len(name) == 1 && ix.Indexes(string(name)):
+				e.Tags = append(e.Tags, [2]string{string(name), string(raw[p : p+size])})
 			}
 			p += size + 1 // each item is followed by a zero byte
 		}
-		if nItems >= 2 && len(name) == 1 {
-			e.Tags = append(e.Tags, [2]string{name, value})
-		}
 	}
-	return e, nil
+	return nil
 }

@@ -9,8 +9,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-
-	"github.com/nbd-wtf/go-nostr"
 )
 
 // maxValueThreshold is badger's default and largest value-log threshold:
@@ -175,17 +173,4 @@ func syncDir(dir string) error {
 // a value-log file it rotates away from.
 func (s *Store) syncDurable(vlog bool) error {
 	return s.wals.sync(vlog)
-}
-
-// mayUseValueLog reports whether evt's stored record could reach badger's
-// value threshold: a generous over-estimate of its binary encoding.
-func mayUseValueLog(evt *nostr.Event, threshold int64) bool {
-	n := 256 + len(evt.Content)
-	for _, tag := range evt.Tags {
-		n += 1
-		for _, item := range tag {
-			n += 3 + len(item)
-		}
-	}
-	return int64(n) >= threshold/2
 }

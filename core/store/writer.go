@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"sync"
 
-	"github.com/fiatjaf/eventstore"
 	"github.com/nbd-wtf/go-nostr"
 )
 
@@ -50,9 +49,12 @@ type op struct {
 	// written before evt, whose content is then a stub.
 	content       []byte
 	contentPrefix byte
+	// prep is evt's record and index keys (badger_write.go).
+	prep *prepared
 	// swept reports what an opSweep removed.
 	swept int
-	// vlog marks a write that may have gone to badger's value log.
+	// vlog marks a barrier whose side-table write went to badger's value
+	// log.
 	vlog bool
 	done chan error // buffered: the writer never blocks on a caller that gave up
 }
@@ -123,7 +125,7 @@ func (w *writer) submit(ctx context.Context, o *op) error {
 
 func (w *writer) run() {
 	batch := make([]*op, 0, w.max)
-	errs := make([]error, 0, w.max)
+	errs := make([]error, w.max)
 	for {
 		var first *op
 		select {
@@ -142,7 +144,7 @@ func (w *writer) run() {
 				break fill
 			}
 		}
-		w.commit(batch, errs[:0])
+		w.commit(batch, errs)
 	}
 }
 
@@ -162,18 +164,16 @@ func (w *writer) drainAndExit(batch []*op, errs []error) {
 		if len(batch) == 0 {
 			break
 		}
-		w.commit(batch, errs[:0])
+		w.commit(batch, errs)
 	}
 	w.lastErr = w.sync(true)
 }
 
 // commit applies every op of the batch, syncs once, then answers each caller.
 func (w *writer) commit(batch []*op, errs []error) {
-	vlog := false
-	for _, o := range batch {
-		errs = append(errs, w.apply(o))
-		vlog = vlog || o.vlog
-	}
+	errs = errs[:len(batch)]
+	clear(errs)
+	vlog := w.s.applyBatch(batch, errs)
 	syncErr := w.sync(vlog)
 	w.s.m.batchOps.Observe(float64(len(batch)))
 	for i, o := range batch {
@@ -201,58 +201,6 @@ func (w *writer) sync(vlog bool) error {
 	return err
 }
 
-// apply runs one write against the backend. A panic in the backend must not
-// kill the only writer, or every later save would hang.
-func (w *writer) apply(o *op) (err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			w.s.log.Error("event store panicked", "op", o.kind.String(), "panic", r)
-			err = fmt.Errorf("error: event store failed on %s: %v", o.kind, r)
-		}
-	}()
-	b := w.s.backend
-	if o.content != nil {
-		if o.kind == opSave {
-			// A duplicate (clients resend) must not leave a content record
-			// the stored copy does not use.
-			dup, err := w.s.stored(o.evt.ID)
-			if err != nil {
-				return fmt.Errorf("error: look for a duplicate of %s: %w", o.evt.ID, err)
-			}
-			if dup {
-				return eventstore.ErrDupEvent
-			}
-		}
-		if err := w.s.putContent(o.contentPrefix, o.evt.ID, o.content); err != nil {
-			return err
-		}
-	}
-	switch o.kind {
-	case opSave:
-		if err := b.SaveEvent(o.ctx, o.evt); err != nil {
-			return err
-		}
-		w.s.indexed(true, o.evt)
-		return nil
-	case opReplace:
-		return w.replace(o)
-	case opDelete:
-		stored := w.lookupForIndex(o.evt.ID)
-		if err := b.DeleteEvent(o.ctx, o.evt); err != nil {
-			return err
-		}
-		if stored != nil {
-			w.s.indexed(false, stored)
-		}
-		return w.s.dropLarge(o.evt.ID)
-	case opSweep:
-		o.swept, err = w.s.sweepLarge()
-		return err
-	default:
-		return nil
-	}
-}
-
 // stop refuses new writes, lets the writer drain what is queued and returns
 // the final sync's error.
 func (w *writer) stop() error {
@@ -263,68 +211,4 @@ func (w *writer) stop() error {
 	close(w.stopCh)
 	<-w.exited
 	return w.lastErr
-}
-
-// replace runs the backend's ReplaceEvent, which deletes older versions
-// inside its own transaction without saying which: the versions before and
-// after tell the negentropy index what changed.
-func (w *writer) replace(o *op) error {
-	if w.s.neg == nil {
-		return w.s.backend.ReplaceEvent(o.ctx, o.evt)
-	}
-	before, err := w.s.versions(o.evt)
-	if err != nil {
-		w.indexFailed(err)
-	}
-	if err := w.s.backend.ReplaceEvent(o.ctx, o.evt); err != nil {
-		return err
-	}
-	after, aerr := w.s.versions(o.evt)
-	if err != nil || aerr != nil {
-		w.indexFailed(aerr)
-		return nil
-	}
-	kept := make(map[string]bool, len(after))
-	for _, evt := range after {
-		kept[evt.ID] = true
-	}
-	for _, evt := range before {
-		if !kept[evt.ID] {
-			w.s.indexed(false, evt)
-			if err := w.s.dropLarge(evt.ID); err != nil {
-				w.s.log.Error("dropping the content of a replaced version failed; maintenance sweeps it", "id", evt.ID, "error", err)
-			}
-		}
-	}
-	if o.content != nil && !kept[o.evt.ID] {
-		// Refused as older than the stored version.
-		if err := w.s.dropLarge(o.evt.ID); err != nil {
-			w.s.log.Error("dropping the content of a refused version failed; maintenance sweeps it", "id", o.evt.ID, "error", err)
-		}
-	}
-	for _, evt := range after {
-		w.s.indexed(true, evt)
-	}
-	return nil
-}
-
-// lookupForIndex finds the stored version of an event about to be deleted
-// (a caller may pass only its id).
-func (w *writer) lookupForIndex(id string) *nostr.Event {
-	if w.s.neg == nil {
-		return nil
-	}
-	evt, err := w.s.storedByID(id)
-	if err != nil {
-		w.indexFailed(err)
-	}
-	return evt
-}
-
-func (w *writer) indexFailed(err error) {
-	if err == nil {
-		return
-	}
-	w.s.log.Error("negentropy index cannot follow a write; NIP-77 sessions query the store until restart", "error", err)
-	w.s.neg.fail()
 }
