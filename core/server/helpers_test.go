@@ -208,9 +208,15 @@ type client struct {
 
 func (e *testServer) dial() *client {
 	e.t.Helper()
+	return e.dialWith(nil)
+}
+
+// dialWith is dial with the websocket options o.
+func (e *testServer) dialWith(o *websocket.DialOptions) *client {
+	e.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), testwait.Limit(e.t))
 	defer cancel()
-	c, _, err := websocket.Dial(ctx, e.ws, nil)
+	c, _, err := websocket.Dial(ctx, e.ws, o)
 	if err != nil {
 		e.t.Fatal(err)
 	}
