@@ -154,7 +154,11 @@ func limitedRole(t *testing.T, dbURL string, n int) (string, *sql.DB) {
 // dialFrom is dial for a client whose address a trusted proxy names.
 func (e *testServer) dialFrom(addr string) *client {
 	e.t.Helper()
-	return e.dialWith(&websocket.DialOptions{HTTPHeader: http.Header{"X-Forwarded-For": {addr}}})
+	cl, code, body := e.dialHeader(http.Header{"X-Forwarded-For": {addr}})
+	if cl == nil {
+		e.t.Fatalf("websocket refused: %d %s", code, body)
+	}
+	return cl
 }
 
 // nonReader is a websocket from addr that never reads, with a small

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -208,20 +209,29 @@ type client struct {
 
 func (e *testServer) dial() *client {
 	e.t.Helper()
-	return e.dialWith(nil)
+	cl, code, body := e.dialHeader(nil)
+	if cl == nil {
+		e.t.Fatalf("websocket refused: %d %s", code, body)
+	}
+	return cl
 }
 
-// dialWith is dial with the websocket options o.
-func (e *testServer) dialWith(o *websocket.DialOptions) *client {
+// dialHeader connects with the request headers h; a refused handshake
+// gives no client, its HTTP status and body.
+func (e *testServer) dialHeader(h http.Header) (cl *client, code int, body string) {
 	e.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), testwait.Limit(e.t))
 	defer cancel()
-	c, _, err := websocket.Dial(ctx, e.ws, o)
+	c, resp, err := websocket.Dial(ctx, e.ws, &websocket.DialOptions{HTTPHeader: h})
 	if err != nil {
-		e.t.Fatal(err)
+		if resp == nil {
+			e.t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		return nil, resp.StatusCode, string(b)
 	}
 	c.SetReadLimit(16 << 20)
-	cl := &client{t: e.t, c: c, msgs: make(chan []json.RawMessage, 1024)}
+	cl = &client{t: e.t, c: c, msgs: make(chan []json.RawMessage, 1024)}
 	go func() {
 		defer close(cl.msgs)
 		for {
@@ -236,7 +246,7 @@ func (e *testServer) dialWith(o *websocket.DialOptions) *client {
 		}
 	}()
 	e.t.Cleanup(func() { c.Close(websocket.StatusNormalClosure, "") })
-	return cl
+	return cl, resp.StatusCode, ""
 }
 
 func (cl *client) send(v ...any) {
