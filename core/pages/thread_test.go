@@ -382,3 +382,38 @@ func TestG08_DiscussionPagesShowNoPrivateEvent(t *testing.T) {
 	mustContain(t, "public issue", body, "visible comment", "Comments (1)", `st-open">open</span>`)
 	mustNotContain(t, "public issue", body, "secret comment", "secret-label", "secret cover", `st-closed">`, "reply to the crossover")
 }
+
+// TestPages_QueryUpToPagesPastTheStoreCap: a store answers one query with
+// at most its max_limit events; a page's reader goes on from the oldest
+// second it saw, so it gets the newest n, events sharing a second with
+// the previous query's last included, and says whether more may exist.
+func TestPages_QueryUpToPagesPastTheStoreCap(t *testing.T) {
+	r := newRig(t, "https://git.example.org", nil)
+	r.store.MaxLimit = 7
+	k := newKey(t)
+	var all []*nostr.Event
+	for i := 0; i < 20; i++ {
+		e := k.sign(t, nip34.KindNote, int64(100+i/3), nostr.Tags{{"t", "x"}}, fmt.Sprint(i)) // three per second
+		r.save(e)
+		all = append(all, e)
+	}
+	f := nostr.Filter{Kinds: []int{nip34.KindNote}}
+	got, more, err := r.pages.queryUpTo(context.Background(), f, 14)
+	if err != nil || len(got) != 14 || !more {
+		t.Fatalf("14 of 20: got %d, more %v, %v", len(got), more, err)
+	}
+	seen := map[string]bool{}
+	for _, e := range got {
+		if seen[e.ID] {
+			t.Fatalf("%s read twice", e.ID)
+		}
+		seen[e.ID] = true
+		if e.CreatedAt < 102 {
+			t.Errorf("an event of second %d is not among the newest 14", e.CreatedAt)
+		}
+	}
+	got, more, err = r.pages.queryUpTo(context.Background(), f, 30)
+	if err != nil || len(got) != 20 || more {
+		t.Fatalf("all 20: got %d, more %v, %v", len(got), more, err)
+	}
+}
