@@ -391,11 +391,8 @@ func TestPages_QueryUpToPagesPastTheStoreCap(t *testing.T) {
 	r := newRig(t, "https://git.example.org", nil)
 	r.store.MaxLimit = 7
 	k := newKey(t)
-	var all []*nostr.Event
 	for i := 0; i < 20; i++ {
-		e := k.sign(t, nip34.KindNote, int64(100+i/3), nostr.Tags{{"t", "x"}}, fmt.Sprint(i)) // three per second
-		r.save(e)
-		all = append(all, e)
+		r.save(k.sign(t, nip34.KindNote, int64(100+i/3), nostr.Tags{{"t", "x"}}, fmt.Sprint(i))) // three per second
 	}
 	f := nostr.Filter{Kinds: []int{nip34.KindNote}}
 	got, more, err := r.pages.queryUpTo(context.Background(), f, 14)
