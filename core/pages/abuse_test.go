@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/grasp-dev/grasp/core/clock"
+	"github.com/grasp-dev/grasp/core/env"
 	"github.com/grasp-dev/grasp/core/git"
 	"github.com/grasp-dev/grasp/core/nip34"
 	"github.com/grasp-dev/grasp/internal/testwait"
@@ -120,9 +121,9 @@ func TestAbuse_F30_MarkdownIsRenderedOncePerBlob(t *testing.T) {
 // its slot, and its result serves the next view.
 func TestAbuse_F30_RendersAreBoundedAndOutliveNoBudget(t *testing.T) {
 	clk := clock.NewFake(time.Unix(1_800_000_000, 0))
-	r := newRigClock(t, "http://127.0.0.1:7334", func(o *Options) {
+	r := newRigEnv(t, "http://127.0.0.1:7334", func(o *Options) {
 		o.MaxRenders, o.MaxRendersPerClient, o.RenderBudget = 2, 1, 5*time.Second
-	}, clk)
+	}, env.Env{Clock: clk})
 	owner := newKey(t)
 	r.announce(owner, "md", 100, nil)
 	files := map[string]string{}

@@ -15,7 +15,6 @@ import (
 	"github.com/nbd-wtf/go-nostr"
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/grasp-dev/grasp/core/clock"
 	"github.com/grasp-dev/grasp/core/env"
 	"github.com/grasp-dev/grasp/core/git"
 	"github.com/grasp-dev/grasp/core/nip34"
@@ -53,11 +52,11 @@ type rig struct {
 
 func newRig(t testing.TB, publicURL string, mod func(*Options)) *rig {
 	t.Helper()
-	return newRigClock(t, publicURL, mod, nil)
+	return newRigEnv(t, publicURL, mod, env.Env{})
 }
 
-// newRigClock is newRig with the pages' clock (nil: the wall clock).
-func newRigClock(t testing.TB, publicURL string, mod func(*Options), clk clock.Clock) *rig {
+// newRigEnv is newRig with an environment (a fake clock).
+func newRigEnv(t testing.TB, publicURL string, mod func(*Options), e env.Env) *rig {
 	t.Helper()
 	repos, err := git.NewRepos(git.RepoOptions{Root: filepath.Join(t.TempDir(), "git")}, env.Env{})
 	if err != nil {
@@ -81,8 +80,11 @@ func newRigClock(t testing.TB, publicURL string, mod func(*Options), clk clock.C
 	if mod != nil {
 		mod(&opts)
 	}
-	reg := prometheus.NewRegistry()
-	p, err := New(opts, env.Env{Metrics: reg, Clock: clk})
+	if e.Metrics == nil {
+		e.Metrics = prometheus.NewRegistry()
+	}
+	reg, _ := e.Metrics.(*prometheus.Registry)
+	p, err := New(opts, e)
 	if err != nil {
 		t.Fatal(err)
 	}
