@@ -39,12 +39,13 @@ type markdownView struct {
 
 func (v markdownView) size() int { return len(v.HTML) + len(v.Plain) }
 
-// markdown renders the Markdown blob oid (src) for a view, within the
-// bounds of bounds.go: shape-checked, on the render pool, within the
-// budget, cached by the blob and the links' base.
-func (p *Pages) markdown(r *http.Request, oid string, src []byte, blobBase, dir string) markdownView {
+// markdown renders the Markdown src, named by name (a blob's object id,
+// "event:<id>"), for a view, within the bounds of bounds.go: shape-checked,
+// on the render pool, within the budget, cached by name and the links'
+// base.
+func (p *Pages) markdown(r *http.Request, name string, src []byte, blobBase, dir string) markdownView {
 	const kind = "markdown"
-	key := "md|" + oid + "|" + blobBase + "|" + dir
+	key := "md|" + name + "|" + blobBase + "|" + dir
 	if v, ok := p.cache.get(key); ok {
 		p.renders.count(kind, fromCache)
 		return v.(markdownView)
