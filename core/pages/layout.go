@@ -48,9 +48,22 @@ form.search input{padding:.3rem .5rem;border:1px solid var(--line);border-radius
 form.search button{padding:.3rem .7rem}
 ul.plain{list-style:none;padding:0}
 footer{color:var(--muted);font-size:.85rem;border-top:1px solid var(--line);margin-top:2rem}
+.count{font-size:.8rem;color:var(--muted);background:var(--soft);border-radius:1rem;padding:0 .4rem}
+.scroll{overflow-x:auto}
+.post,.comment{border:1px solid var(--line);border-radius:6px;padding:0 .8rem;margin:.6rem 0;overflow-wrap:anywhere}
+.post img,.comment img{max-width:100%}
+.post pre,.comment pre{max-width:100%}
+.cover{background:var(--soft)}
+.comment>p.muted{font-size:.85rem;margin:.4rem 0}
+.d1{margin-left:.8rem}.d2{margin-left:1.6rem}.d3{margin-left:2.4rem}.d4{margin-left:3.2rem}.d5{margin-left:4rem}.d6{margin-left:4.8rem}
+table.files td.num{white-space:nowrap;text-align:right}
+.add{color:var(--ok)}.del{color:var(--bad)}
 `
 
-var layoutTmpl = template.Must(template.New("layout").Parse(`<!doctype html>
+// layoutTmpl is the page around a body: "top" is written, then the body,
+// then "bottom", so a page is built once, in its body's buffer (audit
+// 2026-11b, F29: the body was built, then copied into the layout).
+var layoutTmpl = template.Must(template.New("layout").Parse(`{{define "top"}}<!doctype html>
 <html lang="en"><head><meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>{{.Title}}</title>
@@ -61,11 +74,11 @@ var layoutTmpl = template.Must(template.New("layout").Parse(`<!doctype html>
 {{if .Crumbs}}<nav class="crumbs">{{range $i, $c := .Crumbs}}{{if $i}} / {{end}}{{if $c.Href}}<a href="{{$c.Href}}">{{$c.Text}}</a>{{else}}{{$c.Text}}{{end}}{{end}}</nav>{{end}}
 </div></header>
 <main>
-{{.Body}}
+{{end}}{{define "bottom"}}
 </main>
 <footer><a href="https://github.com/grasp-dev/grasp">grasp</a> {{.Version}} · <a href="{{.Base}}/">{{.Name}}</a> · <a href="{{.Base}}/nip11.json">NIP-11</a></footer>
 </body></html>
-`))
+{{end}}`))
 
 type link struct {
 	Text string
@@ -75,7 +88,6 @@ type link struct {
 type layout struct {
 	Title, Name, Version, Base string
 	Crumbs                     []link
-	Body                       template.HTML
 }
 
 // render writes one page: body is executed into the layout.
@@ -87,10 +99,10 @@ func (p *Pages) render(w http.ResponseWriter, r *http.Request, status int, title
 		buf.Reset()
 		buf.WriteString("<h1>Internal error</h1><p>This page could not be rendered.</p>")
 	}
-	p.write(w, r, status, title, crumbs, template.HTML(buf.String()))
+	p.write(w, r, status, title, crumbs, buf.Bytes())
 }
 
-func (p *Pages) write(w http.ResponseWriter, r *http.Request, status int, title string, crumbs []link, body template.HTML) {
+func (p *Pages) write(w http.ResponseWriter, r *http.Request, status int, title string, crumbs []link, body []byte) {
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	// Pages carry no script of ours and must run none of anyone's: README
@@ -109,7 +121,14 @@ func (p *Pages) write(w http.ResponseWriter, r *http.Request, status int, title 
 	} else {
 		title += " – " + name
 	}
-	err := layoutTmpl.Execute(w, layout{Title: title, Name: name, Version: p.opts.Version, Base: p.opts.Service.Path, Crumbs: crumbs, Body: body})
+	l := layout{Title: title, Name: name, Version: p.opts.Version, Base: p.opts.Service.Path, Crumbs: crumbs}
+	err := layoutTmpl.ExecuteTemplate(w, "top", l)
+	if err == nil {
+		_, err = w.Write(body)
+	}
+	if err == nil {
+		err = layoutTmpl.ExecuteTemplate(w, "bottom", l)
+	}
 	if err != nil {
 		p.log.Debug("writing a page failed", "path", r.URL.Path, "error", err)
 	}
