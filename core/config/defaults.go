@@ -3,9 +3,17 @@ package config
 import (
 	"reflect"
 	"time"
+
+	"github.com/grasp-dev/grasp/core/clientip"
 )
 
 const day = 24 * time.Hour
+
+// MinPostgresPool is the smallest store.postgres_pool: the LISTEN
+// connection, the leader lease, the repository-lock session and one
+// connection for contended locks, three reserved for writes and side
+// tables, three for clients' queries (core/store/pgpool.go splits it).
+const MinPostgresPool = 10
 
 // Plugin hook kinds, as named in [[plugins.<kind>]].
 const (
@@ -56,6 +64,10 @@ func base() Config {
 			// (docs/benchmarks.md: 406 MiB at 20k, 1.7 GiB at 200k), so
 			// larger servers raise it (config.md says how).
 			MemoryLimitMB: 1024,
+			// clientip says why: an IPv4 address is one client, an IPv6
+			// client owns a /64.
+			ClientPrefixV4: clientip.DefaultPrefixV4,
+			ClientPrefixV6: clientip.DefaultPrefixV6,
 		},
 		Relay: Relay{
 			Description: "GRASP server: a Nostr relay and git host for NIP-34 repositories",
@@ -68,6 +80,14 @@ func base() Config {
 			// a leader renews every third of it: a few missed round
 			// trips are survived, a dead leader replaced within 15 s
 			LeaderLease: Duration(15 * time.Second),
+			// derived at start from max_connections (see config.md)
+			PostgresPool: 0,
+			// two instances behind a load balancer, the smallest scale-out
+			PostgresInstances: 2,
+			// a client runs one stored query per connection at a time; 4
+			// leaves room for a NAT of a few users, and a quarter of the
+			// smallest query share to everyone else
+			PostgresQueriesPerIP: 4,
 		},
 		Grasp: Grasp{
 			ArchiveReadOnly: true,

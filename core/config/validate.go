@@ -226,6 +226,12 @@ func (c *Config) checkServer(k *checker) {
 	if _, err := clientip.Parse(c.Server.TrustedProxies); err != nil {
 		k.fail("server.trusted_proxies", "%v", err)
 	}
+	if err := clientip.CheckPrefix(false, c.Server.ClientPrefixV4); err != nil {
+		k.fail("server.client_prefix_v4", "%v", err)
+	}
+	if err := clientip.CheckPrefix(true, c.Server.ClientPrefixV6); err != nil {
+		k.fail("server.client_prefix_v6", "%v", err)
+	}
 }
 
 func (c *Config) checkRelay(k *checker) {
@@ -322,6 +328,11 @@ func (c *Config) checkStore(k *checker) {
 	if s.LeaderLease.D() > 0 && s.LeaderLease.D() < time.Second {
 		k.fail("store.leader_lease", "must be at least 1s (the leader renews every third of it), got %s", s.LeaderLease.D())
 	}
+	if s.PostgresPool != 0 && s.PostgresPool < MinPostgresPool {
+		k.fail("store.postgres_pool", "must be 0 (derived from max_connections) or at least %d (the reserved connections and a share for queries), got %d", MinPostgresPool, s.PostgresPool)
+	}
+	k.positive("store.postgres_instances", s.PostgresInstances)
+	k.positive("store.postgres_queries_per_ip", s.PostgresQueriesPerIP)
 }
 
 func (c *Config) checkGrasp(k *checker) {

@@ -169,14 +169,10 @@ func (e *events) QueryEvents(ctx context.Context, f nostr.Filter) (chan *nostr.E
 	// MaxLimit for REQs and NegentropyMax for negentropy sessions.
 	f.Limit = limit
 	f.LimitZero = false
-	if !e.direct {
-		return e.s.queryBadger(ctx, f, limit)
+	if e.direct {
+		return e.s.pgQuery(ctx, f, limit)
 	}
-	ch, err := e.be.QueryEvents(ctx, f)
-	if err != nil {
-		return nil, fmt.Errorf("error: query events: %w", err)
-	}
-	return ch, nil
+	return e.s.queryBadger(ctx, f, limit)
 }
 
 // withoutRepeats returns f with repeated ids, authors, kinds and tag values
@@ -216,7 +212,11 @@ func (e *events) CountEvents(ctx context.Context, f nostr.Filter) (int64, error)
 		return 0, errClosed
 	}
 	e.s.m.queries.WithLabelValues("count").Inc()
-	n, err := e.be.CountEvents(ctx, f)
+	count := e.be.CountEvents
+	if e.direct {
+		count = e.s.pgCount
+	}
+	n, err := count(ctx, f)
 	if err != nil {
 		return 0, fmt.Errorf("error: count events: %w", err)
 	}
