@@ -151,6 +151,12 @@ type Store struct {
 	// ~600 MiB RSS on a 20k-event corpus; these budget it instead.
 	MemtableMB   int `toml:"memtable_mb"`
 	BlockCacheMB int `toml:"block_cache_mb"`
+	// ResidentFileMB bounds the file-backed resident memory of the
+	// process: badger reads and writes its files through mmap, and every
+	// page touched stays resident (1.4 GiB at a million events); above
+	// this the pages of its tables and sealed value-log files are dropped
+	// from the process's mappings (the page cache keeps them). 0: never.
+	ResidentFileMB int `toml:"resident_file_mb"`
 	// LeaderLease is how long, with backend postgres, the instance running
 	// the singletons (GRASP-02 sync, the hunter, the sweeps) keeps its
 	// lease without renewing it; a follower takes over within it after the

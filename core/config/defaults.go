@@ -77,6 +77,10 @@ func base() Config {
 			Backend:      "badger",
 			MemtableMB:   16,
 			BlockCacheMB: 64,
+			// the WALs and the value-log file being written (~112 MiB)
+			// and the tables' hot pages, a quarter of the 1 GiB
+			// memory_limit_mb beside it
+			ResidentFileMB: 256,
 			// a leader renews every third of it: a few missed round
 			// trips are survived, a dead leader replaced within 15 s
 			LeaderLease: Duration(15 * time.Second),

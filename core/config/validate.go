@@ -324,6 +324,7 @@ func (c *Config) checkStore(k *checker) {
 	}
 	k.positive("store.memtable_mb", s.MemtableMB)
 	k.nonNegative("store.block_cache_mb", s.BlockCacheMB)
+	k.nonNegative("store.resident_file_mb", s.ResidentFileMB)
 	k.positiveDur("store.leader_lease", s.LeaderLease)
 	if s.LeaderLease.D() > 0 && s.LeaderLease.D() < time.Second {
 		k.fail("store.leader_lease", "must be at least 1s (the leader renews every third of it), got %s", s.LeaderLease.D())

@@ -12,6 +12,7 @@
 package server
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -151,6 +152,8 @@ func StoreOptions(cfg config.Config) store.Options {
 		Limits:       cfg.Relay.Limits,
 		MemTableMB:   cfg.Store.MemtableMB,
 		BlockCacheMB: cfg.Store.BlockCacheMB,
+		// 0 in the config is never; 0 in the options is the default
+		ResidentFileMB: cmp.Or(cfg.Store.ResidentFileMB, -1),
 
 		PostgresPool:         cfg.Store.PostgresPool,
 		PostgresInstances:    cfg.Store.PostgresInstances,

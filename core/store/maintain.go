@@ -53,18 +53,8 @@ func (s *Store) Maintain(ctx context.Context) error {
 		}
 	}
 
-	for i := 0; i < maxVlogRewrites; i++ {
-		if err := ctx.Err(); err != nil {
-			return fmt.Errorf("store maintenance: value-log GC: %w", err)
-		}
-		err := s.db.RunValueLogGC(vlogDiscardRatio)
-		if errors.Is(err, badger.ErrNoRewrite) || errors.Is(err, badger.ErrRejected) {
-			break
-		}
-		if err != nil {
-			return fmt.Errorf("store maintenance: value-log GC: %w", err)
-		}
-		s.m.vlogRewrites.Inc()
+	if err := s.collectValueLog(ctx); err != nil {
+		return err
 	}
 
 	sizes, err := s.diskSizes()
@@ -79,6 +69,27 @@ func (s *Store) Maintain(ctx context.Context) error {
 		keys += uint64(t.KeyCount)
 	}
 	s.m.keys.Set(float64(keys))
+	return nil
+}
+
+// collectValueLog runs badger's value-log GC, under gcMu (see
+// dropResident).
+func (s *Store) collectValueLog(ctx context.Context) error {
+	s.gcMu.Lock()
+	defer s.gcMu.Unlock()
+	for i := 0; i < maxVlogRewrites; i++ {
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("store maintenance: value-log GC: %w", err)
+		}
+		err := s.db.RunValueLogGC(vlogDiscardRatio)
+		if errors.Is(err, badger.ErrNoRewrite) || errors.Is(err, badger.ErrRejected) {
+			break
+		}
+		if err != nil {
+			return fmt.Errorf("store maintenance: value-log GC: %w", err)
+		}
+		s.m.vlogRewrites.Inc()
+	}
 	return nil
 }
 

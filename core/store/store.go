@@ -89,6 +89,13 @@ type Options struct {
 	// MaxBatch caps how many writes share one fsync (default 1024).
 	MaxBatch int
 
+	// ResidentFileMB bounds this process's file-backed resident memory
+	// (RssFile): above it the pages of badger's tables and sealed
+	// value-log files are dropped from its mappings, checked every
+	// residentCheckEvery (badger_resident.go). 0 takes config's default;
+	// negative never drops them. Linux only.
+	ResidentFileMB int
+
 	// ValueThreshold is badger's value-log threshold in bytes: records at
 	// least this big are written once to the value log instead of the LSM
 	// tree, where they would be written twice (WAL, then level-0 table) and
@@ -139,6 +146,7 @@ func (o Options) withDefaults() Options {
 	setInt(&o.NumCompactors, DefaultNumCompactors)
 	setInt(&o.ValueLogFileMB, DefaultValueLogFileMB)
 	setInt(&o.MaxBatch, DefaultMaxBatch)
+	setInt(&o.ResidentFileMB, def.ResidentFileMB)
 	setInt(&o.PostgresInstances, def.PostgresInstances)
 	setInt(&o.PostgresQueriesPerIP, def.PostgresQueriesPerIP)
 	if o.Backend == "" {
@@ -220,6 +228,10 @@ type Store struct {
 	// the writer goroutine uses it.
 	sweepFrom []byte
 	closed    atomic.Bool
+	// residentStop ends the resident-memory check (badger only).
+	residentStop, residentDone chan struct{}
+	// gcMu is held by value-log GC and by dropResident.
+	gcMu sync.Mutex
 	// sideMu serialises side-table write transactions (see Side.commit).
 	sideMu sync.Mutex
 
@@ -301,6 +313,7 @@ func New(opts Options, e env.Env) (*Store, error) {
 	s.side = &Side{s: s}
 	if s.pg == nil {
 		s.startNegIndex() // before the writer: see negentropy.go
+		s.startResidentCheck()
 	}
 	go s.w.run()
 	log.Info("store opened", "dir", dbDir, "backend", opts.Backend, "max_limit", opts.Limits.MaxLimit,
@@ -347,6 +360,10 @@ func (s *Store) Close() error {
 		werr := s.w.stop()
 		if s.neg != nil {
 			s.neg.close()
+		}
+		if s.residentStop != nil {
+			close(s.residentStop)
+			<-s.residentDone
 		}
 		s.wals.close()
 		// The backend's Close drops badger's error; close the DB directly.
