@@ -161,7 +161,7 @@ func runAbuse(ctx context.Context, o abuseOpts, command string, stderr io.Writer
 		p.stop()
 		return res, fmt.Errorf("seed repositories: %w", err)
 	}
-	if _, err := ingest(ctx, p.wsURL(), c, activity, done, 4, 64); err != nil {
+	if _, err := ingest(ctx, p.wsURL(), c, activity, done, 4, 64, nil); err != nil {
 		p.stop()
 		return res, fmt.Errorf("seed activity: %w", err)
 	}

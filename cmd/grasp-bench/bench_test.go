@@ -12,7 +12,12 @@ import (
 	"time"
 
 	"github.com/grasp-dev/grasp/core/nip34"
+	"github.com/grasp-dev/grasp/internal/pgtest"
 )
+
+// TestMain stops the PostgreSQL cluster the scale test's grasp-postgres
+// ran on.
+func TestMain(m *testing.M) { pgtest.Main(m) }
 
 // TestTableEndToEnd runs the whole table on a tiny corpus: both servers are
 // built from this tree and started as processes, every scenario runs, and
@@ -100,7 +105,7 @@ func TestScaleEndToEnd(t *testing.T) {
 	dir := t.TempDir()
 	jsonPath := filepath.Join(dir, "out.json")
 	var stdout, stderr bytes.Buffer
-	code := run([]string{"scale", "-points", "150,300", "-libsecp=false", "-corpus-dir", dir,
+	code := run([]string{"scale", "-points", "150,300", "-libsecp=false", "-corpus-dir", dir, "-postgres-url", pgtest.DB(t),
 		"-conns", "2", "-window", "8", "-queries", "3", "-neg-runs", "1", "-json", jsonPath}, &stdout, &stderr)
 	if code != 0 {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout.String(), stderr.String())
@@ -116,16 +121,20 @@ func TestScaleEndToEnd(t *testing.T) {
 	if len(res.Points) != 2 || res.Points[0] < 150 || res.Points[1] != 300 {
 		t.Fatalf("points %v, want about 150 and 300", res.Points)
 	}
-	for _, name := range []string{serverGrasp, serverBaseline} {
+	for _, name := range []string{serverGrasp, serverPostgres, serverBaseline} {
 		runs := res.Servers[name]
 		if len(runs) != 2 {
 			t.Fatalf("%s: %d points, want 2", name, len(runs))
 		}
-		for _, pr := range runs {
+		for i, pr := range runs {
 			if pr.Run == nil {
 				t.Fatalf("%s at %d: skipped (%s)", name, pr.Events, pr.Skipped)
 			}
-			for _, k := range []string{"ingest_rate", "ingest_cpu", "query_ids_p50", "neg_99", "neg_insync", "rss_peak"} {
+			keys := []string{"ingest_rate", "ingest_cpu", "query_ids_p50", "neg_99", "neg_insync", "rss_peak", "rss_anon_now"}
+			if name != serverBaseline && i == len(runs)-1 {
+				keys = append(keys, "rss_restart")
+			}
+			for _, k := range keys {
 				if v, ok := pr.Run.get(k); !ok || !(v > 0) {
 					t.Errorf("%s at %d: %s = %v (present %v), want a positive number", name, pr.Events, k, v, ok)
 				}
@@ -134,6 +143,31 @@ func TestScaleEndToEnd(t *testing.T) {
 	}
 	if !strings.Contains(stdout.String(), "| events stored") {
 		t.Errorf("no scale table in the output:\n%s", stdout.String())
+	}
+	// Progress: every point's stages are logged as they end.
+	for _, want := range []string{"grasp: ingested", "grasp: point 300 done in", "grasp-postgres: NIP-77 runs at 300 events took"} {
+		if !strings.Contains(stderr.String(), want) {
+			t.Errorf("no %q in the progress log:\n%s", want, stderr.String())
+		}
+	}
+}
+
+// A baseline that reconciles a capped subset (eventstore's MaxLimitNegentropy
+// below the store's size, as a relay opened with MaxLimit 1000 has) must fail
+// the run, not give a fast and wrong NIP-77 figure.
+func TestScaleRefusesACappedBaseline(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs servers")
+	}
+	dir := t.TempDir()
+	var stdout, stderr bytes.Buffer
+	code := run([]string{"scale", "-points", "300", "-libsecp=false", "-corpus-dir", dir,
+		"-conns", "2", "-window", "8", "-queries", "3", "-neg-runs", "1", "-baseline-neg-limit", "100"}, &stdout, &stderr)
+	if code == 0 {
+		t.Fatalf("a baseline capped at 100 of 300 events passed\nstdout:\n%s", stdout.String())
+	}
+	if !strings.Contains(stderr.String(), "baseline: at") || !strings.Contains(stderr.String(), "negentropy") {
+		t.Errorf("the failure does not name the baseline's reconciliation:\n%s", stderr.String())
 	}
 }
 

@@ -88,12 +88,16 @@ func (r ingestResult) rate() float64 { return float64(r.Events) / r.Elapsed.Seco
 // hanging it.
 const noAnswerLimit = 2 * time.Minute
 
+// progressEvery is how often a long publication reports how far it got.
+const progressEvery = 15 * time.Second
+
 // ingest publishes the events of c at positions idx (ascending) over conns
 // connections, each with at most window EVENTs unanswered, and waits for
 // every OK. Events go to the connections round robin; an event is not sent
 // before the event it depends on was answered. Latency is measured per
-// event from its send to its OK.
-func ingest(ctx context.Context, url string, c *corpus, idx []int, done *doneSet, conns, window int) (ingestResult, error) {
+// event from its send to its OK. progress, if not nil, is told every
+// progressEvery how many events were answered.
+func ingest(ctx context.Context, url string, c *corpus, idx []int, done *doneSet, conns, window int, progress func(answered int, elapsed time.Duration)) (ingestResult, error) {
 	res := ingestResult{Events: len(idx), Reasons: map[string]int{}}
 	if len(idx) == 0 {
 		return res, nil
@@ -113,6 +117,27 @@ func ingest(ctx context.Context, url string, c *corpus, idx []int, done *doneSet
 	res.lats = make([]time.Duration, 0, len(idx))
 	var wg sync.WaitGroup
 	start := time.Now()
+	if progress != nil {
+		stop := make(chan struct{})
+		defer close(stop)
+		go func() {
+			t := time.NewTicker(progressEvery)
+			defer t.Stop()
+			for {
+				select {
+				case <-t.C:
+					mu.Lock()
+					n := len(res.lats)
+					mu.Unlock()
+					progress(n, time.Since(start))
+				case <-stop:
+					return
+				case <-ctx.Done():
+					return
+				}
+			}
+		}()
+	}
 	for k, ws := range clients {
 		var mine []int
 		for j := k; j < len(idx); j += conns {

@@ -230,6 +230,8 @@ type procSample struct {
 	at         time.Time
 	hwmKB      int64 // VmHWM: peak resident set since start
 	rssKB      int64 // VmRSS
+	anonKB     int64 // RssAnon: the process's own memory (Go heap and stacks, badger's caches)
+	fileKB     int64 // RssFile: pages of mapped files (badger's tables and value log, the binary)
 	writeBytes int64 // /proc/<pid>/io write_bytes: bytes sent (or due) to the storage layer
 	cancelled  int64 // cancelled_write_bytes: dirtied, then truncated or deleted before writeback
 	wchar      int64 // bytes handed to write(2) and the like, cached or not
@@ -257,6 +259,10 @@ func sampleProc(pid int) (procSample, error) {
 			s.hwmKB = kb
 		case "VmRSS":
 			s.rssKB = kb
+		case "RssAnon":
+			s.anonKB = kb
+		case "RssFile":
+			s.fileKB = kb
 		}
 	}
 	io, err := os.ReadFile(fmt.Sprintf("/proc/%d/io", pid))

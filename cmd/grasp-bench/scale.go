@@ -26,6 +26,10 @@ type scaleOpts struct {
 	libsecp          bool
 	verifyGoroutines int
 	verifyFor        time.Duration
+	// postgres is the database of grasp-postgres (nil: not measured);
+	// postgresMax the largest point it is measured at.
+	postgres    *pgCluster
+	postgresMax int
 }
 
 // pointRun is one server's figures at one store size.
@@ -63,6 +67,9 @@ func scaleCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.BoolVar(&o.libsecp, "libsecp", true, "also measure grasp built with -tags libsecp256k1 (cgo) and the verification ceilings")
 	fs.IntVar(&o.verifyGoroutines, "verify-goroutines", runtime.NumCPU(), "goroutines for the signature-verification ceiling")
 	fs.DurationVar(&o.verifyFor, "verify-for", 10*time.Second, "how long each verification ceiling is measured")
+	pgURL := fs.String("postgres-url", "", "also measure grasp on PostgreSQL (one instance) in this empty database (postgres://...), at the points up to -postgres-max")
+	fs.IntVar(&o.postgresMax, "postgres-max", 200_000, "the largest point measured on PostgreSQL")
+	pgPid := fs.Int("postgres-pid", 0, "the PostgreSQL server's postmaster pid: its CPU and bytes written are reported beside grasp's")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -72,6 +79,9 @@ func scaleCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			return fmt.Errorf("-points: %q is not an ascending list of sizes >= 100", *points)
 		}
 		o.points = append(o.points, n)
+	}
+	if *pgURL != "" {
+		o.postgres = &pgCluster{url: *pgURL, pid: *pgPid}
 	}
 	o.build.libsecp = o.libsecp
 	res, err := runScale(ctx, o, stderr)
@@ -114,13 +124,21 @@ func runScale(ctx context.Context, o scaleOpts, stderr io.Writer) (*scaleResult,
 	if o.libsecp {
 		servers = append(servers, serverLibsecp)
 	}
+	if o.postgres != nil && o.postgresMax >= o.points[0] {
+		servers = append(servers, serverPostgres)
+		bins.postgresURL = o.postgres.url
+	}
 	servers = append(servers, serverBaseline)
 	for _, name := range servers {
+		var pg *pgCluster
+		if name == serverPostgres {
+			pg = o.postgres
+		}
 		dir, err := os.MkdirTemp(tmp, name+"-")
 		if err != nil {
 			return res, err
 		}
-		runs, err := scaleServer(ctx, name, bins, dir, c, o, negMax, logf)
+		runs, err := scaleServer(ctx, name, bins, dir, c, o, negMax, pg, logf)
 		res.Servers[name] = runs
 		if !o.keep {
 			os.RemoveAll(dir)
@@ -136,12 +154,15 @@ func runScale(ctx context.Context, o scaleOpts, stderr io.Writer) (*scaleResult,
 // scaleServer fills one server point by point: each point adds the events
 // between the previous point and this one, then measures queries and
 // NIP-77 over everything stored so far.
-func scaleServer(ctx context.Context, name string, bins binaries, dir string, c *corpus, o scaleOpts, negMax int, logf func(string, ...any)) ([]pointRun, error) {
-	p, _, err := startServer(ctx, name, bins, dir, serverOpts{negentropyMax: negMax, baselineSync: o.baselineSync, baselineNeg: o.baselineNeg, legacyConfig: o.legacyConfig})
+// With pg (grasp-postgres), PostgreSQL's CPU and bytes written are
+// reported beside grasp's.
+func scaleServer(ctx context.Context, name string, bins binaries, dir string, c *corpus, o scaleOpts, negMax int, pg *pgCluster, logf func(string, ...any)) ([]pointRun, error) {
+	sopts := serverOpts{negentropyMax: negMax, baselineSync: o.baselineSync, baselineNeg: o.baselineNeg, legacyConfig: o.legacyConfig}
+	p, _, err := startServer(ctx, name, bins, dir, sopts)
 	if err != nil {
 		return nil, err
 	}
-	defer p.stop()
+	defer func() { p.stop() }()
 	done := newDoneSet(len(c.items))
 	pushRepo := filepath.Join(dir, "seed.git")
 	if _, err := gitRun(ctx, "", "init", "-q", "--bare", pushRepo); err != nil {
@@ -150,7 +171,10 @@ func scaleServer(ctx context.Context, name string, bins binaries, dir string, c 
 	var out []pointRun
 	prev, lastRate := 0, 0.0
 	skip := ""
-	for _, n := range o.points {
+	for pi, n := range o.points {
+		if skip == "" && name == serverPostgres && n > o.postgresMax {
+			skip = fmt.Sprintf("skipped: past -postgres-max %d", o.postgresMax)
+		}
 		if skip == "" && name == serverBaseline && lastRate > 0 {
 			if eta := time.Duration(float64(n-prev) / lastRate * float64(time.Second)); eta > o.baselineBudget {
 				skip = fmt.Sprintf("skipped: at its last rate of %.0f events/s, ingesting %d more events would take %s, over the budget of %s (-baseline-budget)",
@@ -161,7 +185,9 @@ func scaleServer(ctx context.Context, name string, bins binaries, dir string, c 
 			out = append(out, pointRun{Events: n, Skipped: skip})
 			continue
 		}
-		logf("%s: ingest events %d..%d", name, prev, n)
+		pointStart := time.Now()
+		peaks := watchMemory(p.pid())
+		logf("%s: ingest events %s..%s", name, commas(int64(prev)), commas(int64(n)))
 		run := &serverRun{Server: name, Detail: map[string]any{}}
 		anns, states, activity := c.split(prev, n)
 		sr, err := seedRepos(ctx, p, name != serverBaseline, c, anns, states, done, pushRepo)
@@ -173,7 +199,20 @@ func scaleServer(ctx context.Context, name string, bins binaries, dir string, c 
 		if err != nil {
 			return out, err
 		}
-		ing, err := ingest(ctx, p.wsURL(), c, activity, done, o.conns, o.window)
+		var pgCPU0 time.Duration
+		var pgWritten0 int64
+		if pg != nil {
+			pgCPU0, pgWritten0 = pg.sample()
+		}
+		total := len(activity)
+		ing, err := ingest(ctx, p.wsURL(), c, activity, done, o.conns, o.window, func(answered int, el time.Duration) {
+			rate := float64(answered) / el.Seconds()
+			left := "?"
+			if rate > 0 {
+				left = (time.Duration(float64(total-answered)/rate) * time.Second).Round(time.Second).String()
+			}
+			logf("%s: %s of %s events answered, %.0f/s, about %s left (load %s)", name, commas(int64(answered)), commas(int64(total)), rate, left, loadAvg())
+		})
 		if err != nil {
 			return out, fmt.Errorf("ingest to %d: %w", n, err)
 		}
@@ -186,35 +225,115 @@ func scaleServer(ctx context.Context, name string, bins binaries, dir string, c 
 		}
 		seg := float64(len(activity))
 		lastRate = ing.rate()
+		logf("%s: ingested %s events in %s (%.0f/s)", name, commas(int64(len(activity))), ing.Elapsed.Round(time.Second), lastRate)
 		run.add("ingest_rate", fmt.Sprintf("ingest (events %s→%s)", commas(int64(prev)), commas(int64(n))), "events/s", ing.rate())
 		run.add("ingest_cpu", "server CPU per event", "µs", float64((after.cpu-before.cpu).Microseconds())/seg)
 		run.add("ingest_ok_p50", "OK latency p50", "ms", ms(percentile(ing.lats, 0.5)))
 		run.add("write_per_event", "bytes written per event", "B", float64(after.writeBytes-before.writeBytes)/seg)
+		if pg != nil && pg.pid > 0 {
+			pgCPU, pgWritten := pg.sample()
+			run.add("pg_cpu", "  PostgreSQL CPU per event", "µs", float64((pgCPU-pgCPU0).Microseconds())/seg)
+			run.add("pg_write", "  PostgreSQL bytes written per event", "B", float64(pgWritten-pgWritten0)/seg)
+		}
 		run.Detail["ingest"] = ing
 		if name != serverLibsecp {
-			logf("%s: queries and NIP-77 at %d events", name, n)
+			t := time.Now()
 			if err := measureQueries(ctx, p, c, n, o.queries, o.seed, run); err != nil {
 				return out, fmt.Errorf("at %d events: %w", n, err)
 			}
+			logf("%s: %d queries at %s events took %s", name, 4*o.queries, commas(int64(n)), time.Since(t).Round(time.Second))
+			t = time.Now()
 			if err := measureNegentropy(ctx, p, c, n, o.negRuns, run); err != nil {
 				return out, fmt.Errorf("at %d events: %w", n, err)
 			}
+			logf("%s: NIP-77 runs at %s events took %s", name, commas(int64(n)), time.Since(t).Round(time.Second))
 		}
 		now, err := sampleProc(p.pid())
 		if err != nil {
 			return out, err
 		}
+		anonPeak, _ := peaks()
 		_, disk := dirSizes(p.dataDir)
 		run.add("disk_per_event", "data directory per event", "B", float64(disk)/float64(n))
 		run.add("rss_peak", "RSS peak so far (VmHWM)", "MiB", float64(now.hwmKB)/1024)
+		run.add("rss_anon_peak", "  anonymous RSS peak at this point (sampled each second)", "MiB", float64(anonPeak)/1024)
 		run.add("rss_now", "RSS now", "MiB", float64(now.rssKB)/1024)
+		run.add("rss_anon_now", "  of which anonymous (heap, caches)", "MiB", float64(now.anonKB)/1024)
+		run.add("rss_file_now", "  of which mapped files", "MiB", float64(now.fileKB)/1024)
+		if pi == len(o.points)-1 && name != serverBaseline && name != serverLibsecp {
+			// Idle after a restart: the negentropy index loaded again from
+			// disk, nothing asked.
+			if err := p.stop(); err != nil {
+				return out, err
+			}
+			if p, _, err = startServer(ctx, name, bins, dir, sopts); err != nil {
+				return out, fmt.Errorf("restart: %w", err)
+			}
+			idle, err := waitIdle(p.pid(), 5*time.Minute)
+			if err != nil {
+				return out, fmt.Errorf("restart: %w", err)
+			}
+			run.add("rss_restart", "RSS idle after a restart", "MiB", float64(idle.rssKB)/1024)
+			run.add("rss_restart_anon", "  of which anonymous", "MiB", float64(idle.anonKB)/1024)
+		}
 		out = append(out, pointRun{Events: n, Run: run})
+		logf("%s: point %s done in %s", name, commas(int64(n)), time.Since(pointStart).Round(time.Second))
 		prev = n
 		if err := p.alive(); err != nil {
 			return out, err
 		}
 	}
 	return out, nil
+}
+
+// watchMemory samples pid's memory every second until the returned
+// function is called, which reports the peaks of anonymous and total RSS
+// in KiB.
+func watchMemory(pid int) func() (anonKB, rssKB int64) {
+	stop := make(chan struct{})
+	var anon, rss int64
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(time.Second)
+		defer t.Stop()
+		for {
+			if s, err := sampleProc(pid); err == nil {
+				anon, rss = max(anon, s.anonKB), max(rss, s.rssKB)
+			}
+			select {
+			case <-t.C:
+			case <-stop:
+				return
+			}
+		}
+	}()
+	return func() (int64, int64) {
+		close(stop)
+		<-done
+		return anon, rss
+	}
+}
+
+// waitIdle waits until pid used less than 2 % of a CPU over 3 s (the
+// negentropy index loaded, compactions done), at most max, and samples it.
+func waitIdle(pid int, max time.Duration) (procSample, error) {
+	deadline := time.Now().Add(max)
+	prev, err := sampleProc(pid)
+	if err != nil {
+		return prev, err
+	}
+	for {
+		time.Sleep(3 * time.Second)
+		s, err := sampleProc(pid)
+		if err != nil {
+			return s, err
+		}
+		if s.cpu-prev.cpu < 60*time.Millisecond || time.Now().After(deadline) {
+			return s, nil
+		}
+		prev = s
+	}
 }
 
 // verifyCeilings measures signature checks per second with btcec (this
@@ -270,7 +389,7 @@ func writeScaleReport(w io.Writer, o scaleOpts, res *scaleResult) {
 	}
 	fmt.Fprintln(tw, "|")
 	var skipped []string
-	for _, name := range []string{serverGrasp, serverLibsecp, serverBaseline} {
+	for _, name := range []string{serverGrasp, serverLibsecp, serverPostgres, serverBaseline} {
 		runs := res.Servers[name]
 		if len(runs) == 0 {
 			continue

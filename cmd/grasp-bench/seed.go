@@ -34,7 +34,7 @@ func seedRepos(ctx context.Context, p *proc, isGrasp bool, c *corpus, anns, stat
 	start := time.Now()
 	res := seedResult{Repos: len(anns)}
 	for _, idx := range [][]int{anns, states} {
-		r, err := ingest(ctx, p.wsURL(), c, idx, done, 1, 64)
+		r, err := ingest(ctx, p.wsURL(), c, idx, done, 1, 64, nil)
 		if err != nil {
 			return res, err
 		}

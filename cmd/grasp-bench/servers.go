@@ -12,6 +12,7 @@ import (
 const (
 	serverGrasp    = "grasp"
 	serverLibsecp  = "grasp-libsecp256k1"
+	serverPostgres = "grasp-postgres"
 	serverBaseline = "baseline"
 )
 
@@ -20,6 +21,9 @@ type binaries struct {
 	grasp    string
 	libsecp  string // "" unless the scale curve asks for it
 	baseline string
+	// postgresURL is the database grasp-postgres (grasp's binary with
+	// store.backend "postgres") uses.
+	postgresURL string
 }
 
 // buildOpts say what to build and where.
@@ -96,7 +100,7 @@ func startServer(ctx context.Context, name string, bins binaries, dir string, o 
 	data := filepath.Join(dir, "data")
 	logPath := filepath.Join(dir, name+".log")
 	switch name {
-	case serverGrasp, serverLibsecp:
+	case serverGrasp, serverLibsecp, serverPostgres:
 		bin := bins.grasp
 		if name == serverLibsecp {
 			bin = bins.libsecp
@@ -121,6 +125,9 @@ func startServer(ctx context.Context, name string, bins binaries, dir string, o 
 			if !o.perAddressCaps {
 				limits += "max_connections_per_ip = 10000\n"
 			}
+		}
+		if name == serverPostgres {
+			body += fmt.Sprintf("\n[store]\nbackend = \"postgres\"\npostgres_url = %q\npostgres_instances = 1\n", bins.postgresURL)
 		}
 		body += limits
 		if o.negentropyMax > 0 {

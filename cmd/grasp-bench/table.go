@@ -302,7 +302,7 @@ func runServerRound(ctx context.Context, name string, bins binaries, dir string,
 	var ing ingestResult
 	err = profiled("ingest", func() error {
 		var err error
-		ing, err = ingest(ctx, p.wsURL(), c, activity, done, o.conns, o.window)
+		ing, err = ingest(ctx, p.wsURL(), c, activity, done, o.conns, o.window, nil)
 		return err
 	})
 	if err != nil {

@@ -230,7 +230,7 @@ func TestBadgerQueriesMatchNIP01(t *testing.T) {
 		m.apply(op, evt)
 	}
 	var all []*nostr.Event
-	for i := range 1500 {
+	for i := range 900 {
 		if i%100 == 99 && len(all) > 0 {
 			write("delete", all[r.Intn(len(all))])
 			continue
@@ -252,7 +252,7 @@ func TestBadgerQueriesMatchNIP01(t *testing.T) {
 		case 0:
 			evt.Content = long + fmt.Sprint(i) // packed
 		case 1:
-			if i%300 == 1 {
+			if i%300 == 1 { // 3 of them
 				evt.Content = strings.Repeat(fmt.Sprintf("%x", i), 70_000/len(fmt.Sprintf("%x", i))) // large
 			}
 		}
@@ -302,7 +302,7 @@ func TestBadgerQueriesMatchNIP01(t *testing.T) {
 		}
 	}
 	check := func() {
-		for range 400 {
+		for range 250 {
 			f, limit := filter()
 			if f.IDs != nil && f.Limit == 0 {
 				limit = len(f.IDs)
@@ -330,11 +330,12 @@ func TestBadgerQueriesMatchNIP01(t *testing.T) {
 func TestStreamedQueryHoldsAPageNotItsResult(t *testing.T) {
 	held := func(events int) uint64 {
 		s := openTest(t, Options{UnsafeNoSync: true, Limits: config.Limits{MaxLimit: 5000, DefaultLimit: 100}})
-		r := rand.New(rand.NewSource(int64(events)))
-		sk := testKey(0)
+		g := newRandStore(int64(events))
 		for i := range events {
-			content := randHex(r, 4096) // 8 KB that does not pack
-			mustSave(t, s.Events(), signed(t, sk, 1621, nostr.Timestamp(1_700_000_000+i), content))
+			evt := g.event(nostr.Timestamp(1_700_000_000 + i))
+			evt.Kind, evt.Tags = 1621, nil
+			evt.Content = randHex(g.r, 4096) // 8 KB that does not pack
+			mustSave(t, s.Events(), evt)
 		}
 		const readers = 8
 		ctx, cancel := context.WithCancel(context.Background())
@@ -364,14 +365,14 @@ func TestStreamedQueryHoldsAPageNotItsResult(t *testing.T) {
 		}
 		return (after.HeapAlloc - before.HeapAlloc) / readers
 	}
-	small, large := held(200), held(1600)
-	t.Logf("heap held per unread query: %d KiB over 200 events, %d KiB over 1,600 (results of 1.6 and 13 MB)", small>>10, large>>10)
+	small, large := held(150), held(1000)
+	t.Logf("heap held per unread query: %d KiB over 150 events, %d KiB over 1,000 (results of 1.2 and 8 MB)", small>>10, large>>10)
 	// A page is at most pageBytes of records (plus the events decoded from
-	// them); the whole result of 1,600 events is 13 MB.
+	// them); the whole result of 1,000 events is 8 MB.
 	if limit := uint64(3 * pageBytes); large > limit {
-		t.Errorf("an unread query over 1,600 events of 8 KB holds %d KiB, more than %d KiB", large>>10, limit>>10)
+		t.Errorf("an unread query over 1,000 events of 8 KB holds %d KiB, more than %d KiB", large>>10, limit>>10)
 	}
 	if large > 2*small+pageBytes {
-		t.Errorf("held memory grows with the result: %d KiB for 200 events, %d KiB for 1,600", small>>10, large>>10)
+		t.Errorf("held memory grows with the result: %d KiB for 150 events, %d KiB for 1,000", small>>10, large>>10)
 	}
 }
