@@ -36,9 +36,7 @@ func (s *Server) buildNIP05() ([]byte, error) {
 // clients fetch it from other origins).
 func (s *Server) serveNIP05(w http.ResponseWriter, r *http.Request) {
 	h := w.Header()
-	h.Set("Access-Control-Allow-Origin", "*")
-	h.Set("Access-Control-Allow-Methods", "GET, OPTIONS")
-	h.Set("Access-Control-Allow-Headers", corsHeaders)
+	setCORS(h)
 	switch {
 	case s.nip05 == nil:
 		http.NotFound(w, r)
