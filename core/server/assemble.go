@@ -256,7 +256,21 @@ func (s *Server) assembleRelay(popts policy.Options, rules *policy.Rules) error 
 	s.relay.OnStored(func(_ context.Context, evt *nostr.Event) { s.vis.Observe(evt) })
 	s.purg.OnHold = append(s.purg.OnHold, func(e purgatory.Entry) { s.vis.Observe(e.Event) })
 	s.purg.OnRemove = append(s.purg.OnRemove, func(e purgatory.Entry, _ string) { s.vis.Observe(e.Event) })
-	return nil
+	// The roster's index of who lists whom (G01-R2x: an invitee that names
+	// nobody back is still found to be invited), fed at acceptance, then
+	// loaded from what is already stored and held.
+	s.relay.OnStored(func(_ context.Context, evt *nostr.Event) { s.roster.Observe(evt) })
+	s.purg.OnHold = append(s.purg.OnHold, func(e purgatory.Entry) { s.roster.Observe(e.Event) })
+	s.purg.OnRemove = append(s.purg.OnRemove, func(e purgatory.Entry, why string) {
+		// Released or replaced versions stay indexed (stored now, or
+		// superseded by a newer one Observe saw); what another instance
+		// did ("elsewhere") is left to the check every answer gets.
+		switch why {
+		case "expired", "evicted", "deleted":
+			s.roster.Forget(e.Event)
+		}
+	})
+	return s.roster.Load(s.life)
 }
 
 // assembleVisibility builds GRASP-08's reader rule on the roster and loads
