@@ -243,7 +243,6 @@ func TestG01R2x_InviteeIndexLoadedAtStart(t *testing.T) {
 
 	second := newEnv(t, cfgOf)
 	cl := second.dial()
-	second.clk.Advance(time.Hour)
 	fork := second.sign(b, 30617, nostr.Tags{{"d", "repo"}}, "")
 	if ok, msg := cl.publish(fork); !ok {
 		t.Fatalf("after a restart B's fork naming nobody is refused with %q", msg)
