@@ -40,7 +40,10 @@ type repoView struct {
 	Tab      string
 	Meta     repoMeta
 	CloneURL string
-	Issues   string // links to the web client
+	// OtherCloneURLs are the clone URLs under the service's other public
+	// URLs (a .onion, a second name; issue 25 part 5).
+	OtherCloneURLs []string
+	Issues         string // links to the web client
 }
 
 func (p *Pages) repoView(ctx context.Context, repo nip34.RepoRef, tab string) repoView {
@@ -49,6 +52,8 @@ func (p *Pages) repoView(ctx context.Context, repo nip34.RepoRef, tab string) re
 		Tab:      tab,
 		Meta:     p.meta(ctx, repo),
 		CloneURL: p.opts.Service.CloneURL(repo.Pubkey, repo.Identifier),
+		// the primary's is CloneURL
+		OtherCloneURLs: p.opts.Service.CloneURLs(repo.Pubkey, repo.Identifier)[1:],
 	}
 }
 

@@ -28,7 +28,7 @@ import (
 // host, then the loops.
 func (s *Server) assemble(ext Extensions) error {
 	cfg := s.cfg
-	svc, err := nip34.ParseService(cfg.Server.PublicURL)
+	svc, err := cfg.Service()
 	if err != nil {
 		return fmt.Errorf("server.public_url: %w", err)
 	}
@@ -226,6 +226,7 @@ func (s *Server) assembleRelay(popts policy.Options, rules *policy.Rules) error 
 		Contact:            cfg.Relay.Contact,
 		IconURL:            cfg.Relay.Icon,
 		PublicURL:          cfg.Server.PublicURL,
+		PublicURLAliases:   cfg.Server.PublicURLAliases,
 		SoftwareURL:        "https://github.com/grasp-dev/grasp",
 		Version:            s.build.Version,
 		SupportedGrasps:    grasps,
