@@ -160,6 +160,7 @@ type Server struct {
 	gitMu sync.RWMutex
 	git   http.Handler
 	pages http.Handler
+	shown func(context.Context, nip34.RepoRef) bool // NIP-AD: repositories answered (nipad.go)
 
 	storedMu sync.RWMutex
 	onStored []func(context.Context, *nostr.Event)

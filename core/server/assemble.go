@@ -167,6 +167,7 @@ func (s *Server) assemble(ext Extensions) error {
 		return err
 	}
 	s.relay.HandlePages(pg)
+	s.relay.HandleRepoAddresses(pg.Shown) // NIP-AD: the repositories the pages show
 
 	s.sched = scheduler.New(scheduler.Options{}, s.env.Named("scheduler"))
 	s.assembleFanout()
