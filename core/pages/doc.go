@@ -4,7 +4,18 @@
 // read-only repository pages at /<npub>/<d>.git — summary (announcement,
 // owner and maintainers, clone URLs and relays, branches and tags with HEAD,
 // README, recent commits), tree, file, commit with diff, history, refs, and
-// the repository's open issues, PRs and patches with their NIP-34 status.
+// the repository's issues, PRs and patches with their NIP-34 status, open
+// counts on the tabs, and a page for each (issue.go, pr.go, patch.go,
+// thread.go): the body, threaded comments, status history, labels and
+// cover note, and for a PR its commits, file list, diffstat, diff and
+// reviews, for a patch series its patches as one diff.
+//
+// A discussion page shows only events anyone may read (Options.Readers,
+// GRASP-08's reader check: a browser brings no key), and bounds what a
+// stranger can make large: comments are read up to a limit and paginated,
+// thread depth is capped, statuses, labels and cover notes are read only
+// from the keys whose word counts (nip34.Roster.Speaks, the one rule), and
+// diffs are cut at MaxDiffBytes.
 //
 // Pages are rendered on the server and readable without JavaScript; they
 // are one style (layout.go). Git is read through git.Repos.Read (read-only

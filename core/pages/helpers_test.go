@@ -49,6 +49,12 @@ type rig struct {
 
 func newRig(t testing.TB, publicURL string, mod func(*Options)) *rig {
 	t.Helper()
+	return newRigEnv(t, publicURL, mod, env.Env{})
+}
+
+// newRigEnv is newRig with an environment (a fake clock).
+func newRigEnv(t testing.TB, publicURL string, mod func(*Options), e env.Env) *rig {
+	t.Helper()
 	repos, err := git.NewRepos(git.RepoOptions{Root: filepath.Join(t.TempDir(), "git")}, env.Env{})
 	if err != nil {
 		t.Fatal(err)
@@ -68,7 +74,7 @@ func newRig(t testing.TB, publicURL string, mod func(*Options)) *rig {
 	if mod != nil {
 		mod(&opts)
 	}
-	p, err := New(opts, env.Env{})
+	p, err := New(opts, e)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -48,6 +48,16 @@ form.search input{padding:.3rem .5rem;border:1px solid var(--line);border-radius
 form.search button{padding:.3rem .7rem}
 ul.plain{list-style:none;padding:0}
 footer{color:var(--muted);font-size:.85rem;border-top:1px solid var(--line);margin-top:2rem}
+.count{font-size:.8rem;color:var(--muted);background:var(--soft);border-radius:1rem;padding:0 .4rem}
+.scroll{overflow-x:auto}
+.post,.comment{border:1px solid var(--line);border-radius:6px;padding:0 .8rem;margin:.6rem 0;overflow-wrap:anywhere}
+.post img,.comment img{max-width:100%}
+.post pre,.comment pre{max-width:100%}
+.cover{background:var(--soft)}
+.comment>p.muted{font-size:.85rem;margin:.4rem 0}
+.d1{margin-left:.8rem}.d2{margin-left:1.6rem}.d3{margin-left:2.4rem}.d4{margin-left:3.2rem}.d5{margin-left:4rem}.d6{margin-left:4.8rem}
+table.files td.num{white-space:nowrap;text-align:right}
+.add{color:var(--ok)}.del{color:var(--bad)}
 `
 
 var layoutTmpl = template.Must(template.New("layout").Parse(`<!doctype html>

@@ -8,8 +8,10 @@ import (
 	"strings"
 
 	"github.com/hashicorp/go-hclog"
+	"github.com/nbd-wtf/go-nostr"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/grasp-dev/grasp/core/clock"
 	"github.com/grasp-dev/grasp/core/env"
 	"github.com/grasp-dev/grasp/core/git"
 	"github.com/grasp-dev/grasp/core/nip34"
@@ -47,6 +49,10 @@ type Options struct {
 	// private repositories are not, visibility.Listed); nil: every hosted
 	// repository is.
 	Listed func(context.Context, nip34.RepoRef) bool
+	// Readers is GRASP-08's reader check of one event (visibility.Readers):
+	// nil means anyone may read it. A page shows only such events, since a
+	// browser brings no key. nil: every event is public.
+	Readers func(context.Context, *nostr.Event) func(pubkey string) bool
 	// MaxGitReads bounds the git processes pages run at once (default 4);
 	// further views wait for a slot.
 	MaxGitReads int
@@ -78,6 +84,7 @@ func (o *Options) defaults() {
 type Pages struct {
 	opts  Options
 	log   hclog.Logger
+	clk   clock.Clock
 	cache *cache
 	slots chan struct{} // one per git process running for a page
 	// waiting counts views waiting for a git slot
@@ -91,7 +98,7 @@ func New(opts Options, e env.Env) (*Pages, error) {
 	}
 	opts.defaults()
 	e = e.OrDefaults()
-	p := &Pages{opts: opts, log: e.Log, cache: newCache(opts.CacheBytes), slots: make(chan struct{}, opts.MaxGitReads)}
+	p := &Pages{opts: opts, log: e.Log, clk: e.Clock, cache: newCache(opts.CacheBytes), slots: make(chan struct{}, opts.MaxGitReads)}
 	p.waiting = prometheus.NewGauge(prometheus.GaugeOpts{
 		Name: "grasp_pages_git_waiting",
 		Help: "Page views waiting for one of the git processes pages may run at once (pages.MaxGitReads).",

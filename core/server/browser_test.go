@@ -104,9 +104,10 @@ func visibleText(dom []byte) string {
 }
 
 // TestPages_BrowserShowsPages loads the landing page, a repository page, a
-// tree, a file, a commit and the issues list of a pushed repository in
-// headless Chromium with JavaScript off, checks what a person would read,
-// and keeps a screenshot of each (issue 16 part 3).
+// tree, a file, a commit, the issues and PR lists and the issue, PR and
+// patch pages of a pushed repository in headless Chromium with JavaScript
+// off, checks what a person would read, and keeps a screenshot of each
+// (issue 16 part 3, issue 26 part 2).
 func TestPages_BrowserShowsPages(t *testing.T) {
 	bin := chromium(t)
 	out := artifacts(t)
@@ -126,7 +127,26 @@ func TestPages_BrowserShowsPages(t *testing.T) {
 	e.release(a, "demo", w, tip, nostr.Tag{"name", "Demo project"}, nostr.Tag{"description", "A repository shown in a browser"})
 	cl := e.dial()
 	coord := nip34.RepoRef{Pubkey: a.pk, Identifier: "demo"}.String()
-	cl.mustAccept(e.sign(reporter, nip34.KindIssue, nostr.Tags{{"a", coord}, {"p", a.pk}, {"subject", "The button is blue"}}, "It should be purple."), "")
+	issue := e.sign(reporter, nip34.KindIssue, nostr.Tags{{"a", coord}, {"p", a.pk}, {"subject", "The button is blue"}}, "It should be **purple**.")
+	cl.mustAccept(issue, "")
+	cl.mustAccept(e.sign(a, nip34.KindComment, nostr.Tags{{"E", issue.ID}, {"K", "1621"}, {"P", reporter.pk}, {"e", issue.ID}, {"k", "1621"}, {"p", reporter.pk}},
+		"Which shade of purple?"), "")
+	// a PR whose commit is pushed to refs/nostr/<id> first, and a patch
+	mustGit(t, w.dir, "checkout", "-q", "-b", "purple")
+	os.WriteFile(filepath.Join(w.dir, "src/color.go"), []byte("package src\n\n// Color is the button's.\nconst Color = \"purple\"\n"), 0o644)
+	mustGit(t, w.dir, "add", "-A")
+	mustGit(t, w.dir, "commit", "-q", "-m", "make the button purple")
+	prTip := mustGit(t, w.dir, "rev-parse", "HEAD")
+	patchText := mustGit(t, w.dir, "format-patch", "-1", "--stdout", "HEAD")
+	mustGit(t, w.dir, "checkout", "-q", "main")
+	pr := e.sign(reporter, nip34.KindPR, nostr.Tags{{"a", coord}, {"p", a.pk}, {"subject", "Purple button"}, {"c", prTip}, {"clone", e.cloneURL(a, "demo")}},
+		"Makes the button purple, as asked.")
+	if out, err := w.push(e.cloneURL(a, "demo"), prTip+":refs/nostr/"+pr.ID); err != nil {
+		t.Fatalf("push the PR's commit: %v\n%s", err, out)
+	}
+	cl.mustAccept(pr, "")
+	patch := e.sign(reporter, nip34.KindPatch, nostr.Tags{{"a", coord}, {"p", a.pk}, {"t", "root"}, {"commit", prTip}}, patchText)
+	cl.mustAccept(patch, "")
 
 	repo := e.base + "/" + a.npub + "/demo.git"
 	pages := []struct {
@@ -139,7 +159,12 @@ func TestPages_BrowserShowsPages(t *testing.T) {
 		{"tree", repo + "/tree/main/src", []string{"lib.go", "Branch main"}},
 		{"file", repo + "/blob/main/src/lib.go", []string{"// Answer is the answer.", "func Answer() int { return 42 }"}},
 		{"commit", repo + "/commit/" + tip, []string{"add the library", tip, "+func Answer() int { return 42 }", "+# Demo project"}},
-		{"issues", repo + "/issues", []string{"Open issues", "The button is blue", "open"}},
+		{"issues", repo + "/issues", []string{"Open issues", "The button is blue", "open", "web client"}},
+		{"issue", repo + "/issues/" + issue.ID, []string{"The button is blue", "It should be purple", "Comments (1)", "Which shade of purple?"}},
+		{"prs", repo + "/prs", []string{"Purple button", "make the button purple"}},
+		{"pr", repo + "/prs/" + pr.ID, []string{"Purple button", "Makes the button purple, as asked.", "Commits (1)", "1 file changed",
+			"src/color.go", `+const Color = "purple"`}},
+		{"patch", repo + "/prs/" + patch.ID, []string{"make the button purple", "Patches (1)", "src/color.go", `+const Color = "purple"`}},
 	}
 	br := newBrowser(t, bin)
 	// Positive control: scripts really are off in these tabs.
