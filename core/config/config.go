@@ -80,10 +80,15 @@ type Relay struct {
 	Description string `toml:"description"`
 	// Pubkey is the operator's key as 64 lowercase hex; an npub in the file is
 	// converted on load.
-	Pubkey  string `toml:"pubkey"`
-	Contact string `toml:"contact"`
-	Icon    string `toml:"icon"`
-	Limits  Limits `toml:"limits"`
+	Pubkey string `toml:"pubkey"`
+	// AdminPubkeys (npub or hex; stored as hex) may administer the running
+	// relay over NIP-86 besides Pubkey (core/nip86): ban and allow keys and
+	// events, kinds, blocked addresses, GRASP-08 members, invite claims,
+	// the NIP-11 name, description and icon.
+	AdminPubkeys []string `toml:"admin_pubkeys"`
+	Contact      string   `toml:"contact"`
+	Icon         string   `toml:"icon"`
+	Limits       Limits   `toml:"limits"`
 }
 
 // Limits bound what one client or peer may send and what one connection may

@@ -263,6 +263,7 @@ func (c *Config) checkServer(k *checker) {
 }
 
 func (c *Config) checkRelay(k *checker) {
+	k.pubkeys("relay.admin_pubkeys", c.Relay.AdminPubkeys)
 	if c.Relay.Pubkey != "" {
 		hex, err := NormalizePubkey(c.Relay.Pubkey)
 		if err != nil {

@@ -59,6 +59,16 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request) {
 	}
 	r = withPath(r, rest)
 	setCORS(h)
+	if m := s.management(r, rest); m != nil {
+		// Authenticated by its own NIP-98 token, and never refused by an
+		// address block, so an operator can always lift one.
+		m.ServeHTTP(w, r)
+		return
+	}
+	if s.refusedAddr(r) {
+		http.Error(w, "blocked: your address is blocked on this relay", http.StatusForbidden)
+		return
+	}
 
 	s.gitMu.RLock()
 	gitH, pages := s.git, s.pages

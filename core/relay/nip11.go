@@ -136,7 +136,7 @@ func (s *Server) serveNIP11(w http.ResponseWriter, r *http.Request) {
 	if r.Method == http.MethodHead {
 		return
 	}
-	_, _ = w.Write(s.nip11)
+	_, _ = w.Write(s.nip11Doc())
 }
 
 // iconURL is the configured icon, or the one this server draws itself.

@@ -157,6 +157,10 @@ type Server struct {
 	// svc carries the base path every route lives under ("" at the root).
 	svc nip34.Service
 
+	op         operatorHooks // operator.go
+	infoMu     sync.Mutex
+	configured struct{ name, description, icon string }
+
 	gitMu sync.RWMutex
 	git   http.Handler
 	pages http.Handler
@@ -219,6 +223,7 @@ func New(opts Options, e env.Env) (*Server, error) {
 	}
 	s.khatru = s.newKhatru()
 	s.gate = gate.New(gate.Options{Backend: s, Limits: limits, RelayURL: wsURL, OtherRelayURLs: otherRelayURLs(svc), Private: opts.Private, ClientIP: opts.ClientIP}, e.Named("gate"))
+	s.configured.name, s.configured.description, s.configured.icon = opts.Name, opts.Description, opts.IconURL
 	s.nip11, err = s.buildNIP11()
 	if err != nil {
 		return nil, fmt.Errorf("relay: NIP-11 document: %w", err)

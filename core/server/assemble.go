@@ -13,6 +13,7 @@ import (
 	"github.com/grasp-dev/grasp/core/git"
 	"github.com/grasp-dev/grasp/core/hosting"
 	"github.com/grasp-dev/grasp/core/nip34"
+	"github.com/grasp-dev/grasp/core/nip86"
 	"github.com/grasp-dev/grasp/core/pages"
 	"github.com/grasp-dev/grasp/core/policy"
 	"github.com/grasp-dev/grasp/core/purgatory"
@@ -98,7 +99,13 @@ func (s *Server) assemble(ext Extensions) error {
 		return err
 	}
 	s.roster = rost
+	if err := s.assembleOperatorState(); err != nil {
+		return err
+	}
 	popts := s.policyOptions(svc, plugins, ext.AcceptNames)
+	// The operator's NIP-86 lists first, for every event whatever its
+	// source (core/nip86).
+	popts.Pre = append(policy.Chain{s.operator}, popts.Pre...)
 	popts.Events, popts.Held, popts.Git, popts.Roster, popts.Archive = events, s.purg, s.repos, rost, s.archive
 	popts.Usage = s.placeholderUsage
 	rules, err := policy.New(popts, s.env.Named("policy"))
@@ -129,6 +136,9 @@ func (s *Server) assemble(ext Extensions) error {
 	gc.OnArrived, gc.FindDrifted = s.hosting.Arrived, s.hosting.Drifted
 
 	if err := s.assembleRelay(popts, rules); err != nil {
+		return err
+	}
+	if err := s.assembleOperatorEndpoint(svc); err != nil {
 		return err
 	}
 	minBody := int64(cfg.Git.MinBodyBytes)
@@ -342,6 +352,12 @@ func (s *Server) assembleFanout() {
 		return s.store.Follow(ctx, store.Follower{
 			Stored: func(evt *nostr.Event) { s.relay.Deliver(ctx, evt) },
 			SideChanged: func(bucket, key string) {
+				if bucket == nip86.Bucket {
+					if err := s.operator.Reload(key); err != nil {
+						s.log.Error("following another instance's NIP-86 change", "key", key, "error", err)
+					}
+					return
+				}
 				held, err := s.purg.Reload(bucket, key)
 				if err != nil {
 					s.log.Error("following another instance's purgatory change", "bucket", bucket, "error", err)
@@ -351,6 +367,9 @@ func (s *Server) assembleFanout() {
 				}
 			},
 			Resync: func() {
+				if err := s.operator.Resync(); err != nil {
+					s.log.Error("reloading the NIP-86 lists after a lost LISTEN connection", "error", err)
+				}
 				if err := s.purg.Resync(); err != nil {
 					s.log.Error("reloading purgatory after a lost LISTEN connection", "error", err)
 				}
