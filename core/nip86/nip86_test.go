@@ -40,7 +40,7 @@ func newRig(t *testing.T) *rig {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if h, err = NewHandler(HandlerOptions{State: r.state, Admins: []string{op}, Service: svc}, envNone()); err != nil {
+	if h, err = NewHandler(HandlerOptions{State: r.state, Admins: []string{op}, Service: svc, Members: true}, envNone()); err != nil {
 		t.Fatal(err)
 	}
 	mux.Handle("/", h)

@@ -11,6 +11,7 @@ import (
 	"net/netip"
 	"net/url"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -45,6 +46,9 @@ type HandlerOptions struct {
 	// Service names the relay's URLs a token's u may name (every public
 	// URL, in its http(s) and ws(s) forms).
 	Service nip34.Service
+	// Members offers the GRASP-08 member and claim methods: set only when
+	// the server applies the member list to its reader rule.
+	Members bool
 }
 
 // Handler serves NIP-86 over HTTP on the public listener: a POST of
@@ -223,16 +227,28 @@ var Methods = []string{
 	"allowkind", "disallowkind", "listallowedkinds", "listdisallowedkinds",
 	"blockip", "unblockip", "listblockedips",
 	"changerelayname", "changerelaydescription", "changerelayicon",
-	"addmember", "removemember", "listmembers",
-	"createclaim", "deleteclaim", "listclaims",
 }
+
+// The GRASP-08 member methods (addmember, removemember, listmembers) and
+// nips#2408's claims (createclaim, deleteclaim, listclaims, joined by a
+// NIP-43 kind-28934 request) are handled by call below and their lists kept
+// by State, but they are not offered yet: a member added here must reach
+// GRASP-08's reader rule (visibility.SetMembers, issue 23 part 3, not on
+// main yet) before the method may say it took effect.
+var pendingMethods = []string{"addmember", "removemember", "listmembers", "createclaim", "deleteclaim", "listclaims"}
 
 // call runs one method for operator key by.
 func (h *Handler) call(req request, by string) (any, error) {
 	s := h.o.State
 	p := params(req.Params)
+	if slices.Contains(pendingMethods, req.Method) && !h.o.Members {
+		return nil, fmt.Errorf("invalid: method %q is not supported here yet (see supportedmethods)", req.Method)
+	}
 	switch req.Method {
 	case "supportedmethods":
+		if h.o.Members {
+			return append(slices.Clone(Methods), pendingMethods...), nil
+		}
 		return Methods, nil
 	case "banpubkey", "allowpubkey":
 		pk, err := p.pubkey(0)
