@@ -15,12 +15,12 @@ import (
 // a PR; S is a stranger.
 
 type gwRepo struct {
-	e                  *testServer
-	cl                 *client
-	a, m, o, r, s      key
-	coord              string
-	issue, pr, comment *nostr.Event
-	tip                string
+	e             *testServer
+	cl            *client
+	a, m, o, r, s key
+	coord         string
+	issue, pr     *nostr.Event
+	tip           string
 }
 
 func newGWRepo(t *testing.T) *gwRepo {
