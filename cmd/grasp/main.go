@@ -171,7 +171,7 @@ func serve(args []string, stderr io.Writer) int {
 	if host != nil {
 		host.OnReload(srv.ThrottleChanged)
 	}
-	reloadOnSignal(ctx, cfg, path, host, st.Events(), e)
+	reloadOnSignal(ctx, cfg, path, host, srv, st.Events(), e)
 	if err := srv.Run(ctx); err != nil && !errors.Is(err, context.Canceled) {
 		log.Error("server stopped", "error", err)
 		return 1

@@ -2,6 +2,7 @@ package visibility
 
 import (
 	"context"
+	"sync"
 	"testing"
 
 	"github.com/fiatjaf/eventstore/slicestore"
@@ -21,9 +22,10 @@ func newKey() key {
 }
 
 type rig struct {
-	t     *testing.T
-	store *slicestore.SliceStore
-	ts    nostr.Timestamp
+	t       *testing.T
+	store   *slicestore.SliceStore
+	records *memRecords
+	ts      nostr.Timestamp
 }
 
 func newRig(t *testing.T) *rig {
@@ -31,7 +33,85 @@ func newRig(t *testing.T) *rig {
 	if err := st.Init(); err != nil {
 		t.Fatal(err)
 	}
-	return &rig{t: t, store: st, ts: 1_700_000_000}
+	return &rig{t: t, store: st, records: newMemRecords(), ts: 1_700_000_000}
+}
+
+// memRecords is the durable record in memory (core/store's Privacy is
+// tested on both backends in core/store).
+type memRecords struct {
+	mu            sync.Mutex
+	events, repos map[string][]byte
+	marks         map[string]string
+}
+
+func newMemRecords() *memRecords {
+	return &memRecords{events: map[string][]byte{}, repos: map[string][]byte{}, marks: map[string]string{}}
+}
+
+func (m *memRecords) PutEvent(_ context.Context, id string, val []byte) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.events[id] = append([]byte(nil), val...)
+	return nil
+}
+
+func (m *memRecords) Events(_ context.Context, ids []string) (map[string][]byte, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := map[string][]byte{}
+	for _, id := range ids {
+		if v, ok := m.events[id]; ok {
+			out[id] = v
+		}
+	}
+	return out, nil
+}
+
+func (m *memRecords) UpdateRepo(key string, fn func([]byte, bool) ([]byte, bool, error)) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	old, ok := m.repos[key]
+	val, write, err := fn(old, ok)
+	if err == nil && write {
+		m.repos[key] = val
+	}
+	return err
+}
+
+func (m *memRecords) Repo(key string) ([]byte, bool, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	v, ok := m.repos[key]
+	return v, ok, nil
+}
+
+func (m *memRecords) Repos(fn func(string, []byte) error) error {
+	m.mu.Lock()
+	keys := make([]string, 0, len(m.repos))
+	for k := range m.repos {
+		keys = append(keys, k)
+	}
+	m.mu.Unlock()
+	for _, k := range keys {
+		v, _, _ := m.Repo(k)
+		if err := fn(k, v); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (m *memRecords) Mark(name string) (string, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.marks[name], nil
+}
+
+func (m *memRecords) SetMark(name, val string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.marks[name] = val
+	return nil
 }
 
 func (r *rig) event(k key, kind int, tags ...nostr.Tag) *nostr.Event {
@@ -44,9 +124,15 @@ func (r *rig) event(k key, kind int, tags ...nostr.Tag) *nostr.Event {
 	return evt
 }
 
-// stored saves evt and tells v, as the relay's OnStored hook does.
+// stored saves evt as the relay does: v records it first, then it is
+// stored, then v observes it (the OnStored hook).
 func (r *rig) stored(v *Visibility, evt *nostr.Event) *nostr.Event {
 	r.t.Helper()
+	if v != nil {
+		if err := v.Record(context.Background(), evt); err != nil {
+			r.t.Fatal(err)
+		}
+	}
 	var err error
 	if nostr.IsAddressableKind(evt.Kind) {
 		err = r.store.ReplaceEvent(context.Background(), evt)
@@ -73,6 +159,10 @@ func (r *rig) visibility(opts Options) *Visibility {
 		r.t.Fatal(err)
 	}
 	opts.Roster, opts.Events = src, r.store
+	if opts.Records == nil {
+		opts.Records = r.records
+	}
+	opts.Offered = true
 	if opts.Hosted == nil {
 		opts.Hosted = hosted{}
 	}
