@@ -12,11 +12,20 @@
 // is not believed. A request straight from an untrusted peer has its
 // X-Forwarded-For ignored whole.
 //
+// The address is not what the caps count: one IPv6 client holds at least a
+// /64 and picks any address in it at will (audit 2026-11b, F23). Clients
+// turns the address into the client's key, its network under
+// server.client_prefix_v4 (default /32: the address) and
+// server.client_prefix_v6 (default /64), and that key is what every per-IP
+// cap counts and what Meta.Remote carries: the callers never see prefixes.
+//
 // This package never rate-limits or refuses anything; it only names the
-// client. Nothing else in grasp parses X-Forwarded-For.
+// client. Nothing else in grasp parses X-Forwarded-For or cuts an address
+// to its network.
 package clientip
 
 import (
+	"cmp"
 	"fmt"
 	"net"
 	"net/http"
@@ -108,6 +117,85 @@ func forwarded(values []string) []string {
 		}
 	}
 	return out
+}
+
+// Default prefix lengths: an IPv4 address is one client (carrier NAT
+// makes even that several people, but a shorter prefix would make whole
+// ISPs one); an IPv6 client is its /64, the smallest network a site is
+// given (RFC 6177) and the one SLAAC picks addresses in.
+const (
+	DefaultPrefixV4 = 32
+	DefaultPrefixV6 = 64
+)
+
+// Clients names the clients of requests: the address behind the trusted
+// proxies (Trusted.Of) and the key the per-IP caps count (Key).
+type Clients struct {
+	Trusted
+	v4, v6 int
+}
+
+// New is Clients for server.trusted_proxies and the prefix lengths
+// server.client_prefix_v4 (1-32) and client_prefix_v6 (1-128); 0 is the
+// default length.
+func New(trustedProxies []string, prefixV4, prefixV6 int) (Clients, error) {
+	if prefixV4 == 0 {
+		prefixV4 = DefaultPrefixV4
+	}
+	if prefixV6 == 0 {
+		prefixV6 = DefaultPrefixV6
+	}
+	if err := CheckPrefix(false, prefixV4); err != nil {
+		return Clients{}, fmt.Errorf("client_prefix_v4: %w", err)
+	}
+	if err := CheckPrefix(true, prefixV6); err != nil {
+		return Clients{}, fmt.Errorf("client_prefix_v6: %w", err)
+	}
+	t, err := Parse(trustedProxies)
+	if err != nil {
+		return Clients{}, err
+	}
+	return Clients{Trusted: t, v4: prefixV4, v6: prefixV6}, nil
+}
+
+// CheckPrefix reports whether bits is a prefix length New accepts for
+// IPv6 (v6) or IPv4 addresses.
+func CheckPrefix(v6 bool, bits int) error {
+	hi := 32
+	if v6 {
+		hi = 128
+	}
+	if bits < 1 || bits > hi {
+		return fmt.Errorf("%d is not between 1 and %d (bits of an address one client owns)", bits, hi)
+	}
+	return nil
+}
+
+// Key names r's client for the per-IP caps: KeyOf its address.
+func (c Clients) Key(r *http.Request) string { return c.KeyOf(c.Of(r)) }
+
+// KeyOf is the key of the client at addr: the address itself when its
+// prefix is the whole address (IPv4 by default), else its network in CIDR
+// form ("2001:db8:1:2::/64"). What is not an IP address (a unix socket's
+// peer) is its own key. The zero Clients uses the default lengths.
+func (c Clients) KeyOf(addr string) string {
+	a, err := netip.ParseAddr(addr)
+	if err != nil {
+		return addr
+	}
+	a = a.Unmap().WithZone("")
+	bits := cmp.Or(c.v6, DefaultPrefixV6)
+	if a.Is4() {
+		bits = cmp.Or(c.v4, DefaultPrefixV4)
+	}
+	if bits >= a.BitLen() {
+		return a.String()
+	}
+	p, err := a.Prefix(bits)
+	if err != nil {
+		return a.String()
+	}
+	return p.String()
 }
 
 // Peer is the host of r.RemoteAddr, the socket's peer: the client when no

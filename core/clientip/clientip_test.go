@@ -57,3 +57,55 @@ func TestParseRefusesWhatIsNotAnAddress(t *testing.T) {
 		t.Fatalf("good list refused: %v", err)
 	}
 }
+
+// TestAbuse_F23_ClientKeyIsTheNetwork: the addresses of one IPv6 /64 are
+// one client; other /64s, and IPv4 addresses, are not; the lengths are the
+// operator's to change.
+func TestAbuse_F23_ClientKeyIsTheNetwork(t *testing.T) {
+	def, err := New(nil, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wide, err := New(nil, 24, 48)
+	if err != nil {
+		t.Fatal(err)
+	}
+	exact, err := New(nil, 32, 128)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		c          Clients
+		addr, want string
+	}{
+		{def, "2001:db8:1:2::1", "2001:db8:1:2::/64"},
+		{def, "2001:db8:1:2:ffff:ffff:ffff:ffff", "2001:db8:1:2::/64"},
+		{def, "2001:db8:1:3::1", "2001:db8:1:3::/64"},
+		{def, "fe80::1%eth0", "fe80::/64"},
+		{def, "203.0.113.9", "203.0.113.9"},
+		{def, "::ffff:203.0.113.9", "203.0.113.9"},
+		{def, "not-an-address", "not-an-address"},
+		{wide, "203.0.113.9", "203.0.113.0/24"},
+		{wide, "2001:db8:1:2::1", "2001:db8:1::/48"},
+		{exact, "2001:db8:1:2::1", "2001:db8:1:2::1"},
+		{Clients{}, "2001:db8:1:2::1", "2001:db8:1:2::/64"},
+	}
+	for _, c := range cases {
+		if got := c.c.KeyOf(c.addr); got != c.want {
+			t.Errorf("KeyOf(%s) with /%d,/%d = %s, want %s", c.addr, c.c.v4, c.c.v6, got, c.want)
+		}
+	}
+	// Behind a trusted proxy the key is the forwarded client's network.
+	behind, err := New([]string{"127.0.0.1"}, 32, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := behind.Key(req("127.0.0.1:5000", "2001:db8:1:2::77")); got != "2001:db8:1:2::/64" {
+		t.Errorf("Key behind a proxy = %s", got)
+	}
+	for _, bad := range [][2]int{{33, 64}, {-1, 64}, {32, 129}, {32, -5}} {
+		if _, err := New(nil, bad[0], bad[1]); err == nil {
+			t.Errorf("New accepted prefixes /%d, /%d", bad[0], bad[1])
+		}
+	}
+}

@@ -57,6 +57,12 @@ type Server struct {
 	// is its socket's peer and X-Forwarded-For is ignored. core/clientip
 	// reads it.
 	TrustedProxies []string `toml:"trusted_proxies"`
+	// ClientPrefixV4 and ClientPrefixV6 are the networks one client owns:
+	// every per-IP cap counts a client's whole /ClientPrefixV6, since an
+	// IPv6 client picks any address of its /64 (audit 2026-11b, F23).
+	// core/clientip cuts addresses to them.
+	ClientPrefixV4 int `toml:"client_prefix_v4"`
+	ClientPrefixV6 int `toml:"client_prefix_v6"`
 }
 
 // Relay is the NIP-11 identity and the NIP-01 limits.

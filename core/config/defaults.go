@@ -3,6 +3,8 @@ package config
 import (
 	"reflect"
 	"time"
+
+	"github.com/grasp-dev/grasp/core/clientip"
 )
 
 const day = 24 * time.Hour
@@ -56,6 +58,10 @@ func base() Config {
 			// (docs/benchmarks.md: 406 MiB at 20k, 1.7 GiB at 200k), so
 			// larger servers raise it (config.md says how).
 			MemoryLimitMB: 1024,
+			// clientip says why: an IPv4 address is one client, an IPv6
+			// client owns a /64.
+			ClientPrefixV4: clientip.DefaultPrefixV4,
+			ClientPrefixV6: clientip.DefaultPrefixV6,
 		},
 		Relay: Relay{
 			Description: "GRASP server: a Nostr relay and git host for NIP-34 repositories",

@@ -226,6 +226,12 @@ func (c *Config) checkServer(k *checker) {
 	if _, err := clientip.Parse(c.Server.TrustedProxies); err != nil {
 		k.fail("server.trusted_proxies", "%v", err)
 	}
+	if err := clientip.CheckPrefix(false, c.Server.ClientPrefixV4); err != nil {
+		k.fail("server.client_prefix_v4", "%v", err)
+	}
+	if err := clientip.CheckPrefix(true, c.Server.ClientPrefixV6); err != nil {
+		k.fail("server.client_prefix_v6", "%v", err)
+	}
 }
 
 func (c *Config) checkRelay(k *checker) {

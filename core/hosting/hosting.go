@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/nbd-wtf/go-nostr"
@@ -79,11 +78,6 @@ type Hosting struct {
 
 	// prsEvents counts GRASP-06 effects: released, mirrored, removed.
 	prsEvents *prometheus.CounterVec
-
-	// toPrune are repositories that lost placeholder refs: the next Sweep
-	// removes the objects only those refs reached (prune.go).
-	pruneMu sync.Mutex
-	toPrune map[nip34.RepoRef]bool
 }
 
 // New builds the effects from opts; e names the logger "hosting" by its caller.
@@ -95,7 +89,7 @@ func New(opts Options, e env.Env) (*Hosting, error) {
 	h := &Hosting{
 		events: opts.Events, purg: opts.Purgatory, repos: opts.Repos, rules: opts.Rules,
 		publish: opts.Publish, hunter: opts.Hunter, spawn: opts.Spawn, clk: e.Clock, log: e.Log,
-		roster: opts.Roster, ingest: opts.Ingest, toPrune: map[nip34.RepoRef]bool{}, archive: opts.Archive,
+		roster: opts.Roster, ingest: opts.Ingest, archive: opts.Archive,
 		service: opts.Service,
 		prsEvents: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: "grasp", Subsystem: "prs", Name: "events_total",

@@ -34,8 +34,9 @@ func (o *op) settlePlaceholders(evt *nostr.Event, tip string) {
 			// G06-6: the event stays held; the repository goes with its
 			// last ref (G06-8)
 			o.log.Info("/prs/ ref at another commit than its PR event's deleted", "id", evt.ID, "path", ph.Repo.URLPath(), "pushed", ph.Commit, "want", want)
-			o.removeIfEmptyPRs(o.ctx, ph.Repo, "tip mismatch")
-			continue
+			if o.removeIfEmptyPRs(o.ctx, ph.Repo, "tip mismatch") {
+				continue
+			}
 		}
 		// its data must go too, or a PR event naming another commit would
 		// free the placeholder's quota and keep its bytes (F02)

@@ -84,17 +84,19 @@ func where(r nip34.RepoRef) string {
 	return r.String()
 }
 
-// removeIfEmptyPRs removes a /prs/ repository left without a ref (G06-8).
-func (h *Hosting) removeIfEmptyPRs(ctx context.Context, r nip34.RepoRef, why string) {
+// removeIfEmptyPRs removes a /prs/ repository left without a ref (G06-8)
+// and reports whether it did.
+func (h *Hosting) removeIfEmptyPRs(ctx context.Context, r nip34.RepoRef, why string) bool {
 	removed, err := h.repos.RemoveIfEmpty(ctx, r)
 	if err != nil {
 		h.log.Warn("remove a /prs/ repository without refs", "path", r.URLPath(), "error", err)
-		return
+		return false
 	}
 	if removed {
 		h.prsEvents.WithLabelValues("removed").Inc()
 		h.log.Info("/prs/ repository without refs removed", "path", r.URLPath(), "why", why)
 	}
+	return removed
 }
 
 // ScanPRs removes the /prs/ repositories without a ref (G06-8, at

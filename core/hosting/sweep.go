@@ -30,8 +30,7 @@ func (h *Hosting) Sweep(ctx context.Context) error {
 			h.log.Warn("delete expired refs/nostr placeholder", "id", ph.EventID, "error", err)
 			continue
 		}
-		if ph.Repo.PRs {
-			h.removeIfEmptyPRs(ctx, ph.Repo, "placeholder expired")
+		if ph.Repo.PRs && h.removeIfEmptyPRs(ctx, ph.Repo, "placeholder expired") {
 			continue
 		}
 		h.schedulePrune(ph.Repo)
@@ -58,37 +57,55 @@ func (h *Hosting) Maintain(ctx context.Context) error {
 // pruneGrace keeps unreachable objects younger than this: the hunter
 // fetches objects seconds before the refs that reach them move (release,
 // then align), and a prune must not fall in between. Placeholder data is
-// removed at the first sweep after nostr_ref_ttl + pruneGrace.
+// removed at the first sweep once both nostr_ref_ttl and pruneGrace have
+// passed since it was pushed, whichever is longer.
 const pruneGrace = 10 * time.Minute
 
+// schedulePrune puts r on purgatory's durable prune schedule: it lost
+// data now.
 func (h *Hosting) schedulePrune(r nip34.RepoRef) {
-	h.pruneMu.Lock()
-	h.toPrune[r] = true
-	h.pruneMu.Unlock()
+	if err := h.purg.SchedulePrune(r, h.clk.Now()); err != nil {
+		h.log.Error("schedule a prune of placeholder data", "repo", where(r), "error", err)
+	}
 }
 
-// prune removes from each repository that lost placeholder refs the objects
-// nothing else reaches (audit F02: the data outlived the ref for weeks and
-// stayed fetchable). A repository borrowed from is left to git's gc.
+// prune removes from each scheduled repository the objects nothing else
+// reaches (audit F02: the data outlived the ref for weeks and stayed
+// fetchable). Data lost at some moment arrived before it, so a prune with
+// git's cutoff (now − pruneGrace) at or after that moment removes it all: a
+// repository stays scheduled until such a prune has run, however short
+// nostr_ref_ttl is (F02 follow-up: with a TTL under the grace, the one
+// prune at expiry kept everything and the repository was never pruned
+// again). A repository borrowed from is left to git's gc.
 func (h *Hosting) prune(ctx context.Context) {
-	h.pruneMu.Lock()
-	repos := h.toPrune
-	h.toPrune = map[nip34.RepoRef]bool{}
-	h.pruneMu.Unlock()
+	due, err := h.purg.DuePrunes()
+	if err != nil {
+		h.log.Error("read the prune schedule", "error", err)
+		return
+	}
 	notAfter := h.clk.Now().Add(-pruneGrace)
-	for r := range repos {
+	for _, d := range due {
 		if ctx.Err() != nil {
-			h.schedulePrune(r)
-			continue
+			return
 		}
-		err := h.repos.Prune(ctx, r, notAfter)
+		if d.Since.After(notAfter) {
+			continue // its objects are still inside the grace
+		}
+		err := h.repos.Prune(ctx, d.Repo, notAfter)
 		switch {
+		case errors.Is(err, git.ErrNotFound):
+			h.log.Debug("prune schedule: repository gone", "repo", where(d.Repo))
 		case errors.Is(err, git.ErrBorrowed):
-			h.log.Info("placeholder data kept: the repository's objects are borrowed", "repo", r.String())
+			h.log.Info("placeholder data kept: the repository's objects are borrowed", "repo", where(d.Repo))
 		case err != nil:
-			h.log.Warn("prune placeholder data", "repo", r.String(), "error", err)
+			// stays scheduled: the next sweep tries again
+			h.log.Warn("prune placeholder data", "repo", where(d.Repo), "error", err)
+			continue
 		default:
-			h.log.Debug("pruned placeholder data", "repo", r.String())
+			h.log.Debug("pruned placeholder data", "repo", where(d.Repo))
+		}
+		if err := h.purg.Pruned(d); err != nil {
+			h.log.Error("take a repository off the prune schedule", "repo", where(d.Repo), "error", err)
 		}
 	}
 }

@@ -96,6 +96,9 @@ type Purgatory struct {
 	log  hclog.Logger
 	opts Options
 
+	// pruneMu orders read-modify-writes of the prune schedule (prune.go).
+	pruneMu sync.Mutex
+
 	mu           sync.Mutex
 	held         map[string]*Entry       // by event id
 	idx          *index                  // held, by what the write path asks

@@ -35,11 +35,12 @@ func (s *Server) assemble(ext Extensions) error {
 	if err != nil {
 		return fmt.Errorf("server.public_url: %w", err)
 	}
-	proxies, err := clientip.Parse(cfg.Server.TrustedProxies)
+	clients, err := clientip.New(cfg.Server.TrustedProxies, cfg.Server.ClientPrefixV4, cfg.Server.ClientPrefixV6)
 	if err != nil {
-		return fmt.Errorf("server.trusted_proxies: %w", err)
+		return fmt.Errorf("server: %w", err)
 	}
-	s.clientIP = proxies.Of
+	// Every per-IP cap counts the client's key, its network (F23).
+	s.clientIP = clients.Key
 	events := s.store.Events()
 	s.purg, err = purgatory.New(purgatory.Options{
 		KV:             s.store.Side(),

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -208,14 +209,29 @@ type client struct {
 
 func (e *testServer) dial() *client {
 	e.t.Helper()
+	cl, code, body := e.dialHeader(nil)
+	if cl == nil {
+		e.t.Fatalf("websocket refused: %d %s", code, body)
+	}
+	return cl
+}
+
+// dialHeader connects with the request headers h; a refused handshake
+// gives no client, its HTTP status and body.
+func (e *testServer) dialHeader(h http.Header) (cl *client, code int, body string) {
+	e.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), testwait.Limit(e.t))
 	defer cancel()
-	c, _, err := websocket.Dial(ctx, e.ws, nil)
+	c, resp, err := websocket.Dial(ctx, e.ws, &websocket.DialOptions{HTTPHeader: h})
 	if err != nil {
-		e.t.Fatal(err)
+		if resp == nil {
+			e.t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		return nil, resp.StatusCode, string(b)
 	}
 	c.SetReadLimit(16 << 20)
-	cl := &client{t: e.t, c: c, msgs: make(chan []json.RawMessage, 1024)}
+	cl = &client{t: e.t, c: c, msgs: make(chan []json.RawMessage, 1024)}
 	go func() {
 		defer close(cl.msgs)
 		for {
@@ -230,7 +246,7 @@ func (e *testServer) dial() *client {
 		}
 	}()
 	e.t.Cleanup(func() { c.Close(websocket.StatusNormalClosure, "") })
-	return cl
+	return cl, resp.StatusCode, ""
 }
 
 func (cl *client) send(v ...any) {

@@ -112,8 +112,9 @@ type Server struct {
 	space       *diskspace.Guard
 	archive     *archive.Scope // GRASP-05 scope
 	roster      *roster.Source // shared by the rules, hosting, sync's hosted-here answer
-	// clientIP names a request's client behind server.trusted_proxies, for
-	// every per-IP limit (the gate's and git's).
+	// clientIP names a request's client behind server.trusted_proxies, by
+	// its network (clientip.Clients.Key), for every per-IP limit (the
+	// gate's, git's, and through Meta.Remote purgatory's).
 	clientIP func(*http.Request) string
 
 	// life ends when the server stops; background work that is not a
