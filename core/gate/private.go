@@ -2,7 +2,7 @@ package gate
 
 import (
 	"context"
-	"sync/atomic"
+	"sync"
 
 	"github.com/nbd-wtf/go-nostr"
 )
@@ -104,10 +104,10 @@ func (c *conn) query(ctx context.Context, f nostr.Filter) (chan *nostr.Event, er
 	return c.queryNoting(ctx, f, nil)
 }
 
-// queryNoting is query, setting sawPrivate (when not nil) once a private
-// event the connection reads is among the results: what a revocation
-// must end (Revoke).
-func (c *conn) queryNoting(ctx context.Context, f nostr.Filter, sawPrivate *atomic.Bool) (chan *nostr.Event, error) {
+// queryNoting is query, noting in seen (when not nil) the private events
+// the connection reads among the results: what a revocation re-checks
+// (Revoke).
+func (c *conn) queryNoting(ctx context.Context, f nostr.Filter, seen *privateSeen) (chan *nostr.Event, error) {
 	ch, err := c.g.backend.Query(ctx, f)
 	if err != nil || ch == nil || c.seesAll(f) {
 		// nothing the filter matches can be private: no extra hop
@@ -122,8 +122,8 @@ func (c *conn) queryNoting(ctx context.Context, f nostr.Filter, sawPrivate *atom
 			if !ok {
 				continue
 			}
-			if private && sawPrivate != nil {
-				sawPrivate.Store(true)
+			if private && seen != nil {
+				seen.add(evt.ID)
 			}
 			select {
 			case out <- evt:
@@ -211,9 +211,10 @@ func (g *Gate) readers(evt *nostr.Event) func(string) bool {
 }
 
 // Revoke ends, on every connection authenticated as one of keys, the
-// subscriptions and negentropy sessions that may carry private data the
-// key no longer reads (GRASP-08, issue 23 part 3): those that received a
-// private event, and those whose filters it may no longer ask. Each ends
+// subscriptions and negentropy sessions that carry private data the key
+// no longer reads (GRASP-08, issue 23 part 3): those that received a
+// private event it may no longer see (or more of them than are
+// remembered), and those whose filters it may no longer ask. Each ends
 // with CLOSED (NEG-ERR) "restricted:", at once; live delivery checks every
 // event anyway. The client may ask again and gets what it still reads.
 func (g *Gate) Revoke(keys []string) {
@@ -233,25 +234,77 @@ func (g *Gate) Revoke(keys []string) {
 
 const msgRevoked = "restricted: your access to a private repository was withdrawn"
 
+// maxSeenPrivate bounds the private event ids a subscription or session
+// remembers; past it any revocation of its key ends it.
+const maxSeenPrivate = 256
+
+// privateSeen remembers the private events a subscription or negentropy
+// session carried, up to maxSeenPrivate.
+type privateSeen struct {
+	mu       sync.Mutex
+	ids      []string
+	overflow bool
+}
+
+func (p *privateSeen) add(id string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	switch {
+	case p.overflow:
+	case len(p.ids) >= maxSeenPrivate:
+		p.overflow, p.ids = true, nil
+	default:
+		p.ids = append(p.ids, id)
+	}
+}
+
+func (p *privateSeen) snapshot() ([]string, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([]string(nil), p.ids...), p.overflow
+}
+
+// stillReads reports whether the connection still reads every event of
+// ids it was sent (deleted ones are gone, and count as read).
+func (c *conn) stillReads(ids []string) bool {
+	if len(ids) == 0 {
+		return true
+	}
+	ch, err := c.g.backend.Query(c.ctx, nostr.Filter{IDs: ids, Limit: len(ids)})
+	if err != nil {
+		return false
+	}
+	defer drain(ch)
+	for evt := range ch {
+		if !c.visible(c.ctx, evt) {
+			return false
+		}
+	}
+	return true
+}
+
 func (c *conn) revoke() {
 	type open struct {
 		id      string
 		sub     *subscription
 		filters []nostr.Filter
-		private bool
+		seen    *privateSeen
 	}
 	var subs, negs []open
 	c.subsMu.Lock()
 	for id, s := range c.subs {
-		subs = append(subs, open{id, s, s.filters, s.private.Load()})
+		subs = append(subs, open{id, s, s.filters, &s.seen})
 	}
 	c.subsMu.Unlock()
 	c.negMu.Lock()
 	for id, s := range c.neg {
-		negs = append(negs, open{id, nil, s.filters, s.private})
+		negs = append(negs, open{id, nil, s.filters, s.seen})
 	}
 	c.negMu.Unlock()
-	ended := func(o open) bool { return o.private || c.privateRefusal(o.filters...) != "" }
+	ended := func(o open) bool {
+		ids, overflow := o.seen.snapshot()
+		return overflow || c.privateRefusal(o.filters...) != "" || !c.stillReads(ids)
+	}
 	for _, o := range subs {
 		if ended(o) && c.unsubscribeIf(o.id, o.sub) {
 			c.g.metrics.limit("revoked")

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"sync/atomic"
 	"unicode/utf8"
 
 	"github.com/nbd-wtf/go-nostr"
@@ -17,9 +16,9 @@ import (
 type subscription struct {
 	filters []nostr.Filter
 	cancel  context.CancelFunc
-	// private is set once a private event was sent on it (GRASP-08): a
-	// revocation of the connection's key ends it.
-	private atomic.Bool
+	// seen are the private events sent on it (GRASP-08): what a
+	// revocation of the connection's key re-checks.
+	seen privateSeen
 	// filed is where the gate's subIndex holds the filters.
 	filed []*subFilter
 }
@@ -264,7 +263,7 @@ func (c *conn) serveStored(ctx context.Context, subid string, sub *subscription)
 		if f.LimitZero {
 			continue
 		}
-		ch, err := c.queryNoting(ctx, f, &sub.private)
+		ch, err := c.queryNoting(ctx, f, &sub.seen)
 		if err != nil {
 			c.g.log.Warn("query failed", "filter", f.String(), "error", err)
 			c.sendWait(ctx, appendEnvelope(nil, "CLOSED", subid, "error: could not query the store"))

@@ -8,6 +8,10 @@ import (
 
 	"github.com/nbd-wtf/go-nostr"
 	"github.com/nbd-wtf/go-nostr/nip42"
+	"github.com/nbd-wtf/go-nostr/nip77/negentropy"
+	"github.com/nbd-wtf/go-nostr/nip77/negentropy/storage/vector"
+
+	"github.com/grasp-dev/grasp/core/config"
 )
 
 // Helpers of the GRASP-08 tests of issue 23 (private stays private).
@@ -16,7 +20,12 @@ import (
 // dir, listener, store): what survives it is what was durable.
 func (e *testServer) restart() *testServer {
 	e.t.Helper()
-	cfg := e.srv.cfg
+	return e.restartOn(e.srv.cfg)
+}
+
+// restartOn is restart with cfg (the file as the operator left it).
+func (e *testServer) restartOn(cfg config.Config) *testServer {
+	e.t.Helper()
 	base, ws := e.base, e.ws
 	e.stop()
 	if err := e.srv.Wait(); err != nil {
@@ -123,4 +132,30 @@ func anyIn(s string, needles ...string) []string {
 		}
 	}
 	return out
+}
+
+// newEmptyNeg is the first message of a NIP-77 client holding nothing.
+func newEmptyNeg() string {
+	vec := vector.New()
+	vec.Seal()
+	return negentropy.New(vec, 60_000).Start()
+}
+
+// publishPrivate publishes k's private announcement ann on a connection
+// authenticated as k and returns the connection: where nothing is private
+// yet the refusal brings the challenge; otherwise it comes on connect, and
+// the connection signs in before it publishes (an EVENT sent before AUTH
+// would race it).
+func (e *testServer) publishPrivate(k key, ann *nostr.Event) *client {
+	e.t.Helper()
+	var cl *client
+	if e.srv.vis.Restricting() {
+		cl = e.signedIn(k)
+	} else {
+		cl = e.dial()
+		cl.send("EVENT", ann)
+		e.signIn(cl, k)
+	}
+	cl.mustAccept(ann, purg)
+	return cl
 }
