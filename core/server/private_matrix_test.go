@@ -382,10 +382,11 @@ func (e *testServer) cloneOf(tg *target) string { return e.cloneURL(tg.owner, tg
 
 func rowClone(t *testing.T, m *matrix, e *testServer, tg *target) {
 	clone := e.cloneOf(tg)
-	for who, k := range map[string]key{"anonymous": {}, "stranger": tg.stranger} {
-		if out, err := e.gitAsPublic(k, tg, t.TempDir(), "clone", "-q", clone, "c"); err == nil {
-			t.Errorf("%s cloned it:\n%s", who, out)
-		}
+	if code := infoRefsStatus(t, clone); code != http.StatusUnauthorized {
+		t.Errorf("anonymous info/refs: %d, want 401", code)
+	}
+	if out, err := e.gitAsPublic(tg.stranger, tg, t.TempDir(), "clone", "-q", clone, "c"); err == nil {
+		t.Errorf("the stranger cloned it:\n%s", out)
 	}
 	dst := t.TempDir()
 	if out, err := e.gitAsPublic(tg.member, tg, dst, "clone", "-q", clone, "c"); err != nil {
@@ -426,14 +427,11 @@ func rowPush(t *testing.T, m *matrix, e *testServer, tg *target) {
 func rowPRs(t *testing.T, m *matrix, e *testServer, tg *target) {
 	prs := e.prsURL(tg.owner, tg.d)
 	public := strings.TrimSuffix(e.srv.cfg.Server.PublicURL, "/") + nip34.PRsRepo(tg.owner.pk, tg.d).URLPath()
-	for who, k := range map[string]key{"anonymous": {}, "stranger": tg.stranger} {
-		var args []string
-		if k.sk != "" {
-			args = []string{"-c", "http.extraHeader=Authorization: " + e.token(k, public, "GET")}
-		}
-		if out, err := gitRun(t, t.TempDir(), append(args, "ls-remote", prs)...); err == nil || strings.Contains(out, tg.prID) {
-			t.Errorf("%s lists /prs/: %v\n%s", who, err, out)
-		}
+	if code := infoRefsStatus(t, prs); code != http.StatusUnauthorized {
+		t.Errorf("anonymous /prs/ info/refs: %d, want 401", code)
+	}
+	if out, err := gitRun(t, t.TempDir(), "-c", "http.extraHeader=Authorization: "+e.token(tg.stranger, public, "GET"), "ls-remote", prs); err == nil || strings.Contains(out, tg.prID) {
+		t.Errorf("the stranger lists /prs/: %v\n%s", err, out)
 	}
 	out, err := gitRun(t, t.TempDir(), "-c", "http.extraHeader=Authorization: "+e.token(tg.member, public, "GET"), "ls-remote", prs)
 	if err != nil || !strings.Contains(out, "refs/nostr/"+tg.prID) {

@@ -2,13 +2,13 @@ package visibility
 
 import (
 	"context"
-	"sync"
 	"testing"
 
 	"github.com/fiatjaf/eventstore/slicestore"
 	"github.com/nbd-wtf/go-nostr"
 
 	"github.com/grasp-dev/grasp/core/env"
+	"github.com/grasp-dev/grasp/core/internal/memkv"
 	"github.com/grasp-dev/grasp/core/nip34"
 	"github.com/grasp-dev/grasp/core/roster"
 )
@@ -24,7 +24,7 @@ func newKey() key {
 type rig struct {
 	t       *testing.T
 	store   *slicestore.SliceStore
-	records *memRecords
+	records *memkv.Privacy
 	ts      nostr.Timestamp
 }
 
@@ -33,85 +33,7 @@ func newRig(t *testing.T) *rig {
 	if err := st.Init(); err != nil {
 		t.Fatal(err)
 	}
-	return &rig{t: t, store: st, records: newMemRecords(), ts: 1_700_000_000}
-}
-
-// memRecords is the durable record in memory (core/store's Privacy is
-// tested on both backends in core/store).
-type memRecords struct {
-	mu            sync.Mutex
-	events, repos map[string][]byte
-	marks         map[string]string
-}
-
-func newMemRecords() *memRecords {
-	return &memRecords{events: map[string][]byte{}, repos: map[string][]byte{}, marks: map[string]string{}}
-}
-
-func (m *memRecords) PutEvent(_ context.Context, id string, val []byte) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.events[id] = append([]byte(nil), val...)
-	return nil
-}
-
-func (m *memRecords) Events(_ context.Context, ids []string) (map[string][]byte, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	out := map[string][]byte{}
-	for _, id := range ids {
-		if v, ok := m.events[id]; ok {
-			out[id] = v
-		}
-	}
-	return out, nil
-}
-
-func (m *memRecords) UpdateRepo(key string, fn func([]byte, bool) ([]byte, bool, error)) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	old, ok := m.repos[key]
-	val, write, err := fn(old, ok)
-	if err == nil && write {
-		m.repos[key] = val
-	}
-	return err
-}
-
-func (m *memRecords) Repo(key string) ([]byte, bool, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	v, ok := m.repos[key]
-	return v, ok, nil
-}
-
-func (m *memRecords) Repos(fn func(string, []byte) error) error {
-	m.mu.Lock()
-	keys := make([]string, 0, len(m.repos))
-	for k := range m.repos {
-		keys = append(keys, k)
-	}
-	m.mu.Unlock()
-	for _, k := range keys {
-		v, _, _ := m.Repo(k)
-		if err := fn(k, v); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-func (m *memRecords) Mark(name string) (string, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.marks[name], nil
-}
-
-func (m *memRecords) SetMark(name, val string) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.marks[name] = val
-	return nil
+	return &rig{t: t, store: st, records: &memkv.Privacy{}, ts: 1_700_000_000}
 }
 
 func (r *rig) event(k key, kind int, tags ...nostr.Tag) *nostr.Event {
