@@ -339,9 +339,12 @@ func (v *Visibility) reconsiderOne(view *roster.View, ref nip34.RepoRef) (gone [
 		v.log.Error("recording a repository's privacy failed; it stays as recorded", "repo", key, "error", err)
 		return nil
 	}
-	_ = rec
-	for _, pk := range prev {
-		if !slices.Contains(readers, pk) {
+	// Those who left are told: compared with what this instance last knew
+	// as well as with the stored record, since another instance may have
+	// stored the change already (then its notification, Reload, finds
+	// nothing new here).
+	for _, pk := range append(prev, rec.Readers...) {
+		if !slices.Contains(readers, pk) && !slices.Contains(gone, pk) {
 			gone = append(gone, pk)
 		}
 	}
