@@ -142,13 +142,18 @@ func (h *handler) nip98Pubkey(r *http.Request, repo nip34.RepoRef) (string, bool
 	if m == nil || u == nil {
 		return "", false
 	}
-	base := h.baseURL(r)
-	switch {
-	case strings.EqualFold(m[1], http.MethodGet) && sameRepoURL(u[1], base+repo.URLPath()):
-		// the repository's token, for every request of it
-	case strings.EqualFold(m[1], r.Method) && sameRequestURL(u[1], base+r.URL.EscapedPath(), r.URL.Query()):
-		// a per-request token
-	default:
+	matched := false
+	for _, base := range h.baseURLs(r) {
+		switch {
+		case strings.EqualFold(m[1], http.MethodGet) && sameRepoURL(u[1], base+repo.URLPath()):
+			// the repository's token, for every request of it
+			matched = true
+		case strings.EqualFold(m[1], r.Method) && sameRequestURL(u[1], base+r.URL.EscapedPath(), r.URL.Query()):
+			// a per-request token
+			matched = true
+		}
+	}
+	if !matched {
 		return "", false
 	}
 	if ok, err := evt.CheckSignature(); err != nil || !ok {
@@ -200,6 +205,16 @@ func (h *handler) baseURL(r *http.Request) string {
 		scheme = "https"
 	}
 	return scheme + "://" + r.Host
+}
+
+// baseURLs are the public URLs a token's u may be under: the service's,
+// and each of its aliases (a .onion: issue 25 part 5).
+func (h *handler) baseURLs(r *http.Request) []string {
+	out := []string{h.baseURL(r)}
+	for _, a := range h.opts.Service.Aliases {
+		out = append(out, strings.TrimSuffix(a.BaseURL(), "/"))
+	}
+	return out
 }
 
 // sameRepoURL compares two repository URLs by scheme and host (ignoring

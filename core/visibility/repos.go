@@ -381,6 +381,31 @@ func (v *Visibility) Reload(key string) {
 	v.revoked(gone)
 }
 
+// Resync reads every repository record again after notifications from
+// other instances may have been missed (a lost LISTEN connection): changes
+// are taken, and readers no longer listed lose access here too.
+func (v *Visibility) Resync() {
+	var gone []string
+	err := v.opts.Records.Repos(func(key string, val []byte) error {
+		rec, err := decodeRepo(val)
+		if err != nil {
+			rec = repoRecord{Private: true, Why: whyUnreadable}
+		}
+		old, _ := v.record(key)
+		v.setRecord(key, rec)
+		for _, pk := range old.Readers {
+			if !slices.Contains(rec.Readers, pk) {
+				gone = append(gone, pk)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		v.log.Error("reading the repository records again after a lost notification connection", "error", err)
+	}
+	v.revoked(gone)
+}
+
 // readersOf are who read private repository ref besides the configured
 // members: its owner and confirmed maintainers, as its record lists them
 // (kept by reconsider), or else resolved from the current announcements
