@@ -120,7 +120,9 @@ func runScale(ctx context.Context, o scaleOpts, stderr io.Writer) (*scaleResult,
 			return res, err
 		}
 	}
-	servers := []string{serverGrasp}
+	// The baseline right after grasp: a run cut short (a timeout's
+	// SIGTERM reports what finished) still has the ratios.
+	servers := []string{serverGrasp, serverBaseline}
 	if o.libsecp {
 		servers = append(servers, serverLibsecp)
 	}
@@ -128,7 +130,6 @@ func runScale(ctx context.Context, o scaleOpts, stderr io.Writer) (*scaleResult,
 		servers = append(servers, serverPostgres)
 		bins.postgresURL = o.postgres.url
 	}
-	servers = append(servers, serverBaseline)
 	for _, name := range servers {
 		var pg *pgCluster
 		if name == serverPostgres {
