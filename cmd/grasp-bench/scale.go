@@ -30,6 +30,9 @@ type scaleOpts struct {
 	// postgresMax the largest point it is measured at.
 	postgres    *pgCluster
 	postgresMax int
+	// corpusEvents draws the points from the cached corpus of this many
+	// events when it is larger than the last point (0: the last point's).
+	corpusEvents int
 }
 
 // pointRun is one server's figures at one store size.
@@ -69,6 +72,7 @@ func scaleCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.DurationVar(&o.verifyFor, "verify-for", 10*time.Second, "how long each verification ceiling is measured")
 	pgURL := fs.String("postgres-url", "", "also measure grasp on PostgreSQL (one instance) in this empty database (postgres://...), at the points up to -postgres-max")
 	fs.IntVar(&o.postgresMax, "postgres-max", 200_000, "the largest point measured on PostgreSQL")
+	fs.IntVar(&o.corpusEvents, "corpus-events", 0, "draw the points from the corpus of this many events (e.g. the million-event corpus already cached): its first events are the same as those of the full curve's points; 0 = the last point's corpus")
 	pgPid := fs.Int("postgres-pid", 0, "the PostgreSQL server's postmaster pid: its CPU and bytes written are reported beside grasp's")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -92,15 +96,19 @@ func runScale(ctx context.Context, o scaleOpts, stderr io.Writer) (*scaleResult,
 	logf := logger(stderr)
 	res := &scaleResult{Machine: describeMachine(), Command: "grasp-bench " + strings.Join(os.Args[1:], " "), Servers: map[string][]pointRun{}}
 	last := o.points[len(o.points)-1]
-	tmp, cleanup, c, sum, err := o.prepare("grasp-bench-scale-", last, logf)
+	tmp, cleanup, c, sum, err := o.prepare("grasp-bench-scale-", max(last, o.corpusEvents), logf)
 	if err != nil {
 		return nil, err
 	}
 	defer cleanup()
-	res.Corpus = sum
 	for i, n := range o.points {
 		o.points[i] = c.boundary(n)
 	}
+	if o.corpusEvents > last {
+		// a prefix of a larger corpus: describe what is stored
+		sum = summarise(c, sum.Path, o.points[len(o.points)-1])
+	}
+	res.Corpus = sum
 	res.Points = o.points
 	negMax := 0
 	if last+last/10 > 1_000_000 { // the default limit must cover the whole store
