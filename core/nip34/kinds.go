@@ -41,6 +41,32 @@ func IsRootKind(kind int) bool {
 	return false
 }
 
+// RootKinds lists the kinds IsRootKind accepts, in kind order, for filters
+// (a fresh slice the caller may keep).
+func RootKinds() []int { return []int{KindPatch, KindPR, KindPRUpdate, KindIssue} }
+
+// KindName is how text addressed to people (OK messages, log lines, pages)
+// names an event of kind: "announcement", "state", "issue", "patch", "PR",
+// "PR update"; any other kind is an "event". Metric labels are not names:
+// each metric keeps its own fixed label set.
+func KindName(kind int) string {
+	switch kind {
+	case KindAnnouncement:
+		return "announcement"
+	case KindState:
+		return "state"
+	case KindIssue:
+		return "issue"
+	case KindPatch:
+		return "patch"
+	case KindPR:
+		return "PR"
+	case KindPRUpdate:
+		return "PR update"
+	}
+	return "event"
+}
+
 // IsStatusKind reports whether kind is one of the 1630–1633 statuses.
 func IsStatusKind(kind int) bool {
 	return kind >= KindStatusOpen && kind <= KindStatusDraft
