@@ -5,7 +5,6 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -122,41 +121,24 @@ func recvType(d *ast.FuncDecl) string {
 	return ""
 }
 
-// loadModule parses every non-test Go file under root.
-func loadModule(t *testing.T, root string) *module {
+// loadModule parses every non-test Go file of the module.
+func loadModule(t *testing.T) *module {
 	t.Helper()
 	fset := token.NewFileSet()
 	files := map[string][]*ast.File{}
-	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() {
-			if name := d.Name(); path != root && (strings.HasPrefix(name, ".") || name == "testdata") {
-				return filepath.SkipDir
-			}
+	moduleGoFiles(t, func(path, dir string) error {
+		if strings.HasSuffix(path, "_test.go") {
 			return nil
 		}
-		if !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
-			return nil
-		}
-		rel, err := filepath.Rel(root, path)
+		f, err := parser.ParseFile(fset, dir+"/"+filepath.Base(path), readFile(t, path), 0)
 		if err != nil {
 			return err
 		}
-		f, err := parser.ParseFile(fset, filepath.ToSlash(rel), readFile(t, path), 0)
-		if err != nil {
-			return err
-		}
-		dir := filepath.ToSlash(filepath.Dir(rel))
 		files[dir] = append(files[dir], f)
 		return nil
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	m := newModule(fset, files)
-	m.exists = func(p string) bool { _, err := os.Stat(filepath.Join(root, p)); return err == nil }
+	m.exists = func(p string) bool { _, err := os.Stat(filepath.Join(repoRoot, p)); return err == nil }
 	return m
 }
 
@@ -653,7 +635,7 @@ func TestOwnersTable(t *testing.T) {
 	if len(rows) < 30 {
 		t.Fatalf("found %d rows in the owners table of docs/architecture.md; has its heading changed?", len(rows))
 	}
-	m := loadModule(t, repoRoot)
+	m := loadModule(t)
 	bad, owners := ownerProblems(rows, m, exampleConfigKeys(t))
 	if len(owners) < 30 {
 		t.Fatalf("the owners table names %d symbols the module has", len(owners))
