@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,6 +16,7 @@ import (
 	"github.com/grasp-dev/grasp/core/metrics"
 	"github.com/grasp-dev/grasp/core/nip34"
 	"github.com/grasp-dev/grasp/core/server"
+	"github.com/grasp-dev/grasp/internal/testkit"
 	"github.com/grasp-dev/grasp/internal/testwait"
 	"github.com/nbd-wtf/go-nostr"
 )
@@ -86,7 +86,7 @@ func startExample(t *testing.T, file string, peers ...string) instance {
 	if err != nil {
 		t.Fatal(err)
 	}
-	port := freePort(t)
+	port := testkit.FreePort(t)
 	cfg.Server.Listen = fmt.Sprintf("127.0.0.1:%d", port)
 	cfg.Server.PublicURL = ""
 	cfg.Server.DataDir = t.TempDir()
@@ -117,15 +117,6 @@ func startExample(t *testing.T, file string, peers ...string) instance {
 		}
 	})
 	return instance{base: cfg.Server.PublicURL, relay: cfg.RelayURL()}
-}
-
-func freePort(t *testing.T) int {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
 }
 
 func sign(t *testing.T, sk string, evt *nostr.Event) *nostr.Event {
