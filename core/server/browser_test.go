@@ -104,10 +104,10 @@ func visibleText(dom []byte) string {
 }
 
 // TestPages_BrowserShowsPages loads the landing page, a repository page, a
-// tree, a file, a commit, the issues and PR lists and the issue, PR and
-// patch pages of a pushed repository in headless Chromium with JavaScript
+// tree, a file, a commit, the issues and PR lists, the issue, PR and
+// patch pages and the "On this server" page of a pushed repository in headless Chromium with JavaScript
 // off, checks what a person would read, and keeps a screenshot of each
-// (issue 16 part 3, issue 26 part 2).
+// (issue 16 part 3, issue 26 parts 2 and 5).
 func TestPages_BrowserShowsPages(t *testing.T) {
 	bin := chromium(t)
 	out := artifacts(t)
@@ -164,6 +164,7 @@ func TestPages_BrowserShowsPages(t *testing.T) {
 		{"prs", repo + "/prs", []string{"Purple button", "make the button purple"}},
 		{"pr", repo + "/prs/" + pr.ID, []string{"Purple button", "Makes the button purple, as asked.", "Commits (1)", "1 file changed",
 			"src/color.go", `+const Color = "purple"`}},
+		{"status", repo + "/status", []string{"Signed state and served refs", "in sync", "Nothing waits", "Maintainers", "Owner: " + a.npub}},
 		{"patch", repo + "/prs/" + patch.ID, []string{"make the button purple", "Patches (1)", "src/color.go", `+const Color = "purple"`}},
 	}
 	br := newBrowser(t, bin)
