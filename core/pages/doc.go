@@ -34,7 +34,12 @@
 // Announcements and maintainers come from core/roster (the v3 rule is
 // applied there, never here), statuses from nip34.CurrentStatus. README
 // Markdown is content from anyone: it is rendered by goldmark and then
-// sanitised by bluemonday's UGC policy before it reaches a page.
+// sanitised by bluemonday's UGC policy before it reaches a page. Its CPU
+// is a visitor's choice, so every render is bounded (bounds.go): a shape
+// check before parsing (shape.go), a pool of workers with a per-client
+// share, a time budget per view, and a cache by blob; past any bound the
+// file is shown as plain text. Listings are paginated, and concurrent
+// views of one thing read it from git once (cache.load).
 //
 // Whether a repository is listed and shown at all is decided by one
 // function, Pages.Shown; everything here asks it. This package never

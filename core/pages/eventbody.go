@@ -10,27 +10,20 @@ import (
 
 // eventHTML renders the content of an event (an issue, a PR description, a
 // comment, a cover note, a review): Markdown written by anyone, sanitised
-// like a README. The HTML is cached by event id, which names the content
-// for good.
-func (p *Pages) eventHTML(ctx context.Context, r *http.Request, evt *nostr.Event) template.HTML {
+// like a README and bounded like one (bounds.go); the HTML is cached by
+// event id, which names the content for good.
+func (p *Pages) eventHTML(_ context.Context, r *http.Request, evt *nostr.Event) template.HTML {
 	if evt.Content == "" {
 		return ""
 	}
-	key := "event|" + evt.ID
-	if v, ok := p.cache.get(key); ok {
-		return v.(template.HTML)
-	}
-	html := p.markdownOrText(ctx, r, []byte(evt.Content))
-	p.cache.put(key, html, len(html))
-	return html
+	return p.markdownOrText(r, "event:"+evt.ID, []byte(evt.Content))
 }
 
-// markdownOrText renders src as Markdown when it is small enough, else as
-// preformatted text.
-// TODO(discuss): call the bounded renderer of audit F30 once it is on main.
-func (p *Pages) markdownOrText(_ context.Context, _ *http.Request, src []byte) template.HTML {
-	if len(src) > 4<<10 {
-		return template.HTML(`<pre class="text">` + template.HTMLEscapeString(string(src)) + `</pre>`)
+// markdownOrText renders src, named by key in the render cache, as
+// Markdown, or as preformatted text when a render bound says no.
+func (p *Pages) markdownOrText(r *http.Request, key string, src []byte) template.HTML {
+	if v := p.markdown(r, key, src, "", ""); v.HTML != "" {
+		return v.HTML
 	}
-	return renderMarkdown(src, "", "")
+	return template.HTML(`<pre class="text">` + template.HTMLEscapeString(string(src)) + `</pre>`)
 }

@@ -60,7 +60,10 @@ table.files td.num{white-space:nowrap;text-align:right}
 .add{color:var(--ok)}.del{color:var(--bad)}
 `
 
-var layoutTmpl = template.Must(template.New("layout").Parse(`<!doctype html>
+// layoutTmpl is the page around a body: "top" is written, then the body,
+// then "bottom", so a page is built once, in its body's buffer (audit
+// 2026-11b, F29: the body was built, then copied into the layout).
+var layoutTmpl = template.Must(template.New("layout").Parse(`{{define "top"}}<!doctype html>
 <html lang="en"><head><meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>{{.Title}}</title>
@@ -71,11 +74,11 @@ var layoutTmpl = template.Must(template.New("layout").Parse(`<!doctype html>
 {{if .Crumbs}}<nav class="crumbs">{{range $i, $c := .Crumbs}}{{if $i}} / {{end}}{{if $c.Href}}<a href="{{$c.Href}}">{{$c.Text}}</a>{{else}}{{$c.Text}}{{end}}{{end}}</nav>{{end}}
 </div></header>
 <main>
-{{.Body}}
+{{end}}{{define "bottom"}}
 </main>
 <footer><a href="https://github.com/grasp-dev/grasp">grasp</a> {{.Version}} · <a href="{{.Base}}/">{{.Name}}</a> · <a href="{{.Base}}/nip11.json">NIP-11</a></footer>
 </body></html>
-`))
+{{end}}`))
 
 type link struct {
 	Text string
@@ -85,7 +88,6 @@ type link struct {
 type layout struct {
 	Title, Name, Version, Base string
 	Crumbs                     []link
-	Body                       template.HTML
 }
 
 // render writes one page: body is executed into the layout.
@@ -97,10 +99,10 @@ func (p *Pages) render(w http.ResponseWriter, r *http.Request, status int, title
 		buf.Reset()
 		buf.WriteString("<h1>Internal error</h1><p>This page could not be rendered.</p>")
 	}
-	p.write(w, r, status, title, crumbs, template.HTML(buf.String()))
+	p.write(w, r, status, title, crumbs, buf.Bytes())
 }
 
-func (p *Pages) write(w http.ResponseWriter, r *http.Request, status int, title string, crumbs []link, body template.HTML) {
+func (p *Pages) write(w http.ResponseWriter, r *http.Request, status int, title string, crumbs []link, body []byte) {
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	// Pages carry no script of ours and must run none of anyone's: README
@@ -119,7 +121,14 @@ func (p *Pages) write(w http.ResponseWriter, r *http.Request, status int, title 
 	} else {
 		title += " – " + name
 	}
-	err := layoutTmpl.Execute(w, layout{Title: title, Name: name, Version: p.opts.Version, Base: p.opts.Service.Path, Crumbs: crumbs, Body: body})
+	l := layout{Title: title, Name: name, Version: p.opts.Version, Base: p.opts.Service.Path, Crumbs: crumbs}
+	err := layoutTmpl.ExecuteTemplate(w, "top", l)
+	if err == nil {
+		_, err = w.Write(body)
+	}
+	if err == nil {
+		err = layoutTmpl.ExecuteTemplate(w, "bottom", l)
+	}
 	if err != nil {
 		p.log.Debug("writing a page failed", "path", r.URL.Path, "error", err)
 	}

@@ -163,7 +163,7 @@ func (s *Server) assemble(ext Extensions) error {
 
 	pg, err := pages.New(pages.Options{
 		Service: svc, Name: cfg.Relay.Name, Description: cfg.Relay.Description, Version: s.build.Version,
-		Repos: s.repos, Events: events, Roster: rost, Listed: s.vis.Listed, Readers: s.vis.Readers,
+		Repos: s.repos, Events: events, Roster: rost, Listed: s.vis.Listed, Readers: s.vis.Readers, ClientIP: s.clientIP,
 		Facts: s.pageFacts(),
 	}, s.env.Named("pages"))
 	if err != nil {
