@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/nbd-wtf/go-nostr"
 
@@ -76,6 +77,7 @@ func TestPages_OnThisServerFromTheRealParts(t *testing.T) {
 	}
 
 	two := w.commit("second")
+	e.clk.Advance(time.Second) // a newer state than the released one
 	s2 := e.state(a, "demo", map[string]string{"refs/heads/main": two}, "refs/heads/main")
 	e.dial().mustAccept(s2, purg)
 	body := get()
