@@ -58,7 +58,27 @@ func (p *Pages) at(w http.ResponseWriter, r *http.Request, repo nip34.RepoRef, r
 		p.errorPage(w, r, http.StatusNotFound, "This repository has no such branch, tag or commit.")
 		return st, "", "", "", false
 	}
+	if !treePath(path) {
+		// Audit F32: git refuses these, which was a 500 and a WARN per
+		// request; no tree holds such a path, so it is not found.
+		p.errorPage(w, r, http.StatusNotFound, "No tree holds such a path.")
+		return st, "", "", "", false
+	}
 	return st, rev, oid, path, true
+}
+
+// treePath reports whether path can name an entry of a git tree: no "."
+// or ".." segment and no NUL.
+func treePath(path string) bool {
+	if strings.ContainsRune(path, 0) {
+		return false
+	}
+	for _, seg := range strings.Split(path, "/") {
+		if seg == "." || seg == ".." {
+			return false
+		}
+	}
+	return true
 }
 
 // browse serves tree/<rev>/<path> and blob/<rev>/<path>; a bare tree is
