@@ -13,6 +13,7 @@ var summaryTmpl = pageTemplate("summary", stateTmpl+`{{template "head" .}}
 {{with .R.Meta}}{{if .Held}}<p class="muted">The announcement of this repository waits for its git data.</p>{{end}}{{end}}
 <h2>Clone</h2>
 <pre>git clone {{.R.CloneURL}}</pre>
+{{if .R.OtherCloneURLs}}<p>Also served at: {{range $i, $c := .R.OtherCloneURLs}}{{if $i}}, {{end}}<code>{{$c}}</code>{{end}}</p>{{end}}
 <h2>On this server</h2>
 {{template "stateline" .Server}}{{with .Server}}{{if .WaitingTotal}}<p>{{.WaitingTotal}} event{{if ne .WaitingTotal 1}}s wait{{else}} waits{{end}} in purgatory for this repository's git data.</p>{{end}}
 {{with .LatestRefusal}}<p>Last refused push: {{date .At}}, {{.Why}}.</p>{{end}}{{end}}
