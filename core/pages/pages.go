@@ -176,6 +176,9 @@ func (p *Pages) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case "/icon.png", "/favicon.ico":
 		serveIcon(w, r)
 		return
+	case "/publishing":
+		p.guide(w, r)
+		return
 	}
 	repo, sub, err := git.ParseRepoPath(path)
 	if err != nil || !p.Shown(r.Context(), repo) {
