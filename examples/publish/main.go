@@ -39,6 +39,9 @@ func main() {
 	}
 }
 
+// polls bounds the waits for the server, one poll every 500 ms: 2 minutes.
+const polls = 240
+
 // KeyEnv names the environment variable holding the secret key (nsec or
 // hex): a key on the command line would end up in the shell's history.
 const KeyEnv = "NOSTR_SECRET_KEY"
@@ -294,13 +297,13 @@ func (p publisher) send(ctx context.Context, evt *nostr.Event) (string, error) {
 	}
 }
 
-// servedSoon waits up to 30 s for the relay to serve every one of ids:
-// the push releases what purgatory held for it, and that may finish just
-// after git reports the push done.
+// servedSoon waits (polls) for the relay to serve every one of ids: the
+// push releases what purgatory held for it, and that may finish just after
+// git reports the push done.
 func (p publisher) servedSoon(ctx context.Context, ids ...string) (int, error) {
 	for i := 0; ; i++ {
 		n, err := p.served(ctx, ids...)
-		if err != nil || n == len(ids) || i == 60 {
+		if err != nil || n == len(ids) || i == polls {
 			return n, err
 		}
 		select {
@@ -372,13 +375,13 @@ func readJSON(ctx context.Context, c *websocket.Conn) ([]any, error) {
 	return v, nil
 }
 
-// waitForRepository polls the clone URL as ngit does (every 500 ms, here
-// for up to 30 s): the server creates the bare repository when it accepts
-// the announcement.
+// waitForRepository polls the clone URL as ngit does (ngit for 15 s, here
+// for polls, so a busy server is not taken for a broken one): the server
+// creates the bare repository when it accepts the announcement.
 func (p publisher) waitForRepository(ctx context.Context) (int, error) {
 	u := p.clone + "/info/refs?service=git-upload-pack"
 	var last error
-	for range 60 {
+	for range polls {
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 		if err != nil {
 			return 0, err
