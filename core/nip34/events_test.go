@@ -126,7 +126,7 @@ func TestRootKinds(t *testing.T) {
 // TestKindName: the names OK messages, logs and pages use for each kind.
 func TestKindName(t *testing.T) {
 	for k, want := range map[int]string{KindAnnouncement: "announcement", KindState: "state", KindIssue: "issue",
-		KindPatch: "patch", KindPR: "PR", KindPRUpdate: "PR update", KindComment: "event", KindNote: "event"} {
+		KindPatch: "patch", KindPR: "PR", KindPRUpdate: "PR update", KindComment: "comment", KindStatusDraft: "status", KindNote: "kind 1"} {
 		if got := KindName(k); got != want {
 			t.Errorf("KindName(%d) = %q, want %q", k, got, want)
 		}

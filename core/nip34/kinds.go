@@ -1,5 +1,7 @@
 package nip34
 
+import "strconv"
+
 // Event kinds of NIP-34 and the neighbouring NIPs grasp serves.
 const (
 	KindDeletion = 5
@@ -47,8 +49,8 @@ func RootKinds() []int { return []int{KindPatch, KindPR, KindPRUpdate, KindIssue
 
 // KindName is how text addressed to people (OK messages, log lines, pages)
 // names an event of kind: "announcement", "state", "issue", "patch", "PR",
-// "PR update"; any other kind is an "event". Metric labels are not names:
-// each metric keeps its own fixed label set.
+// "PR update", "comment", "status"; any other kind is "kind <n>". Metric
+// labels are not names: each metric keeps its own fixed label set.
 func KindName(kind int) string {
 	switch kind {
 	case KindAnnouncement:
@@ -63,8 +65,13 @@ func KindName(kind int) string {
 		return "PR"
 	case KindPRUpdate:
 		return "PR update"
+	case KindComment:
+		return "comment"
 	}
-	return "event"
+	if IsStatusKind(kind) {
+		return "status"
+	}
+	return "kind " + strconv.Itoa(kind)
 }
 
 // IsStatusKind reports whether kind is one of the 1630–1633 statuses.
