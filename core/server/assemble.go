@@ -234,6 +234,7 @@ func (s *Server) assembleRelay(popts policy.Options, rules *policy.Rules) error 
 		Curation:           policy.Curation(popts),
 		Limits:             cfg.Relay.Limits,
 		Events:             s.store.Events(),
+		Shared:             s.store.Shared(),
 		Pipeline:           spaceGuarded{Pipeline: rules, space: s.space},
 		Effects:            s.hosting,
 		Private:            s.vis,
@@ -324,15 +325,22 @@ func (s *Server) assembleFanout() {
 	}
 	s.sched.Go("fanout", func(ctx context.Context) error {
 		return s.store.Follow(ctx, store.Follower{
-			Stored: func(evt *nostr.Event) { s.relay.Deliver(ctx, evt) },
+			Stored: func(evt *nostr.Event) {
+				s.relay.Deliver(ctx, evt)
+				s.recheckAfter(ctx, evt)
+			},
 			SideChanged: func(bucket, key string) {
 				held, err := s.purg.Reload(bucket, key)
 				if err != nil {
 					s.log.Error("following another instance's purgatory change", "bucket", bucket, "error", err)
 				}
-				if held != nil && s.leading.Load() {
+				if held == nil {
+					return
+				}
+				if s.leading.Load() {
 					s.hosting.HuntHeld(ctx, *held)
 				}
+				s.recheckAfter(ctx, held.Event)
 			},
 			Resync: func() {
 				if err := s.purg.Resync(); err != nil {
@@ -341,4 +349,13 @@ func (s *Server) assembleFanout() {
 			},
 		})
 	})
+}
+
+// recheckAfter re-runs the states this instance refused of an identifier
+// whose announcement another instance stored or holds: the refused-state
+// index (core/roster) is each instance's own, the re-run is shared.
+func (s *Server) recheckAfter(ctx context.Context, evt *nostr.Event) {
+	if evt.Kind == nip34.KindAnnouncement {
+		s.hosting.Recheck(ctx, evt.Tags.GetD())
+	}
 }
