@@ -9,7 +9,6 @@ import (
 
 	"github.com/grasp-dev/grasp/core/archive"
 	"github.com/grasp-dev/grasp/core/clientip"
-	"github.com/grasp-dev/grasp/core/diskspace"
 	"github.com/grasp-dev/grasp/core/git"
 	"github.com/grasp-dev/grasp/core/hosting"
 	"github.com/grasp-dev/grasp/core/nip34"
@@ -148,7 +147,7 @@ func (s *Server) assemble(ext Extensions) error {
 		Placeholders:      s.hosting,
 		ReadOnly:          s.hosting.ReadOnly,
 		PRs:               prs,
-		CheckSpace:        s.space.Check,
+		CheckSpace:        s.writable,
 		MaxPushBytes:      int64(cfg.Grasp.MaxPushMB) << 20,
 		MaxDuration:       cfg.Git.MaxPushDuration.D(),
 		MaxFetchDuration:  cfg.Git.MaxFetchDuration.D(),
@@ -235,7 +234,7 @@ func (s *Server) assembleRelay(popts policy.Options, rules *policy.Rules) error 
 		Limits:             cfg.Relay.Limits,
 		Events:             s.store.Events(),
 		Shared:             s.store.Shared(),
-		Pipeline:           spaceGuarded{Pipeline: rules, space: s.space},
+		Pipeline:           spaceGuarded{Pipeline: rules, writable: s.writable},
 		Effects:            s.hosting,
 		Private:            s.vis,
 		ClientIP:           s.clientIP,
@@ -298,10 +297,11 @@ func (s *Server) placeholderUsage(pubkey, remote string) policy.Usage {
 
 // spaceGuarded refuses the writes of a decision (store, hold) while the
 // data directory is below its free-space watermark (audit F12: a full disk
-// crashed badger); rejections and reads go on.
+// crashed badger) or the store is read-only (fulldisk.go); rejections and
+// reads go on.
 type spaceGuarded struct {
 	policy.Pipeline
-	space *diskspace.Guard
+	writable func() error
 }
 
 func (p spaceGuarded) Decide(ctx context.Context, evt *nostr.Event, meta policy.Meta) policy.Decision {
@@ -309,7 +309,7 @@ func (p spaceGuarded) Decide(ctx context.Context, evt *nostr.Event, meta policy.
 	if d.Outcome != policy.Store && d.Outcome != policy.Hold {
 		return d
 	}
-	if err := p.space.Check(); err != nil {
+	if err := p.writable(); err != nil {
 		return policy.Decision{Outcome: policy.Rejected, Msg: err.Error()}
 	}
 	return d

@@ -263,6 +263,9 @@ func New(opts Options, e env.Env) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
+	if s.readOnly != "" {
+		m.readOnly.Set(1)
+	}
 	// Registered last, so a failed Open leaves the registry as it was.
 	if err := m.register(e.Metrics); err != nil {
 		s.closeBackend()
