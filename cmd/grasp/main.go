@@ -63,7 +63,7 @@ const usage = `usage:
                                        event's id and signature, the refs, git fsck; exit 1 on a problem
   grasp admin restore [--config FILE] SRC DATA_DIR
                                        fill DATA_DIR (new or empty; never a running server's) from backup SRC
-  grasp scripts export DIR             write the stock plugins (scripts/*.js) into DIR
+` + nip86Usage + `  grasp scripts export DIR             write the stock plugins (scripts/*.js) into DIR
   grasp version                        print version and commit
 `
 
@@ -98,6 +98,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			return adminBackup(args[2:], stdout, stderr)
 		case len(args) >= 2 && args[1] == "restore":
 			return adminRestore(args[2:], stdout, stderr)
+		case len(args) >= 2 && isNIP86Verb(args[1]):
+			return adminNIP86(args[1], args[2:], stdout, stderr)
 		}
 		fmt.Fprint(stderr, usage)
 		return 2
