@@ -159,6 +159,7 @@ func (s *Server) assemble(ext Extensions) error {
 	if cfg.Grasp.Grasp06 {
 		prs = s.hosting
 	}
+	s.refusals = git.NewRefusals(s.clk)
 	s.relay.HandleGit(git.NewHandler(git.Options{
 		Repos: s.repos, Authority: s.hosting, Hooks: s.hosting, Private: s.vis, Service: svc,
 		Placeholders:      s.hosting,
@@ -174,6 +175,7 @@ func (s *Server) assemble(ext Extensions) error {
 		MinBodyBytes:      minBody,
 		BodyRateWindow:    cfg.Git.BodyRateWindow.D(),
 		ClientIP:          s.clientIP,
+		Refusals:          s.refusals,
 	}, s.env.Named("git")))
 
 	// GRASP-08: the pages serve no one signed in, so every event they read
@@ -182,6 +184,7 @@ func (s *Server) assemble(ext Extensions) error {
 	pg, err := pages.New(pages.Options{
 		Service: svc, Name: cfg.Relay.Name, Description: cfg.Relay.Description, Version: s.build.Version,
 		Repos: s.repos, Events: s.vis.PublicEvents(events), Roster: rost, Listed: s.vis.Listed, Readers: s.vis.Readers, ClientIP: s.clientIP,
+		Facts: s.pageFacts(),
 	}, s.env.Named("pages"))
 	if err != nil {
 		return err

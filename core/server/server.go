@@ -99,6 +99,8 @@ type Server struct {
 	repos   *git.Repos
 	hosting *hosting.Hosting
 	hunter  *hunt.Hunter
+	// refusals remembers refused pushes for the repository pages
+	refusals *git.Refusals
 	// syncNow is the sync stack of the current leadership term (nil on a
 	// follower, or with sync disabled); syncSvc and syncSel build it.
 	syncNow atomic.Pointer[syncStack]
