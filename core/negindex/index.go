@@ -19,6 +19,7 @@ import (
 	"slices"
 	"sync"
 
+	"github.com/grasp-dev/grasp/core/nip34"
 	"github.com/nbd-wtf/go-nostr"
 )
 
@@ -117,18 +118,6 @@ func (ix *Index) Len() int {
 // Indexes reports whether tags of this letter are indexed (their values
 // need not be read otherwise).
 func (ix *Index) Indexes(letter string) bool { return ix.letters[letter] }
-func isLowerHex64(s string) bool {
-	if len(s) != 64 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
-			return false
-		}
-	}
-	return true
-}
 
 // Event is what the index needs of an event; Add and Remove take it so the
 // store can feed partially decoded records without building a nostr.Event.
@@ -146,7 +135,7 @@ type Event struct {
 // id or pubkey, kind or created_at out of range).
 func FromNostr(evt *nostr.Event) (Event, bool) {
 	var e Event
-	if !isLowerHex64(evt.ID) || !isLowerHex64(evt.PubKey) || evt.Kind < 0 || evt.Kind > 0xffff ||
+	if !nip34.IsHex64(evt.ID) || !nip34.IsHex64(evt.PubKey) || evt.Kind < 0 || evt.Kind > 0xffff ||
 		evt.CreatedAt < 0 || evt.CreatedAt > 0xffffffff {
 		return e, false
 	}

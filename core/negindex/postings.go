@@ -3,6 +3,8 @@ package negindex
 import (
 	"encoding/hex"
 	"slices"
+
+	"github.com/grasp-dev/grasp/core/nip34"
 )
 
 // tkey is a postings key: a tag letter and value. A 64-hex value (an event
@@ -16,7 +18,7 @@ type tkey struct {
 }
 
 func tagKey(letter, value string) tkey {
-	if isLowerHex64(value) {
+	if nip34.IsHex64(value) {
 		var k tkey
 		k.h[0] = letter[0] | 0x80
 		hex.Decode(k.h[1:], []byte(value))

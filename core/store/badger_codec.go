@@ -208,13 +208,23 @@ func tagPrefix(dst []byte, letter byte, value string) []byte {
 		dst = append(dst, pk8[:]...)
 		return append(dst, d...)
 	}
-	if len(value) == 64 {
-		var v [32]byte
-		if _, err := hex.Decode(v[:], []byte(value)); err == nil {
-			return append(append(dst, keyTag32, letter), v[:8]...)
-		}
+	if v, ok := hex32(value); ok {
+		return append(append(dst, keyTag32, letter), v[:8]...)
 	}
 	return append(append(dst, keyTag, letter), value...)
+}
+
+// hex32 decodes 64 hex digits of either case: how the library's layout
+// reads ids, pubkeys and tag values into keys (data it wrote must be found
+// again). It decides only which key a value goes under; what is a valid id
+// is nip34.IsHex64's decision, and every candidate a key finds is checked
+// by Filter.Matches.
+func hex32(s string) (v [32]byte, ok bool) {
+	if len(s) != 64 {
+		return v, false
+	}
+	_, err := hex.Decode(v[:], []byte(s))
+	return v, err == nil
 }
 
 // addressParts splits "kind:pubkey:d" as the library does: exactly three
@@ -225,11 +235,11 @@ func addressParts(value string) (kind uint16, pk8 [8]byte, d string, ok bool) {
 		return 0, pk8, "", false
 	}
 	pk, d, found := strings.Cut(rest, ":")
-	if !found || strings.Contains(d, ":") || len(pk) != 64 {
+	if !found || strings.Contains(d, ":") {
 		return 0, pk8, "", false
 	}
-	var full [32]byte
-	if _, err := hex.Decode(full[:], []byte(pk)); err != nil {
+	full, ok := hex32(pk)
+	if !ok {
 		return 0, pk8, "", false
 	}
 	k, err := strconv.ParseUint(ks, 10, 16)

@@ -5,7 +5,6 @@ import (
 	"container/heap"
 	"context"
 	"encoding/binary"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"slices"
@@ -87,20 +86,14 @@ func plan(f nostr.Filter) (p queryPlan, ok bool) {
 		return p, false
 	}
 	for _, a := range f.Authors {
-		var raw [32]byte
-		if len(a) == 64 {
-			if _, err := hex.Decode(raw[:], []byte(a)); err == nil {
-				p.authors = append(p.authors, raw)
-			}
+		if raw, ok := hex32(a); ok {
+			p.authors = append(p.authors, raw)
 		}
 	}
 	if f.IDs != nil {
 		for _, id := range f.IDs {
-			var raw [32]byte
-			if len(id) != 64 {
-				continue
-			}
-			if _, err := hex.Decode(raw[:], []byte(id)); err != nil {
+			raw, ok := hex32(id)
+			if !ok {
 				continue
 			}
 			p.ids = append(p.ids, raw)
@@ -157,11 +150,9 @@ func plan(f nostr.Filter) (p queryPlan, ok bool) {
 }
 
 func hexPrefix8(s string) (pk8 [8]byte, ok bool) {
-	if len(s) != 64 {
-		return pk8, false
-	}
-	_, err := hex.Decode(pk8[:], []byte(s[:16]))
-	return pk8, err == nil
+	full, ok := hex32(s)
+	copy(pk8[:], full[:8])
+	return pk8, ok
 }
 
 // narrowestTag picks the tag letter to read, as the library did: e, E and q

@@ -371,8 +371,8 @@ func (b *batchTxn) discard(errs []error, err error) {
 
 // delete removes the stored event with this id, if any.
 func (b *batchTxn) delete(id string) error {
-	var raw [32]byte
-	if _, err := hex.Decode(raw[:], []byte(id)); err != nil || len(id) != 64 {
+	raw, ok := hex32(id)
+	if !ok {
 		return nil // no such event can be stored
 	}
 	serial, evt, err := storedEvent(b.txn, raw)
