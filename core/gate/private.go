@@ -2,6 +2,8 @@ package gate
 
 import (
 	"context"
+	"fmt"
+	"slices"
 	"sync"
 
 	"github.com/nbd-wtf/go-nostr"
@@ -25,6 +27,13 @@ type Private interface {
 	Named(ctx context.Context, f nostr.Filter) func(pubkey string) bool
 	// MayWrite reports whether authed may publish evt.
 	MayWrite(ctx context.Context, authed string, evt *nostr.Event) bool
+	// Moderating reports whether a repository's moderators hid some event
+	// (issue 25 part 2): Readers may then leave out public events too.
+	Moderating() bool
+	// Moderated lists the events Readers may leave out for moderation:
+	// what the answers built from ids alone (COUNT, the negentropy index)
+	// ask Readers about, one by one.
+	Moderated() []string
 }
 
 // The GRASP-08 checks of each verb live here, so the verbs' handlers call
@@ -91,13 +100,13 @@ func (c *conn) visiblePrivate(ctx context.Context, evt *nostr.Event) (ok, privat
 }
 
 // seesAll reports whether nothing filter f matches can be hidden from
-// this connection: no repository is private and f cannot match a kind-10318
-// list. Only then may an answer skip the per-event check (the query's extra
+// this connection: no repository is private, no event is hidden by its
+// repository's moderators and f cannot match a kind-10318 list. Only then may an answer skip the per-event check (the query's extra
 // hop); the negentropy index, which knows ids and not readers, is used
 // otherwise only with the lists checked (withoutHiddenLists).
 func (c *conn) seesAll(f nostr.Filter) bool {
 	p := c.g.opts.Private
-	return p == nil || (!p.Restricting() && !mayMatchKind(f, privateListKind))
+	return p == nil || (!p.Restricting() && !mayMatchKind(f, privateListKind) && !p.Moderating())
 }
 
 // query is the backend's Query with what the connection may not see
@@ -122,6 +131,12 @@ func (c *conn) queryNoting(ctx context.Context, f nostr.Filter, seen *privateSee
 		for evt := range ch {
 			ok, private := c.visiblePrivate(ctx, evt)
 			if !ok {
+				// an unauthenticated client learns it may sign in (a
+				// repository's moderator reads what it hid; nothing is
+				// private on a public server, so no challenge came yet)
+				if c.authedPubkey() == "" {
+					c.requestAuth()
+				}
 				continue
 			}
 			if private && seen != nil {
@@ -162,18 +177,60 @@ func (c *conn) count(ctx context.Context, f nostr.Filter) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	lists := f
-	lists.Kinds = []int{privateListKind}
-	all, err := c.g.backend.Count(ctx, lists)
+	if mayMatchKind(f, privateListKind) {
+		lists := f
+		lists.Kinds = []int{privateListKind}
+		all, err := c.g.backend.Count(ctx, lists)
+		if err != nil {
+			return 0, err
+		}
+		seen, err := c.countVisible(ctx, lists)
+		if err != nil {
+			return 0, err
+		}
+		total -= all - seen
+	}
+	hidden, err := c.moderatedOut(ctx, f)
 	if err != nil {
 		return 0, err
 	}
-	seen, err := c.countVisible(ctx, lists)
-	if err != nil {
-		return 0, err
-	}
-	return total - all + seen, nil
+	return total - int64(len(hidden)), nil
 }
+
+// moderatedOut are the ids among the moderated events (Private.Moderated)
+// that filter f matches and this connection may not read: what a count or
+// a negentropy set built from the store's ids takes out. Kind-10318 lists
+// are never moderated.
+func (c *conn) moderatedOut(ctx context.Context, f nostr.Filter) (map[string]struct{}, error) {
+	p := c.g.opts.Private
+	if p == nil || !p.Moderating() {
+		return nil, nil
+	}
+	ids := p.Moderated()
+	if len(f.IDs) > 0 {
+		ids = slices.DeleteFunc(ids, func(id string) bool { return !slices.Contains(f.IDs, id) })
+	}
+	out := map[string]struct{}{}
+	for len(ids) > 0 {
+		n := min(len(ids), moderatedPage)
+		g := f.Clone()
+		g.IDs, g.Limit = ids[:n], n
+		ids = ids[n:]
+		ch, err := c.g.backend.Query(c.asked(ctx), g)
+		if err != nil {
+			return nil, fmt.Errorf("query %s: %w", g, err)
+		}
+		for evt := range ch {
+			if !c.visible(ctx, evt) {
+				out[evt.ID] = struct{}{}
+			}
+		}
+	}
+	return out, nil
+}
+
+// moderatedPage is how many moderated ids one query of moderatedOut names.
+const moderatedPage = 500
 
 func (c *conn) countVisible(ctx context.Context, f nostr.Filter) (int64, error) {
 	ch, err := c.query(ctx, f)

@@ -77,6 +77,10 @@ type fakePrivate struct {
 }
 
 func (p *fakePrivate) Restricting() bool { return p.restricting }
+func (p *fakePrivate) Moderating() bool  { return false }
+func (p *fakePrivate) Moderated() []string {
+	return nil
+}
 
 func (p *fakePrivate) who() func(string) bool {
 	return func(pk string) bool { return pk != "" && pk == p.member }

@@ -107,6 +107,10 @@ type Visibility struct {
 
 	revokeMu sync.RWMutex
 	revoke   []func(keys []string)
+
+	// mod remembers moderation labels (moderation.go); its mods cache is
+	// guarded by mu, like readers.
+	mod moderation
 }
 
 // New builds a Visibility; call Load before serving.
@@ -119,6 +123,7 @@ func New(opts Options, e env.Env) (*Visibility, error) {
 		recs: map[string]repoRecord{}, byD: map[string]map[string]bool{},
 		readers: map[nip34.RepoRef]map[string]bool{}, events: map[string][]string{}, pending: map[string][]string{}}
 	v.members.Store(memberSet(opts.Members))
+	v.mod.init()
 	return v, nil
 }
 
@@ -198,6 +203,7 @@ func (v *Visibility) SetMembers(list []string) {
 // forgetReaders drops the resolved readers; v.mu is held.
 func (v *Visibility) forgetReaders() {
 	clear(v.readers)
+	clear(v.mod.mods)
 	v.service = nil
 	v.gen++
 }
@@ -222,6 +228,9 @@ func (v *Visibility) Load(ctx context.Context) error {
 	mark, err := v.opts.Records.Mark(markMigrated)
 	if err != nil {
 		return fmt.Errorf("visibility: read the migration mark: %w", err)
+	}
+	if err := v.loadModeration(ctx); err != nil {
+		return fmt.Errorf("visibility: load the moderation labels: %w", err)
 	}
 	if mark != migrationVersion {
 		if err := v.migrate(ctx); err != nil {
