@@ -366,11 +366,12 @@ func (c *conn) negStorage(filter nostr.Filter, seen *privateSeen) (negentropy.St
 }
 
 // onlyListsHidden reports whether nothing but kind-10318 lists and events
-// hidden by moderation can be hidden from this connection (no repository
-// is private). The index then still answers a filter that may match them,
-// such as the empty filter every whole-store sync sends, and only those
-// are checked one by one (withoutHiddenLists): asking the store for every event instead costs a decode of the
-// whole store per session (audit F07).
+// withheld by moderation or a ban can be hidden from this connection (no
+// repository is private). The index then still answers a filter that may
+// match them, such as the empty filter every whole-store sync sends, and
+// only those are checked one by one (withoutHiddenLists): asking the store
+// for every event instead costs a decode of the whole store per session
+// (audit F07).
 func (c *conn) onlyListsHidden() bool {
 	p := c.g.opts.Private
 	return p == nil || !p.Restricting()
@@ -378,11 +379,12 @@ func (c *conn) onlyListsHidden() bool {
 
 // withoutHiddenLists is st minus what filter matches that this connection
 // may not read though no repository is private: kind-10318 lists and the
-// events a repository's moderators hid (moderatedOut). The lists are few
-// (one replaceable event per author) and so are the hidden events, so
-// they are queried and checked; st is kept as it is when none is hidden.
+// events withheld by moderation or an operator's ban (withheldOut). The
+// lists are few (one replaceable event per author) and so are the withheld
+// events, so they are queried and checked; st is kept as it is when none
+// is hidden.
 func (c *conn) withoutHiddenLists(filter nostr.Filter, st negentropy.Storage) (negentropy.Storage, error) {
-	hidden, err := c.moderatedOut(c.ctx, filter)
+	hidden, err := c.withheldOut(c.ctx, filter)
 	if err != nil {
 		return nil, err
 	}

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sync"
 
+	"github.com/fiatjaf/eventstore"
 	"github.com/nbd-wtf/go-nostr"
 
 	"github.com/grasp-dev/grasp/core/clientip"
@@ -27,13 +28,14 @@ type Private interface {
 	Named(ctx context.Context, f nostr.Filter) func(pubkey string) bool
 	// MayWrite reports whether authed may publish evt.
 	MayWrite(ctx context.Context, authed string, evt *nostr.Event) bool
-	// Moderating reports whether a repository's moderators hid some event
-	// (issue 25 part 2): Readers may then leave out public events too.
-	Moderating() bool
-	// Moderated lists the events Readers may leave out for moderation:
-	// what the answers built from ids alone (COUNT, the negentropy index)
-	// ask Readers about, one by one.
-	Moderated() []string
+	// Withholding reports whether Readers may leave out public events too:
+	// a repository's moderators hid some (issue 25 part 2) or the operator
+	// banned an event or a key (NIP-86, part 3).
+	Withholding() bool
+	// Withheld lists the events (by id, and by author) Readers may leave
+	// out for those reasons: what the answers built from ids alone (COUNT,
+	// the negentropy index) ask Readers about, one by one.
+	Withheld() (ids, authors []string)
 }
 
 // The GRASP-08 checks of each verb live here, so the verbs' handlers call
@@ -100,13 +102,14 @@ func (c *conn) visiblePrivate(ctx context.Context, evt *nostr.Event) (ok, privat
 }
 
 // seesAll reports whether nothing filter f matches can be hidden from
-// this connection: no repository is private, no event is hidden by its
-// repository's moderators and f cannot match a kind-10318 list. Only then may an answer skip the per-event check (the query's extra
-// hop); the negentropy index, which knows ids and not readers, is used
+// this connection: no repository is private, nothing is withheld by
+// moderation or a ban and f cannot match a kind-10318 list. Only then may
+// an answer skip the per-event check (the query's extra hop); the
+// negentropy index, which knows ids and not readers, is used
 // otherwise only with the lists checked (withoutHiddenLists).
 func (c *conn) seesAll(f nostr.Filter) bool {
 	p := c.g.opts.Private
-	return p == nil || (!p.Restricting() && !mayMatchKind(f, privateListKind) && !p.Moderating())
+	return p == nil || (!p.Restricting() && !mayMatchKind(f, privateListKind) && !p.Withholding())
 }
 
 // query is the backend's Query with what the connection may not see
@@ -190,47 +193,68 @@ func (c *conn) count(ctx context.Context, f nostr.Filter) (int64, error) {
 		}
 		total -= all - seen
 	}
-	hidden, err := c.moderatedOut(ctx, f)
+	hidden, err := c.withheldOut(ctx, f)
 	if err != nil {
 		return 0, err
 	}
 	return total - int64(len(hidden)), nil
 }
 
-// moderatedOut are the ids among the moderated events (Private.Moderated)
-// that filter f matches and this connection may not read: what a count or
-// a negentropy set built from the store's ids takes out. Kind-10318 lists
-// are never moderated.
-func (c *conn) moderatedOut(ctx context.Context, f nostr.Filter) (map[string]struct{}, error) {
+// withheldOut are the events among the withheld ones (Private.Withheld:
+// hidden by moderation, banned, of a banned key) that filter f matches and
+// this connection may not read: what a count or a negentropy set built
+// from the store's ids takes out. Kind-10318 lists are never among them.
+func (c *conn) withheldOut(ctx context.Context, f nostr.Filter) (map[string]struct{}, error) {
 	p := c.g.opts.Private
-	if p == nil || !p.Moderating() {
+	if p == nil || !p.Withholding() {
 		return nil, nil
 	}
-	ids := p.Moderated()
+	ids, authors := p.Withheld()
 	if len(f.IDs) > 0 {
 		ids = slices.DeleteFunc(ids, func(id string) bool { return !slices.Contains(f.IDs, id) })
 	}
+	if len(f.Authors) > 0 {
+		authors = slices.DeleteFunc(authors, func(pk string) bool { return !slices.Contains(f.Authors, pk) })
+	}
 	out := map[string]struct{}{}
-	for len(ids) > 0 {
-		n := min(len(ids), moderatedPage)
-		g := f.Clone()
-		g.IDs, g.Limit = ids[:n], n
-		ids = ids[n:]
-		ch, err := c.g.backend.Query(c.asked(ctx), g)
+	check := func(g nostr.Filter) error {
+		// every match counts, not the first page: the limit is lifted as
+		// for a negentropy set (bounded by negentropy_max_events)
+		ch, err := c.g.backend.Query(eventstore.SetNegentropy(c.asked(ctx)), g)
 		if err != nil {
-			return nil, fmt.Errorf("query %s: %w", g, err)
+			return fmt.Errorf("query %s: %w", g, err)
 		}
 		for evt := range ch {
 			if !c.visible(ctx, evt) {
 				out[evt.ID] = struct{}{}
 			}
 		}
+		return nil
+	}
+	for len(ids) > 0 {
+		n := min(len(ids), withheldPage)
+		g := f.Clone()
+		g.IDs, g.Limit = ids[:n], n
+		ids = ids[n:]
+		if err := check(g); err != nil {
+			return nil, err
+		}
+	}
+	for len(authors) > 0 {
+		n := min(len(authors), withheldPage)
+		g := f.Clone()
+		g.Authors, g.Limit = authors[:n], c.g.lim.NegentropyMaxEvents
+		authors = authors[n:]
+		if err := check(g); err != nil {
+			return nil, err
+		}
 	}
 	return out, nil
 }
 
-// moderatedPage is how many moderated ids one query of moderatedOut names.
-const moderatedPage = 500
+// withheldPage is how many withheld ids or authors one query of
+// withheldOut names.
+const withheldPage = 500
 
 func (c *conn) countVisible(ctx context.Context, f nostr.Filter) (int64, error) {
 	ch, err := c.query(ctx, f)

@@ -77,9 +77,9 @@ type fakePrivate struct {
 }
 
 func (p *fakePrivate) Restricting() bool { return p.restricting }
-func (p *fakePrivate) Moderating() bool  { return false }
-func (p *fakePrivate) Moderated() []string {
-	return nil
+func (p *fakePrivate) Withholding() bool { return false }
+func (p *fakePrivate) Withheld() (ids, authors []string) {
+	return nil, nil
 }
 
 func (p *fakePrivate) who() func(string) bool {

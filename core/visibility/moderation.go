@@ -128,30 +128,45 @@ func (v *Visibility) forgetModeration(del *nostr.Event) {
 	m.n.Store(int64(len(m.marks)))
 }
 
-// Moderating reports whether any event is named by a moderation label:
-// only then may Readers hide a public event from someone (the gate's
-// answers that skip the per-event check ask this first).
-func (v *Visibility) Moderating() bool { return v.mod.n.Load() > 0 }
+// Withholding reports whether Readers may leave out a public event: some
+// event is named by a moderation label, or the operator banned an event or
+// a key (the gate's answers that skip the per-event check ask this first).
+func (v *Visibility) Withholding() bool {
+	if v.mod.n.Load() > 0 {
+		return true
+	}
+	if v.opts.Banned == nil {
+		return false
+	}
+	ids, pks := v.opts.Banned.Bans()
+	return len(ids) > 0 || len(pks) > 0
+}
 
-// Moderated lists the events named by moderation labels: those Readers may
-// hide. The gate's index-backed answers (COUNT, the negentropy index) know
-// ids, not readers, and ask Readers for these alone.
-func (v *Visibility) Moderated() []string {
+// Withheld lists what Readers may leave out of public answers: the events
+// named by moderation labels and the banned events (ids), and the banned
+// keys (authors). The gate's answers built from ids alone (COUNT, the
+// negentropy index) ask Readers about these, one by one.
+func (v *Visibility) Withheld() (ids, authors []string) {
 	m := &v.mod
 	m.mu.RLock()
-	defer m.mu.RUnlock()
-	out := make([]string, 0, len(m.marks))
+	ids = make([]string, 0, len(m.marks))
 	for id := range m.marks {
-		out = append(out, id)
+		ids = append(ids, id)
 	}
-	return out
+	m.mu.RUnlock()
+	if v.opts.Banned != nil {
+		bi, bp := v.opts.Banned.Bans()
+		ids = append(ids, bi...)
+		authors = bp
+	}
+	return ids, authors
 }
 
 // hidden is who may still read evt when moderation hides it (the members
 // and the hiding repositories' maintainers and moderators), nil when it is
 // not hidden.
 func (v *Visibility) hidden(ctx context.Context, evt *nostr.Event) func(string) bool {
-	if !v.Moderating() || !nip34.Moderatable(evt) {
+	if v.mod.n.Load() == 0 || !nip34.Moderatable(evt) {
 		return nil
 	}
 	m := &v.mod

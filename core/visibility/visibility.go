@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 
 	"github.com/hashicorp/go-hclog"
+	"github.com/nbd-wtf/go-nostr"
 
 	"github.com/grasp-dev/grasp/core/env"
 	"github.com/grasp-dev/grasp/core/nip34"
@@ -63,6 +64,16 @@ type Options struct {
 	// Service is this server's public URL: which GRASP-06 /prs/ repository
 	// a PR names (nip34.Service.PRsTarget).
 	Service nip34.Service
+	// Banned is the operator's NIP-86 ban list (*nip86.State): banned
+	// events and every event of a banned key are read by the members
+	// alone, until unbanned; nil: none.
+	Banned Banned
+}
+
+// Banned is the operator's ban list as the reader rule asks it.
+type Banned interface {
+	Banned(evt *nostr.Event) bool
+	Bans() (ids, pubkeys []string)
 }
 
 // Bounds of what is remembered and looked up.
