@@ -214,10 +214,10 @@ var Methods = []string{
 
 // The GRASP-08 member methods (addmember, removemember, listmembers) and
 // nips#2408's claims (createclaim, deleteclaim, listclaims, joined by a
-// NIP-43 kind-28934 request) are handled by call below and their lists kept
-// by State, but they are not offered yet: a member added here must reach
-// GRASP-08's reader rule (visibility.SetMembers, issue 23 part 3, not on
-// main yet) before the method may say it took effect.
+// NIP-43 kind-28934 request, join.go) are offered only where the server
+// applies the member list to GRASP-08's reader rule (HandlerOptions.Members:
+// core/server hands it to visibility.SetMembers), so that a method never
+// says it took effect when it did not.
 var pendingMethods = []string{"addmember", "removemember", "listmembers", "createclaim", "deleteclaim", "listclaims"}
 
 // call runs one method for operator key by.

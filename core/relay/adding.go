@@ -14,6 +14,7 @@ import (
 
 	"github.com/grasp-dev/grasp/core/gate"
 	"github.com/grasp-dev/grasp/core/nip34"
+	"github.com/grasp-dev/grasp/core/nip86"
 	"github.com/grasp-dev/grasp/core/policy"
 )
 
@@ -89,6 +90,11 @@ func (s *Server) Ingest(ctx context.Context, evt *nostr.Event, meta policy.Meta)
 		}
 		if nip70.HasEmbeddedProtected(*evt) {
 			return false, "blocked: a protected event cannot be reposted"
+		}
+		// NIP-43: a join request is answered by the operator's lists and
+		// never stored or relayed (NIP-70 above made sure of its author)
+		if join := s.op.join.Load(); evt.Kind == nip86.KindJoinRequest && join != nil {
+			return (*join)(evt)
 		}
 	}
 	c := &call{meta: meta}

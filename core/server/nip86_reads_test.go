@@ -114,3 +114,37 @@ func TestNIP86_MembersAddedAndRemovedLive(t *testing.T) {
 		t.Fatalf("a removed member still reads %d private events", len(got))
 	}
 }
+
+// TestNIP86_JoinWithInviteCode: the operator creates an invite code
+// (createclaim, nips#2408); a user's NIP-43 join request (kind 28934, "-",
+// claim) with it makes the user a member who reads the private repository;
+// an unknown code is refused with restricted:, an unauthenticated request
+// with auth-required: (NIP-70); deleteclaim ends the code.
+func TestNIP86_JoinWithInviteCode(t *testing.T) {
+	op := newKey(t)
+	e := newEnv(t, func(c *config.Config) { offerPrivate(c); c.Relay.Pubkey = op.pk })
+	owner, u := newKey(t), newKey(t)
+	p := e.releasePrivate(owner, "vault")
+	e.op86(op, "createclaim", "welcome-2026")
+	var claims []string
+	json.Unmarshal(e.op86(op, "listclaims"), &claims)
+	if !slices.Contains(claims, "welcome-2026") {
+		t.Fatalf("listclaims = %v", claims)
+	}
+	join := func(code string) *nostr.Event {
+		return e.sign(u, 28934, nostr.Tags{{"-"}, {"claim", code}}, "")
+	}
+	e.dial().mustReject(join("welcome-2026"), "auth-required:")
+	cl := e.signedIn(u)
+	cl.mustReject(join("not-a-code"), "restricted:")
+	if got := cl.query(nostr.Filter{IDs: p.privateIDs}); len(got) != 0 {
+		t.Fatalf("control: a stranger reads %d private events", len(got))
+	}
+	cl.mustAccept(join("welcome-2026"), "info:")
+	if got := cl.query(nostr.Filter{IDs: p.privateIDs}); len(got) != len(p.privateIDs) {
+		t.Fatalf("a member joined by invite reads %d of %d private events", len(got), len(p.privateIDs))
+	}
+	e.op86(op, "deleteclaim", "welcome-2026")
+	other := newKey(t)
+	e.signedIn(other).mustReject(e.sign(other, 28934, nostr.Tags{{"-"}, {"claim", "welcome-2026"}}, ""), "restricted:")
+}

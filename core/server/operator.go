@@ -39,6 +39,7 @@ func (s *Server) assembleOperatorEndpoint(svc nip34.Service) error {
 		return err
 	}
 	s.relay.HandleManagement(h)
+	s.relay.HandleJoin(s.operator.Join)
 	s.relay.BlockAddresses(s.operator.BlockedAddr)
 	if err := s.relay.SetRelayInfo(s.operator.RelayInfo()); err != nil {
 		return fmt.Errorf("apply the NIP-86 relay information: %w", err)
