@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/nbd-wtf/go-nostr"
-	"github.com/nbd-wtf/go-nostr/nip42"
 
 	"github.com/grasp-dev/grasp/core/nip34"
 )
@@ -21,6 +20,13 @@ import (
 // still read them when signed in, a newer show undoes a hide, and the
 // author's NIP-09 still deletes. The repository is newGWRepo's: A owns it,
 // M maintains, O moderates, R reports, S is a stranger.
+
+// reply is S's comment on R's issue, accepted.
+func (g *gwRepo) reply() *nostr.Event {
+	r := g.e.sign(g.s, 1111, nostr.Tags{{"E", g.issue.ID}, {"K", "1621"}, {"e", g.issue.ID}, {"k", "1621"}}, "reply")
+	g.cl.mustAccept(r, "")
+	return r
+}
 
 func (g *gwRepo) moderate(k key, action string, repo string, targets ...*nostr.Event) *nostr.Event {
 	tags := nostr.Tags{{"L", "#moderation"}, {"l", action, "#moderation"}, {"a", repo}}
@@ -38,17 +44,7 @@ func (g *gwRepo) authedAfterHidden(t *testing.T, k key, hidden *nostr.Event) *cl
 	cl := g.e.dial()
 	cl.send("REQ", "probe", nostr.Filter{IDs: []string{hidden.ID}})
 	m := cl.next(func(m []json.RawMessage) bool { return label(m) == "AUTH" })
-	auth := nip42.CreateUnsignedAuthEvent(str(m[1]), k.pk, g.e.publicRelay())
-	if err := auth.Sign(k.sk); err != nil {
-		t.Fatal(err)
-	}
-	cl.send("AUTH", auth)
-	ok := cl.next(func(m []json.RawMessage) bool { return label(m) == "OK" && str(m[1]) == auth.ID })
-	var b bool
-	json.Unmarshal(ok[2], &b)
-	if !b {
-		t.Fatalf("AUTH refused: %s", ok[3])
-	}
+	g.e.authWith(cl, k, str(m[1]))
 	return cl
 }
 
@@ -152,8 +148,7 @@ func TestModeration_HiddenOnEverySurface(t *testing.T) {
 func TestModeration_OnlyMaintainersAndModeratorsHide(t *testing.T) {
 	g := newGWRepo(t)
 	e := g.e
-	reply := e.sign(g.s, 1111, nostr.Tags{{"E", g.issue.ID}, {"K", "1621"}, {"e", g.issue.ID}, {"k", "1621"}}, "reply")
-	g.cl.mustAccept(reply, "")
+	reply := g.reply()
 	const refused = "restricted: a moderation label counts only from a confirmed maintainer or moderator of " + "30617:"
 	g.cl.mustReject(g.moderate(g.r, "hide", g.coord, reply), refused)
 	g.cl.mustReject(g.moderate(g.s, "hide", g.coord, g.issue), refused)
@@ -193,8 +188,7 @@ func TestModeration_OnlyMaintainersAndModeratorsHide(t *testing.T) {
 func TestModeration_ShowUndoesHideAndRosterDecides(t *testing.T) {
 	g := newGWRepo(t)
 	e := g.e
-	reply := e.sign(g.s, 1111, nostr.Tags{{"E", g.issue.ID}, {"K", "1621"}, {"e", g.issue.ID}, {"k", "1621"}}, "reply")
-	g.cl.mustAccept(reply, "")
+	reply := g.reply()
 	served := func() bool { return e.dial().served(reply.ID) }
 
 	hide := g.moderate(g.o, "hide", g.coord, reply)
@@ -245,8 +239,7 @@ func TestModeration_ShowUndoesHideAndRosterDecides(t *testing.T) {
 func TestModeration_AuthorDeletionStillWorks(t *testing.T) {
 	g := newGWRepo(t)
 	e := g.e
-	reply := e.sign(g.s, 1111, nostr.Tags{{"E", g.issue.ID}, {"K", "1621"}, {"e", g.issue.ID}, {"k", "1621"}}, "reply")
-	g.cl.mustAccept(reply, "")
+	reply := g.reply()
 	g.cl.mustAccept(g.moderate(g.o, "hide", g.coord, reply), "")
 	mod := g.authedAfterHidden(t, g.o, reply)
 	if !mod.served(reply.ID) {
