@@ -194,10 +194,10 @@ func (e *Refusal) Error() string { return e.Result.Text() }
 func (e *Refusal) Unwrap() error { return e.Err }
 
 // Errorf is a *Refusal of kind k whose message is formatted as by
-// fmt.Errorf; a %w verb wraps its argument.
+// fmt.Errorf; what a %w verb wraps stays reachable by errors.Is and As.
 func Errorf(k Kind, format string, args ...any) error {
 	err := fmt.Errorf(format, args...)
-	return &Refusal{Result: New(k, err.Error()), Err: errors.Unwrap(err)}
+	return &Refusal{Result: New(k, err.Error()), Err: err}
 }
 
 // Err is r as an error (nil when r is OK).
