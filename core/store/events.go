@@ -7,6 +7,7 @@ import (
 	"github.com/fiatjaf/eventstore"
 	"github.com/nbd-wtf/go-nostr"
 
+	"github.com/grasp-dev/grasp/core/nip34"
 	"github.com/grasp-dev/grasp/core/outcome"
 )
 
@@ -287,13 +288,13 @@ func validateEvent(evt *nostr.Event, binaryLimits bool) error {
 	if evt == nil {
 		return outcome.Errorf(outcome.Invalid, "no event")
 	}
-	if !isLowerHex(evt.ID, 64) {
+	if !nip34.IsHex64(evt.ID) {
 		return outcome.Errorf(outcome.Invalid, "event id must be 64 lowercase hex characters")
 	}
-	if !isLowerHex(evt.PubKey, 64) {
+	if !nip34.IsHex64(evt.PubKey) {
 		return outcome.Errorf(outcome.Invalid, "pubkey must be 64 lowercase hex characters")
 	}
-	if !isLowerHex(evt.Sig, 128) {
+	if !nip34.IsHex128(evt.Sig) {
 		return outcome.Errorf(outcome.Invalid, "sig must be 128 lowercase hex characters")
 	}
 	if evt.Kind < 0 || evt.Kind > math.MaxUint16 {
@@ -326,17 +327,4 @@ func validateEvent(evt *nostr.Event, binaryLimits bool) error {
 		}
 	}
 	return nil
-}
-
-func isLowerHex(s string, n int) bool {
-	if len(s) != n {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
-			return false
-		}
-	}
-	return true
 }
