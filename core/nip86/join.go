@@ -8,6 +8,7 @@ import (
 	"github.com/nbd-wtf/go-nostr/nip70"
 
 	"github.com/grasp-dev/grasp/core/nip34"
+	"github.com/grasp-dev/grasp/core/outcome"
 )
 
 // Joining with an invite code (NIP-43, whose codes nips#2408's createclaim,
@@ -24,37 +25,37 @@ const KindJoinRequest = 28934
 // joinWindow is how far a join request's created_at may be from now.
 const joinWindow = 10 * time.Minute
 
-// Join answers a join request as its OK: ok and the message. The relay
+// Join answers a join request: what its OK says. The relay
 // hands it every client's kind-28934 event, after the id, the signature
 // and NIP-70 (the author is authenticated) are checked; nothing is stored.
-func (s *State) Join(evt *nostr.Event) (bool, string) {
+func (s *State) Join(evt *nostr.Event) outcome.Result {
 	if evt.Kind != KindJoinRequest {
-		return false, "invalid: not a join request (kind 28934)"
+		return outcome.New(outcome.Invalid, "not a join request (kind 28934)")
 	}
 	if why, banned := s.BannedPubkey(evt.PubKey); banned {
-		return false, fmt.Sprintf("blocked: %s is banned on this relay%s", nip34.Npub(evt.PubKey), because(why))
+		return outcome.New(outcome.Blocked, fmt.Sprintf("%s is banned on this relay%s", nip34.Npub(evt.PubKey), because(why)))
 	}
 	if !nip70.IsProtected(*evt) {
-		return false, "invalid: a join request carries the NIP-70 \"-\" tag"
+		return outcome.New(outcome.Invalid, "a join request carries the NIP-70 \"-\" tag")
 	}
 	now := s.clk.Now()
 	if t := evt.CreatedAt.Time(); t.Before(now.Add(-joinWindow)) || t.After(now.Add(joinWindow)) {
-		return false, "invalid: a join request is dated within 10 minutes of now"
+		return outcome.New(outcome.Invalid, "a join request is dated within 10 minutes of now")
 	}
 	c := evt.Tags.Find("claim")
 	if c == nil || !claimRE.MatchString(c[1]) {
-		return false, "invalid: a join request carries [\"claim\", <invite code>]"
+		return outcome.New(outcome.Invalid, "a join request carries [\"claim\", <invite code>]")
 	}
 	if !s.Has(ListClaims, c[1]) {
 		s.log.Info("join request refused: unknown invite code", "pubkey", nip34.Npub(evt.PubKey))
-		return false, "restricted: this invite code is not valid here"
+		return outcome.New(outcome.Restricted, "this invite code is not valid here")
 	}
 	if s.Has(ListMembers, evt.PubKey) {
-		return true, "duplicate: you are already a member"
+		return outcome.New(outcome.Duplicate, "you are already a member")
 	}
 	if err := s.Put(ListMembers, evt.PubKey, "joined with an invite code", "claim:"+c[1]); err != nil {
-		return false, fmt.Sprintf("error: could not record the membership: %v", err)
+		return outcome.New(outcome.Error, fmt.Sprintf("could not record the membership: %v", err))
 	}
 	s.log.Info("NIP-86 change", "method", "join", "pubkey", nip34.Npub(evt.PubKey), "claim", c[1])
-	return true, "info: welcome, you are a member of this relay"
+	return outcome.Accepted("info: welcome, you are a member of this relay")
 }
