@@ -50,6 +50,7 @@ func (h *Hosting) Hold(ctx context.Context, evt *nostr.Event, d policy.Decision,
 	if meta.Source == policy.SourceClient {
 		entry.Remote = meta.Remote
 	}
+	entry.Invited = d.Invited
 	if err := h.purg.Hold(entry); err != nil {
 		if errors.Is(err, purgatory.ErrDuplicate) {
 			return policy.MsgInPurgatory, nil

@@ -26,7 +26,7 @@ type index struct {
 	annTotal  int
 	annRemote map[string]int
 	annAuthor map[string]int
-	annD      map[string]int
+	annD      map[string]int // invited announcements aside (F31)
 }
 
 type kindD struct {
@@ -121,7 +121,9 @@ func (x *index) update(e *Entry, delta int) {
 		x.annTotal += delta
 		count(x.annRemote, e.Remote, delta)
 		count(x.annAuthor, ev.PubKey, delta)
-		count(x.annD, e.Repo.Identifier, delta)
+		if !e.Invited {
+			count(x.annD, e.Repo.Identifier, delta)
+		}
 	}
 }
 

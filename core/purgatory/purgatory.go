@@ -55,7 +55,11 @@ type Entry struct {
 	AwaitEvent string `json:"await_event,omitempty"`
 	// Remote is the address of the client that sent the event ("" for
 	// events from sync peers and releases): the per-address quotas count it.
-	Remote  string    `json:"remote,omitempty"`
+	Remote string `json:"remote,omitempty"`
+	// Invited marks an announcement whose author a served announcement of
+	// the same identifier names (policy.Decision.Invited): the
+	// per-identifier cap neither counts nor refuses it (audit F31).
+	Invited bool      `json:"invited,omitempty"`
 	Expires time.Time `json:"expires"`
 	HeldAt  time.Time `json:"held_at"`
 }

@@ -17,7 +17,9 @@ type Quotas struct {
 	// (Entry.Remote; events from sync peers have none).
 	MaxHeldPerRemote int
 	// MaxAnnouncements bounds held announcements in total; PerRemote,
-	// PerAuthor and PerIdentifier by client address, by author and by `d`.
+	// PerAuthor and PerIdentifier by client address, by author and by `d`;
+	// PerIdentifier leaves out announcements of invited keys (Entry.Invited,
+	// audit F31).
 	MaxAnnouncements              int
 	MaxAnnouncementsPerRemote     int
 	MaxAnnouncementsPerAuthor     int
@@ -57,7 +59,7 @@ func (p *Purgatory) admit(e *Entry) error {
 		return refuse("%d repositories announced from your address already wait here for their first push (limit %d); push to them or wait until they expire", x.annRemote[e.Remote], q.MaxAnnouncementsPerRemote)
 	case over(q.MaxAnnouncementsPerAuthor, x.annAuthor[e.Event.PubKey]):
 		return refuse("%d repositories of %s already wait here for their first push (limit %d); push to them or wait until they expire", x.annAuthor[e.Event.PubKey], nip34.Npub(e.Event.PubKey), q.MaxAnnouncementsPerAuthor)
-	case over(q.MaxAnnouncementsPerIdentifier, x.annD[d]):
+	case !e.Invited && over(q.MaxAnnouncementsPerIdentifier, x.annD[d]):
 		return refuse("%d announcements of repository %q already wait here for their first push (limit %d); try again later", x.annD[d], d, q.MaxAnnouncementsPerIdentifier)
 	}
 	return nil

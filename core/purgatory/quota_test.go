@@ -14,6 +14,7 @@ import (
 
 	"github.com/grasp-dev/grasp/core/clock"
 	"github.com/grasp-dev/grasp/core/env"
+	"github.com/grasp-dev/grasp/core/internal/memkv"
 	"github.com/grasp-dev/grasp/core/nip34"
 )
 
@@ -256,4 +257,34 @@ func testIndexAnswersAsAScan(t *testing.T, newKV func() KV) {
 		}
 		q.mu.Unlock()
 	}
+}
+
+// F31: an announcement of a key an owner invited (Entry.Invited) is neither
+// refused by nor counted against the per-identifier cap, and survives a
+// restart as such.
+func TestInvitedAnnouncementsOutsideTheIdentifierCap(t *testing.T) {
+	kv := &memkv.KV{}
+	p := newQuotaP(t, kv, clock.NewFake(t0), Quotas{MaxAnnouncementsPerIdentifier: 2})
+	for i := 0; i < 2; i++ {
+		if err := announce(t, p, nostr.GeneratePrivateKey(), "victim", ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	wantQuota(t, announce(t, p, nostr.GeneratePrivateKey(), "victim", ""), `repository "victim"`, "limit 2")
+	invite := func(p *Purgatory) error {
+		sk := nostr.GeneratePrivateKey()
+		pk, _ := nostr.GetPublicKey(sk)
+		a := signed(t, sk, 30617, t0, nostr.Tags{{"d", "victim"}})
+		return p.Hold(Entry{Event: a, Repo: nip34.RepoRef{Pubkey: pk, Identifier: "victim"}, Invited: true})
+	}
+	for i := 0; i < 3; i++ {
+		if err := invite(p); err != nil {
+			t.Fatalf("invited announcement %d: %v", i, err)
+		}
+	}
+	p2 := newQuotaP(t, kv, clock.NewFake(t0), Quotas{MaxAnnouncementsPerIdentifier: 2})
+	if err := invite(p2); err != nil {
+		t.Fatalf("invited announcement after a restart: %v", err)
+	}
+	wantQuota(t, announce(t, p2, nostr.GeneratePrivateKey(), "victim", ""), `repository "victim"`, "limit 2")
 }
