@@ -183,6 +183,20 @@ type Grasp struct {
 	// announcements outside the archive scope (G05-2).
 	ArchiveReadOnly bool `toml:"archive_read_only"`
 	Grasp06         bool `toml:"grasp06"`
+	// What GRASP-06 /prs/ repositories may hold (audit 2026-11b, F20):
+	// MiB pushed into them and their number, in total, per client IP (what
+	// it pushed, the repositories it created) and per npub of the path,
+	// whether or not the PR event is known, counted until the repository
+	// is removed. PRsTTL removes a /prs/ repository whose last push or PR
+	// event is older, unless its PR is merged into a repository hosted
+	// here. 0 is unbounded (never, for PRsTTL).
+	PRsMaxMB             int      `toml:"prs_max_mb"`
+	PRsMaxMBPerIP        int      `toml:"prs_max_mb_per_ip"`
+	PRsMaxMBPerPubkey    int      `toml:"prs_max_mb_per_pubkey"`
+	PRsMaxRepos          int      `toml:"prs_max_repos"`
+	PRsMaxReposPerIP     int      `toml:"prs_max_repos_per_ip"`
+	PRsMaxReposPerPubkey int      `toml:"prs_max_repos_per_pubkey"`
+	PRsTTL               Duration `toml:"prs_ttl"`
 	// RepositoryWhitelist and RepositoryBlacklist take the same entry forms
 	// as ArchiveWhitelist; the blacklist beats every whitelist.
 	RepositoryWhitelist []string `toml:"repository_whitelist"`

@@ -88,6 +88,9 @@ type Options struct {
 	// PlaceholderQuotas bound refs/nostr placeholders; zero fields are
 	// unbounded.
 	PlaceholderQuotas PlaceholderQuotas
+	// PRsQuotas bound what GRASP-06 /prs/ repositories hold on disk;
+	// zero fields are unbounded.
+	PRsQuotas PRsQuotas
 }
 
 // Purgatory holds events whose git data has not arrived. It is an in-memory
@@ -99,6 +102,9 @@ type Purgatory struct {
 	clk  clock.Clock
 	log  hclog.Logger
 	opts Options
+
+	// prs counts GRASP-06 /prs/ data (prs_quota.go); its own lock.
+	prs *prsLedger
 
 	// pruneMu orders read-modify-writes of the prune schedule (prune.go).
 	pruneMu sync.Mutex
@@ -173,6 +179,7 @@ func New(opts Options, e env.Env) (*Purgatory, error) {
 		idx:          newIndex(),
 		placeholders: map[string]*Placeholder{},
 		phUse:        newPlaceholderUse(),
+		prs:          newPRsLedger(),
 		expired:      map[string]time.Time{},
 		sizeGauge: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "grasp_purgatory_entries", Help: "Events held in purgatory, by kind.",
@@ -186,6 +193,11 @@ func New(opts Options, e env.Env) (*Purgatory, error) {
 	}
 	if err := reg.Register(p.events); err != nil {
 		return nil, fmt.Errorf("register purgatory metrics: %w", err)
+	}
+	for _, c := range p.prsGauges() {
+		if err := reg.Register(c); err != nil {
+			return nil, fmt.Errorf("register purgatory metrics: %w", err)
+		}
 	}
 	if err := p.load(); err != nil {
 		return nil, err
@@ -247,6 +259,9 @@ func (p *Purgatory) load() error {
 	})
 	if err != nil {
 		return fmt.Errorf("load expired ids: %w", err)
+	}
+	if err := p.loadPRs(); err != nil {
+		return fmt.Errorf("load /prs/ records: %w", err)
 	}
 	p.log.Info("purgatory loaded", "held", len(p.held), "placeholders", len(p.placeholders))
 	p.refreshGauge()
@@ -802,6 +817,9 @@ func (p *Purgatory) Reload(bucket, key string) (*Entry, error) {
 	if !ok {
 		return nil, errors.New("purgatory: Reload needs a KV with Get")
 	}
+	if bucket == bucketPRs {
+		return nil, p.reloadPRs(g, key)
+	}
 	var cs []change
 	p.mu.Lock()
 	err := p.reloadLocked(g, bucket, key, &cs)
@@ -881,7 +899,7 @@ func (p *Purgatory) Resync() error {
 		return errors.New("purgatory: Resync needs a KV with Get")
 	}
 	keys := map[string][]string{}
-	for _, b := range []string{bucketHeld, bucketPlaceholder, bucketExpired} {
+	for _, b := range []string{bucketHeld, bucketPlaceholder, bucketExpired, bucketPRs} {
 		if err := p.kv.Scan(b, func(key string, _ []byte, _ time.Time) error {
 			keys[b] = append(keys[b], key)
 			return nil
@@ -900,6 +918,11 @@ func (p *Purgatory) Resync() error {
 		keys[bucketExpired] = append(keys[bucketExpired], k)
 	}
 	p.mu.Unlock()
+	p.prs.mu.Lock()
+	for k := range p.prs.records {
+		keys[bucketPRs] = append(keys[bucketPRs], k)
+	}
+	p.prs.mu.Unlock()
 	for b, ks := range keys {
 		for _, k := range ks {
 			if _, err := p.Reload(b, k); err != nil {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/grasp-dev/grasp/core/archive"
 	"github.com/grasp-dev/grasp/core/clientip"
+	"github.com/grasp-dev/grasp/core/config"
 	"github.com/grasp-dev/grasp/core/diskspace"
 	"github.com/grasp-dev/grasp/core/git"
 	"github.com/grasp-dev/grasp/core/hosting"
@@ -51,6 +52,14 @@ func (s *Server) assemble(ext Extensions) error {
 			MaxAnnouncementsPerRemote:     cfg.Purgatory.MaxHeldAnnouncementsPerIP,
 			MaxAnnouncementsPerAuthor:     cfg.Purgatory.MaxHeldAnnouncementsPerPubkey,
 			MaxAnnouncementsPerIdentifier: cfg.Purgatory.MaxHeldAnnouncementsPerIdentifier,
+		},
+		PRsQuotas: purgatory.PRsQuotas{
+			Bytes:          int64(cfg.Grasp.PRsMaxMB) << 20,
+			BytesPerRemote: int64(cfg.Grasp.PRsMaxMBPerIP) << 20,
+			BytesPerPubkey: int64(cfg.Grasp.PRsMaxMBPerPubkey) << 20,
+			Repos:          cfg.Grasp.PRsMaxRepos,
+			ReposPerRemote: cfg.Grasp.PRsMaxReposPerIP,
+			ReposPerPubkey: cfg.Grasp.PRsMaxReposPerPubkey,
 		},
 		PlaceholderQuotas: purgatory.PlaceholderQuotas{
 			PerRepo:        cfg.Purgatory.MaxPlaceholdersPerRepo,
@@ -117,6 +126,7 @@ func (s *Server) assemble(ext Extensions) error {
 		Spawn:   s.background,
 		Archive: s.archive,
 		Service: svc,
+		PRsTTL:  cfg.Grasp.PRsTTL.D(),
 	}, s.env.Named("hosting"))
 	if err != nil {
 		return err
@@ -139,14 +149,16 @@ func (s *Server) assemble(ext Extensions) error {
 		queueWait = -1 // refuse at once
 	}
 	var prs git.PRsHost // nil: every /prs/ path is a 404 (G06-0)
+	var prsQuota git.PRsQuota
 	if cfg.Grasp.Grasp06 {
-		prs = s.hosting
+		prs, prsQuota = s.hosting, s.hosting
 	}
 	s.relay.HandleGit(git.NewHandler(git.Options{
 		Repos: s.repos, Authority: s.hosting, Hooks: s.hosting, Private: s.vis, Service: svc,
 		Placeholders:      s.hosting,
 		ReadOnly:          s.hosting.ReadOnly,
 		PRs:               prs,
+		PRsQuota:          prsQuota,
 		CheckSpace:        s.space.Check,
 		MaxPushBytes:      int64(cfg.Grasp.MaxPushMB) << 20,
 		MaxDuration:       cfg.Git.MaxPushDuration.D(),
@@ -248,6 +260,7 @@ func (s *Server) assembleRelay(popts policy.Options, rules *policy.Rules) error 
 			BytesPerIP:              int64(cfg.Purgatory.MaxPlaceholderMBPerIP) << 20,
 			PlaceholderTTLSeconds:   int64(cfg.Purgatory.NostrRefTTL.D().Seconds()),
 		},
+		PRsLimits: prsLimits(cfg.Grasp),
 	}, s.env.Named("relay"))
 	if err != nil {
 		return err
@@ -340,4 +353,17 @@ func (s *Server) assembleFanout() {
 			},
 		})
 	})
+}
+
+// prsLimits are the GRASP-06 /prs/ data quotas NIP-11 advertises; none
+// without GRASP-06.
+func prsLimits(g config.Grasp) relay.PRsLimits {
+	if !g.Grasp06 {
+		return relay.PRsLimits{}
+	}
+	return relay.PRsLimits{
+		Bytes: int64(g.PRsMaxMB) << 20, BytesPerIP: int64(g.PRsMaxMBPerIP) << 20, BytesPerPubkey: int64(g.PRsMaxMBPerPubkey) << 20,
+		Repos: g.PRsMaxRepos, ReposPerIP: g.PRsMaxReposPerIP, ReposPerPubkey: g.PRsMaxReposPerPubkey,
+		TTLSeconds: int64(g.PRsTTL.D().Seconds()),
+	}
 }
