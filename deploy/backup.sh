@@ -14,6 +14,8 @@
 # copied.
 #
 # With the server stopped, pass --offline: the data dir is then read directly.
+# Run it as the service user or root: grasp admin sends the admin token,
+# which only they can read (metrics.admin_token_file, <data_dir>/admin.token).
 #
 # Restore: stop grasp, then
 #   grasp admin restore --config /etc/grasp/grasp.toml DIR/latest NEW_DATA_DIR

@@ -26,15 +26,16 @@ import (
 
 // The abuse command replays the memory attacks of the November 2026
 // security audit (../shared/reference/security-audit-2026-11.md, F05, F06,
-// F07, F17) against one grasp process and reports what an operator would
-// watch: the server's resident memory before, at the peak of and after
+// F07, F17), and the page attacks of the second audit (F29, F30:
+// abuse_pages.go), against one grasp process and reports what an operator
+// would watch: the server's resident memory before, at the peak of and after
 // each attack, whether a well-behaved client on another address was still
 // served meanwhile, and what the attacker was told. Each attack starts
 // the server afresh on the same seeded data dir, so VmHWM (the kernel's
 // peak RSS) belongs to that attack alone. Pass -grasp-bin to measure an
 // older build the same way (the audit measured 96ef7d8).
 
-var allAttacks = []string{"F05", "F06", "F07", "F17"}
+var allAttacks = []string{"F05", "F06", "F07", "F17", "F29", "F30"}
 
 type abuseOpts struct {
 	commonOpts
@@ -51,6 +52,7 @@ type abuseOpts struct {
 	attackerAddr, victimAddr string
 	probeEvery               time.Duration
 	settle, after            time.Duration
+	page                     pageOpts // F29, F30: abuse_pages.go
 }
 
 type abuseResult struct {
@@ -98,6 +100,7 @@ func abuseCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.DurationVar(&o.probeEvery, "probe-every", 250*time.Millisecond, "how often the well-behaved client asks during an attack")
 	fs.DurationVar(&o.settle, "settle", 2*time.Second, "pause after each start before the attack (startup sweeps and sync)")
 	fs.DurationVar(&o.after, "after", 5*time.Second, "pause after each attack before RSS is read again")
+	o.page.register(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -130,7 +133,8 @@ func runAbuse(ctx context.Context, o abuseOpts, command string, stderr io.Writer
 	res.Corpus = sum
 	res.Settings = map[string]any{"hold": o.hold.String(), "flood_mb": o.floodMB, "flood_conns": o.floodConns,
 		"slow_conns": o.slowConns, "slow_reqs": o.slowReqs, "big_issues": o.bigIssues, "big_issue_kb": o.bigIssueKB,
-		"neg_conns": o.negConns, "neg_per_conn": o.negPerConn, "conn_attempts": o.connAttempts, "grasp_bin": o.build.graspBin}
+		"neg_conns": o.negConns, "neg_per_conn": o.negPerConn, "conn_attempts": o.connAttempts, "grasp_bin": o.build.graspBin,
+		"md_kb": o.page.mdKB, "md_views": o.page.mdViews, "tree_entries": o.page.treeEntries, "tree_views": o.page.treeViews}
 	o.build.noBaseline = true // the abuse command measures grasp alone
 	bins, err := prepareBinaries(ctx, o.build, tmp, logf)
 	if err != nil {
@@ -165,6 +169,12 @@ func runAbuse(ctx context.Context, o abuseOpts, command string, stderr io.Writer
 		if err := publishBigIssues(ctx, p.wsURL(), c, o.bigIssues, o.bigIssueKB<<10); err != nil {
 			p.stop()
 			return res, fmt.Errorf("seed large issues: %w", err)
+		}
+	}
+	if o.page.wanted(o.attacks) {
+		if o.page.targets, err = seedPages(ctx, p, dir, o.page); err != nil {
+			p.stop()
+			return res, fmt.Errorf("seed page repositories: %w", err)
 		}
 	}
 	p.stop()
@@ -218,6 +228,12 @@ func runAttack(ctx context.Context, name string, bins binaries, dir string, c *c
 	case "F17":
 		r.What = fmt.Sprintf("%d websocket connections from one address, held open", o.connAttempts)
 		r.Attacker, err = attackConnections(actx, p.wsURL(), o)
+	case "F29":
+		r.What = fmt.Sprintf("%d parallel views of a pushed directory of %d entries", o.page.treeViews, o.page.treeEntries)
+		r.Attacker, err = attackBigTree(actx, p, o)
+	case "F30":
+		r.What = fmt.Sprintf("%d views of a %d KiB Markdown file of `>`, each client leaving after %s", o.page.mdViews, o.page.mdKB, o.page.mdLeave)
+		r.Attacker, err = attackMarkdown(actx, p, o)
 	}
 	r.Duration = time.Since(start)
 	stopProbe()

@@ -214,7 +214,9 @@ func TestListeningLine(t *testing.T) {
 // a grasp built from this tree, and checks that each was measured and that
 // the attacker met the limits the audit asked for: NIP-77 sessions beyond
 // the per-address cap refused with NEG-ERR, connections beyond it refused
-// with 429, and the bystander on another address served throughout.
+// with 429, every view of a wide directory answered, pathological Markdown
+// shown as plain text, and the bystander on another address served
+// throughout.
 func TestAbuseEndToEnd(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs a server")
@@ -224,6 +226,7 @@ func TestAbuseEndToEnd(t *testing.T) {
 	var stdout, stderr bytes.Buffer
 	code := run([]string{"abuse", "-events", "300", "-corpus-dir", dir, "-hold", "1s", "-settle", "0s", "-after", "0s",
 		"-flood-mb", "2", "-slow-conns", "3", "-big-issues", "20", "-neg-conns", "3", "-conn-attempts", "150",
+		"-md-kb", "16", "-md-views", "2", "-tree-entries", "3000", "-tree-views", "6",
 		"-json", jsonPath}, &stdout, &stderr)
 	if code != 0 {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout.String(), stderr.String())
@@ -254,6 +257,14 @@ func TestAbuseEndToEnd(t *testing.T) {
 		case "F17":
 			if !strings.Contains(a.Attacker, "100 connections held; 50 refused (429") {
 				t.Errorf("F17: attacker saw %q, want 100 connections (the per-address cap) and 50 refused with 429", a.Attacker)
+			}
+		case "F29":
+			if !strings.Contains(a.Attacker, "6 answered 200") {
+				t.Errorf("F29: attacker saw %q, want each of the 6 views answered", a.Attacker)
+			}
+		case "F30":
+			if !strings.Contains(a.Attacker, "2 answered (plain text)") {
+				t.Errorf("F30: attacker saw %q, want both views answered with the file as plain text", a.Attacker)
 			}
 		}
 	}

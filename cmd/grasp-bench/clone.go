@@ -128,6 +128,11 @@ const cloneIdentifier = "bench-clone"
 // purgatory), then a push, which the state authorises. It returns the clone
 // URL.
 func hostOnGrasp(ctx context.Context, p *proc, repo *cloneRepo) (string, error) {
+	return hostOnGraspAs(ctx, p, repo, cloneIdentifier)
+}
+
+// hostOnGraspAs is hostOnGrasp under the identifier d, by a fresh key.
+func hostOnGraspAs(ctx context.Context, p *proc, repo *cloneRepo, d string) (string, error) {
 	svc, err := nip34.ParseService(benchPublicURL)
 	if err != nil {
 		return "", err
@@ -135,11 +140,11 @@ func hostOnGrasp(ctx context.Context, p *proc, repo *cloneRepo) (string, error) 
 	sk := nostr.GeneratePrivateKey()
 	pk, _ := nostr.GetPublicKey(sk)
 	ann := &nostr.Event{Kind: nip34.KindAnnouncement, CreatedAt: nostr.Now(), Tags: nostr.Tags{
-		{"d", cloneIdentifier}, {"name", cloneIdentifier},
-		{"clone", svc.CloneURL(pk, cloneIdentifier)}, {"relays", svc.RelayURL()},
+		{"d", d}, {"name", d},
+		{"clone", svc.CloneURL(pk, d)}, {"relays", svc.RelayURL()},
 	}}
 	state := &nostr.Event{Kind: nip34.KindState, CreatedAt: nostr.Now(), Tags: nostr.Tags{
-		{"d", cloneIdentifier}, {"refs/heads/main", repo.tip}, {"HEAD", "ref: refs/heads/main"},
+		{"d", d}, {"refs/heads/main", repo.tip}, {"HEAD", "ref: refs/heads/main"},
 	}}
 	ws, err := dial(ctx, p.wsURL())
 	if err != nil {
@@ -154,7 +159,7 @@ func hostOnGrasp(ctx context.Context, p *proc, repo *cloneRepo) (string, error) 
 			return "", fmt.Errorf("publish kind %d: %w", e.Kind, err)
 		}
 	}
-	url := p.httpURL() + git.RepoURLPath(nip34.Npub(pk), cloneIdentifier)
+	url := p.httpURL() + git.RepoURLPath(nip34.Npub(pk), d)
 	if _, err := gitRun(ctx, repo.dir, "push", "-q", url, "refs/heads/main:refs/heads/main"); err != nil {
 		return "", err
 	}

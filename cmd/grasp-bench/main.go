@@ -11,8 +11,9 @@
 //	grasp-bench scale [flags]    the scale curve at -points store sizes
 //	grasp-bench corpus [flags]   generate (and cache) a corpus, print its shape
 //	grasp-bench verify [flags]   signature checks per second with this build's library
-//	grasp-bench abuse [flags]    the security audit's memory attacks (F05, F06,
-//	                             F07, F17): RSS and a bystander's latency
+//	grasp-bench abuse [flags]    the security audits' memory and page attacks
+//	                             (F05, F06, F07, F17, F29, F30): RSS, CPU and
+//	                             a bystander's latency
 //
 // Every command takes -h. Pre-signed corpora are cached under -corpus-dir
 // (signing a million events takes minutes; it is done once).

@@ -1,10 +1,13 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"net/http"
 	"net/url"
 	"time"
@@ -65,17 +68,34 @@ func adminIntegrity(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
-func adminCall(cfg config.Config, method, path string, q url.Values, into any, stderr io.Writer) bool {
+// adminRequest is a request to the admin path of the running server's
+// metrics listener, carrying the admin token (core/admin.Guard).
+func adminRequest(ctx context.Context, cfg config.Config, method, path string, q url.Values) (*http.Request, error) {
 	if !cfg.Metrics.Enabled {
-		fmt.Fprintln(stderr, "grasp admin: metrics.enabled is false: the admin commands are served on the metrics listener")
-		return false
+		return nil, errors.New("metrics.enabled is false: the admin commands are served on the metrics listener")
 	}
-	u := url.URL{Scheme: "http", Host: cfg.Metrics.Listen, Path: path, RawQuery: q.Encode()}
-	req, err := http.NewRequest(method, u.String(), nil)
+	token, err := admin.ReadToken(cfg.AdminToken())
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("no admin token at %s: is the server running? (it makes the file at its first start; metrics.admin_token_file names it)", cfg.AdminToken())
+	} else if err != nil {
+		return nil, err
+	}
+	u := url.URL{Scheme: "http", Host: admin.Dial(cfg.Metrics.Listen), Path: path, RawQuery: q.Encode()}
+	req, err := http.NewRequestWithContext(ctx, method, u.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set(admin.TokenHeader, "Bearer "+token)
+	return req, nil
+}
+
+func adminCall(cfg config.Config, method, path string, q url.Values, into any, stderr io.Writer) bool {
+	req, err := adminRequest(context.Background(), cfg, method, path, q)
 	if err != nil {
 		fmt.Fprintf(stderr, "grasp admin: %v\n", err)
 		return false
 	}
+	u := req.URL
 	// An integrity check runs git on every repository: minutes on a big host.
 	c := &http.Client{Timeout: time.Hour}
 	resp, err := c.Do(req)

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -105,14 +104,11 @@ func adminBackup(args []string, stdout, stderr io.Writer) int {
 }
 
 func backupOnline(ctx context.Context, cfg config.Config, dest string) (admin.Manifest, error) {
-	if !cfg.Metrics.Enabled {
-		return admin.Manifest{}, errors.New("metrics.enabled is false: the admin commands are served on the metrics listener (or stop the server and use --offline)")
-	}
-	u := url.URL{Scheme: "http", Host: cfg.Metrics.Listen, Path: admin.BackupPath}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u.String(), nil)
+	req, err := adminRequest(ctx, cfg, http.MethodPost, admin.BackupPath, nil)
 	if err != nil {
-		return admin.Manifest{}, err
+		return admin.Manifest{}, fmt.Errorf("%w (or stop the server and use --offline)", err)
 	}
+	u := req.URL
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		return admin.Manifest{}, fmt.Errorf("is the server running? (with it stopped use --offline) %w", err)
@@ -154,6 +150,7 @@ func backupOffline(ctx context.Context, cfg config.Config, dest string) (admin.M
 		defer close(written)
 		pw.CloseWithError(admin.WriteBackup(ctx, pw, admin.BackupSources{
 			DataDir: data, Backend: cfg.Store.Backend, Repos: repos.EachLocked, Store: st.Backup,
+			Leave: []string{cfg.AdminToken()},
 		}))
 	}()
 	m, err := admin.ReceiveBackup(pr, dest)

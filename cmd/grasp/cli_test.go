@@ -112,13 +112,20 @@ sweep_interval = "1m"
 // a working server whose log line says where it listens.
 func TestServeDefaultsLogsListenAddress(t *testing.T) {
 	cfg, path, ok := loadConfig("serve", nil, io.Discard)
-	if !ok || path != "" || !reflect.DeepEqual(cfg, config.Default()) {
+	// The defaults, with their paths resolved once against the working
+	// directory (issue 26: a relative data_dir broke backups).
+	want := config.Default()
+	if err := want.Absolute(); err != nil {
+		t.Fatal(err)
+	}
+	if !ok || path != "" || !reflect.DeepEqual(cfg, want) {
 		t.Fatalf("serve without --config: ok %v, path %q; want the built-in defaults", ok, path)
 	}
+	data, _ := filepath.Abs("data")
 	if cfg.Server.Listen != "127.0.0.1:7334" || cfg.Server.PublicURL != "http://127.0.0.1:7334" ||
-		!cfg.Metrics.Enabled || cfg.Metrics.Listen != "127.0.0.1:7335" || cfg.Server.DataDir != "./data" {
-		t.Errorf("defaults: listen %q, public_url %q, metrics %v on %q, data_dir %q; want 127.0.0.1:7334, http://127.0.0.1:7334, metrics on 127.0.0.1:7335, ./data",
-			cfg.Server.Listen, cfg.Server.PublicURL, cfg.Metrics.Enabled, cfg.Metrics.Listen, cfg.Server.DataDir)
+		!cfg.Metrics.Enabled || cfg.Metrics.Listen != "127.0.0.1:7335" || cfg.Server.DataDir != data {
+		t.Errorf("defaults: listen %q, public_url %q, metrics %v on %q, data_dir %q; want 127.0.0.1:7334, http://127.0.0.1:7334, metrics on 127.0.0.1:7335, %s (./data)",
+			cfg.Server.Listen, cfg.Server.PublicURL, cfg.Metrics.Enabled, cfg.Metrics.Listen, cfg.Server.DataDir, data)
 	}
 
 	dir := t.TempDir()

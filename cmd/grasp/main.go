@@ -125,12 +125,17 @@ func loadConfig(name string, args []string, stderr io.Writer) (config.Config, st
 	return cfg, *path, true
 }
 
-// loadConfigFile loads path, or the built-in defaults when it is "".
+// loadConfigFile loads path, or the built-in defaults when it is "", with
+// its paths made absolute once, here, for every command.
 func loadConfigFile(path string) (config.Config, error) {
-	if path == "" {
-		return config.Default(), nil
+	cfg := config.Default()
+	if path != "" {
+		var err error
+		if cfg, err = config.Load(path); err != nil {
+			return cfg, err
+		}
 	}
-	return config.Load(path)
+	return cfg, cfg.Absolute()
 }
 
 // serve is the table of contents of a running grasp: load the config, open
@@ -180,16 +185,14 @@ func serve(args []string, stderr io.Writer) int {
 }
 
 // logStart says which build runs with which config, and warns about the
-// one listen setting that makes every real announcement fail.
+// settings check-config warns about (config.Warnings).
 func logStart(log hclog.Logger, cfg config.Config, path, v, c string) {
 	if path == "" {
 		path = "built-in defaults"
 	}
 	log.Info("grasp starting", "version", v, "commit", c, "config", path)
-	if cfg.PublicURLFromWildcard() {
-		log.Warn("server.listen is a wildcard address and server.public_url is not set: clients are told "+
-			cfg.Server.PublicURL+", so announcements naming this machine's real host are refused; set server.public_url",
-			"listen", cfg.Server.Listen)
+	for _, w := range cfg.Warnings() {
+		log.Warn(w.Msg, "key", w.Key)
 	}
 }
 
@@ -224,6 +227,9 @@ func checkConfig(args []string, stdout, stderr io.Writer) int {
 	}
 	if path == "" {
 		path = "built-in defaults"
+	}
+	for _, w := range cfg.Warnings() {
+		fmt.Fprintf(stderr, "%s: warning: %s\n", path, w)
 	}
 	fmt.Fprintf(stdout, "%s: ok\n", path)
 	return 0

@@ -76,6 +76,10 @@ type BackupSources struct {
 	// Store writes the badger dump (store.Store.Backup, store.Closed.Backup).
 	Store func(w io.Writer) error
 	Clock clock.Clock
+	// Leave are files of the data dir a backup leaves out: the admin
+	// token (a restored server makes its own, and a backup copied
+	// elsewhere must not carry it).
+	Leave []string
 }
 
 // WriteBackup writes the backup of src to w as a tar stream. When it fails
@@ -124,14 +128,20 @@ func writeBackup(ctx context.Context, tw *tar.Writer, src BackupSources) error {
 	if err != nil {
 		return err
 	}
+	leave := map[string]bool{}
+	for _, p := range src.Leave {
+		leave[filepath.Clean(p)] = true
+	}
 	for _, e := range top {
 		name := e.Name()
 		// lost+found: the data dir may be a filesystem of its own, and
 		// fsck's directory is root's.
-		if name == "store" || name == "lost+found" || filepath.Join(src.DataDir, name) == gitRoot {
+		dir := filepath.Join(src.DataDir, name)
+		if name == "store" || name == "lost+found" || dir == gitRoot || leave[dir] {
 			continue
 		}
-		if err := addTree(ctx, tw, filepath.Join(src.DataDir, name), name, nil); err != nil {
+		skip := func(rel string) bool { return leave[filepath.Join(dir, rel)] }
+		if err := addTree(ctx, tw, dir, name, skip); err != nil {
 			return err
 		}
 	}
@@ -266,7 +276,9 @@ func BackupHandler(src func() BackupSources) http.Handler {
 			return
 		}
 		w.Header().Set("Content-Type", "application/x-tar")
-		_ = WriteBackup(r.Context(), w, src())
+		if err := WriteBackup(r.Context(), w, src()); err != nil {
+			noteFailure(w, fmt.Errorf("backup: %w", err))
+		}
 	})
 }
 

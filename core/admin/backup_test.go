@@ -39,6 +39,8 @@ func fakeDataDir(t *testing.T) (data string, repos []string) {
 		data + "/store/000001.vlog":            "never copied as a file",
 		data + "/git/.grasp-hooks/pre-receive": "#!/bin/sh\n",
 		data + "/lost+found/#1234":             "fsck's",
+		data + "/admin.token":                  "secret",
+		data + "/plugins/nested.token":         "secret too",
 	}
 	for p, body := range files {
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
@@ -74,6 +76,7 @@ func TestBackupRoundTrip(t *testing.T) {
 			return fn(repos)
 		},
 		Store: func(w io.Writer) error { order = append(order, "store"); _, err := w.Write(dump); return err },
+		Leave: []string{filepath.Join(data, "admin.token"), filepath.Join(data, "plugins", "nested.token")},
 	}
 	srv := httptest.NewServer(BackupHandler(func() BackupSources { return src }))
 	defer srv.Close()
@@ -118,7 +121,7 @@ func TestBackupRoundTrip(t *testing.T) {
 			t.Errorf("%s = %q, %v; want %q", rel, b, err, want)
 		}
 	}
-	for _, rel := range []string{"git/npub1aaa/p.git/objects/incoming-x", "git/npub1aaa/p.git/refs/heads/main.lock", "store/000001.vlog", "git/.grasp-hooks", "lost+found", ManifestName} {
+	for _, rel := range []string{"git/npub1aaa/p.git/objects/incoming-x", "git/npub1aaa/p.git/refs/heads/main.lock", "store/000001.vlog", "git/.grasp-hooks", "lost+found", ManifestName, "admin.token", "plugins/nested.token"} {
 		if _, err := os.Stat(filepath.Join(restored, rel)); !errors.Is(err, os.ErrNotExist) {
 			t.Errorf("%s restored: %v", rel, err)
 		}

@@ -16,4 +16,8 @@
 // event being released is in purgatory, the store or both, never neither),
 // then the manifest that
 // marks the backup complete. Restore writes only into an empty directory.
+//
+// Who may ask is Guard's (guard.go): a local peer naming the listener by
+// address, with no Origin and with the admin token (audit 2026-11b, F24).
+// It never serves an admin path without it.
 package admin

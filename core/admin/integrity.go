@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 
 	"github.com/grasp-dev/grasp/core/hosting"
@@ -61,18 +60,4 @@ func WriteFindings(w io.Writer, found []hosting.Finding) (open int) {
 	}
 	fmt.Fprintf(w, "%d finding(s), %d repaired, %d open\n", len(found), len(found)-open, open)
 	return open
-}
-
-// LoopbackOnly refuses requests that do not come from this machine: an
-// operator may open metrics.listen to a Prometheus host, which must not get
-// the admin commands (a repair writes) with it.
-func LoopbackOnly(h http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		host, _, err := net.SplitHostPort(r.RemoteAddr)
-		if ip := net.ParseIP(host); err != nil || ip == nil || !ip.IsLoopback() {
-			http.Error(w, "admin commands are served to loopback clients only", http.StatusForbidden)
-			return
-		}
-		h.ServeHTTP(w, r)
-	})
 }

@@ -133,6 +133,7 @@ const (
 type Clients struct {
 	Trusted
 	v4, v6 int
+	warn   *untrusted // nil: ignored headers are not logged
 }
 
 // New is Clients for server.trusted_proxies and the prefix lengths

@@ -1,8 +1,15 @@
 package clientip
 
 import (
+	"bytes"
 	"net/http"
+	"strings"
 	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/grasp-dev/grasp/core/clock"
 )
 
 func req(peer string, xff ...string) *http.Request {
@@ -107,5 +114,46 @@ func TestAbuse_F23_ClientKeyIsTheNetwork(t *testing.T) {
 		if _, err := New(nil, bad[0], bad[1]); err == nil {
 			t.Errorf("New accepted prefixes /%d, /%d", bad[0], bad[1])
 		}
+	}
+}
+
+// TestAbuse_F32_UntrustedForwardedForIsWarned: requests carrying
+// X-Forwarded-For from a peer not in trusted_proxies (a proxy nobody
+// listed, so all its clients share one budget) make one warning naming
+// the peer, then at most one per UntrustedWarnEvery whatever the number of
+// requests; trusted peers and requests without the header make none.
+func TestAbuse_F32_UntrustedForwardedForIsWarned(t *testing.T) {
+	var buf bytes.Buffer
+	log := hclog.New(&hclog.LoggerOptions{Output: &buf, JSONFormat: true})
+	clk := clock.NewFake(time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC))
+	c, err := New([]string{"10.0.0.1"}, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c = c.WarnUntrusted(log, clk)
+	lines := func() []string { return strings.Split(strings.TrimSpace(buf.String()), "\n") }
+
+	c.Key(req("10.0.0.1:5000", "203.0.113.9")) // a trusted proxy
+	c.Key(req("127.0.0.1:5000"))               // no header
+	if buf.Len() != 0 {
+		t.Fatalf("warned without cause: %s", buf.String())
+	}
+	for i := 0; i < 1000; i++ {
+		if got := c.Key(req("127.0.0.1:5000", "203.0.113.9")); got != "127.0.0.1" {
+			t.Fatalf("an untrusted peer's header was believed: %s", got)
+		}
+	}
+	if l := lines(); len(l) != 1 || !strings.Contains(l[0], `"@level":"warn"`) || !strings.Contains(l[0], `"peer":"127.0.0.1"`) || !strings.Contains(l[0], "server.trusted_proxies") {
+		t.Fatalf("1000 requests from an unlisted proxy logged %d lines:\n%s", len(l), buf.String())
+	}
+	clk.Advance(UntrustedWarnEvery - time.Second)
+	c.Key(req("192.0.2.1:5000", "203.0.113.9"))
+	if len(lines()) != 1 {
+		t.Fatalf("warned again before %s", UntrustedWarnEvery)
+	}
+	clk.Advance(time.Second)
+	c.Key(req("192.0.2.1:5000", "203.0.113.9"))
+	if l := lines(); len(l) != 2 || !strings.Contains(l[1], `"peer":"192.0.2.1"`) || !strings.Contains(l[1], `"requests_since_last_warning":1001`) {
+		t.Fatalf("after %s: %s", UntrustedWarnEvery, buf.String())
 	}
 }

@@ -388,4 +388,21 @@ type Log struct {
 type Metrics struct {
 	Enabled bool   `toml:"enabled"`
 	Listen  string `toml:"listen"`
+	// AdminTokenFile holds the token every admin path of the listener
+	// requires (audit 2026-11b, F24); the server creates it, mode 0600,
+	// when missing, and `grasp admin` reads it. Empty means
+	// <data_dir>/admin.token (AdminToken).
+	AdminTokenFile string `toml:"admin_token_file"`
 }
+
+// AdminToken is the admin token file metrics.admin_token_file names.
+func (c Config) AdminToken() string {
+	if c.Metrics.AdminTokenFile != "" {
+		return c.Metrics.AdminTokenFile
+	}
+	return filepath.Join(c.Server.DataDir, AdminTokenName)
+}
+
+// AdminTokenName is the admin token file's name in the data dir; backups
+// leave it out (a restored server makes its own).
+const AdminTokenName = "admin.token"

@@ -87,6 +87,9 @@ func (c *Config) resolvePaths(data []byte, dir string) {
 	if _, ok := raw["server"]["git_dir"]; ok {
 		c.Server.GitDir = abs(c.Server.GitDir)
 	}
+	if _, ok := raw["metrics"]["admin_token_file"]; ok {
+		c.Metrics.AdminTokenFile = abs(c.Metrics.AdminTokenFile)
+	}
 	if _, ok := raw["plugins"]["dir"]; ok {
 		c.Plugins.Dir = abs(c.Plugins.Dir)
 	}
@@ -95,6 +98,36 @@ func (c *Config) resolvePaths(data []byte, dir string) {
 			c.Throttle.Files[i] = abs(f)
 		}
 	}
+}
+
+// Absolute makes the paths of c absolute against the working directory, so
+// that every part and every admin command sees one spelling of them
+// (`grasp admin backup` failed on a relative data_dir: issue 26). Load's
+// paths are already relative to the config file; the defaults ("./data")
+// are relative to where grasp starts, which is what they mean.
+func (c *Config) Absolute() error {
+	abs := func(p *string) error {
+		if *p == "" || filepath.IsAbs(*p) {
+			return nil
+		}
+		a, err := filepath.Abs(*p)
+		if err != nil {
+			return fmt.Errorf("resolve %s: %w", *p, err)
+		}
+		*p = a
+		return nil
+	}
+	for _, p := range []*string{&c.Server.DataDir, &c.Server.GitDir, &c.Plugins.Dir, &c.Metrics.AdminTokenFile} {
+		if err := abs(p); err != nil {
+			return err
+		}
+	}
+	for i := range c.Throttle.Files {
+		if err := abs(&c.Throttle.Files[i]); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Parse decodes a grasp.toml document strictly, fills defaults and derived

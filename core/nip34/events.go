@@ -142,14 +142,7 @@ func ParseStatus(evt *nostr.Event) (Status, error) {
 		MergeCommit:      normalizeOID(firstValue(evt.Tags, "merge-commit")),
 		AppliedAsCommits: tagValues(evt.Tags, "applied-as-commits"),
 	}
-	for _, t := range evt.Tags {
-		if len(t) >= 4 && t[0] == "e" && t[3] == "root" && IsHex64(t[1]) {
-			s.Roots = append(s.Roots, t[1])
-		}
-	}
-	if len(s.Roots) == 0 {
-		s.Roots = hexValues(evt.Tags, "e")
-	}
+	s.Roots = rootIDs(evt.Tags)
 	if len(s.Roots) == 0 {
 		return Status{}, fmt.Errorf("status has no 'e' tag naming the patch, PR or issue it is about")
 	}

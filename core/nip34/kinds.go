@@ -2,18 +2,27 @@ package nip34
 
 // Event kinds of NIP-34 and the neighbouring NIPs grasp serves.
 const (
-	KindDeletion     = 5
-	KindNote         = 1
-	KindComment      = 1111
-	KindPatch        = 1617
-	KindPR           = 1618
-	KindPRUpdate     = 1619
-	KindIssue        = 1621
+	KindDeletion = 5
+	KindNote     = 1
+	KindComment  = 1111
+	KindPatch    = 1617
+	KindPR       = 1618
+	KindPRUpdate = 1619
+	KindIssue    = 1621
+	// KindCoverNote is GitWorkshop v4's pinned note above an issue, patch
+	// or PR (lowercase `e` root); the newest authorised one wins.
+	KindCoverNote    = 1624
 	KindStatusOpen   = 1630
 	KindStatusMerged = 1631 // applied / merged / resolved
 	KindStatusClosed = 1632
 	KindStatusDraft  = 1633
-	KindGraspList    = 10317
+	// KindLabel is a NIP-32 label: GitWorkshop v4 labels an issue, patch
+	// or PR in namespace "#t" and renames it in "#subject".
+	KindLabel = 1985
+	// KindReview is GitWorkshop v4's PR review: a verdict in `s`, the
+	// newest per reviewer wins, and it carries no merge authority.
+	KindReview    = 7321
+	KindGraspList = 10317
 	// KindPrivateGraspList is a user's encrypted list of private GRASP
 	// servers (GRASP-08): served only to its authenticated author.
 	KindPrivateGraspList = 10318

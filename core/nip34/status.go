@@ -15,7 +15,7 @@ import (
 func CurrentStatus(rootID, rootAuthor string, r Roster, statuses []*nostr.Event) int {
 	var best *nostr.Event
 	for _, evt := range statuses {
-		if evt.PubKey != rootAuthor && !r.Has(evt.PubKey) && !r.Moderators[evt.PubKey] {
+		if !r.Speaks(evt.PubKey, rootAuthor) {
 			continue
 		}
 		st, err := ParseStatus(evt)

@@ -3,7 +3,6 @@ package pages
 import (
 	"context"
 	"errors"
-	"html/template"
 	"net/http"
 	"strconv"
 	"strings"
@@ -17,13 +16,13 @@ var treeTmpl = pageTemplate("tree", `{{template "head" .}}
 {{if .Entries}}<table><tr><th>Name</th><th>Size</th></tr>
 {{range .Entries}}<tr><td>{{if eq .Type "tree"}}📁 <a href="{{$.R.Base}}/tree/{{path $.Rev}}/{{path .Path}}">{{.Name}}/</a>{{else if eq .Type "blob"}}<a href="{{$.R.Base}}/blob/{{path $.Rev}}/{{path .Path}}">{{.Name}}</a>{{else}}{{.Name}} <span class="muted">(submodule {{.OID}})</span>{{end}}</td><td class="muted">{{size .Size}}</td></tr>
 {{end}}</table>{{else}}<p class="muted">This directory is empty.</p>{{end}}
-{{if .Truncated}}<p class="muted">The listing was cut.</p>{{end}}`)
+{{if .Pager.Pages}}<p class="pager">Entries {{.Pager.First}}–{{.Pager.Last}} of {{.Pager.Total}} · page {{.Pager.Page}} of {{.Pager.Pages}}{{if .Pager.Prev}} · <a href="?page={{.Pager.Prev}}">previous</a>{{end}}{{if .Pager.Next}} · <a href="?page={{.Pager.Next}}">next</a>{{end}}</p>{{end}}`)
 
 var blobTmpl = pageTemplate("blob", `{{template "head" .}}
 <p>{{.RevKind}} <code>{{.Rev}}</code> · <a href="{{.R.Base}}/tree/{{path .Rev}}">{{.R.Meta.Name}}</a>{{range .Up}} / <a href="{{$.R.Base}}/tree/{{path $.Rev}}/{{path .Href}}">{{.Text}}</a>{{end}} / <strong>{{.Name}}</strong> <span class="muted">({{size .Size}})</span></p>
 {{if .Binary}}<p class="muted">Binary file, not shown.</p>
 {{else if .TooLarge}}<p class="muted">This file is {{size .Size}}; files over {{size .Max}} are not shown. Clone the repository to read it.</p>
-{{else}}{{if .HTML}}<div class="readme">{{.HTML}}</div><h2>Source</h2>{{end}}<pre class="file">{{.Text}}</pre>{{end}}`)
+{{else}}{{with .MD}}{{if .HTML}}<div class="readme">{{.HTML}}</div><h2>Source</h2>{{else}}<p class="muted">Shown as plain text: {{.Plain}}.</p>{{end}}{{end}}<pre class="file">{{.Text}}</pre>{{end}}`)
 
 type browseData struct {
 	R            repoView
@@ -31,12 +30,12 @@ type browseData struct {
 	Path, Name   string
 	Up           []link
 	Entries      []treeEntry
-	Truncated    bool
+	Pager        pager
 	Size, Max    int64
 	Binary       bool
 	TooLarge     bool
 	Text         string
-	HTML         template.HTML
+	MD           *markdownView
 }
 
 // at reads the repository's state and resolves "<rev>/<path>" in it (""
@@ -59,7 +58,27 @@ func (p *Pages) at(w http.ResponseWriter, r *http.Request, repo nip34.RepoRef, r
 		p.errorPage(w, r, http.StatusNotFound, "This repository has no such branch, tag or commit.")
 		return st, "", "", "", false
 	}
+	if !treePath(path) {
+		// Audit F32: git refuses these, which was a 500 and a WARN per
+		// request; no tree holds such a path, so it is not found.
+		p.errorPage(w, r, http.StatusNotFound, "No tree holds such a path.")
+		return st, "", "", "", false
+	}
 	return st, rev, oid, path, true
+}
+
+// treePath reports whether path can name an entry of a git tree: no "."
+// or ".." segment and no NUL.
+func treePath(path string) bool {
+	if strings.ContainsRune(path, 0) {
+		return false
+	}
+	for _, seg := range strings.Split(path, "/") {
+		if seg == "." || seg == ".." {
+			return false
+		}
+	}
+	return true
 }
 
 // browse serves tree/<rev>/<path> and blob/<rev>/<path>; a bare tree is
@@ -101,12 +120,15 @@ func (p *Pages) browse(w http.ResponseWriter, r *http.Request, repo nip34.RepoRe
 			p.errorPage(w, r, http.StatusNotFound, path+" is not a directory.")
 			return
 		}
-		var err error
-		d.Entries, err = p.cachedTree(ctx, repo, oid, path, false)
+		all, err := p.cachedTree(ctx, repo, oid, path, false)
 		if err != nil {
 			p.gitError(w, r, err)
 			return
 		}
+		// a page of the listing: what one view builds is bounded whatever
+		// was pushed (audit 2026-11b, F29)
+		d.Pager = paginate(r, len(all), p.opts.TreePage)
+		d.Entries = all[d.Pager.lo:d.Pager.hi]
 		p.render(w, r, http.StatusOK, d.R.Meta.Name+": "+path, crumbs, treeTmpl, d)
 		return
 	}
@@ -127,7 +149,8 @@ func (p *Pages) browse(w http.ResponseWriter, r *http.Request, repo nip34.RepoRe
 		if !d.Binary {
 			d.Text = string(data)
 			if isMarkdown(self.Name) {
-				d.HTML = renderMarkdown(data, d.R.Base+"/blob/"+escapePath(rev), parentDir(self.Path))
+				v := p.markdown(r, self.OID, data, d.R.Base+"/blob/"+escapePath(rev), parentDir(self.Path))
+				d.MD = &v
 			}
 		}
 	}
@@ -144,22 +167,22 @@ func revKind(st repoState, rev string) string {
 	return "Commit"
 }
 
-// cachedTree is tree keyed by the object id, which never changes meaning.
+// cachedTree is tree keyed by the object id, which never changes meaning;
+// concurrent views of one tree share one read.
 func (p *Pages) cachedTree(ctx context.Context, repo nip34.RepoRef, oid, path string, self bool) ([]treeEntry, error) {
 	key := "tree|" + repo.String() + "|" + oid + "|" + strconv.FormatBool(self) + "|" + path
-	if v, ok := p.cache.get(key); ok {
-		return v.([]treeEntry), nil
-	}
-	list, err := p.tree(ctx, repo, oid, path, self)
+	v, err := p.cache.load(ctx, key, func(ctx context.Context) (any, int, error) {
+		list, err := p.tree(ctx, repo, oid, path, self)
+		size := 0
+		for _, e := range list {
+			size += len(e.Path) + len(e.Name) + 120
+		}
+		return list, size, err
+	})
 	if err != nil {
 		return nil, err
 	}
-	size := 0
-	for _, e := range list {
-		size += len(e.Path) + len(e.Name) + 120
-	}
-	p.cache.put(key, list, size)
-	return list, nil
+	return v.([]treeEntry), nil
 }
 
 var commitTmpl = pageTemplate("commit", `{{template "head" .}}
@@ -333,14 +356,14 @@ func (p *Pages) refsPage(w http.ResponseWriter, r *http.Request, repo nip34.Repo
 // id.
 func (p *Pages) cachedBlob(ctx context.Context, repo nip34.RepoRef, oid string) ([]byte, error) {
 	key := "blob|" + repo.String() + "|" + oid
-	if v, ok := p.cache.get(key); ok {
-		return v.([]byte), nil
+	v, err := p.cache.load(ctx, key, func(ctx context.Context) (any, int, error) {
+		data, _, err := p.blob(ctx, repo, oid, p.opts.MaxFileBytes)
+		return data, len(data), err
+	})
+	if err != nil {
+		return nil, err
 	}
-	data, _, err := p.blob(ctx, repo, oid, p.opts.MaxFileBytes)
-	if err == nil {
-		p.cache.put(key, data, len(data))
-	}
-	return data, err
+	return v.([]byte), nil
 }
 
 // parentDir is the directory of a repository path ("" at the root).
@@ -349,4 +372,31 @@ func parentDir(p string) string {
 		return p[:i]
 	}
 	return ""
+}
+
+// pager is one page of a long listing.
+type pager struct {
+	Page, Pages, Prev, Next int // Pages is 0 when everything fits on one page
+	First, Last, Total      int // 1-based positions shown
+	lo, hi                  int // the slice shown
+}
+
+// paginate picks the page of ?page=N (1-based, clamped) of total items, per
+// to a page.
+func paginate(r *http.Request, total, per int) pager {
+	page, _ := strconv.Atoi(r.URL.Query().Get("page"))
+	pages := max((total+per-1)/per, 1)
+	page = min(max(page, 1), pages)
+	pg := pager{Page: page, Total: total, lo: min((page-1)*per, total), hi: min(page*per, total)}
+	pg.First, pg.Last = pg.lo+1, pg.hi
+	if pages > 1 {
+		pg.Pages = pages
+		if page > 1 {
+			pg.Prev = page - 1
+		}
+		if page < pages {
+			pg.Next = page + 1
+		}
+	}
+	return pg
 }

@@ -4,7 +4,18 @@
 // read-only repository pages at /<npub>/<d>.git — summary (announcement,
 // owner and maintainers, clone URLs and relays, branches and tags with HEAD,
 // README, recent commits), tree, file, commit with diff, history, refs, and
-// the repository's open issues, PRs and patches with their NIP-34 status.
+// the repository's issues, PRs and patches with their NIP-34 status, open
+// counts on the tabs, and a page for each (issue.go, pr.go, patch.go,
+// thread.go): the body, threaded comments, status history, labels and
+// cover note, and for a PR its commits, file list, diffstat, diff and
+// reviews, for a patch series its patches as one diff.
+//
+// A discussion page shows only events anyone may read (Options.Readers,
+// GRASP-08's reader check: a browser brings no key), and bounds what a
+// stranger can make large: comments are read up to a limit and paginated,
+// thread depth is capped, statuses, labels and cover notes are read only
+// from the keys whose word counts (nip34.Roster.Speaks, the one rule), and
+// diffs are cut at MaxDiffBytes.
 //
 // Pages are rendered on the server and readable without JavaScript; they
 // are one style (layout.go). Git is read through git.Repos.Read (read-only
@@ -13,7 +24,12 @@
 // Announcements and maintainers come from core/roster (the v3 rule is
 // applied there, never here), statuses from nip34.CurrentStatus. README
 // Markdown is content from anyone: it is rendered by goldmark and then
-// sanitised by bluemonday's UGC policy before it reaches a page.
+// sanitised by bluemonday's UGC policy before it reaches a page. Its CPU
+// is a visitor's choice, so every render is bounded (bounds.go): a shape
+// check before parsing (shape.go), a pool of workers with a per-client
+// share, a time budget per view, and a cache by blob; past any bound the
+// file is shown as plain text. Listings are paginated, and concurrent
+// views of one thing read it from git once (cache.load).
 //
 // Whether a repository is listed and shown at all is decided by one
 // function, Pages.Shown; everything here asks it. This package never

@@ -33,21 +33,21 @@ func (p *Pages) state(ctx context.Context, repo nip34.RepoRef) (repoState, error
 	if err != nil {
 		return repoState{}, err
 	}
-	key := "state|" + repo.String() + "|" + stamp
-	if stamp != "" {
-		if v, ok := p.cache.get(key); ok {
-			return v.(repoState), nil
-		}
+	if stamp == "" {
+		return p.readState(ctx, repo)
 	}
-	st, err := p.readState(ctx, repo)
-	if err == nil && stamp != "" {
+	v, err := p.cache.load(ctx, "state|"+repo.String()+"|"+stamp, func(ctx context.Context) (any, int, error) {
+		st, err := p.readState(ctx, repo)
 		size := 0
 		for n := range st.refs {
 			size += len(n) + 100
 		}
-		p.cache.put(key, st, size)
+		return st, size, err
+	})
+	if err != nil {
+		return repoState{}, err
 	}
-	return st, err
+	return v.(repoState), nil
 }
 
 func (p *Pages) readState(ctx context.Context, repo nip34.RepoRef) (repoState, error) {
@@ -56,10 +56,12 @@ func (p *Pages) readState(ctx context.Context, repo nip34.RepoRef) (repoState, e
 		return repoState{}, err
 	}
 	defer release()
+	p.gitReads.WithLabelValues("for-each-ref").Inc()
 	refs, err := p.opts.Repos.Refs(ctx, repo)
 	if err != nil {
 		return repoState{}, err
 	}
+	p.gitReads.WithLabelValues("symbolic-ref").Inc()
 	head, err := p.opts.Repos.Head(ctx, repo)
 	if err != nil {
 		return repoState{}, err
@@ -143,6 +145,7 @@ func (p *Pages) readLimited(ctx context.Context, repo nip34.RepoRef, lim git.Rea
 		return nil, err
 	}
 	defer release()
+	p.gitReads.WithLabelValues(args[0]).Inc()
 	return p.opts.Repos.Read(ctx, repo, lim, nil, args...)
 }
 

@@ -13,11 +13,13 @@ import (
 
 	"github.com/fiatjaf/eventstore/slicestore"
 	"github.com/nbd-wtf/go-nostr"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/grasp-dev/grasp/core/env"
 	"github.com/grasp-dev/grasp/core/git"
 	"github.com/grasp-dev/grasp/core/nip34"
 	"github.com/grasp-dev/grasp/core/roster"
+	"github.com/grasp-dev/grasp/internal/testwait"
 )
 
 type key struct{ sk, pk string }
@@ -45,9 +47,16 @@ type rig struct {
 	pages  *Pages
 	server *httptest.Server
 	svc    nip34.Service
+	reg    *prometheus.Registry
 }
 
 func newRig(t testing.TB, publicURL string, mod func(*Options)) *rig {
+	t.Helper()
+	return newRigEnv(t, publicURL, mod, env.Env{})
+}
+
+// newRigEnv is newRig with an environment (a fake clock).
+func newRigEnv(t testing.TB, publicURL string, mod func(*Options), e env.Env) *rig {
 	t.Helper()
 	repos, err := git.NewRepos(git.RepoOptions{Root: filepath.Join(t.TempDir(), "git")}, env.Env{})
 	if err != nil {
@@ -64,15 +73,22 @@ func newRig(t testing.TB, publicURL string, mod func(*Options)) *rig {
 		t.Fatal(err)
 	}
 	opts := Options{Service: svc, Name: "Test GRASP", Description: "A server for tests", Version: "v9.8.7",
-		Repos: repos, Events: store, Roster: src}
+		Repos: repos, Events: store, Roster: src,
+		// a render is never cut by the machine's load in a test; the
+		// budget's own test sets it and drives the clock
+		RenderBudget: testwait.Limit(t)}
 	if mod != nil {
 		mod(&opts)
 	}
-	p, err := New(opts, env.Env{})
+	if e.Metrics == nil {
+		e.Metrics = prometheus.NewRegistry()
+	}
+	reg, _ := e.Metrics.(*prometheus.Registry)
+	p, err := New(opts, e)
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &rig{t: t, repos: repos, store: store, pages: p, svc: svc}
+	r := &rig{t: t, repos: repos, store: store, pages: p, svc: svc, reg: reg}
 	r.server = httptest.NewServer(http.StripPrefix(svc.Path, p))
 	t.Cleanup(r.server.Close)
 	return r
@@ -180,4 +196,37 @@ func mustNotContain(t testing.TB, what, body string, bad ...string) {
 			t.Errorf("%s contains %q", what, b)
 		}
 	}
+}
+
+// metric is the value of the counter or gauge name whose labels include
+// labels ("k", "v", ...), summed over the matching series; 0 when there
+// is none.
+func (r *rig) metric(name string, labels ...string) float64 {
+	r.t.Helper()
+	mfs, err := r.reg.Gather()
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	sum := 0.0
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+	series:
+		for _, m := range mf.GetMetric() {
+			for i := 0; i+1 < len(labels); i += 2 {
+				found := false
+				for _, l := range m.GetLabel() {
+					if l.GetName() == labels[i] && l.GetValue() == labels[i+1] {
+						found = true
+					}
+				}
+				if !found {
+					continue series
+				}
+			}
+			sum += m.GetCounter().GetValue() + m.GetGauge().GetValue()
+		}
+	}
+	return sum
 }

@@ -37,13 +37,14 @@ type repoMeta struct {
 	Moderators   []person
 	Coordinates  []string // 30617:<pk>:<d> of the owner and every confirmed maintainer
 	Members      map[string]bool
+	ref          nip34.RepoRef
 	roster       nip34.Roster
 	WebClientURL string
 }
 
 func (p *Pages) meta(ctx context.Context, repo nip34.RepoRef) repoMeta {
 	v := p.opts.Roster.View(ctx, repo.Identifier, "")
-	m := repoMeta{Owner: personOf(repo.Pubkey), Name: repo.Identifier, Members: map[string]bool{}}
+	m := repoMeta{ref: repo, Owner: personOf(repo.Pubkey), Name: repo.Identifier, Members: map[string]bool{}}
 	m.WebClientURL = p.opts.WebClient + "/" + repo.Npub() + "/" + escapeSegment(repo.Identifier)
 	if e, ok := v.Latest(repo.Pubkey); ok {
 		a := e.Announcement
@@ -85,6 +86,22 @@ func (p *Pages) meta(ctx context.Context, repo nip34.RepoRef) repoMeta {
 		m.Moderators = append(m.Moderators, personOf(pk))
 	}
 	return m
+}
+
+// speakers are the keys whose statuses, labels and cover notes count for
+// any root of the repository besides the root's author: the owner, the
+// confirmed maintainers and the moderators (nip34.Roster.Speaks).
+func (m repoMeta) speakers() []string {
+	out := make([]string, 0, len(m.Members)+len(m.roster.Moderators))
+	for pk := range m.Members {
+		out = append(out, pk)
+	}
+	for pk := range m.roster.Moderators {
+		if !m.Members[pk] {
+			out = append(out, pk)
+		}
+	}
+	return out
 }
 
 func coordinate(pk, d string) string {

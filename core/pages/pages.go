@@ -6,10 +6,14 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"github.com/nbd-wtf/go-nostr"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/grasp-dev/grasp/core/clientip"
+	"github.com/grasp-dev/grasp/core/clock"
 	"github.com/grasp-dev/grasp/core/env"
 	"github.com/grasp-dev/grasp/core/git"
 	"github.com/grasp-dev/grasp/core/nip34"
@@ -47,9 +51,27 @@ type Options struct {
 	// private repositories are not, visibility.Listed); nil: every hosted
 	// repository is.
 	Listed func(context.Context, nip34.RepoRef) bool
+	// Readers is GRASP-08's reader check of one event (visibility.Readers):
+	// nil means anyone may read it. A page shows only such events, since a
+	// browser brings no key. nil: every event is public.
+	Readers func(context.Context, *nostr.Event) func(pubkey string) bool
 	// MaxGitReads bounds the git processes pages run at once (default 4);
 	// further views wait for a slot.
 	MaxGitReads int
+	// MaxRenders bounds the Markdown and highlighting renders running at
+	// once (default 2), MaxRendersPerClient those started for one client
+	// (default 1); a view finding no render free shows plain text.
+	// RenderBudget is how long a view waits for its render (default 5 s)
+	// before it shows plain text (bounds.go).
+	MaxRenders          int
+	MaxRendersPerClient int
+	RenderBudget        time.Duration
+	// TreePage is the number of entries on one page of a directory listing
+	// (default 1000).
+	TreePage int
+	// ClientIP names a request's client for the per-client render bound:
+	// the server passes core/clientip's; nil takes the socket's peer.
+	ClientIP func(*http.Request) string
 }
 
 func (o *Options) defaults() {
@@ -72,16 +94,35 @@ func (o *Options) defaults() {
 	if o.MaxGitReads <= 0 {
 		o.MaxGitReads = 4
 	}
+	if o.MaxRenders <= 0 {
+		o.MaxRenders = 2
+	}
+	if o.MaxRendersPerClient <= 0 {
+		o.MaxRendersPerClient = 1
+	}
+	if o.RenderBudget <= 0 {
+		o.RenderBudget = 5 * time.Second
+	}
+	if o.TreePage <= 0 {
+		o.TreePage = 1000
+	}
+	if o.ClientIP == nil {
+		o.ClientIP = clientip.Peer
+	}
 }
 
 // Pages serves the HTML pages.
 type Pages struct {
 	opts  Options
 	log   hclog.Logger
+	clk   clock.Clock
 	cache *cache
 	slots chan struct{} // one per git process running for a page
 	// waiting counts views waiting for a git slot
 	waiting prometheus.Gauge
+	// gitReads counts the git processes run, by command
+	gitReads *prometheus.CounterVec
+	renders  *renderPool
 }
 
 // New builds the pages.
@@ -91,13 +132,20 @@ func New(opts Options, e env.Env) (*Pages, error) {
 	}
 	opts.defaults()
 	e = e.OrDefaults()
-	p := &Pages{opts: opts, log: e.Log, cache: newCache(opts.CacheBytes), slots: make(chan struct{}, opts.MaxGitReads)}
+	p := &Pages{opts: opts, log: e.Log, clk: e.Clock, cache: newCache(opts.CacheBytes), slots: make(chan struct{}, opts.MaxGitReads)}
 	p.waiting = prometheus.NewGauge(prometheus.GaugeOpts{
 		Name: "grasp_pages_git_waiting",
 		Help: "Page views waiting for one of the git processes pages may run at once (pages.MaxGitReads).",
 	})
-	if err := e.Metrics.Register(p.waiting); err != nil {
-		return nil, fmt.Errorf("pages: register metrics: %w", err)
+	p.gitReads = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "grasp_pages_git_reads_total",
+		Help: "Git processes run for pages, by git command.",
+	}, []string{"command"})
+	p.renders = newRenderPool(e.Clock, opts.RenderBudget, opts.MaxRenders, opts.MaxRendersPerClient)
+	for _, c := range append([]prometheus.Collector{p.waiting, p.gitReads}, p.renders.collectors()...) {
+		if err := e.Metrics.Register(c); err != nil {
+			return nil, fmt.Errorf("pages: register metrics: %w", err)
+		}
 	}
 	return p, nil
 }

@@ -191,14 +191,17 @@ func TestPages_OnlyGetAndHead(t *testing.T) {
 
 // TestPages_GitReadsAreBounded: pages run at most MaxGitReads git
 // processes; a view that finds every slot taken waits (and is counted in
-// grasp_pages_git_waiting) until one is free, or gives up with its request.
+// grasp_pages_git_waiting) until one is free, or gives up with its request
+// (views of two repositories: views of one share their reads).
 func TestPages_GitReadsAreBounded(t *testing.T) {
 	r := newRig(t, "http://127.0.0.1:7334", func(o *Options) { o.MaxGitReads = 1 })
 	owner := newKey(t)
-	r.announce(owner, "b", 100, nil)
-	r.push(owner, "b", workTree(t, map[string]string{"a": "a"}, "a"))
-	path := git.RepoURLPath(nip34.Npub(owner.pk), "b")
-	view := func(ctx context.Context) chan int {
+	for _, d := range []string{"b", "c"} {
+		r.announce(owner, d, 100, nil)
+		r.push(owner, d, workTree(t, map[string]string{"a": "a"}, "a"))
+	}
+	view := func(ctx context.Context, d string) chan int {
+		path := git.RepoURLPath(nip34.Npub(owner.pk), d)
 		done := make(chan int, 1)
 		go func() {
 			rec := httptest.NewRecorder()
@@ -208,10 +211,10 @@ func TestPages_GitReadsAreBounded(t *testing.T) {
 		return done
 	}
 	r.pages.slots <- struct{}{} // the one slot is busy
-	first := view(context.Background())
+	first := view(context.Background(), "b")
 	testwait.For(t, "the view to wait for a git slot", func() bool { return gauge(r.pages) == 1 })
 	ctx, cancel := context.WithCancel(context.Background())
-	second := view(ctx)
+	second := view(ctx, "c")
 	testwait.For(t, "a second view to wait", func() bool { return gauge(r.pages) == 2 })
 	cancel()
 	if code := <-second; code != http.StatusInternalServerError {

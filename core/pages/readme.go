@@ -3,6 +3,7 @@ package pages
 import (
 	"bytes"
 	"html/template"
+	"net/http"
 	"net/url"
 	"path"
 	"strings"
@@ -28,6 +29,58 @@ var (
 		return p
 	}()
 )
+
+// markdownView is what a view shows of a Markdown file: its HTML, or why it
+// is shown as plain text.
+type markdownView struct {
+	HTML  template.HTML
+	Plain string // "shown as plain text: <Plain>"; "" when HTML is set
+}
+
+func (v markdownView) size() int { return len(v.HTML) + len(v.Plain) }
+
+// markdown renders the Markdown src, named by name (a blob's object id,
+// "event:<id>"), for a view, within the bounds of bounds.go: shape-checked,
+// on the render pool, within the budget, cached by name and the links'
+// base.
+func (p *Pages) markdown(r *http.Request, name string, src []byte, blobBase, dir string) markdownView {
+	const kind = "markdown"
+	key := "md|" + name + "|" + blobBase + "|" + dir
+	if v, ok := p.cache.get(key); ok {
+		p.renders.count(kind, fromCache)
+		return v.(markdownView)
+	}
+	if why := markdownShape(src); why != "" {
+		v := markdownView{Plain: why}
+		p.cache.put(key, v, v.size())
+		p.renders.count(kind, plainShape)
+		return v
+	}
+	v, outcome := p.renders.run(r.Context(), kind, p.opts.ClientIP(r), key, func() any {
+		html := renderMarkdown(src, blobBase, dir)
+		if len(html) > maxMarkdownHTML {
+			return markdownView{Plain: "its HTML would be larger than " + humanSize(maxMarkdownHTML)}
+		}
+		return markdownView{HTML: html}
+	}, func(v any) { p.cache.put(key, v, v.(markdownView).size()) })
+	switch outcome {
+	case rendered:
+		mv := v.(markdownView)
+		if mv.Plain != "" {
+			outcome = plainTooBig
+		}
+		p.renders.count(kind, outcome)
+		return mv
+	case plainBusy:
+		p.renders.count(kind, outcome)
+		return markdownView{Plain: "the server is busy rendering other files; reload in a moment"}
+	case plainBudget:
+		p.renders.count(kind, outcome)
+		return markdownView{Plain: "it was not rendered within " + p.opts.RenderBudget.String() + "; reload in a moment"}
+	}
+	p.renders.count(kind, outcome)
+	return markdownView{Plain: "it could not be rendered"}
+}
 
 // renderMarkdown turns Markdown into sanitised HTML. Relative links are
 // made to point at the file view of what they name: blobBase is the URL

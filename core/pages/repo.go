@@ -26,8 +26,16 @@ func (p *Pages) repoRoute(w http.ResponseWriter, r *http.Request, repo nip34.Rep
 	case "refs":
 		p.refsPage(w, r, repo)
 	case "issues":
+		if rest != "" {
+			p.issuePage(w, r, repo, rest)
+			return
+		}
 		p.discussions(w, r, repo, "issues")
 	case "prs":
+		if rest != "" {
+			p.prPage(w, r, repo, rest)
+			return
+		}
 		p.discussions(w, r, repo, "prs")
 	default:
 		p.notFound(w, r)
@@ -41,14 +49,21 @@ type repoView struct {
 	Meta     repoMeta
 	CloneURL string
 	Issues   string // links to the web client
+	Counts   tabCounts
 }
 
 func (p *Pages) repoView(ctx context.Context, repo nip34.RepoRef, tab string) repoView {
+	return p.repoViewOf(ctx, repo, tab, p.meta(ctx, repo))
+}
+
+// repoViewOf is repoView with the announcements already read.
+func (p *Pages) repoViewOf(ctx context.Context, repo nip34.RepoRef, tab string, m repoMeta) repoView {
 	return repoView{
 		Base:     p.repoPath(repo),
 		Tab:      tab,
-		Meta:     p.meta(ctx, repo),
+		Meta:     m,
 		CloneURL: p.opts.Service.CloneURL(repo.Pubkey, repo.Identifier),
+		Counts:   p.counts(ctx, repo, m),
 	}
 }
 
@@ -71,8 +86,8 @@ const repoHeader = `{{define "head"}}<h1>{{.R.Meta.Name}}</h1>
 <a href="{{.R.Base}}/tree"{{if eq .R.Tab "tree"}} class="on"{{end}}>Files</a>
 <a href="{{.R.Base}}/commits"{{if eq .R.Tab "commits"}} class="on"{{end}}>Commits</a>
 <a href="{{.R.Base}}/refs"{{if eq .R.Tab "refs"}} class="on"{{end}}>Branches and tags</a>
-<a href="{{.R.Base}}/issues"{{if eq .R.Tab "issues"}} class="on"{{end}}>Issues</a>
-<a href="{{.R.Base}}/prs"{{if eq .R.Tab "prs"}} class="on"{{end}}>Pull requests and patches</a>
+<a href="{{.R.Base}}/issues"{{if eq .R.Tab "issues"}} class="on"{{end}}>Issues{{with .R.Counts.Issues}} <span class="count">{{.}}</span>{{end}}</a>
+<a href="{{.R.Base}}/prs"{{if eq .R.Tab "prs"}} class="on"{{end}}>Pull requests and patches{{with .R.Counts.PRs}} <span class="count">{{.}}</span>{{end}}</a>
 <a href="{{.R.Meta.WebClientURL}}" rel="nofollow">Open in a git-nostr client</a>
 </nav>{{end}}`
 
@@ -85,6 +100,8 @@ var funcs = template.FuncMap{
 	"seg":  escapeSegment,
 	"date": func(t interface{ Format(string) string }) string { return t.Format("2006-01-02 15:04") },
 	"size": humanSize,
+	"inc":  func(n int) int { return n + 1 },
+	"dec":  func(n int) int { return n - 1 },
 }
 
 func escapeSegment(s string) string { return url.PathEscape(s) }

@@ -2,7 +2,6 @@ package pages
 
 import (
 	"context"
-	"html/template"
 	"net/http"
 	"strconv"
 	"strings"
@@ -32,18 +31,24 @@ var summaryTmpl = pageTemplate("summary", `{{template "head" .}}
 <table>{{range .Git.Commits}}<tr><td><a href="{{$.R.Base}}/commit/{{.OID}}"><code>{{.Short}}</code></a></td><td>{{.Subject}}</td><td class="muted">{{.Author}}</td><td class="muted">{{date .When}}</td></tr>{{end}}</table>
 <p><a href="{{.R.Base}}/commits/{{path .Head}}">All commits</a></p>
 {{if .Git.ReadmeName}}<h2 id="readme">{{.Git.ReadmeName}}</h2>
-<div class="readme">{{if .Git.ReadmeHTML}}{{.Git.ReadmeHTML}}{{else}}<pre>{{.Git.ReadmeText}}</pre>{{end}}</div>{{end}}
+{{with .Readme}}{{if .Plain}}<p class="muted">Shown as plain text: {{.Plain}}.</p>{{end}}{{end}}
+<div class="readme">{{if .Readme.HTML}}{{.Readme.HTML}}{{else}}<pre>{{.Git.ReadmeText}}</pre>{{end}}</div>{{end}}
 {{end}}`)
 
+// summaryGit is what the summary reads from git, cached by the
+// repository's state; the README's HTML is not part of it (it is rendered
+// and cached on its own, bounds.go).
 type summaryGit struct {
 	Commits    []commitInfo
 	ReadmeName string
-	ReadmeHTML template.HTML
+	ReadmeOID  string
 	ReadmeText string
+	readmeMD   bool   // render ReadmeText as Markdown
+	readmeRev  string // the branch its relative links point into
 }
 
 func (g summaryGit) size() int {
-	n := len(g.ReadmeHTML) + len(g.ReadmeText)
+	n := len(g.ReadmeText)
 	for _, c := range g.Commits {
 		n += len(c.Subject) + len(c.Author) + len(c.Email) + len(c.Body) + 200
 	}
@@ -64,6 +69,7 @@ func (p *Pages) summary(w http.ResponseWriter, r *http.Request, repo nip34.RepoR
 		Head           string
 		Branches, Tags []refEntry
 		Git            summaryGit
+		Readme         markdownView
 	}{R: rv, Empty: st.headOID == "", Branches: st.named("refs/heads/"), Tags: st.named("refs/tags/")}
 	d.Head = strings.TrimPrefix(st.head, "refs/heads/")
 	if !d.Empty {
@@ -71,6 +77,9 @@ func (p *Pages) summary(w http.ResponseWriter, r *http.Request, repo nip34.RepoR
 		if err != nil {
 			p.gitError(w, r, err)
 			return
+		}
+		if d.Git.readmeMD {
+			d.Readme = p.markdown(r, d.Git.ReadmeOID, []byte(d.Git.ReadmeText), p.repoPath(repo)+"/blob/"+escapePath(d.Git.readmeRev), "")
 		}
 	}
 	p.render(w, r, http.StatusOK, rv.Meta.Name, p.crumbs(rv), summaryTmpl, d)
@@ -80,15 +89,23 @@ func (p *Pages) summary(w http.ResponseWriter, r *http.Request, repo nip34.RepoR
 // state of the repository.
 func (p *Pages) summaryGit(ctx context.Context, st repoState) (summaryGit, error) {
 	key := "summary|" + st.repo.String() + "|" + st.key
-	if v, ok := p.cache.get(key); ok {
-		return v.(summaryGit), nil
+	v, err := p.cache.load(ctx, key, func(ctx context.Context) (any, int, error) {
+		g, err := p.readSummaryGit(ctx, st)
+		return g, g.size(), err
+	})
+	if err != nil {
+		return summaryGit{}, err
 	}
+	return v.(summaryGit), nil
+}
+
+func (p *Pages) readSummaryGit(ctx context.Context, st repoState) (summaryGit, error) {
 	var g summaryGit
 	var err error
 	if g.Commits, err = p.commits(ctx, st.repo, st.headOID, 10, 0); err != nil {
 		return g, err
 	}
-	root, err := p.tree(ctx, st.repo, st.headOID, "", false)
+	root, err := p.cachedTree(ctx, st.repo, st.headOID, "", false)
 	if err != nil {
 		return g, err
 	}
@@ -97,20 +114,19 @@ func (p *Pages) summaryGit(ctx context.Context, st repoState) (summaryGit, error
 		if err != nil {
 			return g, err
 		}
-		g.ReadmeName = e.Name
+		g.ReadmeName, g.ReadmeOID = e.Name, e.OID
 		switch {
 		case binary(data):
 			g.ReadmeText = "(binary file)"
-		case isMarkdown(e.Name):
-			g.ReadmeHTML = renderMarkdown(data, p.repoPath(st.repo)+"/blob/"+escapePath(strings.TrimPrefix(st.head, "refs/heads/")), "")
 		default:
 			g.ReadmeText = string(data)
+			g.readmeMD = isMarkdown(e.Name)
+			g.readmeRev = strings.TrimPrefix(st.head, "refs/heads/")
 		}
 		if truncated {
 			g.ReadmeText += "\n… (cut at " + strconv.Itoa(p.opts.MaxFileBytes) + " bytes)"
 		}
 	}
-	p.cache.put(key, g, g.size())
 	return g, nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"net"
 	"net/http"
 
 	"github.com/grasp-dev/grasp/core/admin"
@@ -13,21 +14,25 @@ import (
 	gsync "github.com/grasp-dev/grasp/core/sync"
 )
 
-// loopbackHandler serves the metrics listener: /metrics and the admin
-// report (core/admin says why the report is served here and not read from
-// the data dir).
-func (s *Server) loopbackHandler() http.Handler {
+// loopbackHandler serves the metrics listener bound at addr: /metrics and,
+// behind admin.Guard (loopback, no Origin, own Host, the token), the admin
+// commands (core/admin says why they are served here and not read from the
+// data dir).
+func (s *Server) loopbackHandler(addr net.Addr, token string) http.Handler {
+	guard := admin.Guard{Token: token, Addr: addr, TokenFile: s.cfg.AdminToken(), Log: s.log.Named("admin")}
 	mux := http.NewServeMux()
-	mux.Handle(admin.StatusPath, admin.LoopbackOnly(admin.Handler(s.adminSources())))
-	mux.Handle(admin.IntegrityPath, admin.LoopbackOnly(admin.IntegrityHandler(func(r *http.Request, repair bool, only nip34.RepoRef) ([]hosting.Finding, error) {
+	mux.Handle(admin.StatusPath, guard.Wrap(admin.Handler(s.adminSources())))
+	mux.Handle(admin.IntegrityPath, guard.Wrap(admin.IntegrityHandler(func(r *http.Request, repair bool, only nip34.RepoRef) ([]hosting.Finding, error) {
 		return s.hosting.Integrity(r.Context(), repair, only)
 	})))
-	mux.Handle(admin.BackupPath, admin.LoopbackOnly(admin.BackupHandler(func() admin.BackupSources {
+	mux.Handle(admin.BackupPath, guard.Wrap(admin.BackupHandler(func() admin.BackupSources {
 		return admin.BackupSources{DataDir: s.cfg.Server.DataDir, Backend: s.cfg.Store.Backend, Online: true,
-			Repos: s.repos.EachLocked, Clock: s.clk,
+			Repos: s.repos.EachLocked, Clock: s.clk, Leave: []string{s.cfg.AdminToken()},
 			// Read when no held event is between purgatory and the store.
 			Store: func(w io.Writer) error { return s.store.Backup(w) }}
 	})))
+	// Any other admin path is guarded too: the guard's refusal, or 404.
+	mux.Handle("/admin/", guard.Wrap(http.NotFoundHandler()))
 	mux.Handle("/", s.metrics.Handler())
 	return mux
 }

@@ -37,8 +37,9 @@ func (s *Server) assemble(ext Extensions) error {
 	if err != nil {
 		return fmt.Errorf("server: %w", err)
 	}
-	// Every per-IP cap counts the client's key, its network (F23).
-	s.clientIP = clients.Key
+	// Every per-IP cap counts the client's key, its network (F23); an
+	// X-Forwarded-For from an untrusted peer is logged now and then (F32).
+	s.clientIP = clients.WarnUntrusted(s.env.Named("clientip").Log, s.clk).Key
 	events := s.store.Events()
 	s.purg, err = purgatory.New(purgatory.Options{
 		KV:             s.store.Side(),
@@ -173,7 +174,7 @@ func (s *Server) assemble(ext Extensions) error {
 
 	pg, err := pages.New(pages.Options{
 		Service: svc, Name: cfg.Relay.Name, Description: cfg.Relay.Description, Version: s.build.Version,
-		Repos: s.repos, Events: events, Roster: rost, Listed: s.vis.Listed,
+		Repos: s.repos, Events: events, Roster: rost, Listed: s.vis.Listed, Readers: s.vis.Readers, ClientIP: s.clientIP,
 	}, s.env.Named("pages"))
 	if err != nil {
 		return err

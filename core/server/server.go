@@ -25,6 +25,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/grasp-dev/grasp/core/admin"
 	"github.com/grasp-dev/grasp/core/archive"
 	"github.com/grasp-dev/grasp/core/clock"
 	"github.com/grasp-dev/grasp/core/config"
@@ -163,6 +164,12 @@ func New(o Options, e env.Env) (*Server, error) {
 		}
 		return nil, errors.New("server: Options.Store and Options.Metrics are required")
 	}
+	// One spelling of every path for every part (a relative data_dir
+	// broke backups: issue 26).
+	if err := o.Config.Absolute(); err != nil {
+		o.Store.Close()
+		return nil, err
+	}
 	e = e.OrDefaults()
 	e.Metrics = o.Metrics.Registerer()
 	s := &Server{cfg: o.Config, log: e.Log, clk: e.Clock, env: e, build: o.Build,
@@ -185,13 +192,20 @@ func (s *Server) Start(ctx context.Context) error {
 	}
 	s.ln = ln
 	if s.cfg.Metrics.Enabled {
+		// The admin paths need the token (F24); the file is made at the
+		// first start.
+		token, err := admin.EnsureToken(s.cfg.AdminToken())
+		if err != nil {
+			ln.Close()
+			return fmt.Errorf("metrics.admin_token_file: %w", err)
+		}
 		mln, err := net.Listen("tcp", s.cfg.Metrics.Listen)
 		if err != nil {
 			ln.Close()
 			return fmt.Errorf("listen for metrics on %s: %w", s.cfg.Metrics.Listen, err)
 		}
 		s.metricLn = mln
-		s.metricSrv = &http.Server{Handler: s.loopbackHandler(), ReadHeaderTimeout: 10 * time.Second}
+		s.metricSrv = &http.Server{Handler: s.loopbackHandler(mln.Addr(), token), ReadHeaderTimeout: 10 * time.Second}
 		go s.metricSrv.Serve(mln) // ends when the shutdown below closes it
 	}
 	s.sched.Start(ctx)
