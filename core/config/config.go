@@ -248,6 +248,11 @@ type Purgatory struct {
 	MaxHeldAnnouncementsPerIP         int `toml:"max_held_announcements_per_ip"`
 	MaxHeldAnnouncementsPerPubkey     int `toml:"max_held_announcements_per_pubkey"`
 	MaxHeldAnnouncementsPerIdentifier int `toml:"max_held_announcements_per_identifier"`
+	// Per relay counts events synced from one relay (audit 2026-11b, F26:
+	// synced events carried no client address, so one relay an
+	// announcement named filled the relay-wide caps).
+	MaxHeldPerRelay              int `toml:"max_held_per_relay"`
+	MaxHeldAnnouncementsPerRelay int `toml:"max_held_announcements_per_relay"`
 
 	// refs/nostr/<id> placeholders pushed before their PR event, anonymous
 	// by design (audit 2026-11, F02): how many may wait for their event, and

@@ -127,6 +127,11 @@ func base() Config {
 			MaxHeldAnnouncementsPerIP:         20,
 			MaxHeldAnnouncementsPerPubkey:     20,
 			MaxHeldAnnouncementsPerIdentifier: 20,
+			// A relay is one source like an address: the same room. A
+			// GRASP-05 archive taking the network from a few relays raises
+			// these with the caps above.
+			MaxHeldPerRelay:              200,
+			MaxHeldAnnouncementsPerRelay: 20,
 			// A PR waits for its event minutes after the push (ngit pushes,
 			// then signs): a repository rarely has more than a few waiting.
 			// A PR's pack holds only its own commits (the base is here).

@@ -452,6 +452,8 @@ func (c *Config) checkQuotas(k *checker) {
 		{"purgatory.max_held_announcements_per_ip", pg.MaxHeldAnnouncementsPerIP},
 		{"purgatory.max_held_announcements_per_pubkey", pg.MaxHeldAnnouncementsPerPubkey},
 		{"purgatory.max_held_announcements_per_identifier", pg.MaxHeldAnnouncementsPerIdentifier},
+		{"purgatory.max_held_per_relay", pg.MaxHeldPerRelay},
+		{"purgatory.max_held_announcements_per_relay", pg.MaxHeldAnnouncementsPerRelay},
 		{"purgatory.max_placeholders_per_repo", pg.MaxPlaceholdersPerRepo},
 		{"purgatory.max_placeholders_per_pubkey", pg.MaxPlaceholdersPerPubkey},
 		{"purgatory.max_placeholders_per_ip", pg.MaxPlaceholdersPerIP},

@@ -56,6 +56,9 @@ type Entry struct {
 	// Remote is the address of the client that sent the event ("" for
 	// events from sync peers and releases): the per-address quotas count it.
 	Remote string `json:"remote,omitempty"`
+	// Relay is the relay a synced event came from ("" for client
+	// events): the per-relay quotas count it (audit F26).
+	Relay string `json:"relay,omitempty"`
 	// Invited marks an announcement whose author a served announcement of
 	// the same identifier names (policy.Decision.Invited): the
 	// per-identifier cap neither counts nor refuses it (audit F31).

@@ -288,3 +288,32 @@ func TestInvitedAnnouncementsOutsideTheIdentifierCap(t *testing.T) {
 	}
 	wantQuota(t, announce(t, p2, nostr.GeneratePrivateKey(), "victim", ""), `repository "victim"`, "limit 2")
 }
+
+// F26: events synced from one relay are held within that relay's caps,
+// like a client address's; other relays and clients keep their room.
+func TestHeldPerRelay(t *testing.T) {
+	p := newQuotaP(t, &memkv.KV{}, clock.NewFake(t0), Quotas{MaxAnnouncementsPerRelay: 2, MaxHeldPerRelay: 3})
+	synced := func(relay, d string, kind int) error {
+		sk := nostr.GeneratePrivateKey()
+		pk, _ := nostr.GetPublicKey(sk)
+		evt := signed(t, sk, kind, t0, nostr.Tags{{"d", d}})
+		return p.Hold(Entry{Event: evt, Repo: nip34.RepoRef{Pubkey: pk, Identifier: d}, Relay: relay})
+	}
+	const bad = "wss://attacker.example"
+	for i := 0; i < 2; i++ {
+		if err := synced(bad, fmt.Sprint("r", i), 30617); err != nil {
+			t.Fatal(err)
+		}
+	}
+	wantQuota(t, synced(bad, "r2", 30617), "synced from wss://attacker.example", "limit 2 per relay")
+	if err := synced(bad, "r0", 30618); err != nil {
+		t.Fatal(err)
+	}
+	wantQuota(t, synced(bad, "r1", 30618), "3 events synced from wss://attacker.example", "limit 3 per relay")
+	if err := synced("wss://other.example", "r9", 30617); err != nil {
+		t.Fatalf("another relay: %v", err)
+	}
+	if err := announce(t, p, nostr.GeneratePrivateKey(), "r8", "198.51.100.7"); err != nil {
+		t.Fatalf("a client: %v", err)
+	}
+}

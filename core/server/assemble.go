@@ -53,6 +53,8 @@ func (s *Server) assemble(ext Extensions) error {
 			MaxAnnouncementsPerRemote:     cfg.Purgatory.MaxHeldAnnouncementsPerIP,
 			MaxAnnouncementsPerAuthor:     cfg.Purgatory.MaxHeldAnnouncementsPerPubkey,
 			MaxAnnouncementsPerIdentifier: cfg.Purgatory.MaxHeldAnnouncementsPerIdentifier,
+			MaxHeldPerRelay:               cfg.Purgatory.MaxHeldPerRelay,
+			MaxAnnouncementsPerRelay:      cfg.Purgatory.MaxHeldAnnouncementsPerRelay,
 		},
 		PRsQuotas: purgatory.PRsQuotas{
 			Bytes:          int64(cfg.Grasp.PRsMaxMB) << 20,
