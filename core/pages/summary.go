@@ -13,6 +13,7 @@ var summaryTmpl = pageTemplate("summary", `{{template "head" .}}
 {{with .R.Meta}}{{if .Held}}<p class="muted">The announcement of this repository waits for its git data.</p>{{end}}{{end}}
 <h2>Clone</h2>
 <pre>git clone {{.R.CloneURL}}</pre>
+{{if .R.OtherCloneURLs}}<p>Also served at: {{range $i, $c := .R.OtherCloneURLs}}{{if $i}}, {{end}}<code>{{$c}}</code>{{end}}</p>{{end}}
 {{with .R.Meta}}{{if .Clone}}<p>Clone URLs announced: {{range $i, $c := .Clone}}{{if $i}}, {{end}}<code>{{$c}}</code>{{end}}</p>{{end}}
 {{if .Relays}}<p>Relays: {{range $i, $c := .Relays}}{{if $i}}, {{end}}<code>{{$c}}</code>{{end}}</p>{{end}}
 {{if .Web}}<p>Web: {{range $i, $c := .Web}}{{if $i}}, {{end}}<a href="{{$c}}" rel="nofollow">{{$c}}</a>{{end}}</p>{{end}}
