@@ -152,7 +152,7 @@ func (l *prsLedger) over(q PRsQuotas, r nip34.RepoRef, remote string, newRepo bo
 			return fmt.Sprintf("rate-limited: %d GRASP-06 /prs/ repositories are already stored %s (limit %d); PR data not merged or used is removed after a while, try again later", s.cur.n, s.what, s.maxN)
 		}
 		if s.maxBytes > 0 && s.cur.bytes+b > s.maxBytes {
-			return fmt.Sprintf("rate-limited: GRASP-06 /prs/ data %s may take %s and %s are already stored (limit %s); PR data not merged or used is removed after a while, try again later", s.what, mibText(s.maxBytes), mibText(s.cur.bytes), mibText(s.maxBytes))
+			return fmt.Sprintf("rate-limited: GRASP-06 /prs/ data %s may take %s, and %s are counted, pushes in progress included; PR data not merged or used is removed after a while, try again later", s.what, mibText(s.maxBytes), mibText(s.cur.bytes))
 		}
 	}
 	return ""

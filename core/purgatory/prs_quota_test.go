@@ -45,11 +45,11 @@ func testPRsQuotas(t *testing.T, newKV func() KV) {
 		if err := push(t, p, nip34.PRsRepo("aa", "x"), "198.51.100.1", 2*mib); err != nil {
 			t.Fatal(err)
 		}
-		wantQuota(t, push(t, p, nip34.PRsRepo("aa", "y"), "198.51.100.2", 2*mib), "under /prs/"+nip34.Npub("aa")+"/", "limit 3 MiB")
+		wantQuota(t, push(t, p, nip34.PRsRepo("aa", "y"), "198.51.100.2", 2*mib), "under /prs/"+nip34.Npub("aa")+"/", "may take 3 MiB")
 		if err := push(t, p, nip34.PRsRepo("bb", "x"), "198.51.100.3", 3*mib); err != nil {
 			t.Fatal(err)
 		}
-		wantQuota(t, push(t, p, nip34.PRsRepo("cc", "x"), "198.51.100.4", mib), "on this server in all", "limit 5 MiB")
+		wantQuota(t, push(t, p, nip34.PRsRepo("cc", "x"), "198.51.100.4", mib), "on this server in all", "may take 5 MiB")
 		// a restart keeps the charges; dropping a repository frees them
 		p2 := newPRsP(t, kv, clock.NewFake(t0), PRsQuotas{BytesPerPubkey: 3 * mib, Bytes: 5 * mib})
 		wantQuota(t, push(t, p2, nip34.PRsRepo("cc", "x"), "198.51.100.4", mib), "on this server in all")
