@@ -129,6 +129,9 @@ type Options struct {
 	// PRs serves GRASP-06 /prs/ repositories (prs.go); nil: GRASP-06 is off
 	// and every /prs/ path is a 404 (G06-0).
 	PRs PRsHost
+	// Refusals remembers refused pushes for the repository pages; nil:
+	// nothing is remembered.
+	Refusals *Refusals
 }
 
 func (o *Options) defaults() {
