@@ -55,6 +55,16 @@ func (s *Server) assemble(ext Extensions) error {
 			MaxAnnouncementsPerRemote:     cfg.Purgatory.MaxHeldAnnouncementsPerIP,
 			MaxAnnouncementsPerAuthor:     cfg.Purgatory.MaxHeldAnnouncementsPerPubkey,
 			MaxAnnouncementsPerIdentifier: cfg.Purgatory.MaxHeldAnnouncementsPerIdentifier,
+			MaxHeldPerRelay:               cfg.Purgatory.MaxHeldPerRelay,
+			MaxAnnouncementsPerRelay:      cfg.Purgatory.MaxHeldAnnouncementsPerRelay,
+		},
+		PRsQuotas: purgatory.PRsQuotas{
+			Bytes:          int64(cfg.Grasp.PRsMaxMB) << 20,
+			BytesPerRemote: int64(cfg.Grasp.PRsMaxMBPerIP) << 20,
+			BytesPerPubkey: int64(cfg.Grasp.PRsMaxMBPerPubkey) << 20,
+			Repos:          cfg.Grasp.PRsMaxRepos,
+			ReposPerRemote: cfg.Grasp.PRsMaxReposPerIP,
+			ReposPerPubkey: cfg.Grasp.PRsMaxReposPerPubkey,
 		},
 		PlaceholderQuotas: purgatory.PlaceholderQuotas{
 			PerRepo:        cfg.Purgatory.MaxPlaceholdersPerRepo,
@@ -88,6 +98,11 @@ func (s *Server) assemble(ext Extensions) error {
 	if err != nil {
 		return err
 	}
+	// The operator's NIP-86 lists before visibility: their members read
+	// what is private, like grasp.private_members.
+	if err := s.assembleOperatorState(); err != nil {
+		return err
+	}
 	if err := s.assembleVisibility(svc, rost); err != nil {
 		return err
 	}
@@ -101,9 +116,6 @@ func (s *Server) assemble(ext Extensions) error {
 		return err
 	}
 	s.roster = rost
-	if err := s.assembleOperatorState(); err != nil {
-		return err
-	}
 	popts := s.policyOptions(svc, plugins, ext.AcceptNames)
 	// The operator's NIP-86 lists first, for every event whatever its
 	// source (core/nip86).
@@ -127,6 +139,7 @@ func (s *Server) assemble(ext Extensions) error {
 		Spawn:   s.background,
 		Archive: s.archive,
 		Service: svc,
+		PRsTTL:  cfg.Grasp.PRsTTL.D(),
 	}, s.env.Named("hosting"))
 	if err != nil {
 		return err
@@ -156,8 +169,9 @@ func (s *Server) assemble(ext Extensions) error {
 		queueWait = -1 // refuse at once
 	}
 	var prs git.PRsHost // nil: every /prs/ path is a 404 (G06-0)
+	var prsQuota git.PRsQuota
 	if cfg.Grasp.Grasp06 {
-		prs = s.hosting
+		prs, prsQuota = s.hosting, s.hosting
 	}
 	s.refusals = git.NewRefusals(s.clk)
 	s.relay.HandleGit(git.NewHandler(git.Options{
@@ -165,6 +179,7 @@ func (s *Server) assemble(ext Extensions) error {
 		Placeholders:      s.hosting,
 		ReadOnly:          s.hosting.ReadOnly,
 		PRs:               prs,
+		PRsQuota:          prsQuota,
 		CheckSpace:        s.writable,
 		MaxPushBytes:      int64(cfg.Grasp.MaxPushMB) << 20,
 		MaxDuration:       cfg.Git.MaxPushDuration.D(),
@@ -217,7 +232,7 @@ func (s *Server) policyOptions(svc nip34.Service, plugins policy.Chain, names []
 	}
 }
 
-// assembleRelay builds the relay (khatru's write hooks, the websocket gate,
+// assembleRelay builds the relay (its write path, the websocket gate,
 // the NIP-11 document): every event goes through rules, their decision to
 // the effects.
 func (s *Server) assembleRelay(popts policy.Options, rules *policy.Rules) error {
@@ -278,6 +293,7 @@ func (s *Server) assembleRelay(popts policy.Options, rules *policy.Rules) error 
 			BytesPerIP:              int64(cfg.Purgatory.MaxPlaceholderMBPerIP) << 20,
 			PlaceholderTTLSeconds:   int64(cfg.Purgatory.NostrRefTTL.D().Seconds()),
 		},
+		PRsLimits: prsLimits(cfg.Grasp),
 	}, s.env.Named("relay"))
 	if err != nil {
 		return err
@@ -314,13 +330,26 @@ func (s *Server) assembleVisibility(svc nip34.Service, rost *roster.Source) erro
 	g := s.cfg.Grasp
 	var err error
 	s.vis, err = visibility.New(visibility.Options{
-		ServiceWide: g.Private, Offered: g.PrivateRepositories, Members: privateMembers(s.cfg),
+		ServiceWide: g.Private, Offered: g.PrivateRepositories, Members: s.members(s.cfg),
 		Records: s.store.Privacy(), Roster: rost, Events: s.store.Events(), Held: s.purg, Hosted: s.repos, Service: svc,
+		Banned: s.operator,
 	}, s.env.Named("visibility"))
 	if err != nil {
 		return err
 	}
 	return s.vis.Load(s.life)
+}
+
+// members are the keys that read everything private: the configured
+// ones, the relay's own and those the operator added over NIP-86
+// (addmember, issue 25 part 3). cfg is the configuration in force (a
+// reload passes the new one).
+func (s *Server) members(cfg config.Config) []string {
+	out := privateMembers(cfg)
+	for _, e := range s.operator.Entries(nip86.ListMembers) {
+		out = append(out, e.Item)
+	}
+	return out
 }
 
 // privateMembers are the keys that read everything private: the
@@ -417,6 +446,19 @@ func (s *Server) assembleFanout() {
 			},
 		})
 	})
+}
+
+// prsLimits are the GRASP-06 /prs/ data quotas NIP-11 advertises; none
+// without GRASP-06.
+func prsLimits(g config.Grasp) relay.PRsLimits {
+	if !g.Grasp06 {
+		return relay.PRsLimits{}
+	}
+	return relay.PRsLimits{
+		Bytes: int64(g.PRsMaxMB) << 20, BytesPerIP: int64(g.PRsMaxMBPerIP) << 20, BytesPerPubkey: int64(g.PRsMaxMBPerPubkey) << 20,
+		Repos: g.PRsMaxRepos, ReposPerIP: g.PRsMaxReposPerIP, ReposPerPubkey: g.PRsMaxReposPerPubkey,
+		TTLSeconds: int64(g.PRsTTL.D().Seconds()),
+	}
 }
 
 // recheckAfter re-runs the states this instance refused of an identifier

@@ -4,12 +4,13 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"errors"
-	"fmt"
 
 	"github.com/dgraph-io/badger/v4"
 	"github.com/dgraph-io/badger/v4/skl"
 	"github.com/fiatjaf/eventstore"
 	"github.com/nbd-wtf/go-nostr"
+
+	"github.com/grasp-dev/grasp/core/outcome"
 )
 
 // Writes of the badger backend. The writer goroutine (writer.go) applies a
@@ -131,7 +132,7 @@ func (b *batchTxn) save(i int, o *op, errs []error) (err error) {
 	}
 	dup, err := b.stored(p.id)
 	if err != nil {
-		return fmt.Errorf("error: look for a duplicate of %s: %w", o.evt.ID, err)
+		return outcome.Errorf(outcome.Error, "look for a duplicate of %s: %w", o.evt.ID, err)
 	}
 	if dup {
 		return eventstore.ErrDupEvent
@@ -222,7 +223,7 @@ func (b *batchTxn) flush(errs []error) {
 	if err != nil {
 		for _, i := range b.run {
 			if errs[i] == nil {
-				errs[i] = fmt.Errorf("error: commit the store's write batch: %w", err)
+				errs[i] = outcome.Errorf(outcome.Error, "commit the store's write batch: %w", err)
 			}
 		}
 	} else {
@@ -262,7 +263,7 @@ func (b *batchTxn) alone(o *op) (err error) {
 	}
 	if err := txn.Commit(); err != nil {
 		b.index, b.count, b.size, b.large = b.index[:0], 0, 0, false
-		return fmt.Errorf("error: commit the %s: %w", o.kind, err)
+		return outcome.Errorf(outcome.Error, "commit the %s: %w", o.kind, err)
 	}
 	b.applied()
 	b.index, b.count, b.size = b.index[:0], 0, 0
@@ -293,7 +294,7 @@ func (b *batchTxn) replace(o *op) error {
 			return true
 		})
 		if err != nil {
-			return fmt.Errorf("error: look up the versions of %s: %w", o.evt.ID, err)
+			return outcome.Errorf(outcome.Error, "look up the versions of %s: %w", o.evt.ID, err)
 		}
 		if !more {
 			break
@@ -341,16 +342,16 @@ func (b *batchTxn) set(o *op, ckey []byte, serial uint32) error {
 	p.setSerial(serial)
 	if ckey != nil {
 		if err := b.txn.Set(ckey, o.content); err != nil {
-			return fmt.Errorf("error: store the content of %s: %w", o.evt.ID, err)
+			return outcome.Errorf(outcome.Error, "store the content of %s: %w", o.evt.ID, err)
 		}
 		b.large = true
 	}
 	if err := b.txn.Set(rawKey(serial), p.record); err != nil {
-		return fmt.Errorf("error: store %s: %w", o.evt.ID, err)
+		return outcome.Errorf(outcome.Error, "store %s: %w", o.evt.ID, err)
 	}
 	for _, k := range p.keys {
 		if err := b.txn.Set(k, nil); err != nil {
-			return fmt.Errorf("error: index %s: %w", o.evt.ID, err)
+			return outcome.Errorf(outcome.Error, "index %s: %w", o.evt.ID, err)
 		}
 	}
 	return nil
@@ -362,7 +363,7 @@ func (b *batchTxn) discard(errs []error, err error) {
 	b.txn = nil
 	for _, i := range b.run {
 		if errs[i] == nil {
-			errs[i] = fmt.Errorf("error: the store's write batch was abandoned: %w", err)
+			errs[i] = outcome.Errorf(outcome.Error, "the store's write batch was abandoned: %w", err)
 		}
 	}
 	clear(b.ids)
@@ -377,7 +378,7 @@ func (b *batchTxn) delete(id string) error {
 	}
 	serial, evt, err := storedEvent(b.txn, raw)
 	if err != nil {
-		return fmt.Errorf("error: look up %s to delete it: %w", id, err)
+		return outcome.Errorf(outcome.Error, "look up %s to delete it: %w", id, err)
 	}
 	if evt == nil {
 		return nil
@@ -389,7 +390,7 @@ func (b *batchTxn) delete(id string) error {
 func (b *batchTxn) remove(serial uint32, evt *nostr.Event) error {
 	del := func(k []byte) error {
 		if err := b.txn.Delete(k); err != nil {
-			return fmt.Errorf("error: delete %s: %w", evt.ID, err)
+			return outcome.Errorf(outcome.Error, "delete %s: %w", evt.ID, err)
 		}
 		return nil
 	}
@@ -478,6 +479,6 @@ func (s *Store) nextSerial() (uint32, error) {
 func recoverWrite(s *Store, o *op, err *error) {
 	if r := recover(); r != nil {
 		s.log.Error("event store panicked", "op", o.kind.String(), "panic", r)
-		*err = fmt.Errorf("error: event store failed on %s: %v", o.kind, r)
+		*err = outcome.Errorf(outcome.Error, "event store failed on %s: %v", o.kind, r)
 	}
 }

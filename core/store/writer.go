@@ -2,15 +2,15 @@ package store
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"sync"
 
 	"github.com/nbd-wtf/go-nostr"
+
+	"github.com/grasp-dev/grasp/core/outcome"
 )
 
 // errClosed is returned for writes submitted after Close began.
-var errClosed = errors.New("error: store is closed")
+var errClosed = outcome.Errorf(outcome.Error, "store is closed")
 
 type opKind uint8
 
@@ -110,7 +110,7 @@ func (w *writer) submit(ctx context.Context, o *op) error {
 		return errClosed
 	case <-ctx.Done():
 		w.mu.RUnlock()
-		return fmt.Errorf("error: %s not queued: %w", o.kind, ctx.Err())
+		return outcome.Errorf(outcome.Error, "%s not queued: %w", o.kind, ctx.Err())
 	}
 	w.mu.RUnlock()
 
@@ -119,7 +119,7 @@ func (w *writer) submit(ctx context.Context, o *op) error {
 		return err
 	case <-ctx.Done():
 		// The write may still commit; the caller only stops waiting.
-		return fmt.Errorf("error: gave up waiting for the %s to commit: %w", o.kind, ctx.Err())
+		return outcome.Errorf(outcome.Error, "gave up waiting for the %s to commit: %w", o.kind, ctx.Err())
 	}
 }
 
@@ -179,7 +179,7 @@ func (w *writer) commit(batch []*op, errs []error) {
 	for i, o := range batch {
 		err := errs[i]
 		if err == nil && syncErr != nil {
-			err = fmt.Errorf("error: %s applied but not made durable: %w", o.kind, syncErr)
+			err = outcome.Errorf(outcome.Error, "%s applied but not made durable: %w", o.kind, syncErr)
 		}
 		if o.kind != opBarrier && o.kind != opSweep {
 			w.s.m.countWrite(o.kind, err)
