@@ -124,6 +124,9 @@ type Options struct {
 	// anyone may make; issue 12 part 4); enforced by core/git and
 	// core/purgatory.
 	PushLimits PushLimits
+	// PRsLimits are the GRASP-06 /prs/ data quotas advertised in NIP-11
+	// limitation (audit F20); enforced by core/purgatory.
+	PRsLimits PRsLimits
 }
 
 // PushLimits are what one git push, and the refs/nostr/<id> placeholders
@@ -135,6 +138,15 @@ type PushLimits struct {
 	PlaceholdersPerRepo, PerPubkey, PerIP               int
 	PlaceholderBytesPerRepo, BytesPerPubkey, BytesPerIP int64
 	PlaceholderTTLSeconds                               int64
+}
+
+// PRsLimits are what GRASP-06 /prs/ repositories may hold: bytes and
+// repositories in total, per client IP and per npub of the path, and how
+// long unused data is kept. Zero is unbounded (and not advertised).
+type PRsLimits struct {
+	Bytes, BytesPerIP, BytesPerPubkey int64
+	Repos, ReposPerIP, ReposPerPubkey int
+	TTLSeconds                        int64
 }
 
 // Server is a configured relay plus its HTTP routing.
