@@ -95,7 +95,7 @@ func (r *Repos) OpenPRs(ctx context.Context, repo nip34.RepoRef) (done func(), e
 			}
 			r.prs.mu.Unlock()
 			if _, err := r.RemoveIfEmpty(context.WithoutCancel(ctx), repo); err != nil {
-				r.log.Warn("remove a /prs/ repository left without refs", "path", repo.URLPath(), "error", err)
+				r.log.Warn("remove a /prs/ repository left without refs", "repo", repo.URLPath(), "error", err)
 			}
 		})
 	}
@@ -138,7 +138,7 @@ func (r *Repos) RemoveIfEmpty(ctx context.Context, repo nip34.RepoRef) (bool, er
 		return false, fmt.Errorf("remove %s: %w", repo.URLPath(), err)
 	}
 	_ = os.Remove(filepath.Dir(dir)) // the npub directory, when it was the last
-	r.log.Debug("removed a /prs/ repository without refs", "path", repo.URLPath())
+	r.log.Debug("removed a /prs/ repository without refs", "repo", repo.URLPath())
 	return true, nil
 }
 

@@ -93,6 +93,7 @@ func (s *Server) Ingest(ctx context.Context, evt *nostr.Event, meta policy.Meta)
 	}
 	c := &call{meta: meta}
 	if _, err := s.khatru.AddEvent(context.WithValue(ctx, callKey{}, c), evt); err != nil {
+		s.noteRefused(evt, meta, err.Error())
 		return false, err.Error()
 	}
 	return true, c.msg

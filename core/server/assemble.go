@@ -17,6 +17,7 @@ import (
 	"github.com/grasp-dev/grasp/core/pages"
 	"github.com/grasp-dev/grasp/core/policy"
 	"github.com/grasp-dev/grasp/core/purgatory"
+	"github.com/grasp-dev/grasp/core/refusals"
 	"github.com/grasp-dev/grasp/core/relay"
 	"github.com/grasp-dev/grasp/core/roster"
 	"github.com/grasp-dev/grasp/core/scheduler"
@@ -40,6 +41,7 @@ func (s *Server) assemble(ext Extensions) error {
 	// Every per-IP cap counts the client's key, its network (F23); an
 	// X-Forwarded-For from an untrusted peer is logged now and then (F32).
 	s.clientIP = clients.WarnUntrusted(s.env.Named("clientip").Log, s.clk).Key
+	s.refusals = refusals.New(refusals.Options{}, s.env.Named("refusals"))
 	events := s.store.Events()
 	s.purg, err = purgatory.New(purgatory.Options{
 		KV:             s.store.Side(),
@@ -168,6 +170,7 @@ func (s *Server) assemble(ext Extensions) error {
 		MinBodyBytes:      minBody,
 		BodyRateWindow:    cfg.Git.BodyRateWindow.D(),
 		ClientIP:          s.clientIP,
+		Refusals:          s.refusals,
 	}, s.env.Named("git")))
 
 	pg, err := pages.New(pages.Options{
@@ -181,6 +184,7 @@ func (s *Server) assemble(ext Extensions) error {
 	s.relay.HandleRepoAddresses(pg.Shown) // NIP-AD: the repositories the pages show
 
 	s.sched = scheduler.New(scheduler.Options{}, s.env.Named("scheduler"))
+	s.sched.Every("refusal-log", time.Minute, func(context.Context) error { s.refusals.Flush(); return nil })
 	s.assembleFanout()
 	s.startSync(svc, ext.Selector)
 	if s.archive.Enabled() {
@@ -250,6 +254,7 @@ func (s *Server) assembleRelay(popts policy.Options, rules *policy.Rules) error 
 		Effects:            s.hosting,
 		Private:            s.vis,
 		ClientIP:           s.clientIP,
+		Refusals:           s.refusals,
 		AuthRequired:       cfg.Grasp.Private,
 		PushLimits: relay.PushLimits{
 			MaxPushBytes:            int64(cfg.Grasp.MaxPushMB) << 20,

@@ -175,7 +175,7 @@ func (v *Visibility) Observe(evt *nostr.Event) {
 			return
 		}
 		if a.Private {
-			v.flag(a.Identifier)
+			v.flag(a.Repo())
 		}
 		v.mu.Lock()
 		v.forget()
@@ -187,14 +187,14 @@ func (v *Visibility) Observe(evt *nostr.Event) {
 	}
 }
 
-// flag remembers that identifier d has had a private announcement.
-func (v *Visibility) flag(d string) {
+// flag remembers that r's identifier has had a private announcement (r's).
+func (v *Visibility) flag(r nip34.RepoRef) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	if !v.flagged[d] {
+	if d := r.Identifier; !v.flagged[d] {
 		v.flagged[d] = true
 		v.flaggedN.Add(1)
-		v.log.Info("repository identifier has a private announcement (GRASP-08)", "d", d)
+		v.log.Info("repository identifier has a private announcement (GRASP-08)", "repo", r.URLPath())
 	}
 }
 
@@ -249,7 +249,7 @@ func (v *Visibility) resolve(ctx context.Context, ref nip34.RepoRef) *repo {
 	if err := view.Err(); err != nil {
 		// What could not be read may carry the flag: fail closed, and do
 		// not remember the answer.
-		v.log.Warn("reading a repository's announcements failed; treating it as private", "repo", ref.String(), "error", err)
+		v.log.Warn("reading a repository's announcements failed; treating it as private", "repo", ref.URLPath(), "error", err)
 		r.private = true
 		return r
 	}
