@@ -86,6 +86,13 @@ func startExample(t *testing.T, file string, peers ...string) instance {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return startConfig(t, file, cfg, peers...)
+}
+
+// startConfig runs cfg (named name in failures) on a free port in a temp
+// data dir.
+func startConfig(t *testing.T, name string, cfg config.Config, peers ...string) instance {
+	t.Helper()
 	port := freePort(t)
 	cfg.Server.Listen = fmt.Sprintf("127.0.0.1:%d", port)
 	cfg.Server.PublicURL = ""
@@ -113,7 +120,7 @@ func startExample(t *testing.T, file string, peers ...string) instance {
 	t.Cleanup(func() {
 		cancel()
 		if err := srv.Wait(); err != nil {
-			t.Errorf("%s stopped with %v", file, err)
+			t.Errorf("%s stopped with %v", name, err)
 		}
 	})
 	return instance{base: cfg.Server.PublicURL, relay: cfg.RelayURL()}

@@ -110,10 +110,10 @@ type Options struct {
 	// server passes core/clientip's, which knows its trusted proxies; nil
 	// takes the socket's peer.
 	ClientIP func(r *http.Request) string
-	// Refusals counts refused requests and pushes for the operator's
+	// RefusalLog counts refused requests and pushes for the operator's
 	// per-minute line and budgets the push refusals' own lines
 	// (core/refusals); nil: not counted, every refusal logged.
-	Refusals *refusals.Log
+	RefusalLog *refusals.Log
 	// PackWindowMemory and PackThreads bound pack-objects' memory and CPU
 	// per upload-pack (defaults "100m" and 1).
 	PackWindowMemory string
@@ -132,6 +132,9 @@ type Options struct {
 	// PRs serves GRASP-06 /prs/ repositories (prs.go); nil: GRASP-06 is off
 	// and every /prs/ path is a 404 (G06-0).
 	PRs PRsHost
+	// Refusals remembers refused pushes for the repository pages; nil:
+	// nothing is remembered.
+	Refusals *Refusals
 }
 
 func (o *Options) defaults() {
@@ -196,7 +199,7 @@ func NewHandler(opts Options, e env.Env) http.Handler {
 	opts.defaults()
 	e = e.OrDefaults()
 	sl := newSlots(e.Clock, opts.MaxProcesses, opts.MaxProcessesPerIP, opts.QueueWait)
-	sl.refusals = opts.Refusals
+	sl.refusals = opts.RefusalLog
 	return &handler{
 		opts:     opts,
 		repos:    opts.Repos,

@@ -25,12 +25,16 @@ const receiveResultType = "application/x-git-receive-pack-result"
 func (h *handler) serveReceivePack(w http.ResponseWriter, r *http.Request, repo nip34.RepoRef, dir string) {
 	start := h.clk.Now()
 	ip := h.clientIP(r)
-	// prsRefused counts a refused GRASP-06 push by reason.
+	// prsRefused counts a refused GRASP-06 push by reason; a refused push
+	// of a hosted repository is remembered for its page instead.
+	nRefs := 0
 	prsRefused := func(reason string) {
 		if repo.PRs {
 			h.m.prsPushes.WithLabelValues("refused").Inc()
 			h.m.prsRefused.WithLabelValues(reason).Inc()
+			return
 		}
+		h.opts.Refusals.note(repo, reason, nRefs)
 	}
 	body, wire, lim, closeBody, err := h.requestBody(w, r, h.opts.MaxPushBytes, "a push may hold "+sizeText(h.opts.MaxPushBytes))
 	if err != nil {
@@ -56,6 +60,7 @@ func (h *handler) serveReceivePack(w http.ResponseWriter, r *http.Request, repo 
 		h.finish("push", start, runResult{rejected: true, in: wire.n})
 		return
 	}
+	nRefs = len(cmds.Updates)
 	if len(cmds.Updates) == 0 {
 		// A flush-only request: git's "nothing to push" probe.
 		writeReceiveResult(w, []byte(pktFlush))
@@ -78,7 +83,8 @@ func (h *handler) serveReceivePack(w http.ResponseWriter, r *http.Request, repo 
 	if h.opts.ReadOnly != nil {
 		if why := h.opts.ReadOnly(ctx, repo); why != "" {
 			h.m.refused.WithLabelValues("read_only").Inc()
-			if h.opts.Refusals.Detail(ip, refusals.PushRefused) {
+			h.opts.Refusals.note(repo, "read_only", nRefs)
+			if h.opts.RefusalLog.Detail(ip, refusals.PushRefused) {
 				h.log.Info("push refused: read-only archive", "repo", repo.URLPath(), "remote", ip)
 			}
 			refuseAll(why)
@@ -98,7 +104,7 @@ func (h *handler) serveReceivePack(w http.ResponseWriter, r *http.Request, repo 
 	if !res.Allowed {
 		h.m.auth.WithLabelValues("rejected", res.Class).Inc()
 		prsRefused(res.Class)
-		if h.opts.Refusals.Detail(ip, refusals.PushRefused) {
+		if h.opts.RefusalLog.Detail(ip, refusals.PushRefused) {
 			h.log.Info("push refused", "repo", repo.URLPath(), "remote", ip, "refs", RefsMoved(cmds.Updates), "class", res.Class, "reason", res.Reason)
 		}
 		_, _ = io.Copy(io.Discard, body)
@@ -110,7 +116,7 @@ func (h *handler) serveReceivePack(w http.ResponseWriter, r *http.Request, repo 
 		if err := h.opts.CheckSpace(); err != nil {
 			h.m.refused.WithLabelValues("disk").Inc()
 			prsRefused("disk")
-			if h.opts.Refusals.Detail(ip, refusals.PushRefused) {
+			if h.opts.RefusalLog.Detail(ip, refusals.PushRefused) {
 				h.log.Warn("push refused: low on disk space", "repo", repo.URLPath(), "remote", ip, "error", err)
 			}
 			refuseAll(err.Error())
@@ -128,7 +134,7 @@ func (h *handler) serveReceivePack(w http.ResponseWriter, r *http.Request, repo 
 		if err != nil {
 			h.m.refused.WithLabelValues("quota").Inc()
 			prsRefused("quota")
-			if h.opts.Refusals.Detail(ip, refusals.PushRateLimited) {
+			if h.opts.RefusalLog.Detail(ip, refusals.PushRateLimited) {
 				h.log.Info("placeholder push refused", "repo", repo.URLPath(), "remote", ip, "reason", err)
 			}
 			refuseAll(err.Error())
@@ -138,7 +144,7 @@ func (h *handler) serveReceivePack(w http.ResponseWriter, r *http.Request, repo 
 		if err := rsv.Charge(int64(len(raw))); err != nil {
 			h.m.refused.WithLabelValues("quota").Inc()
 			prsRefused("quota")
-			h.opts.Refusals.Count(ip, refusals.PushRateLimited)
+			h.opts.RefusalLog.Count(ip, refusals.PushRateLimited)
 			refuseAll(err.Error())
 			return
 		}
@@ -198,7 +204,7 @@ func (h *handler) serveReceivePack(w http.ResponseWriter, r *http.Request, repo 
 	case refusal != "":
 		h.m.auth.WithLabelValues("rejected", ClassStale).Inc()
 		prsRefused("gate")
-		if h.opts.Refusals.Detail(ip, refusals.PushRefused) {
+		if h.opts.RefusalLog.Detail(ip, refusals.PushRefused) {
 			h.log.Info("push refused by the push gate", "repo", repo.URLPath(), "remote", ip, "refs", RefsMoved(cmds.Updates), "reason", refusal)
 		}
 		rr.rejected, rr.err = true, nil
@@ -211,9 +217,9 @@ func (h *handler) serveReceivePack(w http.ResponseWriter, r *http.Request, repo 
 		rr.err = errors.New("receive-pack did not apply every ref update")
 	}
 	if !applied && errors.As(rr.err, new(*quotaError)) {
-		h.opts.Refusals.Count(ip, refusals.PushRateLimited)
+		h.opts.RefusalLog.Count(ip, refusals.PushRateLimited)
 	}
-	if !applied && rr.err != nil && repo.PRs {
+	if !applied && rr.err != nil {
 		switch {
 		case errors.As(rr.err, new(*quotaError)):
 			prsRefused("quota")
@@ -221,7 +227,7 @@ func (h *handler) serveReceivePack(w http.ResponseWriter, r *http.Request, repo 
 			prsRefused("too_large")
 		case errors.Is(rr.err, errSlowBody):
 			prsRefused("slow_body")
-		default:
+		case repo.PRs:
 			h.m.prsPushes.WithLabelValues("failed").Inc()
 		}
 	}

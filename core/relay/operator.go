@@ -70,7 +70,7 @@ func (s *Server) refusedAddr(r *http.Request) bool {
 		addr = s.opts.ClientIP(r)
 	}
 	if (*p)(addr) {
-		s.opts.Refusals.Count(addr, refusals.BlockedAddress)
+		s.opts.RefusalLog.Count(addr, refusals.BlockedAddress)
 		return true
 	}
 	return false

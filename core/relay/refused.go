@@ -22,7 +22,7 @@ func (s *Server) noteRefused(evt *nostr.Event, meta policy.Meta, msg string) {
 	limited := strings.HasPrefix(msg, "rate-limited:")
 	if evt.Kind != nip34.KindAnnouncement {
 		if client && limited {
-			s.opts.Refusals.Count(meta.Remote, refusals.EventRateLimited)
+			s.opts.RefusalLog.Count(meta.Remote, refusals.EventRateLimited)
 		}
 		return
 	}
@@ -35,7 +35,7 @@ func (s *Server) noteRefused(evt *nostr.Event, meta policy.Meta, msg string) {
 	if limited {
 		reason = refusals.EventRateLimited
 	}
-	if s.opts.Refusals.Detail(meta.Remote, reason) {
+	if s.opts.RefusalLog.Detail(meta.Remote, reason) {
 		s.log.Info("announcement refused", "repo", repo.URLPath(), "id", evt.ID, "remote", meta.Remote, "reason", msg)
 	}
 }

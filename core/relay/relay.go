@@ -104,6 +104,12 @@ type Options struct {
 	// Events is the main event store, already Init'ed; required. The caller
 	// closes it after Serve returns.
 	Events eventstore.Store
+	// Shared is set when other grasp instances write the same store
+	// (store.Store.Shared, PostgreSQL): a deletion another instance stored
+	// is then honoured here too, because every write asks the store
+	// whether its author deleted it instead of trusting this process's
+	// index of deletions (deleting.go).
+	Shared bool
 	// Pipeline decides about every event; nil stores everything.
 	Pipeline policy.Pipeline
 	// Effects carries out decisions; required only if the pipeline can
@@ -128,10 +134,10 @@ type Options struct {
 	// anyone may make; issue 12 part 4); enforced by core/git and
 	// core/purgatory.
 	PushLimits PushLimits
-	// Refusals counts refused clients for the operator's per-minute line
+	// RefusalLog counts refused clients for the operator's per-minute line
 	// (core/refusals): connections over the caps, blocked addresses,
 	// "rate-limited:" OKs, refused announcements; nil: not counted.
-	Refusals *refusals.Log
+	RefusalLog *refusals.Log
 }
 
 // PushLimits are what one git push, and the refs/nostr/<id> placeholders
@@ -226,12 +232,12 @@ func New(opts Options, e env.Env) (*Server, error) {
 	if s.pipeline == nil {
 		s.pipeline = policy.AcceptAll{}
 	}
-	s.deletions, err = loadTombstones(context.Background(), s.store, limits.NegentropyMaxEvents)
+	s.deletions, err = loadTombstones(context.Background(), s.store, limits.NegentropyMaxEvents, opts.Shared)
 	if err != nil {
 		return nil, fmt.Errorf("relay: %w", err)
 	}
 	s.khatru = s.newKhatru()
-	s.gate = gate.New(gate.Options{Backend: s, Limits: limits, RelayURL: wsURL, OtherRelayURLs: otherRelayURLs(svc), Private: opts.Private, ClientIP: opts.ClientIP, Refusals: opts.Refusals}, e.Named("gate"))
+	s.gate = gate.New(gate.Options{Backend: s, Limits: limits, RelayURL: wsURL, OtherRelayURLs: otherRelayURLs(svc), Private: opts.Private, ClientIP: opts.ClientIP, RefusalLog: opts.RefusalLog}, e.Named("gate"))
 	s.configured.name, s.configured.description, s.configured.icon = opts.Name, opts.Description, opts.IconURL
 	s.nip11, err = s.buildNIP11()
 	if err != nil {

@@ -100,6 +100,8 @@ type Server struct {
 	repos   *git.Repos
 	hosting *hosting.Hosting
 	hunter  *hunt.Hunter
+	// refusals remembers refused pushes for the repository pages
+	refusals *git.Refusals
 	// syncNow is the sync stack of the current leadership term (nil on a
 	// follower, or with sync disabled); syncSvc and syncSel build it.
 	syncNow atomic.Pointer[syncStack]
@@ -120,9 +122,9 @@ type Server struct {
 	// its network (clientip.Clients.Key), for every per-IP limit (the
 	// gate's, git's, and through Meta.Remote purgatory's).
 	clientIP func(*http.Request) string
-	// refusals is the operator log's per-minute account of refused
+	// refusalLog is the operator log's per-minute account of refused
 	// clients (core/refusals), fed by the gate, the relay and git.
-	refusals *refusals.Log
+	refusalLog *refusals.Log
 
 	// life ends when the server stops; background work that is not a
 	// scheduled loop hangs on it so it never outlives the store.
@@ -140,7 +142,9 @@ type Server struct {
 // its clock, logger and metrics registerer.
 func OpenStore(cfg config.Config, e env.Env) (*store.Store, error) {
 	e = e.OrDefaults()
-	st, err := store.New(StoreOptions(cfg), e.Named("store"))
+	opts := StoreOptions(cfg)
+	readOnlyOnFullDisk(cfg, &opts)
+	st, err := store.New(opts, e.Named("store"))
 	if err != nil {
 		return nil, fmt.Errorf("open store: %w", err)
 	}
@@ -190,6 +194,7 @@ func New(o Options, e env.Env) (*Server, error) {
 		s.closeStore()
 		return nil, err
 	}
+	s.reportReadOnly(o.FreeSpace)
 	return s, nil
 }
 
@@ -229,7 +234,7 @@ func (s *Server) Start(ctx context.Context) error {
 		}
 		s.endLife()
 		s.sched.Stop()
-		s.refusals.Flush() // the last minute's refusals
+		s.refusalLog.Flush() // the last minute's refusals
 		if cerr := s.closeStore(); err == nil {
 			err = cerr
 		}

@@ -57,6 +57,11 @@ func (e *events) DeleteEvent(ctx context.Context, evt *nostr.Event) error {
 
 func (e *events) write(ctx context.Context, kind opKind, evt *nostr.Event) error {
 	start := e.s.env.Clock.Now()
+	if e.s.readOnly != "" {
+		err := e.s.errReadOnly()
+		e.s.m.countWrite(kind, err)
+		return err
+	}
 	if err := validateEvent(evt, !e.direct); err != nil {
 		e.s.m.countWrite(kind, err)
 		return err
