@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/grasp-dev/grasp/internal/testkit"
 	"github.com/nbd-wtf/go-nostr"
 )
 
@@ -49,9 +50,9 @@ func (p *publisher) run(ctx context.Context, relay *relayConn, k key, d string, 
 		default:
 		}
 		evt := &nostr.Event{Kind: 1621, CreatedAt: nostr.Now(), Content: "filed while a backup runs", Tags: nostr.Tags{
-			{"a", "30617:" + k.pk + ":" + d}, {"p", k.pk}, {"subject", fmt.Sprintf("issue %d", i)},
+			{"a", "30617:" + k.PK + ":" + d}, {"p", k.PK}, {"subject", fmt.Sprintf("issue %d", i)},
 		}}
-		if err := evt.Sign(k.sk); err != nil {
+		if err := evt.Sign(k.SK); err != nil {
 			return err
 		}
 		ok, msg, err := relay.publish(ctx, evt)
@@ -109,7 +110,7 @@ func (p *pusher) run(ctx context.Context, relay *relayConn, k key, d, dir, url s
 		st := &nostr.Event{Kind: 30618, CreatedAt: last, Tags: nostr.Tags{
 			{"d", d}, {"refs/heads/main", sha}, {"HEAD", "ref: refs/heads/main"},
 		}}
-		if err := st.Sign(k.sk); err != nil {
+		if err := st.Sign(k.SK); err != nil {
 			return err
 		}
 		p.mu.Lock()
@@ -142,7 +143,7 @@ func TestBackupWhileServing(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 
-	port := freePort(t)
+	port := testkit.FreePort(t)
 	public := fmt.Sprintf("http://127.0.0.1:%d", port)
 	relayURL := fmt.Sprintf("ws://127.0.0.1:%d", port)
 	data := filepath.Join(t.TempDir(), "data")
@@ -279,7 +280,7 @@ func TestBackupWhileServing(t *testing.T) {
 // TestBackupWhileServing promises; it returns the running server.
 func checkRestored(ctx context.Context, t *testing.T, data, public string, k key, acked []string, pushes *pusher) *graspProc {
 	t.Helper()
-	g := startGrasp(t, fmt.Sprintf("127.0.0.1:%d", freePort(t)), public, data, "")
+	g := startGrasp(t, fmt.Sprintf("127.0.0.1:%d", testkit.FreePort(t)), public, data, "")
 	r, err := dialRelay(ctx, "ws://"+g.Addr, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -305,7 +306,7 @@ func checkRestored(ctx context.Context, t *testing.T, data, public string, k key
 	if missing > 0 {
 		t.Errorf("%s: %d of the %d issues acknowledged before the backup are missing", data, missing, len(acked))
 	}
-	_, anns, err := r.subscribe(ctx, nostr.Filter{Authors: []string{k.pk}, Kinds: []int{30617}})
+	_, anns, err := r.subscribe(ctx, nostr.Filter{Authors: []string{k.PK}, Kinds: []int{30617}})
 	if err != nil || len(anns) != 2 {
 		t.Errorf("%s: restored announcements: %d, %v", data, len(anns), err)
 	}
@@ -339,7 +340,7 @@ func checkRestored(ctx context.Context, t *testing.T, data, public string, k key
 		var served int
 		var waited bool
 		waitFor(t, "the restored server to serve a state of "+name+" as new as its refs", func() (bool, error) {
-			id, st, err := r.subscribe(ctx, nostr.Filter{Authors: []string{k.pk}, Kinds: []int{30618}, Tags: nostr.TagMap{"d": {name}}})
+			id, st, err := r.subscribe(ctx, nostr.Filter{Authors: []string{k.PK}, Kinds: []int{30618}, Tags: nostr.TagMap{"d": {name}}})
 			if err == nil {
 				closeSub := nostr.CloseEnvelope(id)
 				err = r.send(ctx, &closeSub)

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/grasp-dev/grasp/internal/testkit"
 	"github.com/nbd-wtf/go-nostr"
 )
 
@@ -15,7 +16,7 @@ import (
 // (its data dir is locked by badger) over the loopback metrics listener and
 // shows the hosted repository and what its purgatory holds, by kind.
 func TestAdminStatusWhileServing(t *testing.T) {
-	metricsPort := freePort(t)
+	metricsPort := testkit.FreePort(t)
 	in := newInstance(t, fmt.Sprintf("[metrics]\nenabled = true\nlisten = \"127.0.0.1:%d\"\n", metricsPort))
 	startServer(t, in)
 
@@ -38,7 +39,7 @@ func TestAdminStatusWhileServing(t *testing.T) {
 	}
 
 	// Without a running server the command says so and fails.
-	other := newInstance(t, fmt.Sprintf("[metrics]\nenabled = true\nlisten = \"127.0.0.1:%d\"\n", freePort(t)))
+	other := newInstance(t, fmt.Sprintf("[metrics]\nenabled = true\nlisten = \"127.0.0.1:%d\"\n", testkit.FreePort(t)))
 	if code, _, errOut := runGrasp(t, t.TempDir(), nil, nil, "admin", "status", "--config", other.Config); code != 1 || !strings.Contains(errOut, "is the server running?") {
 		t.Errorf("admin status without a server = %d %q", code, errOut)
 	}
@@ -49,7 +50,7 @@ func TestAdminStatusWhileServing(t *testing.T) {
 // reported against the signed state and, with --repair, realigned to it;
 // a bare repo nobody announced is reported and left alone.
 func TestAdminIntegrityCheckRepairsMovedRefs(t *testing.T) {
-	metricsPort := freePort(t)
+	metricsPort := testkit.FreePort(t)
 	in := newInstance(t, fmt.Sprintf("[metrics]\nenabled = true\nlisten = \"127.0.0.1:%d\"\n", metricsPort))
 	startServer(t, in)
 	owner := newKey(t)
@@ -67,7 +68,7 @@ func TestAdminIntegrityCheckRepairsMovedRefs(t *testing.T) {
 	}
 	waitServed(t, in, ann.ID, st.ID)
 
-	coord := "30617:" + owner.pk + ":" + d
+	coord := "30617:" + owner.PK + ":" + d
 	check := func(args ...string) (int, string) {
 		t.Helper()
 		code, out, errOut := runGrasp(t, t.TempDir(), nil, nil, append([]string{"admin", "integrity-check", "--config", in.Config}, args...)...)
@@ -81,7 +82,7 @@ func TestAdminIntegrityCheckRepairsMovedRefs(t *testing.T) {
 	}
 
 	// Behind the server's back.
-	bare := filepath.Join(in.DataDir, "git", owner.npub, d+".git")
+	bare := filepath.Join(in.DataDir, "git", owner.Npub, d+".git")
 	moveRefs := func() {
 		t.Helper()
 		for _, args := range [][]string{{"update-ref", "refs/heads/rogue", sha}, {"update-ref", "-d", "refs/heads/main"}} {
@@ -92,13 +93,13 @@ func TestAdminIntegrityCheckRepairsMovedRefs(t *testing.T) {
 	}
 	moveRefs()
 	ghostOwner := newKey(t)
-	if out, err := exec.Command("git", "init", "--quiet", "--bare", filepath.Join(in.DataDir, "git", ghostOwner.npub, "ghost.git")).CombinedOutput(); err != nil {
+	if out, err := exec.Command("git", "init", "--quiet", "--bare", filepath.Join(in.DataDir, "git", ghostOwner.Npub, "ghost.git")).CombinedOutput(); err != nil {
 		t.Fatalf("git init: %v\n%s", err, out)
 	}
 
 	code, out := check()
 	for _, want := range []string{"PROBLEM " + coord + " refs-differ-from-state: refs differ from state " + st.ID,
-		"PROBLEM 30617:" + ghostOwner.pk + ":ghost no-announcement"} {
+		"PROBLEM 30617:" + ghostOwner.PK + ":ghost no-announcement"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("integrity-check lacks %q:\n%s", want, out)
 		}
@@ -118,7 +119,7 @@ func TestAdminIntegrityCheckRepairsMovedRefs(t *testing.T) {
 		t.Errorf("integrity-check after the repair = %d\n%s", code, out)
 	}
 	// The unannounced repo is reported, never deleted or guessed at.
-	if code, out := check("--repair"); code != 1 || !strings.Contains(out, "PROBLEM 30617:"+ghostOwner.pk+":ghost no-announcement") {
+	if code, out := check("--repair"); code != 1 || !strings.Contains(out, "PROBLEM 30617:"+ghostOwner.PK+":ghost no-announcement") {
 		t.Errorf("integrity-check --repair with an unannounced repo = %d\n%s", code, out)
 	}
 }
@@ -127,7 +128,7 @@ func TestAdminIntegrityCheckRepairsMovedRefs(t *testing.T) {
 // (no server answering, metrics off, a DEST that holds files or lies in the
 // data dir, --offline without a data dir) and leaves nothing behind.
 func TestAdminBackupRefusals(t *testing.T) {
-	in := newInstance(t, fmt.Sprintf("[metrics]\nenabled = true\nlisten = \"127.0.0.1:%d\"\n", freePort(t)))
+	in := newInstance(t, fmt.Sprintf("[metrics]\nenabled = true\nlisten = \"127.0.0.1:%d\"\n", testkit.FreePort(t)))
 	if err := os.MkdirAll(in.DataDir, 0o755); err != nil {
 		t.Fatal(err)
 	}

@@ -32,7 +32,7 @@ func (h *Hosting) Apply(ctx context.Context, evt *nostr.Event, d policy.Decision
 	if notable(evt.Kind) {
 		// A PR's d is empty: its repository is in its a tag.
 		repo, _ := nip34.RepoOf(evt)
-		o.log.Info(kindName(evt.Kind)+" accepted", "id", evt.ID, "repo", repo.URLPath(), "author", nip34.Npub(evt.PubKey))
+		o.log.Info(nip34.KindName(evt.Kind)+" accepted", "id", evt.ID, "repo", repo.URLPath(), "author", nip34.Npub(evt.PubKey))
 	}
 	if evt.Kind == nip34.KindAnnouncement {
 		defer o.recheckRejected(evt.Tags.GetD())

@@ -20,8 +20,8 @@ import (
 func TestInfoLogLines(t *testing.T) {
 	r := newRig(t)
 	ctx := context.Background()
-	a := newKey()
-	repo := nip34.RepoRef{Pubkey: a.pk, Identifier: "r"}
+	a := newKey(t)
+	repo := nip34.RepoRef{Pubkey: a.PK, Identifier: "r"}
 	expect := func(what string, want []string, not ...string) {
 		t.Helper()
 		got := r.logs.Take()
@@ -73,7 +73,7 @@ func TestInfoLogLines(t *testing.T) {
 	// (issue 26 part 6).
 	pr := a.sign(t, nip34.KindPR, nostr.Tags{{"a", repo.String()}, {"c", tip}})
 	r.h.Apply(ctx, pr, policy.Decision{Outcome: policy.Store})
-	expect("stored PR", []string{"[INFO]  pr accepted: id=" + pr.ID + " repo=" + repo.URLPath() + " author=" + nip34.Npub(a.pk)})
+	expect("stored PR", []string{"[INFO]  PR accepted: id=" + pr.ID + " repo=" + repo.URLPath() + " author=" + a.Npub})
 
 	late := a.sign(t, nip34.KindState, nostr.Tags{{"d", "r"}, {"refs/heads/main", strings.Repeat("1", 40)}})
 	if _, err := r.h.Hold(ctx, late, policy.Decision{Outcome: policy.Hold, Effects: []policy.Effect{{Kind: policy.AwaitGitData, Repo: repo, OIDs: []string{strings.Repeat("1", 40)}}}}, policy.Meta{}); err != nil {
@@ -90,8 +90,8 @@ func TestInfoLogLines(t *testing.T) {
 // An archived repository says so when it is created (issue 12 part 5).
 func TestG05_InfoLogLineWhenArchived(t *testing.T) {
 	r := newRig(t)
-	a := newKey()
-	repo := nip34.RepoRef{Pubkey: a.pk, Identifier: "mirror"}
+	a := newKey(t)
+	repo := nip34.RepoRef{Pubkey: a.PK, Identifier: "mirror"}
 	ann := a.sign(t, nip34.KindAnnouncement, nostr.Tags{{"d", "mirror"}, {"clone", "https://git.example.org/mirror.git"}})
 	d := policy.Decision{Outcome: policy.Hold, Archived: true, Effects: []policy.Effect{{Kind: policy.CreateRepo, Repo: repo}}}
 	if _, err := r.h.Hold(context.Background(), ann, d, policy.Meta{Source: policy.SourceSync}); err != nil {

@@ -191,7 +191,7 @@ func (p *Pages) statusOf(ctx context.Context, repo nip34.RepoRef, m repoMeta, st
 				continue
 			}
 			if s.WaitingTotal++; len(s.Waiting) < maxStatusHeld {
-				s.Waiting = append(s.Waiting, heldRow{What: kindName(e.Event.Kind), ID: e.Event.ID, By: personOf(e.Event.PubKey),
+				s.Waiting = append(s.Waiting, heldRow{What: nip34.KindName(e.Event.Kind), ID: e.Event.ID, By: personOf(e.Event.PubKey),
 					Since: e.HeldAt.UTC(), Expires: e.Expires.UTC(), Needs: len(e.Needs)})
 			}
 		}
@@ -313,28 +313,4 @@ func refusalText(class string) string {
 		return "the push was too slow or too large for the server's limits"
 	}
 	return "the server could not decide (" + class + "); see its log"
-}
-
-// kindName names an event kind for a person.
-func kindName(kind int) string {
-	switch kind {
-	case nip34.KindAnnouncement:
-		return "announcement"
-	case nip34.KindState:
-		return "state"
-	case nip34.KindPR:
-		return "PR"
-	case nip34.KindPRUpdate:
-		return "PR update"
-	case nip34.KindIssue:
-		return "issue"
-	case nip34.KindPatch:
-		return "patch"
-	case nip34.KindComment:
-		return "comment"
-	}
-	if nip34.IsStatusKind(kind) {
-		return "status"
-	}
-	return "kind " + itoa(int64(kind))
 }

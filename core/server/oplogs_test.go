@@ -72,7 +72,7 @@ func TestOperatorLogsTellTheStory(t *testing.T) {
 		t.Fatalf("git-first PR push: %v\n%s", err, out)
 	}
 	cl.mustAccept(pr, "")
-	has("PR", "hosting: pr accepted:", "id="+pr.ID, repo)
+	has("PR", "hosting: PR accepted:", "id="+pr.ID, repo)
 
 	// A flood: this client's connections up to the cap, then refusals
 	// (429) until a thousand; every line about a refusal of the minute is
