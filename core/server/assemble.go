@@ -221,7 +221,7 @@ func (s *Server) policyOptions(svc nip34.Service, plugins policy.Chain, names []
 	}
 }
 
-// assembleRelay builds the relay (khatru's write hooks, the websocket gate,
+// assembleRelay builds the relay (its write path, the websocket gate,
 // the NIP-11 document): every event goes through rules, their decision to
 // the effects.
 func (s *Server) assembleRelay(popts policy.Options, rules *policy.Rules) error {
