@@ -129,6 +129,9 @@ type Options struct {
 	// (core/refusals): connections over the caps, blocked addresses,
 	// "rate-limited:" OKs, refused announcements; nil: not counted.
 	RefusalLog *refusals.Log
+	// PRsLimits are the GRASP-06 /prs/ data quotas advertised in NIP-11
+	// limitation (audit F20); enforced by core/purgatory.
+	PRsLimits PRsLimits
 }
 
 // PushLimits are what one git push, and the refs/nostr/<id> placeholders
@@ -140,6 +143,15 @@ type PushLimits struct {
 	PlaceholdersPerRepo, PerPubkey, PerIP               int
 	PlaceholderBytesPerRepo, BytesPerPubkey, BytesPerIP int64
 	PlaceholderTTLSeconds                               int64
+}
+
+// PRsLimits are what GRASP-06 /prs/ repositories may hold: bytes and
+// repositories in total, per client IP and per npub of the path, and how
+// long unused data is kept. Zero is unbounded (and not advertised).
+type PRsLimits struct {
+	Bytes, BytesPerIP, BytesPerPubkey int64
+	Repos, ReposPerIP, ReposPerPubkey int
+	TTLSeconds                        int64
 }
 
 // Server is a configured relay plus its HTTP routing.
