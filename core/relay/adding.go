@@ -13,6 +13,7 @@ import (
 
 	"github.com/grasp-dev/grasp/core/gate"
 	"github.com/grasp-dev/grasp/core/nip34"
+	"github.com/grasp-dev/grasp/core/nip86"
 	"github.com/grasp-dev/grasp/core/outcome"
 	"github.com/grasp-dev/grasp/core/policy"
 )
@@ -80,6 +81,11 @@ func (s *Server) Accept(ctx context.Context, evt *nostr.Event, meta policy.Meta)
 		}
 		if nip70.HasEmbeddedProtected(*evt) {
 			return outcome.New(outcome.Blocked, "a protected event cannot be reposted")
+		}
+		// NIP-43: a join request is answered by the operator's lists and
+		// never stored or relayed (NIP-70 above made sure of its author)
+		if join := s.op.join.Load(); evt.Kind == nip86.KindJoinRequest && join != nil {
+			return (*join)(evt)
 		}
 	}
 	if r, refused := s.rejectEvent(evt, meta); refused {

@@ -4,8 +4,11 @@ import (
 	"net/http"
 	"sync/atomic"
 
+	"github.com/nbd-wtf/go-nostr"
+
 	"github.com/grasp-dev/grasp/core/clientip"
 	"github.com/grasp-dev/grasp/core/nip86"
+	"github.com/grasp-dev/grasp/core/outcome"
 	"github.com/grasp-dev/grasp/core/refusals"
 )
 
@@ -18,7 +21,12 @@ type operatorHooks struct {
 	management atomic.Pointer[http.Handler]
 	blocked    atomic.Pointer[func(string) bool]
 	nip11      atomic.Pointer[[]byte] // nil: the document built at start
+	join       atomic.Pointer[func(*nostr.Event) outcome.Result]
 }
+
+// HandleJoin answers NIP-43 join requests (kind 28934, nip86.State.Join)
+// from clients; without it they are refused like every ephemeral event.
+func (s *Server) HandleJoin(fn func(evt *nostr.Event) outcome.Result) { s.op.join.Store(&fn) }
 
 // HandleManagement mounts the NIP-86 endpoint: a POST of
 // application/nostr+json+rpc to the relay's own URL goes to h.

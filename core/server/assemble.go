@@ -100,6 +100,11 @@ func (s *Server) assemble(ext Extensions) error {
 	if err != nil {
 		return err
 	}
+	// The operator's NIP-86 lists before visibility: their members read
+	// what is private, like grasp.private_members.
+	if err := s.assembleOperatorState(); err != nil {
+		return err
+	}
 	if err := s.assembleVisibility(svc, rost); err != nil {
 		return err
 	}
@@ -113,9 +118,6 @@ func (s *Server) assemble(ext Extensions) error {
 		return err
 	}
 	s.roster = rost
-	if err := s.assembleOperatorState(); err != nil {
-		return err
-	}
 	popts := s.policyOptions(svc, plugins, ext.AcceptNames)
 	// The operator's NIP-86 lists first, for every event whatever its
 	// source (core/nip86).
@@ -333,13 +335,26 @@ func (s *Server) assembleVisibility(svc nip34.Service, rost *roster.Source) erro
 	g := s.cfg.Grasp
 	var err error
 	s.vis, err = visibility.New(visibility.Options{
-		ServiceWide: g.Private, Offered: g.PrivateRepositories, Members: privateMembers(s.cfg),
+		ServiceWide: g.Private, Offered: g.PrivateRepositories, Members: s.members(s.cfg),
 		Records: s.store.Privacy(), Roster: rost, Events: s.store.Events(), Held: s.purg, Hosted: s.repos, Service: svc,
+		Banned: s.operator,
 	}, s.env.Named("visibility"))
 	if err != nil {
 		return err
 	}
 	return s.vis.Load(s.life)
+}
+
+// members are the keys that read everything private: the configured
+// ones, the relay's own and those the operator added over NIP-86
+// (addmember, issue 25 part 3). cfg is the configuration in force (a
+// reload passes the new one).
+func (s *Server) members(cfg config.Config) []string {
+	out := privateMembers(cfg)
+	for _, e := range s.operator.Entries(nip86.ListMembers) {
+		out = append(out, e.Item)
+	}
+	return out
 }
 
 // privateMembers are the keys that read everything private: the

@@ -115,6 +115,8 @@ type Server struct {
 	throttle    *throttle.Resolver
 	vis         *visibility.Visibility
 	operator    *nip86.State // the operator's NIP-86 lists (operator.go)
+	confMu      stdsync.Mutex
+	conf        *config.Config // the last reload's configuration, nil before one (reload.go)
 	space       *diskspace.Guard
 	archive     *archive.Scope // GRASP-05 scope
 	roster      *roster.Source // shared by the rules, hosting, sync's hosted-here answer

@@ -211,15 +211,19 @@ func containsAll(have, want []string) bool {
 // instance, or leaving purgatory): an announcement, or a deletion of one,
 // may change which repositories of its identifier are private and who
 // reads them; they are reconsidered at once and the keys that lost access
-// told.
+// told. A moderation label is remembered, and its author's deletion of it
+// forgotten (moderation.go).
 func (v *Visibility) Observe(evt *nostr.Event) {
 	ctx := context.Background()
 	switch evt.Kind {
+	case nip34.KindLabel:
+		v.observeModeration(evt)
 	case nip34.KindAnnouncement:
 		if d := evt.Tags.GetD(); nip34.ValidateIdentifier(d) == nil {
 			v.reconsider(ctx, d, evt.PubKey)
 		}
 	case nip34.KindDeletion:
+		v.forgetModeration(evt)
 		v.mu.Lock()
 		ds := v.pending[evt.ID]
 		delete(v.pending, evt.ID)
