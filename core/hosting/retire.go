@@ -16,18 +16,18 @@ func (o *op) retire(r nip34.RepoRef, why string) {
 	}
 	refs, err := o.repos.Refs(o.ctx, r)
 	if err != nil {
-		o.log.Error("read refs before retiring repo", "repo", r.String(), "error", err)
+		o.log.Error("read refs before retiring repo", "repo", r.URLPath(), "error", err)
 		return
 	}
 	if len(refs) > 0 {
-		o.log.Info("repo no longer announced here; keeping its git data", "repo", r.String(), "why", why)
+		o.log.Info("repo no longer announced here; keeping its git data", "repo", r.URLPath(), "why", why)
 		return
 	}
 	if err := o.repos.Delete(o.ctx, r); err != nil {
-		o.log.Error("remove bare repo", "repo", r.String(), "error", err)
+		o.log.Error("remove bare repo", "repo", r.URLPath(), "error", err)
 		return
 	}
-	o.log.Info("removed empty bare repo", "repo", r.String(), "why", why)
+	o.log.Info("removed empty bare repo", "repo", r.URLPath(), "why", why)
 }
 
 // evict drops the held announcement of r (its replacement no longer lists
@@ -35,7 +35,7 @@ func (o *op) retire(r nip34.RepoRef, why string) {
 func (o *op) evict(r nip34.RepoRef) {
 	for _, e := range o.purg.HeldAnnouncements(r) {
 		if _, err := o.purg.Remove(e.Event.ID, "evicted"); err != nil {
-			o.log.Error("evict held announcement", "repo", r.String(), "error", err)
+			o.log.Error("evict held announcement", "repo", r.URLPath(), "error", err)
 		}
 	}
 	o.retire(r, "held announcement evicted")

@@ -89,9 +89,13 @@ func (s *Server) Accept(ctx context.Context, evt *nostr.Event, meta policy.Meta)
 		}
 	}
 	if r, refused := s.rejectEvent(evt, meta); refused {
+		s.noteRefused(evt, meta, r.Text())
 		return r
 	}
-	return s.commit(ctx, evt, meta, false)
+	if res = s.commit(ctx, evt, meta, false); !res.OK() {
+		s.noteRefused(evt, meta, res.Text())
+	}
+	return res
 }
 
 // Publish stores evt and broadcasts it without asking the pipeline: it is how

@@ -9,6 +9,7 @@ import (
 	"github.com/grasp-dev/grasp/core/clientip"
 	"github.com/grasp-dev/grasp/core/nip86"
 	"github.com/grasp-dev/grasp/core/outcome"
+	"github.com/grasp-dev/grasp/core/refusals"
 )
 
 // What the operator changes while the relay runs (NIP-86, core/nip86;
@@ -76,7 +77,11 @@ func (s *Server) refusedAddr(r *http.Request) bool {
 	if s.opts.ClientIP != nil {
 		addr = s.opts.ClientIP(r)
 	}
-	return (*p)(addr)
+	if (*p)(addr) {
+		s.opts.RefusalLog.Count(addr, refusals.BlockedAddress)
+		return true
+	}
+	return false
 }
 
 // management is the NIP-86 endpoint for r, if r is a call to it.

@@ -15,10 +15,12 @@ import (
 	"github.com/grasp-dev/grasp/core/hosting"
 	"github.com/grasp-dev/grasp/core/nip34"
 	"github.com/grasp-dev/grasp/core/nip86"
+	"github.com/grasp-dev/grasp/core/outcome"
 	"github.com/grasp-dev/grasp/core/pages"
 	"github.com/grasp-dev/grasp/core/policy"
 	"github.com/grasp-dev/grasp/core/purgatory"
 	"github.com/grasp-dev/grasp/core/purgatory/hunt"
+	"github.com/grasp-dev/grasp/core/refusals"
 	"github.com/grasp-dev/grasp/core/relay"
 	"github.com/grasp-dev/grasp/core/roster"
 	"github.com/grasp-dev/grasp/core/scheduler"
@@ -42,6 +44,7 @@ func (s *Server) assemble(ext Extensions) error {
 	// Every per-IP cap counts the client's key, its network (F23); an
 	// X-Forwarded-For from an untrusted peer is logged now and then (F32).
 	s.clientIP = clients.WarnUntrusted(s.env.Named("clientip").Log, s.clk).Key
+	s.refusalLog = refusals.New(refusals.Options{}, s.env.Named("refusals"))
 	events := s.store.Events()
 	s.purg, err = purgatory.New(purgatory.Options{
 		KV:             s.store.Side(),
@@ -133,8 +136,8 @@ func (s *Server) assemble(ext Extensions) error {
 	s.hosting, err = hosting.New(hosting.Options{
 		Events: events, Purgatory: s.purg, Repos: s.repos, Rules: rules, Hunter: leaderHunter{s}, Roster: rost,
 		Publish: func(ctx context.Context, evt *nostr.Event) error { return s.relay.Publish(ctx, evt) },
-		Ingest: func(ctx context.Context, evt *nostr.Event, meta policy.Meta) (bool, string) {
-			return s.relay.Ingest(ctx, evt, meta)
+		Ingest: func(ctx context.Context, evt *nostr.Event, meta policy.Meta) outcome.Result {
+			return s.relay.Accept(ctx, evt, meta)
 		},
 		Spawn:   s.background,
 		Archive: s.archive,
@@ -191,6 +194,7 @@ func (s *Server) assemble(ext Extensions) error {
 		BodyRateWindow:    cfg.Git.BodyRateWindow.D(),
 		ClientIP:          s.clientIP,
 		Refusals:          s.refusals,
+		RefusalLog:        s.refusalLog,
 	}, s.env.Named("git")))
 
 	// GRASP-08: the pages serve no one signed in, so every event they read
@@ -208,6 +212,7 @@ func (s *Server) assemble(ext Extensions) error {
 	s.relay.HandleRepoAddresses(pg.Shown) // NIP-AD: the repositories the pages show
 
 	s.sched = scheduler.New(scheduler.Options{}, s.env.Named("scheduler"))
+	s.sched.Every("refusal-log", time.Minute, func(context.Context) error { s.refusalLog.Flush(); return nil })
 	s.assembleFanout()
 	s.startSync(svc, ext.Selector)
 	if s.archive.Enabled() {
@@ -282,6 +287,7 @@ func (s *Server) assembleRelay(popts policy.Options, rules *policy.Rules) error 
 		Private:            s.vis,
 		Record:             s.vis.Record,
 		ClientIP:           s.clientIP,
+		RefusalLog:         s.refusalLog,
 		AuthRequired:       cfg.Grasp.Private,
 		PushLimits: relay.PushLimits{
 			MaxPushBytes:            int64(cfg.Grasp.MaxPushMB) << 20,

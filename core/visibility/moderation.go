@@ -238,7 +238,7 @@ func (v *Visibility) moderatorsOf(ctx context.Context, ref nip34.RepoRef) (map[s
 	view := v.opts.Roster.View(ctx, ref.Identifier, "")
 	r := view.Roster(ref.Pubkey)
 	if err := view.Err(); err != nil {
-		v.log.Warn("reading a repository's roster for moderation failed; its hidden events stay hidden", "repo", ref.String(), "error", err)
+		v.log.Warn("reading a repository's roster for moderation failed; its hidden events stay hidden", "repo", ref.URLPath(), "error", err)
 		return nil, false
 	}
 	out := map[string]bool{}
