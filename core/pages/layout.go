@@ -46,6 +46,15 @@ tr>td:first-child>a>code{white-space:nowrap;overflow-wrap:normal}
 .readme img{max-width:100%}
 .readme table,.post table,.comment table{display:block;width:max-content;max-width:100%;overflow-x:auto}
 pre.file{line-height:1.4}
+pre.code{padding:.5rem 0;line-height:1.45}
+pre.code .line{display:block;padding-right:.7rem}
+pre.code .line:target{background:#fff8c5}
+pre.code a.ln{display:inline-block;min-width:3.2em;padding:0 .9em 0 .4em;text-align:right;color:var(--muted);text-decoration:none;user-select:none;-webkit-user-select:none}
+p.actions{margin-top:-.3rem}
+dl.clone{display:grid;grid-template-columns:max-content minmax(0,1fr);gap:.3rem .8rem;margin:.4rem 0}
+dl.clone dt{font-weight:600}
+dl.clone dd{margin:0}
+code.copy{user-select:all;-webkit-user-select:all;cursor:text}
 pre.diff .add{color:var(--ok)}
 pre.diff .del{color:var(--bad)}
 pre.diff .hunk{color:var(--accent)}

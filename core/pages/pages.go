@@ -69,6 +69,10 @@ type Options struct {
 	// TreePage is the number of entries on one page of a directory listing
 	// (default 1000).
 	TreePage int
+	// Snapshots streams raw files and tar.gz/zip snapshots in the git
+	// handler's process slots (git.NewHandler's handler); nil: neither is
+	// served.
+	Snapshots git.Snapshots
 	// ClientIP names a request's client for the per-client render bound:
 	// the server passes core/clientip's; nil takes the socket's peer.
 	ClientIP func(*http.Request) string

@@ -143,7 +143,7 @@ func (s *Server) assemble(ext Extensions) error {
 	if cfg.Grasp.Grasp06 {
 		prs = s.hosting
 	}
-	s.relay.HandleGit(git.NewHandler(git.Options{
+	gitHandler := git.NewHandler(git.Options{
 		Repos: s.repos, Authority: s.hosting, Hooks: s.hosting, Private: s.vis, Service: svc,
 		Placeholders:      s.hosting,
 		ReadOnly:          s.hosting.ReadOnly,
@@ -158,11 +158,14 @@ func (s *Server) assemble(ext Extensions) error {
 		MinBodyBytes:      minBody,
 		BodyRateWindow:    cfg.Git.BodyRateWindow.D(),
 		ClientIP:          s.clientIP,
-	}, s.env.Named("git")))
+	}, s.env.Named("git"))
+	s.relay.HandleGit(gitHandler)
 
 	pg, err := pages.New(pages.Options{
 		Service: svc, Name: cfg.Relay.Name, Description: cfg.Relay.Description, Version: s.build.Version,
 		Repos: s.repos, Events: events, Roster: rost, Listed: s.vis.Listed, Readers: s.vis.Readers, ClientIP: s.clientIP,
+		// snapshots and raw files are git processes in the git handler's slots
+		Snapshots: gitHandler.(git.Snapshots),
 	}, s.env.Named("pages"))
 	if err != nil {
 		return err
