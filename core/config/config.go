@@ -156,6 +156,18 @@ type Store struct {
 	// lease without renewing it; a follower takes over within it after the
 	// leader dies.
 	LeaderLease Duration `toml:"leader_lease"`
+	// PostgresPool is how many PostgreSQL connections one instance opens
+	// at most, everything included (audit 2026-11b, F25); 0 derives it
+	// from the connections the server allows and PostgresInstances. The
+	// sum rule: instances x pool stays below max_connections.
+	PostgresPool int `toml:"postgres_pool"`
+	// PostgresInstances is how many grasp instances share the database:
+	// the derived pool is what PostgreSQL allows divided by it.
+	PostgresInstances int `toml:"postgres_instances"`
+	// PostgresQueriesPerIP bounds the stored queries (REQ, COUNT,
+	// NEG-OPEN) one client address runs on PostgreSQL at once; the rest
+	// wait their turn (F25).
+	PostgresQueriesPerIP int `toml:"postgres_queries_per_ip"`
 }
 
 // GitRoot is the directory of the bare repositories: server.git_dir, or

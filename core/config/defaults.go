@@ -9,6 +9,12 @@ import (
 
 const day = 24 * time.Hour
 
+// MinPostgresPool is the smallest store.postgres_pool: the LISTEN
+// connection, the leader lease, the repository-lock session and one
+// connection for contended locks, three reserved for writes and side
+// tables, three for clients' queries (core/store/pgpool.go splits it).
+const MinPostgresPool = 10
+
 // Plugin hook kinds, as named in [[plugins.<kind>]].
 const (
 	HookAccept         = "accept"
@@ -74,6 +80,14 @@ func base() Config {
 			// a leader renews every third of it: a few missed round
 			// trips are survived, a dead leader replaced within 15 s
 			LeaderLease: Duration(15 * time.Second),
+			// derived at start from max_connections (see config.md)
+			PostgresPool: 0,
+			// two instances behind a load balancer, the smallest scale-out
+			PostgresInstances: 2,
+			// a client runs one stored query per connection at a time; 4
+			// leaves room for a NAT of a few users, and a quarter of the
+			// smallest query share to everyone else
+			PostgresQueriesPerIP: 4,
 		},
 		Grasp: Grasp{
 			ArchiveReadOnly: true,

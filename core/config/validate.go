@@ -328,6 +328,11 @@ func (c *Config) checkStore(k *checker) {
 	if s.LeaderLease.D() > 0 && s.LeaderLease.D() < time.Second {
 		k.fail("store.leader_lease", "must be at least 1s (the leader renews every third of it), got %s", s.LeaderLease.D())
 	}
+	if s.PostgresPool != 0 && s.PostgresPool < MinPostgresPool {
+		k.fail("store.postgres_pool", "must be 0 (derived from max_connections) or at least %d (the reserved connections and a share for queries), got %d", MinPostgresPool, s.PostgresPool)
+	}
+	k.positive("store.postgres_instances", s.PostgresInstances)
+	k.positive("store.postgres_queries_per_ip", s.PostgresQueriesPerIP)
 }
 
 func (c *Config) checkGrasp(k *checker) {

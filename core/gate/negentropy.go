@@ -378,7 +378,7 @@ func (c *conn) onlyListsHidden() bool {
 func (c *conn) withoutHiddenLists(filter nostr.Filter, st negentropy.Storage) (negentropy.Storage, error) {
 	lists := filter.Clone()
 	lists.Kinds = []int{privateListKind}
-	ch, err := c.g.backend.Query(c.ctx, lists)
+	ch, err := c.g.backend.Query(c.asked(c.ctx), lists)
 	if err != nil {
 		return nil, fmt.Errorf("query %s: %w", lists, err)
 	}

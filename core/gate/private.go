@@ -4,6 +4,8 @@ import (
 	"context"
 
 	"github.com/nbd-wtf/go-nostr"
+
+	"github.com/grasp-dev/grasp/core/clientip"
 )
 
 // Private is GRASP-08's reader rule as the gate asks it (core/visibility
@@ -90,7 +92,7 @@ func (c *conn) seesAll(f nostr.Filter) bool {
 // query is the backend's Query with what the connection may not see
 // removed: REQ, COUNT and NEG-OPEN read through it.
 func (c *conn) query(ctx context.Context, f nostr.Filter) (chan *nostr.Event, error) {
-	ch, err := c.g.backend.Query(ctx, f)
+	ch, err := c.g.backend.Query(c.asked(ctx), f)
 	if err != nil || ch == nil || c.seesAll(f) {
 		// nothing the filter matches can be private: no extra hop
 		return ch, err
@@ -113,11 +115,20 @@ func (c *conn) query(ctx context.Context, f nostr.Filter) (chan *nostr.Event, er
 	return out, nil
 }
 
+// asked names this connection's client in ctx: the store bounds the stored
+// queries each client address runs at once (clientip.NewContext, audit
+// 2026-11b F25). Every query a client's REQ, COUNT or NEG-OPEN makes goes
+// through it; the server's own reads name no client.
+func (c *conn) asked(ctx context.Context) context.Context {
+	return clientip.NewContext(ctx, c.remote)
+}
+
 // count answers COUNT. While no repository is private it is the store's
 // count, with the kind-10318 events the client may not see taken out;
 // otherwise it counts the visible events of a query, so it is bounded by
 // the store's query limit.
 func (c *conn) count(ctx context.Context, f nostr.Filter) (int64, error) {
+	ctx = c.asked(ctx)
 	if c.seesAll(f) {
 		return c.g.backend.Count(ctx, f)
 	}

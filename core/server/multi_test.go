@@ -23,7 +23,12 @@ func TestMain(m *testing.M) { pgtest.Main(m) }
 // announcements must be built by the first (they list the public URL).
 func newInstances(t *testing.T, n int, mutate func(c *config.Config)) []*testServer {
 	t.Helper()
-	url := pgtest.DB(t)
+	return newInstancesOn(t, pgtest.DB(t), n, mutate)
+}
+
+// newInstancesOn is newInstances on the PostgreSQL database url.
+func newInstancesOn(t *testing.T, url string, n int, mutate func(c *config.Config)) []*testServer {
+	t.Helper()
 	gitDir := t.TempDir()
 	ports := make([]int, n)
 	for i := range ports {

@@ -151,6 +151,10 @@ func StoreOptions(cfg config.Config) store.Options {
 		Limits:       cfg.Relay.Limits,
 		MemTableMB:   cfg.Store.MemtableMB,
 		BlockCacheMB: cfg.Store.BlockCacheMB,
+
+		PostgresPool:         cfg.Store.PostgresPool,
+		PostgresInstances:    cfg.Store.PostgresInstances,
+		PostgresQueriesPerIP: cfg.Store.PostgresQueriesPerIP,
 	}
 }
 

@@ -169,14 +169,15 @@ func (e *events) QueryEvents(ctx context.Context, f nostr.Filter) (chan *nostr.E
 	// MaxLimit for REQs and NegentropyMax for negentropy sessions.
 	f.Limit = limit
 	f.LimitZero = false
+	if e.direct {
+		return e.s.pgQuery(ctx, f, limit)
+	}
 	ch, err := e.be.QueryEvents(ctx, f)
 	if err != nil {
 		return nil, fmt.Errorf("error: query events: %w", err)
 	}
-	if !e.direct {
-		ch = e.s.withContent(ctx, ch)
-	}
-	if len(f.IDs) > 0 && !e.direct {
+	ch = e.s.withContent(ctx, ch)
+	if len(f.IDs) > 0 {
 		// The badger backend answers an ids filter from the id index alone,
 		// ignoring its authors, kinds, tags, since and until, and returns
 		// every listed id whatever the limit. ids filters are small, so
@@ -252,7 +253,11 @@ func (e *events) CountEvents(ctx context.Context, f nostr.Filter) (int64, error)
 		return 0, errClosed
 	}
 	e.s.m.queries.WithLabelValues("count").Inc()
-	n, err := e.be.CountEvents(ctx, f)
+	count := e.be.CountEvents
+	if e.direct {
+		count = e.s.pgCount
+	}
+	n, err := count(ctx, f)
 	if err != nil {
 		return 0, fmt.Errorf("error: count events: %w", err)
 	}

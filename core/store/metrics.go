@@ -20,6 +20,8 @@ type metrics struct {
 	sideEntries  prometheus.Gauge
 	sideExpired  prometheus.Counter
 	vlogRewrites prometheus.Counter
+	// pgPools reports the PostgreSQL pools; nil with badger.
+	pgPools *pgPoolCollector
 }
 
 func newMetrics() *metrics {
@@ -77,6 +79,9 @@ func (m *metrics) register(reg prometheus.Registerer) error {
 	}
 	cs := []prometheus.Collector{m.writes, m.queries, m.saveSeconds, m.batchOps,
 		m.syncSeconds, m.sizeBytes, m.keys, m.sideEntries, m.sideExpired, m.vlogRewrites}
+	if m.pgPools != nil {
+		cs = append(cs, m.pgPools)
+	}
 	for i, c := range cs {
 		if err := reg.Register(c); err != nil {
 			for _, done := range cs[:i] {

@@ -48,7 +48,7 @@ func (s *Store) Lead(ctx context.Context, o LeadOptions, lead func(ctx context.C
 	every := o.Lease / 3
 	clk := s.env.Clock
 	for {
-		if conn, err := s.pgDB().Conn(ctx); err == nil {
+		if conn, err := s.pg.pools.lease.Conn(ctx); err == nil {
 			var got bool
 			err := conn.QueryRowContext(ctx, `SELECT pg_try_advisory_lock($1)`, pgLockLeader).Scan(&got)
 			if err == nil && got {

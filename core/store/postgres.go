@@ -6,47 +6,67 @@ import (
 	"fmt"
 
 	pgstore "github.com/fiatjaf/eventstore/postgresql"
+	"github.com/hashicorp/go-hclog"
+	"github.com/jmoiron/sqlx"
 )
 
-// Query caps of the postgres backend, raised from its defaults (100 rows,
-// 500 ids, 500 authors, 10 kinds, 100 tag values): 100 rows would cut every
-// negentropy session to the newest 100 events, and GRASP sync filters name
-// more than 10 NIP-34 kinds and send tag values in batches of 100.
-const (
-	pgIDsLimit       = 5000
-	pgAuthorsLimit   = 1000
-	pgKindsLimit     = 100
-	pgTagValuesLimit = 1000
-)
+// pgBackend is the store's PostgreSQL side: the eventstore backend that
+// writes events (on the reserved pool) and the pools of pgpool.go. Reads
+// are pgquery.go's own.
+type pgBackend struct {
+	events  *pgstore.PostgresBackend
+	pools   *pgPools
+	session pgLockSession // pglock.go
+}
 
-// openPostgres connects and creates the schema. Its QueryLimit is the
-// largest limit the store ever asks for, NegentropyMax: events.QueryEvents
-// always passes an explicit limit, so REQs still get DefaultLimit/MaxLimit.
-func openPostgres(opts Options) (*pgstore.PostgresBackend, error) {
-	pg := &pgstore.PostgresBackend{
-		DatabaseURL:       opts.PostgresURL,
-		QueryLimit:        max(opts.Limits.NegentropyMaxEvents+1, opts.Limits.MaxLimit),
-		QueryIDsLimit:     pgIDsLimit,
-		QueryAuthorsLimit: pgAuthorsLimit,
-		QueryKindsLimit:   pgKindsLimit,
-		QueryTagsLimit:    pgTagValuesLimit,
-		// Otherwise its AfterSave hook would prune all but 100 events per
-		// author and kind.
-		KeepRecentEvents: true,
-	}
+// openPostgres connects, creates the schema and sizes the pools (F25).
+func openPostgres(opts Options, log hclog.Logger) (*pgBackend, error) {
+	ctx := context.Background()
 	lockDB, err := sql.Open("postgres", opts.PostgresURL)
 	if err != nil {
 		return nil, fmt.Errorf("store: open postgres: %w", err)
 	}
 	defer lockDB.Close()
-	if err := migratePostgres(context.Background(), lockDB, pg.Init); err != nil {
-		if pg.DB != nil {
-			pg.DB.Close()
-		}
+	lockDB.SetMaxOpenConns(1)
+	allowed, err := pgAllowance(ctx, lockDB)
+	if err != nil {
+		return nil, fmt.Errorf("store: %w", err)
+	}
+	total, warn, err := poolSize(opts, allowed)
+	if err != nil {
 		return nil, err
 	}
-	return pg, nil
+	if warn != "" {
+		log.Warn(warn)
+	}
+	sizes := splitPool(total)
+	reserved, err := sqlx.Open("postgres", opts.PostgresURL)
+	if err != nil {
+		return nil, fmt.Errorf("store: open postgres: %w", err)
+	}
+	be := &pgstore.PostgresBackend{
+		DB:          reserved,
+		DatabaseURL: opts.PostgresURL,
+		// Its AfterSave hook would otherwise prune all but 100 events per
+		// author and kind.
+		KeepRecentEvents: true,
+	}
+	// Init creates the event table (and sets its own pool size, which
+	// openPools replaces).
+	if err := migratePostgres(ctx, lockDB, be.Init); err != nil {
+		reserved.Close()
+		return nil, err
+	}
+	pools, err := openPools(opts.PostgresURL, sizes, opts.PostgresQueriesPerIP, reserved)
+	if err != nil {
+		reserved.Close()
+		return nil, err
+	}
+	log.Info("postgres connections", "allowed_by_server", allowed, "pool", sizes.Total,
+		"queries", sizes.Queries, "reserved", sizes.Reserved, "locks", sizes.LockSession+sizes.Locks,
+		"queries_per_ip", pools.perClient.max)
+	return &pgBackend{events: be, pools: pools}, nil
 }
 
-// pgDB is the connection pool of the postgres backend.
-func (s *Store) pgDB() *sql.DB { return s.pg.DB.DB }
+// pgDB is the reserved pool: writes, side tables, the server's own reads.
+func (s *Store) pgDB() *sql.DB { return s.pg.pools.reserved.DB }

@@ -14,8 +14,11 @@
 // instead (its commit is durable on its own), shared by every grasp instance
 // on the database: the schema is versioned (pgschema.go) and migrated at
 // start-up under an advisory lock, side-table transactions serialise across
-// instances (pgside.go), and Notifier fans stored events out between them.
-// The local badger database is then opened but holds nothing.
+// instances (pgside.go), and Follow fans stored events out between them
+// (pgfeed.go). Its connections are a bounded pool split so that clients'
+// queries never take what writes, locks and the leader lease need
+// (pgpool.go), and reads are paged so that no connection waits on a client
+// (pgquery.go). The local badger database is then opened but holds nothing.
 //
 // Events whose content exceeds what the backend's codec holds (64 KiB) are
 // stored in two records (large.go), so the relay's content limit is not
@@ -37,9 +40,7 @@ import (
 
 	"github.com/dgraph-io/badger/v4"
 	"github.com/dgraph-io/badger/v4/options"
-	"github.com/fiatjaf/eventstore"
 	ebadger "github.com/fiatjaf/eventstore/badger"
-	pgstore "github.com/fiatjaf/eventstore/postgresql"
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/grasp-dev/grasp/core/config"
@@ -58,6 +59,11 @@ type Options struct {
 	Backend string
 	// PostgresURL is the lib/pq connection string for Backend "postgres".
 	PostgresURL string
+	// PostgresPool is how many connections this instance opens at most
+	// (pgpool.go splits them); 0 derives it from what the server allows
+	// divided by PostgresInstances (default 2). PostgresQueriesPerIP bounds
+	// the stored queries one client address runs at once (default 4).
+	PostgresPool, PostgresInstances, PostgresQueriesPerIP int
 
 	// Limits gives the query limits: a REQ gets at most MaxLimit events,
 	// DefaultLimit when it asks for none, and a negentropy session
@@ -133,6 +139,8 @@ func (o Options) withDefaults() Options {
 	setInt(&o.NumCompactors, DefaultNumCompactors)
 	setInt(&o.ValueLogFileMB, DefaultValueLogFileMB)
 	setInt(&o.MaxBatch, DefaultMaxBatch)
+	setInt(&o.PostgresInstances, def.PostgresInstances)
+	setInt(&o.PostgresQueriesPerIP, def.PostgresQueriesPerIP)
 	if o.Backend == "" {
 		o.Backend = BackendBadger
 	}
@@ -161,6 +169,8 @@ func (o Options) validate() error {
 		{"NumMemtables", o.NumMemtables}, {"BlockCacheMB", o.BlockCacheMB},
 		{"IndexCacheMB", o.IndexCacheMB}, {"NumCompactors", o.NumCompactors},
 		{"ValueLogFileMB", o.ValueLogFileMB}, {"MaxBatch", o.MaxBatch},
+		{"PostgresPool", o.PostgresPool}, {"PostgresInstances", o.PostgresInstances},
+		{"PostgresQueriesPerIP", o.PostgresQueriesPerIP},
 	} {
 		if f.v < 0 {
 			return fmt.Errorf("store: %s must not be negative (got %d)", f.name, f.v)
@@ -168,6 +178,9 @@ func (o Options) validate() error {
 	}
 	if o.Limits.DefaultLimit > o.Limits.MaxLimit {
 		return fmt.Errorf("store: DefaultLimit %d exceeds MaxLimit %d", o.Limits.DefaultLimit, o.Limits.MaxLimit)
+	}
+	if o.PostgresPool != 0 && o.PostgresPool < config.MinPostgresPool {
+		return fmt.Errorf("store: PostgresPool must be 0 (derived) or at least %d (got %d)", config.MinPostgresPool, o.PostgresPool)
 	}
 	if o.NumMemtables < 2 {
 		return fmt.Errorf("store: NumMemtables must be at least 2 (got %d)", o.NumMemtables)
@@ -186,7 +199,7 @@ type Store struct {
 	log     hclog.Logger
 	dbDir   string
 	backend *ebadger.BadgerBackend
-	pg      *pgstore.PostgresBackend // nil unless Backend is postgres
+	pg      *pgBackend // nil unless Backend is postgres
 	// own and delivered are the ids this instance stored and the ids
 	// Follow delivered (postgres only; pgfeed.go).
 	own, delivered *idRing
@@ -269,18 +282,19 @@ func New(opts Options, e env.Env) (*Store, error) {
 	s.events = &events{s: s, be: s.backend}
 	if opts.Backend == BackendPostgres {
 		var err error
-		if s.pg, err = openPostgres(opts); err != nil {
+		if s.pg, err = openPostgres(opts, log); err != nil {
 			s.db.Close()
 			return nil, err
 		}
-		s.events = &events{s: s, be: s.pg, direct: true}
+		s.events = &events{s: s, be: s.pg.events, direct: true}
+		m.pgPools = newPGPoolCollector(s.pg.pools)
 		s.own, s.delivered = newIDRing(pgRememberIDs), newIDRing(pgRememberIDs)
 	}
 	// Registered last, so a failed Open leaves the registry as it was.
 	if err := m.register(e.Metrics); err != nil {
 		s.db.Close()
 		if s.pg != nil {
-			s.pg.DB.Close()
+			s.pg.pools.close()
 		}
 		return nil, err
 	}
@@ -320,17 +334,6 @@ func (s *Store) badgerOptions(o badger.Options) badger.Options {
 // eventstore.Counter.
 func (s *Store) Events() EventStore { return s.events }
 
-// Notifier returns the cross-instance event fan-out of the postgres backend
-// (LISTEN/NOTIFY), or nil with badger. khatru v0.19.1 does not use it by
-// itself: call Notify from OnEventSaved, and broadcast what Notifications
-// delivers, skipping this instance's own events.
-func (s *Store) Notifier() eventstore.Notifier {
-	if s.pg == nil {
-		return nil
-	}
-	return s.pg
-}
-
 // Side returns the durable side tables.
 func (s *Store) Side() *Side { return s.side }
 
@@ -350,7 +353,8 @@ func (s *Store) Close() error {
 		cerr := s.db.Close()
 		var perr error
 		if s.pg != nil {
-			perr = s.pg.DB.Close()
+			s.pg.session.closeSession()
+			perr = s.pg.pools.close()
 		}
 		switch {
 		case werr != nil:
