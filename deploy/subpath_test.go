@@ -96,6 +96,11 @@ func runSubpathSuite(t *testing.T, start startSubpath) {
 		if code, body := fetch(t, root+"/gitx"); code != 404 || strings.Contains(body, "grasp") {
 			t.Errorf("GET /gitx = %d %.100q, want the other site's 404, not grasp", code, body)
 		}
+		// The proxy closes /git/metrics itself (issue 26: the Caddy line
+		// once stood where it never ran and grasp answered instead).
+		if code, body := fetch(t, root+"/git/metrics"); code != 404 || strings.Contains(body, "grasp_") || strings.Contains(body, "hosted repositories") {
+			t.Errorf("GET /git/metrics = %d %.100q, want the proxy's own 404", code, body)
+		}
 	})
 	fp.URL, fp.Relay = fp.URL+"/git", fp.Relay+"/git"
 	graspThrough(t, c, fp)

@@ -14,7 +14,6 @@ import (
 
 	"github.com/grasp-dev/grasp/core/admin"
 	"github.com/grasp-dev/grasp/core/config"
-	"github.com/grasp-dev/grasp/core/hosting"
 )
 
 // The admin commands ask the running server on its loopback metrics
@@ -58,11 +57,11 @@ func adminIntegrity(args []string, stdout, stderr io.Writer) int {
 	if *repo != "" {
 		q.Set("repo", *repo)
 	}
-	var found []hosting.Finding
-	if !adminCall(cfg, method, admin.IntegrityPath, q, &found, stderr) {
+	var rep admin.IntegrityReport
+	if !adminCall(cfg, method, admin.IntegrityPath, q, &rep, stderr) {
 		return 1
 	}
-	if admin.WriteFindings(stdout, found) > 0 {
+	if admin.WriteFindings(stdout, rep) > 0 {
 		return 1
 	}
 	return 0

@@ -76,7 +76,7 @@ func TestAdminIntegrityCheckRepairsMovedRefs(t *testing.T) {
 		}
 		return code, out
 	}
-	if code, out := check(); code != 0 || !strings.Contains(out, "0 finding(s)") {
+	if code, out := check(); code != 0 || !strings.Contains(out, "1 repositories checked, 0 finding(s)") {
 		t.Fatalf("integrity-check of a healthy server = %d\n%s", code, out)
 	}
 
@@ -103,8 +103,8 @@ func TestAdminIntegrityCheckRepairsMovedRefs(t *testing.T) {
 			t.Errorf("integrity-check lacks %q:\n%s", want, out)
 		}
 	}
-	if code != 1 {
-		t.Errorf("integrity-check with findings = %d, want 1", code)
+	if code != 1 || !strings.Contains(out, "2 repositories checked, 2 finding(s)") {
+		t.Errorf("integrity-check with findings = %d, want 1 and the two repositories counted:\n%s", code, out)
 	}
 
 	code, out = check("--repair", "--repo", coord)

@@ -18,6 +18,7 @@ import (
 	"github.com/grasp-dev/grasp/core/git"
 	"github.com/grasp-dev/grasp/core/server"
 	"github.com/grasp-dev/grasp/core/store"
+	"github.com/nbd-wtf/go-nostr"
 )
 
 // parseInterspersed parses fs's flags wherever they stand among the
@@ -44,18 +45,22 @@ func adminBackup(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	path := fs.String("config", "", "path to grasp.toml")
 	offline := fs.Bool("offline", false, "the server is stopped: read the data dir directly")
+	verify := fs.Bool("verify", false, "check the backup DEST instead of writing one: hashes, a restore into a scratch dir, events, refs, git fsck")
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
 		return 2
 	}
-	if len(pos) != 1 {
-		fmt.Fprintln(stderr, "usage: grasp admin backup [--config FILE] [--offline] DEST")
+	if len(pos) != 1 || *verify && *offline {
+		fmt.Fprintln(stderr, "usage: grasp admin backup [--config FILE] [--offline] DEST\n       grasp admin backup [--config FILE] --verify DEST")
 		return 2
 	}
 	cfg, err := loadConfigFile(*path)
 	if err != nil {
 		fmt.Fprintf(stderr, "%v\n", err)
 		return 1
+	}
+	if *verify {
+		return verifyBackup(cfg, pos[0], stdout, stderr)
 	}
 	dest, err := filepath.Abs(pos[0])
 	if err != nil {
@@ -149,7 +154,7 @@ func backupOffline(ctx context.Context, cfg config.Config, dest string) (admin.M
 	go func() {
 		defer close(written)
 		pw.CloseWithError(admin.WriteBackup(ctx, pw, admin.BackupSources{
-			DataDir: data, Backend: cfg.Store.Backend, Repos: repos.EachLocked, Store: st.Backup,
+			DataDir: data, Backend: cfg.Store.Backend, Repos: repos.EachLocked, Refs: repos.RefsIn, Store: st.Backup,
 			Leave: []string{cfg.AdminToken()},
 		}))
 	}()
@@ -157,6 +162,70 @@ func backupOffline(ctx context.Context, cfg config.Config, dest string) (admin.M
 	pr.CloseWithError(errors.New("backup: receiver stopped"))
 	<-written // before the store closes under it
 	return m, err
+}
+
+// verifyBackup checks the backup directory src (admin.Verify): exit 0 when
+// it would restore whole, 1 when not.
+func verifyBackup(cfg config.Config, src string, stdout, stderr io.Writer) int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	e := env.Env{}.OrDefaults()
+	e.Log = e.Log.Named("verify")
+	opts := server.StoreOptions(cfg)
+	var repos *git.Repos
+	repoTool := func(dir string) (*git.Repos, error) {
+		if repos != nil {
+			return repos, nil
+		}
+		// The restored data dir's git root: dir is <root>/<npub>/<d>.git.
+		var err error
+		repos, err = git.NewRepos(git.RepoOptions{Root: filepath.Dir(filepath.Dir(dir))}, e)
+		return repos, err
+	}
+	tools := admin.VerifyTools{
+		Load: func(dataDir string, r io.Reader) error {
+			o := opts
+			o.Dir = dataDir
+			return store.Restore(o, e, r)
+		},
+		Refs: func(ctx context.Context, dir string) (map[string]string, error) {
+			r, err := repoTool(dir)
+			if err != nil {
+				return nil, err
+			}
+			return r.RefsIn(ctx, dir)
+		},
+		Fsck: func(ctx context.Context, dir string) error {
+			r, err := repoTool(dir)
+			if err != nil {
+				return err
+			}
+			return r.Fsck(ctx, dir)
+		},
+	}
+	if m, err := admin.ReadManifest(src); err == nil && m.Backend != store.BackendPostgres {
+		tools.Query = func(ctx context.Context, dataDir string, fn func(q func(context.Context, nostr.Filter) (chan *nostr.Event, error)) error) error {
+			o := opts
+			o.Dir, o.Backend = dataDir, store.BackendBadger
+			// Verify reads every event, a page at a time.
+			o.Limits.MaxLimit = 1 << 30
+			st, err := store.New(o, e)
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			return fn(st.Events().QueryEvents)
+		}
+	}
+	rep, err := admin.Verify(ctx, src, tools)
+	if err != nil {
+		fmt.Fprintf(stderr, "grasp admin backup --verify: %v\n", err)
+		return 1
+	}
+	if !rep.Write(stdout, src) {
+		return 1
+	}
+	return 0
 }
 
 // adminRestore fills DATA_DIR (missing or empty) from a backup directory.

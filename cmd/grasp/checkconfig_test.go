@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -41,5 +42,31 @@ func TestCheckConfigWarnsExampleHost(t *testing.T) {
 	code, out, errOut := runGrasp(t, repoRoot, nil, nil, "check-config", "--config", "deploy/grasp.toml")
 	if code != 0 || !strings.HasSuffix(out, ": ok\n") || !strings.Contains(errOut, "warning: server.public_url: git.example.com is an example host") {
 		t.Fatalf("check-config deploy/grasp.toml = %d, stdout %q, stderr %q", code, out, errOut)
+	}
+}
+
+// TestHelpExitsZero: asking a command for help is not an error (issue 26:
+// `serve --help` exited 1); the usage goes to stdout.
+func TestHelpExitsZero(t *testing.T) {
+	for _, args := range [][]string{{"serve", "--help"}, {"serve", "-h"}, {"check-config", "--help"}, {"admin", "backup", "--help"}} {
+		code, out, errOut := runGrasp(t, t.TempDir(), nil, nil, args...)
+		if code != 0 || !strings.Contains(out, "grasp serve [--config FILE]") || errOut != "" {
+			t.Errorf("grasp %v = %d, stdout %.60q, stderr %q; want 0 and the usage on stdout", args, code, out, errOut)
+		}
+	}
+}
+
+// TestVersionNamesTheCheckout: run from a checkout without a VCS stamp
+// (go run, go test), grasp names the checkout's commit instead of
+// "(devel)" (issue 26).
+func TestVersionNamesTheCheckout(t *testing.T) {
+	head, err := exec.Command("git", "-C", repoRoot, "rev-parse", "HEAD").Output()
+	if err != nil {
+		t.Skipf("not a git checkout: %v", err) // a source tarball has no commit to name
+	}
+	code, out, _ := runGrasp(t, t.TempDir(), nil, nil, "version")
+	h := strings.TrimSpace(string(head))
+	if code != 0 || !strings.HasPrefix(out, "grasp devel-"+h[:12]) || !strings.Contains(out, "(commit "+h) {
+		t.Fatalf("grasp version = %d %q, want devel-%s and commit %s", code, out, h[:12], h)
 	}
 }

@@ -7,6 +7,7 @@
 //	grasp admin status [--config grasp.toml]    ask the running server for its status
 //	grasp admin integrity-check [--repair]       check (and realign) hosted repos against their states
 //	grasp admin backup [--offline] DEST          write a consistent backup of the data dir into DEST
+//	grasp admin backup --verify DEST             check a backup by restoring it into a scratch dir
 //	grasp admin restore SRC DATA_DIR             fill an empty data dir from a backup
 //	grasp scripts export DIR                   write the embedded stock plugins into DIR
 //	grasp version                              print version and commit
@@ -22,6 +23,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime/debug"
+	"slices"
 	"syscall"
 
 	"github.com/grasp-dev/grasp/core/clock"
@@ -56,9 +58,12 @@ const usage = `usage:
   grasp admin backup [--config FILE] [--offline] DEST
                                        a consistent backup of the data dir into DEST (new or empty), taken by
                                        the running server while it serves; --offline: the server is stopped
+  grasp admin backup [--config FILE] --verify DEST
+                                       check backup DEST: file hashes, a restore into a scratch dir, every
+                                       event's id and signature, the refs, git fsck; exit 1 on a problem
   grasp admin restore [--config FILE] SRC DATA_DIR
                                        fill DATA_DIR (new or empty; never a running server's) from backup SRC
-  grasp scripts export DIR             write the stock plugins (scripts/*.js) into DIR
+` + nip86Usage + `  grasp scripts export DIR             write the stock plugins (scripts/*.js) into DIR
   grasp version                        print version and commit
 `
 
@@ -66,6 +71,11 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
 		fmt.Fprint(stderr, usage)
 		return 2
+	}
+	// `grasp serve --help` (any command's): the usage, on stdout, exit 0.
+	if slices.ContainsFunc(args[1:], isHelpFlag) {
+		fmt.Fprint(stdout, usage)
+		return 0
 	}
 	switch args[0] {
 	case "serve":
@@ -88,6 +98,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			return adminBackup(args[2:], stdout, stderr)
 		case len(args) >= 2 && args[1] == "restore":
 			return adminRestore(args[2:], stdout, stderr)
+		case len(args) >= 2 && isNIP86Verb(args[1]):
+			return adminNIP86(args[1], args[2:], stdout, stderr)
 		}
 		fmt.Fprint(stderr, usage)
 		return 2
@@ -107,6 +119,15 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stderr, "grasp: unknown command %q\n%s", args[0], usage)
 	return 2
+}
+
+// isHelpFlag reports whether a is the flag package's request for help.
+func isHelpFlag(a string) bool {
+	switch a {
+	case "-h", "-help", "--help", "--h":
+		return true
+	}
+	return false
 }
 
 // loadConfig parses --config (if any) from args.
@@ -191,6 +212,10 @@ func logStart(log hclog.Logger, cfg config.Config, path, v, c string) {
 		path = "built-in defaults"
 	}
 	log.Info("grasp starting", "version", v, "commit", c, "config", path)
+	if c == "unknown" {
+		log.Info("this build names no commit: it was built without version control information (-buildvcs=false, " +
+			"or go run outside a grasp checkout) and without release stamps; release builds (tools/release.sh) carry both")
+	}
 	for _, w := range cfg.Warnings() {
 		log.Warn(w.Msg, "key", w.Key)
 	}

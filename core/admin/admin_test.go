@@ -1,6 +1,7 @@
 package admin
 
 import (
+	"encoding/json"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -122,5 +123,22 @@ func TestGuardOnOneInterface(t *testing.T) {
 		if w.Code != want {
 			t.Errorf("from %s: %d, want %d", peer, w.Code, want)
 		}
+	}
+}
+
+// TestIntegrityReportReadsOldAndNewServers: the CLI reads the report with
+// its count, and the bare findings array of a server from before it.
+func TestIntegrityReportReadsOldAndNewServers(t *testing.T) {
+	var rep IntegrityReport
+	if err := json.Unmarshal([]byte(`{"checked":3,"findings":[{"repo":"r","problem":"p"}]}`), &rep); err != nil || rep.Checked != 3 || len(rep.Findings) != 1 {
+		t.Fatalf("new: %+v %v", rep, err)
+	}
+	var old IntegrityReport
+	if err := json.Unmarshal([]byte(` [{"repo":"r","problem":"p"}]`), &old); err != nil || old.Checked != -1 || len(old.Findings) != 1 {
+		t.Fatalf("old: %+v %v", old, err)
+	}
+	var b strings.Builder
+	if WriteFindings(&b, rep) != 1 || !strings.Contains(b.String(), "3 repositories checked, 1 finding(s), 0 repaired, 1 open") {
+		t.Fatalf("WriteFindings: %q", b.String())
 	}
 }

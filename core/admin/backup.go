@@ -4,6 +4,8 @@ import (
 	"archive/tar"
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -30,11 +32,16 @@ const BackupPath = "/admin/backup"
 // A backup directory holds:
 //
 //	grasp-backup.json   the Manifest, written last: a directory without it is incomplete
+//	grasp-backup.sha256 the hash manifest: "<sha256>  <path>" of every other file, as
+//	                    sha256sum -c reads it; the Manifest holds its own hash
+//	grasp-backup-refs.json every repository's refs as copied (Verify compares them)
 //	store/badger.NNNNNN the badger dump (store.Backup) in pieces, read in name order
 //	git/<npub>/<id>.git the bare repositories, as of the moment each was copied
 //	...                 any other file of the data dir, as is
 const (
 	ManifestName   = "grasp-backup.json"
+	HashesName     = "grasp-backup.sha256"
+	RefsName       = "grasp-backup-refs.json"
 	backupErrName  = "grasp-backup-error.txt"
 	storeChunkDir  = "store"
 	storeChunkName = "badger."
@@ -60,6 +67,9 @@ type Manifest struct {
 	Repositories int    `json:"repositories"`
 	StoreChunks  int    `json:"store_chunks"`
 	StoreBytes   int64  `json:"store_bytes"`
+	// Hashes is the SHA-256 of the hash manifest (HashesName), so that
+	// neither can be changed alone; "" in a backup of an older grasp.
+	Hashes string `json:"hashes_sha256,omitempty"`
 }
 
 // BackupSources is what a backup reads. The repositories are copied first
@@ -73,6 +83,9 @@ type BackupSources struct {
 	// Repos calls fn with each group of repository directories while
 	// nothing writes them (git.Repos.EachLocked).
 	Repos func(ctx context.Context, fn func(dirs []string) error) error
+	// Refs lists a repository's refs while Repos holds it
+	// (git.Repos.RefsIn), recorded for Verify; nil records none.
+	Refs func(ctx context.Context, dir string) (map[string]string, error)
 	// Store writes the badger dump (store.Store.Backup, store.Closed.Backup).
 	Store func(w io.Writer) error
 	Clock clock.Clock
@@ -106,14 +119,21 @@ func writeBackup(ctx context.Context, tw *tar.Writer, src BackupSources) error {
 	}
 	m := Manifest{Format: BackupFormat, Created: clk.Now().UTC(), DataDir: src.DataDir, Backend: src.Backend, Online: src.Online}
 	gitRoot := filepath.Join(src.DataDir, "git")
+	hw := &hashingWriter{tw: tw}
+	refs := map[string]map[string]string{}
 	err := src.Repos(ctx, func(dirs []string) error {
 		for _, d := range dirs {
 			rel, err := filepath.Rel(src.DataDir, d)
 			if err != nil {
 				return err
 			}
-			if err := addTree(ctx, tw, d, filepath.ToSlash(rel), git.BackupSkips); err != nil {
+			if err := addTree(ctx, hw, d, filepath.ToSlash(rel), git.BackupSkips); err != nil {
 				return fmt.Errorf("copy %s: %w", d, err)
+			}
+			if src.Refs != nil {
+				if refs[filepath.ToSlash(rel)], err = src.Refs(ctx, d); err != nil {
+					return err
+				}
 			}
 			m.Repositories++
 		}
@@ -141,11 +161,11 @@ func writeBackup(ctx context.Context, tw *tar.Writer, src BackupSources) error {
 			continue
 		}
 		skip := func(rel string) bool { return leave[filepath.Join(dir, rel)] }
-		if err := addTree(ctx, tw, dir, name, skip); err != nil {
+		if err := addTree(ctx, hw, dir, name, skip); err != nil {
 			return err
 		}
 	}
-	cw := &chunkWriter{tw: tw, now: m.Created}
+	cw := &chunkWriter{hw: hw, now: m.Created}
 	if err := src.Store(cw); err != nil {
 		return err
 	}
@@ -153,22 +173,67 @@ func writeBackup(ctx context.Context, tw *tar.Writer, src BackupSources) error {
 		return err
 	}
 	m.StoreChunks, m.StoreBytes = cw.n, cw.bytes
+	if src.Refs != nil {
+		b, err := json.MarshalIndent(refs, "", " ")
+		if err != nil {
+			return err
+		}
+		if err := hw.file(RefsName, append(b, '\n'), m.Created); err != nil {
+			return err
+		}
+	}
+	list := hw.list.Bytes()
+	sum := sha256.Sum256(list)
+	m.Hashes = hex.EncodeToString(sum[:])
+	if err := writeEntry(tw, HashesName, list, m.Created); err != nil {
+		return err
+	}
 	b, err := json.MarshalIndent(m, "", "  ")
 	if err != nil {
 		return err
 	}
-	b = append(b, '\n')
-	if err := tw.WriteHeader(&tar.Header{Name: ManifestName, Mode: 0o644, Size: int64(len(b)), ModTime: m.Created, Typeflag: tar.TypeReg}); err != nil {
+	return writeEntry(tw, ManifestName, append(b, '\n'), m.Created)
+}
+
+// writeEntry adds the file name holding b to the tar stream.
+func writeEntry(tw *tar.Writer, name string, b []byte, at time.Time) error {
+	if err := tw.WriteHeader(&tar.Header{Name: name, Mode: 0o644, Size: int64(len(b)), ModTime: at, Typeflag: tar.TypeReg}); err != nil {
 		return err
 	}
-	_, err = tw.Write(b)
+	_, err := tw.Write(b)
+	return err
+}
+
+// hashingWriter writes files into the tar stream and lists each one's
+// SHA-256 for the hash manifest, in sha256sum's format.
+type hashingWriter struct {
+	tw   *tar.Writer
+	list bytes.Buffer
+}
+
+// copy adds the file described by hdr with the bytes of r.
+func (h *hashingWriter) copy(hdr *tar.Header, r io.Reader) (int64, error) {
+	if err := h.tw.WriteHeader(hdr); err != nil {
+		return 0, err
+	}
+	sum := sha256.New()
+	n, err := io.Copy(io.MultiWriter(h.tw, sum), r)
+	if err == nil {
+		fmt.Fprintf(&h.list, "%x  %s\n", sum.Sum(nil), hdr.Name)
+	}
+	return n, err
+}
+
+// file adds the file name holding b.
+func (h *hashingWriter) file(name string, b []byte, at time.Time) error {
+	_, err := h.copy(&tar.Header{Name: name, Mode: 0o644, Size: int64(len(b)), ModTime: at, Typeflag: tar.TypeReg}, bytes.NewReader(b))
 	return err
 }
 
 // addTree adds the regular files under dir as name/...; skip (if set) leaves
 // out paths relative to dir. A file that vanishes during the walk is left
 // out: outside a repository's lock nothing of grasp's own changes there.
-func addTree(ctx context.Context, tw *tar.Writer, dir, name string, skip func(rel string) bool) error {
+func addTree(ctx context.Context, hw *hashingWriter, dir, name string, skip func(rel string) bool) error {
 	return filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			if errors.Is(err, fs.ErrNotExist) {
@@ -201,7 +266,7 @@ func addTree(ctx context.Context, tw *tar.Writer, dir, name string, skip func(re
 		hdr := &tar.Header{Name: path.Join(name, filepath.ToSlash(rel)), Mode: int64(info.Mode().Perm()), ModTime: info.ModTime()}
 		if d.IsDir() {
 			hdr.Typeflag, hdr.Name = tar.TypeDir, hdr.Name+"/"
-			return tw.WriteHeader(hdr)
+			return hw.tw.WriteHeader(hdr)
 		}
 		f, err := os.Open(p)
 		if errors.Is(err, fs.ErrNotExist) {
@@ -215,11 +280,8 @@ func addTree(ctx context.Context, tw *tar.Writer, dir, name string, skip func(re
 			return err
 		}
 		hdr.Typeflag, hdr.Size = tar.TypeReg, st.Size()
-		if err := tw.WriteHeader(hdr); err != nil {
-			return err
-		}
 		// A file that grows while read is cut at the size announced.
-		n, err := io.Copy(tw, io.LimitReader(f, hdr.Size))
+		n, err := hw.copy(hdr, io.LimitReader(f, hdr.Size))
 		if err == nil && n < hdr.Size {
 			err = fmt.Errorf("%s shrank while read", p)
 		}
@@ -229,7 +291,7 @@ func addTree(ctx context.Context, tw *tar.Writer, dir, name string, skip func(re
 
 // chunkWriter cuts the store dump into tar entries of chunkSize bytes.
 type chunkWriter struct {
-	tw    *tar.Writer
+	hw    *hashingWriter
 	buf   bytes.Buffer
 	n     int
 	bytes int64
@@ -257,11 +319,8 @@ func (c *chunkWriter) flush() error {
 	}
 	c.n++
 	name := fmt.Sprintf("%s/%s%06d", storeChunkDir, storeChunkName, c.n)
-	if err := c.tw.WriteHeader(&tar.Header{Name: name, Mode: 0o600, Size: int64(c.buf.Len()), ModTime: c.now, Typeflag: tar.TypeReg}); err != nil {
-		return err
-	}
 	c.bytes += int64(c.buf.Len())
-	_, err := c.tw.Write(c.buf.Bytes())
+	_, err := c.hw.copy(&tar.Header{Name: name, Mode: 0o600, Size: int64(c.buf.Len()), ModTime: c.now, Typeflag: tar.TypeReg}, bytes.NewReader(c.buf.Bytes()))
 	c.buf.Reset()
 	return err
 }
@@ -480,7 +539,7 @@ func restore(src, dataDir string, m Manifest, load func(r io.Reader) error) (Man
 			return err
 		}
 		rel, err := filepath.Rel(src, p)
-		if err != nil || rel == "." || rel == ManifestName {
+		if err != nil || rel == "." || rel == ManifestName || rel == HashesName || rel == RefsName {
 			return err
 		}
 		if filepath.Dir(rel) == storeChunkDir && strings.HasPrefix(d.Name(), storeChunkName) {

@@ -14,8 +14,10 @@
 // destination: the repositories under their locks (git.Repos.EachLocked),
 // then the store's online dump (store.Store.Backup, one snapshot; a held
 // event being released is in purgatory, the store or both, never neither),
-// then the manifest that
-// marks the backup complete. Restore writes only into an empty directory.
+// then the refs as copied and the hash manifest of every file, then the
+// manifest that marks the backup complete. Restore writes only into an
+// empty directory. Verify (verify.go) checks a backup by those hashes and
+// by restoring it into a scratch directory: events, refs, git fsck.
 //
 // Who may ask is Guard's (guard.go): a local peer naming the listener by
 // address, with no Origin and with the admin token (audit 2026-11b, F24).

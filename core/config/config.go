@@ -33,8 +33,16 @@ type Server struct {
 	// PublicURL is how clients reach this server (http:// or https://, no
 	// path). Clone URLs and the relay URL derive from it, and announcements
 	// must list exactly this host:port. Empty means derived from Listen.
-	PublicURL string `toml:"public_url"`
-	DataDir   string `toml:"data_dir"`
+	// In the file it may also be an array of URLs (issue 25 part 5: a
+	// clearnet name, a .onion in the http:// form ngit writes, a base-path
+	// alias): the first is PublicURL, the canonical one, the others
+	// PublicURLAliases; an announcement listing any of them lists this
+	// service.
+	PublicURL string `toml:"public_url" more:"PublicURLAliases"`
+	// PublicURLAliases are public_url's further entries; it has no key of
+	// its own.
+	PublicURLAliases []string
+	DataDir          string `toml:"data_dir"`
 	// GitDir is where the bare repositories live; empty means
 	// <data_dir>/git. Several instances on one postgres store share one
 	// (a network file system), with per-repository locks that hold across
@@ -72,10 +80,15 @@ type Relay struct {
 	Description string `toml:"description"`
 	// Pubkey is the operator's key as 64 lowercase hex; an npub in the file is
 	// converted on load.
-	Pubkey  string `toml:"pubkey"`
-	Contact string `toml:"contact"`
-	Icon    string `toml:"icon"`
-	Limits  Limits `toml:"limits"`
+	Pubkey string `toml:"pubkey"`
+	// AdminPubkeys (npub or hex; stored as hex) may administer the running
+	// relay over NIP-86 besides Pubkey (core/nip86): ban and allow keys and
+	// events, kinds, blocked addresses, GRASP-08 members, invite claims,
+	// the NIP-11 name, description and icon.
+	AdminPubkeys []string `toml:"admin_pubkeys"`
+	Contact      string   `toml:"contact"`
+	Icon         string   `toml:"icon"`
+	Limits       Limits   `toml:"limits"`
 }
 
 // Limits bound what one client or peer may send and what one connection may

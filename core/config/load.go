@@ -311,6 +311,22 @@ func (d *decoder) unifyStruct(m map[string]any, rv reflect.Value, key string) {
 			d.fail(sub, "%s", unknownKeyMsg(retired, sub))
 			continue
 		}
+		if more := rv.Type().Field(i).Tag.Get("more"); more != "" {
+			if items, isList := m[k].([]any); isList {
+				// A key that takes one value or a list (server.public_url):
+				// the first is the field's, the rest go to the field named
+				// by the tag, which has no key of its own.
+				if len(items) == 0 {
+					d.fail(sub, "want a string or a non-empty array of strings, got an empty array")
+					continue
+				}
+				d.unify(items[0], rv.Field(i), sub+"[0]")
+				if len(items) > 1 {
+					d.unifySlice(items[1:], rv.FieldByName(more), sub)
+				}
+				continue
+			}
+		}
 		d.unify(m[k], rv.Field(i), sub)
 	}
 }

@@ -5,10 +5,17 @@ import (
 	"fmt"
 	"net/url"
 	"reflect"
+	"slices"
 	"strings"
 
 	"github.com/grasp-dev/grasp/core/nip34"
 )
+
+// Service is this server's public identity: public_url's first URL and its
+// aliases, parsed (nip34.ParseService owns the rules).
+func (c Config) Service() (nip34.Service, error) {
+	return nip34.ParseService(c.Server.PublicURL, c.Server.PublicURLAliases...)
+}
 
 // RelayURL is the websocket URL of this relay ("" while public_url is not
 // a valid URL); nip34.Service.RelayURL owns the derivation. Announcements
@@ -103,6 +110,10 @@ func RestartNeeded(prev, next Config) []string {
 		if !reflect.DeepEqual(a[k], b[k]) {
 			changed = append(changed, k)
 		}
+	}
+	// public_url's further entries have no key of their own.
+	if !reflect.DeepEqual(prev.Server.PublicURLAliases, next.Server.PublicURLAliases) && !slices.Contains(changed, "server.public_url") {
+		changed = append(changed, "server.public_url")
 	}
 	return changed
 }

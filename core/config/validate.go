@@ -26,6 +26,11 @@ func (c *Config) fillDerived() {
 	if u, err := url.Parse(c.Server.PublicURL); err == nil && u.Host != "" {
 		c.Server.PublicURL = canonicalURL(u)
 	}
+	for i, a := range c.Server.PublicURLAliases {
+		if u, err := url.Parse(a); err == nil && u.Host != "" {
+			c.Server.PublicURLAliases[i] = canonicalURL(u)
+		}
+	}
 	if c.Relay.Name == "" {
 		if h := c.Host(); h != "" {
 			c.Relay.Name = h + " grasp relay"
@@ -39,6 +44,28 @@ func (c *Config) fillDerived() {
 			if list[i].OnError == "" {
 				list[i].OnError = hookDefaults[hook].onError
 			}
+		}
+	}
+}
+
+// checkPublicURL checks one entry of server.public_url.
+func checkPublicURL(k *checker, key, raw string) {
+	if raw == "" {
+		return
+	}
+	u, err := url.Parse(raw)
+	switch {
+	case err != nil:
+		k.fail(key, "not a URL: %v", err)
+	case u.Scheme != "http" && u.Scheme != "https":
+		k.fail(key, "scheme must be http or https, got %q", raw)
+	case u.Host == "" || u.Hostname() == "":
+		k.fail(key, "has no host: %q", raw)
+	case u.User != nil || u.RawQuery != "" || u.Fragment != "":
+		k.fail(key, "must not carry user info, query or fragment: %q", raw)
+	default:
+		if err := checkBasePath(u.EscapedPath()); err != nil {
+			k.fail(key, "%v", err)
 		}
 	}
 }
@@ -199,21 +226,22 @@ func (c *Config) check() []Problem {
 
 func (c *Config) checkServer(k *checker) {
 	k.listen("server.listen", c.Server.Listen)
-	u, err := url.Parse(c.Server.PublicURL)
-	switch {
-	case c.Server.PublicURL == "":
-		// Only when it could not be derived from a bad server.listen, which
-		// is reported on its own.
-	case err != nil:
-		k.fail("server.public_url", "not a URL: %v", err)
-	case u.Scheme != "http" && u.Scheme != "https":
-		k.fail("server.public_url", "scheme must be http or https, got %q", c.Server.PublicURL)
-	case u.Host == "" || u.Hostname() == "":
-		k.fail("server.public_url", "has no host: %q", c.Server.PublicURL)
-	case u.User != nil || u.RawQuery != "" || u.Fragment != "":
-		k.fail("server.public_url", "must not carry user info, query or fragment: %q", c.Server.PublicURL)
-	default:
-		if err := checkBasePath(u.EscapedPath()); err != nil {
+	before := len(k.problems)
+	if c.Server.PublicURL != "" || len(c.Server.PublicURLAliases) == 0 {
+		// "" only when it could not be derived from a bad server.listen,
+		// which is reported on its own.
+		checkPublicURL(k, "server.public_url", c.Server.PublicURL)
+	}
+	for i, a := range c.Server.PublicURLAliases {
+		key := fmt.Sprintf("server.public_url[%d]", i+1)
+		if a == "" {
+			k.fail(key, "must not be empty")
+			continue
+		}
+		checkPublicURL(k, key, a)
+	}
+	if len(c.Server.PublicURLAliases) > 0 && len(k.problems) == before && c.Server.PublicURL != "" {
+		if _, err := nip34.ParseService(c.Server.PublicURL, c.Server.PublicURLAliases...); err != nil {
 			k.fail("server.public_url", "%v", err)
 		}
 	}
@@ -235,6 +263,7 @@ func (c *Config) checkServer(k *checker) {
 }
 
 func (c *Config) checkRelay(k *checker) {
+	k.pubkeys("relay.admin_pubkeys", c.Relay.AdminPubkeys)
 	if c.Relay.Pubkey != "" {
 		hex, err := NormalizePubkey(c.Relay.Pubkey)
 		if err != nil {

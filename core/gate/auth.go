@@ -63,7 +63,7 @@ func (c *conn) checkAuthEvent(evt *nostr.Event, challenge string) string {
 		return "the AUTH event does not carry this connection's challenge"
 	}
 	tag := evt.Tags.Find("relay")
-	if tag == nil || !sameRelayURL(tag[1], c.relayURL) {
+	if tag == nil || !c.namesThisRelay(tag[1]) {
 		return "the AUTH event does not name this relay (" + c.relayURL + ")"
 	}
 	now := c.g.clk.Now()
@@ -74,6 +74,20 @@ func (c *conn) checkAuthEvent(evt *nostr.Event, challenge string) string {
 		return "signature is invalid"
 	}
 	return ""
+}
+
+// namesThisRelay reports whether an AUTH event's relay tag names this relay
+// by any of its URLs.
+func (c *conn) namesThisRelay(u string) bool {
+	if sameRelayURL(u, c.relayURL) {
+		return true
+	}
+	for _, o := range c.g.opts.OtherRelayURLs {
+		if sameRelayURL(u, o) {
+			return true
+		}
+	}
+	return false
 }
 
 // sameRelayURL compares two relay URLs in nip34's one canonical form

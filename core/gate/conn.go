@@ -28,10 +28,11 @@ type conn struct {
 	g        *Gate
 	ws       *websocket.Conn
 	out      *outQueue
-	wbuf     []byte // writeFrames' buffer, kept between batches; writer goroutine only
-	remote   string // the client's IP, for the pipeline
-	peer     string // the socket's peer address, for logs
-	relayURL string // what NIP-42 AUTH events must name
+	wbuf     []byte      // writeFrames' buffer, kept between batches; writer goroutine only
+	remote   string      // the client's IP, for the pipeline
+	peer     string      // the socket's peer address, for logs
+	relayURL string      // what NIP-42 AUTH events must name
+	ending   atomic.Bool // closing.go: close once the queue is sent
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -163,6 +164,12 @@ func (c *conn) write() {
 			}
 		case <-c.out.wake:
 			if !c.flush() {
+				return
+			}
+			if c.ending.Load() {
+				// an operator's order (closing.go): what was queued is
+				// sent, then the connection ends
+				c.shutdown("closed by the operator")
 				return
 			}
 		}

@@ -99,6 +99,10 @@ type Options struct {
 	// RelayURL is this relay's ws(s) URL, which NIP-42 AUTH events must
 	// name; "" derives it from the request's Host.
 	RelayURL string
+	// OtherRelayURLs are the relay's further URLs (its public URL's
+	// aliases: a .onion, a second name); an AUTH event naming one of them
+	// names this relay too.
+	OtherRelayURLs []string
 	// ClientIP names a request's client for per-IP limits and the
 	// pipeline's Meta.Remote (core/clientip: behind trusted proxies, the
 	// client they name); nil: the socket's peer.

@@ -98,13 +98,28 @@ func (h *handler) nip98Pubkey(r *http.Request, owner, id string) (string, bool) 
 		return "", false
 	}
 	u := evt.Tags.Find("u")
-	if u == nil || !sameRepoURL(u[1], h.repoRootURL(r, owner, id)) {
+	if u == nil || !h.namesRepoRoot(r, u[1], owner, id) {
 		return "", false
 	}
 	if ok, err := evt.CheckSignature(); err != nil || !ok {
 		return "", false
 	}
 	return evt.PubKey, true
+}
+
+// namesRepoRoot reports whether a token's u names the repository's root
+// under the service's public URL or one of its aliases (a .onion: issue 25
+// part 5).
+func (h *handler) namesRepoRoot(r *http.Request, u, owner, id string) bool {
+	if sameRepoURL(u, h.repoRootURL(r, owner, id)) {
+		return true
+	}
+	for _, a := range h.opts.Service.Aliases {
+		if sameRepoURL(u, strings.TrimSuffix(a.BaseURL(), "/")+RepoURLPath(owner, id)) {
+			return true
+		}
+	}
+	return false
 }
 
 // repoRootURL is the repository's canonical root URL, its clone URL under

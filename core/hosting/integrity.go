@@ -35,23 +35,32 @@ const (
 // is aligned to the state, as a push of that state would have left it;
 // everything else is reported, never guessed at.
 func (h *Hosting) Integrity(ctx context.Context, repair bool, only nip34.RepoRef) ([]Finding, error) {
+	out, _, err := h.IntegrityCounted(ctx, repair, only)
+	return out, err
+}
+
+// IntegrityCounted is Integrity that also says how many repositories it
+// checked (`grasp admin integrity-check` reports it: issue 26).
+func (h *Hosting) IntegrityCounted(ctx context.Context, repair bool, only nip34.RepoRef) ([]Finding, int, error) {
 	repos, err := h.repos.List(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("list repositories: %w", err)
+		return nil, 0, fmt.Errorf("list repositories: %w", err)
 	}
 	o := h.begin(ctx)
 	var out []Finding
+	checked := 0
 	for _, r := range repos {
 		if ctx.Err() != nil {
-			return out, ctx.Err()
+			return out, checked, ctx.Err()
 		}
 		if !only.IsZero() && r != only {
 			continue
 		}
 		out = append(out, o.integrity(r, repair)...)
+		checked++
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Repo < out[j].Repo })
-	return out, nil
+	return out, checked, nil
 }
 
 func (o *op) integrity(r nip34.RepoRef, repair bool) []Finding {

@@ -10,7 +10,6 @@ package metrics
 import (
 	"net/http"
 	"runtime"
-	"runtime/debug"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -61,32 +60,4 @@ func (r *Registry) Handler() http.Handler {
 		Registry:          r.reg, // promhttp's own scrape counters
 		EnableOpenMetrics: true,
 	})
-}
-
-// BuildIdentity is the one answer to "which build is this": an explicit
-// version or commit (what a release stamps with -ldflags -X) wins, a missing
-// one is taken from debug.ReadBuildInfo, which `go build` fills with the
-// module version and VCS revision, and what is still missing reads "(devel)"
-// (Go's own word for an unversioned build) and "unknown". `grasp version`
-// prints it and grasp_build_info carries it.
-func BuildIdentity(version, commit string) (string, string) {
-	if bi, ok := debug.ReadBuildInfo(); ok {
-		if version == "" {
-			version = bi.Main.Version
-		}
-		if commit == "" {
-			for _, s := range bi.Settings {
-				if s.Key == "vcs.revision" {
-					commit = s.Value
-				}
-			}
-		}
-	}
-	if version == "" {
-		version = "(devel)"
-	}
-	if commit == "" {
-		commit = "unknown"
-	}
-	return version, commit
 }

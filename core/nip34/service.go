@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"slices"
 	"strings"
 )
 
@@ -20,11 +21,41 @@ type Service struct {
 	// CheckClonePath additionally requires a listed clone URL to be exactly
 	// <base>/<author npub>/<pct(d)>.git, not merely on this host.
 	CheckClonePath bool
+	// Aliases are the service's other public URLs (issue 25 part 5): a
+	// .onion address in the http:// form ngit writes for onion hosts (its
+	// relay then ws://), a second host name, a base-path alias. An
+	// announcement listing any of them lists this service; the methods
+	// below answer for all of them, and the fields above are the primary
+	// identity, the one written into texts and NIP-42/NIP-98 examples.
+	Aliases []Service
 }
 
-// ParseService parses the public URL (http:// or https://) the server is
-// reached at.
-func ParseService(publicURL string) (Service, error) {
+// ParseService parses the public URLs (http:// or https://) the server is
+// reached at: the first is the primary identity, any further ones its
+// aliases. Two URLs naming the same origin and base path are refused (a
+// typo's duplicate would hide nothing, but says the list is not what the
+// operator thinks).
+func ParseService(publicURL string, aliases ...string) (Service, error) {
+	svc, err := parseIdentity(publicURL)
+	if err != nil {
+		return Service{}, err
+	}
+	for _, raw := range aliases {
+		a, err := parseIdentity(raw)
+		if err != nil {
+			return Service{}, err
+		}
+		for _, have := range svc.Identities() {
+			if have.Host == a.Host && have.Port == a.Port && have.Path == a.Path {
+				return Service{}, fmt.Errorf("public URL %q names the same host, port and path as %q", raw, have.BaseURL())
+			}
+		}
+		svc.Aliases = append(svc.Aliases, a)
+	}
+	return svc, nil
+}
+
+func parseIdentity(publicURL string) (Service, error) {
 	ep, err := parseEndpoint(publicURL)
 	if err != nil {
 		return Service{}, fmt.Errorf("parse public URL: %w", err)
@@ -33,6 +64,49 @@ func ParseService(publicURL string) (Service, error) {
 		return Service{}, fmt.Errorf("parse public URL %q: scheme must be http or https", publicURL)
 	}
 	return Service{Secure: ep.scheme == "https", Host: ep.host, Port: ep.port, Path: ep.path}, nil
+}
+
+// Identities are the primary identity and then each alias, each without
+// aliases of its own.
+func (s Service) Identities() []Service {
+	out := make([]Service, 0, 1+len(s.Aliases))
+	p := s
+	p.Aliases = nil
+	out = append(out, p)
+	for _, a := range s.Aliases {
+		a.Aliases, a.CheckClonePath = nil, s.CheckClonePath
+		out = append(out, a)
+	}
+	return out
+}
+
+// BaseURLs are BaseURL of every identity, the primary's first.
+func (s Service) BaseURLs() []string {
+	var out []string
+	for _, id := range s.Identities() {
+		out = append(out, id.BaseURL())
+	}
+	return out
+}
+
+// RelayURLs are RelayURL of every identity, the primary's first: what
+// NIP-11, the pages and NIP-AD list, what NIP-42 AUTH may name, and what
+// sync never dials (it is this server).
+func (s Service) RelayURLs() []string {
+	var out []string
+	for _, id := range s.Identities() {
+		out = append(out, id.RelayURL())
+	}
+	return out
+}
+
+// CloneURLs are CloneURL of every identity, the primary's first.
+func (s Service) CloneURLs(ownerHex, id string) []string {
+	var out []string
+	for _, ident := range s.Identities() {
+		out = append(out, ident.CloneURL(ownerHex, id))
+	}
+	return out
 }
 
 // HostPort is the host[:port] form, port omitted when it is the default.
@@ -76,7 +150,21 @@ func (s Service) RelayURL() string {
 // the origin's root stays free for a reverse proxy's other sites (issue 10
 // part 5). "/git" and "/git/" both name the service's root; "/gitx" does
 // not.
+//
+// With aliases, every identity's base path is tried, the longest first, so
+// a request reaching the server under an alias's base path (a reverse
+// proxy's second location) is served like one under the primary's.
 func (s Service) Within(escapedPath string) (rest string, ok bool) {
+	if len(s.Aliases) > 0 {
+		ids := s.Identities()
+		slices.SortStableFunc(ids, func(a, b Service) int { return len(b.Path) - len(a.Path) })
+		for _, id := range ids {
+			if rest, ok := id.Within(escapedPath); ok {
+				return rest, true
+			}
+		}
+		return "", false
+	}
 	if s.Path == "" {
 		if escapedPath == "" {
 			return "/", true
@@ -103,16 +191,27 @@ func (s Service) CloneURL(ownerHex, id string) string {
 // ListsClone reports whether raw is an http(s) URL on this service's exact
 // host:port under its base path; with CheckClonePath, whether it is exactly
 // owner's clone path for id.
+// Any identity counts.
 func (s Service) ListsClone(raw, ownerHex, id string) bool {
 	ep, err := parseEndpoint(raw)
-	if err != nil || (ep.scheme != "http" && ep.scheme != "https") || !s.sameOrigin(ep) {
+	if err != nil || (ep.scheme != "http" && ep.scheme != "https") {
 		return false
 	}
-	if s.CheckClonePath {
-		want := s.Path + "/" + Npub(ownerHex) + "/" + id + ".git"
-		return ep.path == want
+	for _, ident := range s.Identities() {
+		if !ident.sameOrigin(ep) {
+			continue
+		}
+		if s.CheckClonePath {
+			if ep.path == ident.Path+"/"+Npub(ownerHex)+"/"+id+".git" {
+				return true
+			}
+			continue
+		}
+		if ident.Path == "" || ep.path == ident.Path || strings.HasPrefix(ep.path, ident.Path+"/") {
+			return true
+		}
 	}
-	return s.Path == "" || ep.path == s.Path || strings.HasPrefix(ep.path, s.Path+"/")
+	return false
 }
 
 // PRsURL is the GRASP-06 endpoint of signer's PRs for identifier id:
@@ -127,10 +226,18 @@ func (s Service) PRsURL(signerHex, id string) string {
 // (G06-4/5).
 func (s Service) PRsEndpoint(raw string) (signer, id string, ok bool) {
 	ep, err := parseEndpoint(raw)
-	if err != nil || (ep.scheme != "http" && ep.scheme != "https") || !s.sameOrigin(ep) {
+	if err != nil || (ep.scheme != "http" && ep.scheme != "https") {
 		return "", "", false
 	}
-	rest, found := strings.CutPrefix(ep.path, s.Path+"/prs/")
+	var rest string
+	found := false
+	for _, ident := range s.Identities() {
+		if ident.sameOrigin(ep) {
+			if rest, found = strings.CutPrefix(ep.path, ident.Path+"/prs/"); found {
+				break
+			}
+		}
+	}
 	if !found {
 		return "", "", false
 	}
@@ -147,13 +254,19 @@ func (s Service) PRsEndpoint(raw string) (signer, id string, ok bool) {
 }
 
 // ListsRelay reports whether raw is a ws(s) URL naming this service's
-// relay: exact host:port and base path, a trailing slash tolerated.
+// relay under any identity: exact host:port and base path, a trailing slash
+// tolerated.
 func (s Service) ListsRelay(raw string) bool {
 	ep, err := parseEndpoint(raw)
 	if err != nil || (ep.scheme != "ws" && ep.scheme != "wss") {
 		return false
 	}
-	return s.sameOrigin(ep) && ep.path == s.Path
+	for _, ident := range s.Identities() {
+		if ident.sameOrigin(ep) && ep.path == ident.Path {
+			return true
+		}
+	}
+	return false
 }
 
 func (s Service) sameOrigin(ep endpoint) bool { return ep.host == s.Host && ep.port == s.Port }

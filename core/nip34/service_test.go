@@ -1,6 +1,12 @@
 package nip34
 
-import "testing"
+import (
+	"fmt"
+	"strings"
+	"testing"
+)
+
+const testOnion = "nkkkrgkv3pov3hibjo7kjnc7raslwaqqvmvtzqy2mbsa7liqov6l5qid.onion"
 
 func announce(clone, relays []string) Announcement {
 	return Announcement{Pubkey: pkA, Identifier: "my repo", Clone: clone, Relays: relays}
@@ -197,5 +203,46 @@ func TestRelayURLDerivedFromPublicURL(t *testing.T) {
 		if !svc.ListsRelay(got) || !svc.ListsRelay(got+"/") {
 			t.Errorf("%s: the service does not recognise its own relay URL %q", tc.public, got)
 		}
+	}
+}
+
+// Issue 25 part 5, several service identities: ListsService, Within and
+// the GRASP-06 endpoint answer for every identity and for none other.
+func TestServiceIdentities_ListsAnyIdentity(t *testing.T) {
+	svc, err := ParseService("https://git.example.org", "http://"+testOnion, "https://example.org/grasp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		clone, relay string
+		want         bool
+	}{
+		{"https://git.example.org/" + Npub(pkA) + "/r.git", "wss://git.example.org", true},
+		{"http://" + testOnion + "/" + Npub(pkA) + "/r.git", "ws://" + testOnion, true},
+		{"https://example.org/grasp/" + Npub(pkA) + "/r.git", "wss://example.org/grasp", true},
+		// mixed identities still list this service
+		{"http://" + testOnion + "/" + Npub(pkA) + "/r.git", "wss://git.example.org", true},
+		{"https://example.org/" + Npub(pkA) + "/r.git", "wss://example.org", false}, // outside the alias's base path
+		{"https://" + testOnion + "/" + Npub(pkA) + "/r.git", "wss://" + testOnion, false},
+		{"http://evil" + testOnion + "/" + Npub(pkA) + "/r.git", "ws://evil" + testOnion, false},
+	} {
+		a := Announcement{Pubkey: pkA, Identifier: "r", Clone: []string{c.clone}, Relays: []string{c.relay}}
+		if got := ListsService(a, svc); got != c.want {
+			t.Errorf("ListsService(%s, %s) = %v, want %v", c.clone, c.relay, got, c.want)
+		}
+	}
+	for path, want := range map[string]string{"/grasp/x": "/x", "/grasp": "/", "/x": "/x"} {
+		if rest, ok := svc.Within(path); !ok || rest != want {
+			t.Errorf("Within(%s) = %q %v, want %q", path, rest, ok, want)
+		}
+	}
+	if signer, id, ok := svc.PRsEndpoint("http://" + testOnion + "/prs/" + Npub(pkA) + "/r.git"); !ok || signer != pkA || id != "r" {
+		t.Errorf("PRsEndpoint under the .onion = %q %q %v", signer, id, ok)
+	}
+	if _, err := ParseService("https://git.example.org", "https://GIT.example.org:443/"); err == nil {
+		t.Error("a duplicate identity was accepted")
+	}
+	if got := fmt.Sprint(svc.CloneURLs(pkA, "r")); !strings.Contains(got, "http://"+testOnion+"/"+Npub(pkA)+"/r.git") {
+		t.Errorf("CloneURLs = %s", got)
 	}
 }

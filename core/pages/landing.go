@@ -19,7 +19,7 @@ var landingTmpl = pageTemplate("landing", `<h1>{{.Name}}</h1>
 <p>A <a href="https://ngit.dev/grasp">GRASP</a> server: a Nostr relay for NIP-34 git collaboration
 events and a git host whose pushes are authorised by signed Nostr repository-state events.</p>{{end}}
 <ul>
-<li>Nostr relay: <code>{{.RelayURL}}</code> (<a href="{{.Base}}/nip11.json">NIP-11 document</a>)</li>
+<li>Nostr relay: <code>{{.RelayURL}}</code> (<a href="{{.Base}}/nip11.json">NIP-11 document</a>){{if .OtherRelayURLs}}; also at {{range $i, $u := .OtherRelayURLs}}{{if $i}}, {{end}}<code>{{$u}}</code>{{end}}{{end}}</li>
 <li>Repositories: <code>{{.BaseURL}}/&lt;npub&gt;/&lt;identifier&gt;.git</code></li>
 <li>Server: grasp {{.Version}}</li>
 </ul>
@@ -60,11 +60,12 @@ func (p *Pages) landing(w http.ResponseWriter, r *http.Request) {
 	svc := p.opts.Service
 	d := struct {
 		Name, Description, Version, Base, BaseURL, RelayURL, Query string
+		OtherRelayURLs                                             []string
 		Total, Page, Pages                                         int
 		Prev, Next                                                 string
 		Repos                                                      []listedRepo
 	}{Name: p.opts.Name, Description: p.opts.Description, Version: p.opts.Version, Base: svc.Path,
-		BaseURL: svc.BaseURL(), RelayURL: svc.RelayURL(), Query: q, Total: len(all), Page: page, Pages: pages}
+		BaseURL: svc.BaseURL(), RelayURL: svc.RelayURL(), OtherRelayURLs: svc.RelayURLs()[1:], Query: q, Total: len(all), Page: page, Pages: pages}
 	if d.Name == "" {
 		d.Name = "grasp"
 	}

@@ -54,8 +54,11 @@ type repoView struct {
 	Tab      string
 	Meta     repoMeta
 	CloneURL string
-	Issues   string // links to the web client
-	Counts   tabCounts
+	// OtherCloneURLs are the clone URLs under the service's other public
+	// URLs (a .onion, a second name; issue 25 part 5).
+	OtherCloneURLs []string
+	Issues         string // links to the web client
+	Counts         tabCounts
 }
 
 func (p *Pages) repoView(ctx context.Context, repo nip34.RepoRef, tab string) repoView {
@@ -69,7 +72,9 @@ func (p *Pages) repoViewOf(ctx context.Context, repo nip34.RepoRef, tab string, 
 		Tab:      tab,
 		Meta:     m,
 		CloneURL: p.opts.Service.CloneURL(repo.Pubkey, repo.Identifier),
-		Counts:   p.counts(ctx, repo, m),
+		// the primary's is CloneURL
+		OtherCloneURLs: p.opts.Service.CloneURLs(repo.Pubkey, repo.Identifier)[1:],
+		Counts:         p.counts(ctx, repo, m),
 	}
 }
 

@@ -18,6 +18,7 @@ var summaryTmpl = pageTemplate("summary", `{{template "head" .}}
 {{if .Naddr}}<dt>naddr</dt><dd><code class="copy">{{.Naddr}}</code></dd>{{end}}
 </dl>
 <pre>git clone {{.HTTPS}}</pre>{{end}}
+{{if .R.OtherCloneURLs}}<p>Also served at: {{range $i, $c := .R.OtherCloneURLs}}{{if $i}}, {{end}}<code>{{$c}}</code>{{end}}</p>{{end}}
 {{with .R.Meta}}{{if .Clone}}<p>Clone URLs announced: {{range $i, $c := .Clone}}{{if $i}}, {{end}}<code>{{$c}}</code>{{end}}</p>{{end}}
 {{if .Relays}}<p>Relays: {{range $i, $c := .Relays}}{{if $i}}, {{end}}<code>{{$c}}</code>{{end}}</p>{{end}}
 {{if .Web}}<p>Web: {{range $i, $c := .Web}}{{if $i}}, {{end}}<a href="{{$c}}" rel="nofollow">{{$c}}</a>{{end}}</p>{{end}}

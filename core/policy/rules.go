@@ -155,6 +155,18 @@ func (r *Rules) byKind(ctx context.Context, evt *nostr.Event, meta Meta) Decisio
 		d = Decision{Outcome: Store}
 	case evt.Kind == kindMetadata || evt.Kind == kindRelayList:
 		d = r.profile(ctx, evt)
+	case evt.Kind == nip34.KindPinnedRepos || evt.Kind == nip34.KindFollowAuthors || evt.Kind == nip34.KindFollowRepos:
+		d = r.personalList(ctx, evt, meta)
+	case nip34.IsAnnotation(evt.Kind):
+		var stop bool
+		if d, stop = r.annotation(ctx, evt); !stop {
+			d = r.related(ctx, evt, meta)
+		}
+	case evt.Kind == nip34.KindReview:
+		var stop bool
+		if d, stop = r.review(ctx, evt); !stop {
+			d = r.related(ctx, evt, meta)
+		}
 	default:
 		d = r.related(ctx, evt, meta)
 	}

@@ -8,34 +8,36 @@ import (
 	"github.com/grasp-dev/grasp/core/git"
 )
 
-// CORS for every response (GRASP-01 C1-C3). Browser git clients send
-// Git-Protocol and friends, and X-Git-Request-Id (a retry id some browser
-// git clients add; bindws and the field report list it), so the allow list
-// is wider than the spec minimum. The gate serves the websocket and NIP-11
-// is served here, so khatru's own ServeHTTP (with its CORS middleware) is
-// never called.
+// CORS for every response (GRASP-01 C1-C3): one rule on every path under
+// the base path and on NIP-05's well-known path, whatever the verb and the
+// outcome. Access-Control-Allow-Methods always carries GET and POST (the
+// spec's words: "on ALL responses"), and the allowed headers are the full
+// set browser git clients send — Git-Protocol and friends, and
+// X-Git-Request-Id (a retry id some browser git clients add; bindws and the
+// field report list it) — so the allow list is wider than the spec minimum.
+// The gate serves the websocket and NIP-11 is served here, so khatru's own
+// ServeHTTP (with its CORS middleware) is never called.
 //
-// The rule for git-receive-pack (audit F18a). It keeps
-// Access-Control-Allow-Origin "*": gitworkshop pushes from the browser (a
-// fetch POST with Content-Type application/x-git-receive-pack-request and
-// Accept, which is preflighted and needs the header on the answer;
-// src/lib/git-push.ts), and ngit-grasp serves it too. That grants a web page
-// nothing its own server could not do: grasp sets no cookies and never sends
-// Access-Control-Allow-Credentials, so a browser adds no ambient authority,
-// a push's authority is a signed state event, and what an anonymous push
-// may cost is bounded by grasp.max_push_mb and the git process caps. Its
-// preflight allows exactly what browser pushers send: POST, and the
-// headers Content-Type and Accept (gitworkshop), Authorization (a NIP-98
-// token for a private repository, GRASP-08) and X-Git-Request-Id. Nothing
-// else (no Git-Protocol: protocol v2 has no push; no Content-Encoding: no
-// browser client compresses a pack).
+// git-receive-pack gets the same rule (issue 25 part 6, replacing the
+// narrower one of audit F18a, which dropped GET and Git-Protocol from its
+// answers and broke the spec's "all responses" and browser clients that send
+// Git-Protocol on every request). Access-Control-Allow-Origin "*" on it
+// grants a web page nothing its own server could not do: grasp sets no
+// cookies and never sends Access-Control-Allow-Credentials, so a browser
+// adds no ambient authority; a push's authority is a signed state event (or
+// a NIP-98 token the page itself signed, GRASP-08); and what an anonymous
+// push may cost is bounded by grasp.max_push_mb and the git process caps.
 const (
 	corsMethods = "GET, POST, OPTIONS"
 	corsHeaders = "Content-Type, Git-Protocol, Authorization, Accept, Content-Encoding, X-Requested-With, X-Git-Request-Id"
-
-	receivePackMethods = "POST, OPTIONS"
-	receivePackHeaders = "Content-Type, Accept, Authorization, X-Git-Request-Id"
 )
+
+// setCORS writes the one CORS rule on h.
+func setCORS(h http.Header) {
+	h.Set("Access-Control-Allow-Origin", "*")
+	h.Set("Access-Control-Allow-Methods", corsMethods)
+	h.Set("Access-Control-Allow-Headers", corsHeaders)
+}
 
 // route is the HTTP contract of grasp.md §2: OPTIONS, websocket, git paths,
 // NIP-11, pages, 404. Everything lives under the public URL's base path,
@@ -56,13 +58,16 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	r = withPath(r, rest)
-	h.Set("Access-Control-Allow-Origin", "*")
-	if strings.HasSuffix(rest, "/git-receive-pack") {
-		h.Set("Access-Control-Allow-Methods", receivePackMethods)
-		h.Set("Access-Control-Allow-Headers", receivePackHeaders)
-	} else {
-		h.Set("Access-Control-Allow-Methods", corsMethods)
-		h.Set("Access-Control-Allow-Headers", corsHeaders)
+	setCORS(h)
+	if m := s.management(r, rest); m != nil {
+		// Authenticated by its own NIP-98 token, and never refused by an
+		// address block, so an operator can always lift one.
+		m.ServeHTTP(w, r)
+		return
+	}
+	if s.refusedAddr(r) {
+		http.Error(w, "blocked: your address is blocked on this relay", http.StatusForbidden)
+		return
 	}
 
 	s.gitMu.RLock()

@@ -22,6 +22,9 @@ import (
 //     stays a plain 404 (the root belongs to the proxy's other sites).
 //
 // At the root (no base path) the two are the same path.
+//
+// With ?path= the same document answers NIP-AD web addresses (nipad.go),
+// with or without a relay key.
 const nip05Path = "/.well-known/nostr.json"
 
 // buildNIP05 is the document, or nil when the relay has no key.
@@ -36,17 +39,19 @@ func (s *Server) buildNIP05() ([]byte, error) {
 // clients fetch it from other origins).
 func (s *Server) serveNIP05(w http.ResponseWriter, r *http.Request) {
 	h := w.Header()
-	h.Set("Access-Control-Allow-Origin", "*")
-	h.Set("Access-Control-Allow-Methods", "GET, OPTIONS")
-	h.Set("Access-Control-Allow-Headers", corsHeaders)
+	setCORS(h)
+	path, byPath := r.URL.Query()["path"]
 	switch {
-	case s.nip05 == nil:
-		http.NotFound(w, r)
 	case r.Method == http.MethodOptions:
 		w.WriteHeader(http.StatusNoContent)
 	case r.Method != http.MethodGet && r.Method != http.MethodHead:
 		h.Set("Allow", "GET, HEAD, OPTIONS")
 		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+	case byPath:
+		// NIP-AD (nipad.go): answered with or without a relay key.
+		s.serveNIPAD(w, r, path[0])
+	case s.nip05 == nil:
+		http.NotFound(w, r)
 	default:
 		h.Set("Content-Type", "application/json")
 		if r.Method == http.MethodGet {

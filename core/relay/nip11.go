@@ -13,18 +13,23 @@ import (
 // repo_acceptance_criteria and an optional curation key (absent, not null,
 // when events are not curated: G01-N4).
 type info struct {
-	Name                   string      `json:"name,omitempty"`
-	Description            string      `json:"description,omitempty"`
-	PubKey                 string      `json:"pubkey,omitempty"`
-	Contact                string      `json:"contact,omitempty"`
-	Icon                   string      `json:"icon,omitempty"`
-	Software               string      `json:"software,omitempty"`
-	Version                string      `json:"version,omitempty"`
-	SupportedNIPs          []int       `json:"supported_nips"`
-	SupportedGrasps        []string    `json:"supported_grasps"`
-	RepoAcceptanceCriteria string      `json:"repo_acceptance_criteria"`
-	Curation               string      `json:"curation,omitempty"`
-	Limitation             *limitation `json:"limitation,omitempty"`
+	Name                   string   `json:"name,omitempty"`
+	Description            string   `json:"description,omitempty"`
+	PubKey                 string   `json:"pubkey,omitempty"`
+	Contact                string   `json:"contact,omitempty"`
+	Icon                   string   `json:"icon,omitempty"`
+	Software               string   `json:"software,omitempty"`
+	Version                string   `json:"version,omitempty"`
+	SupportedNIPs          []int    `json:"supported_nips"`
+	SupportedGrasps        []string `json:"supported_grasps"`
+	RepoAcceptanceCriteria string   `json:"repo_acceptance_criteria"`
+	Curation               string   `json:"curation,omitempty"`
+	// The service's public URLs and relay URLs, the canonical one first,
+	// then its aliases (issue 25 part 5: a .onion, a second name): every
+	// one of them counts as this service in an announcement.
+	PublicURLs []string    `json:"public_urls,omitempty"`
+	RelayURLs  []string    `json:"relay_urls,omitempty"`
+	Limitation *limitation `json:"limitation,omitempty"`
 }
 
 type limitation struct {
@@ -120,6 +125,9 @@ func (s *Server) buildNIP11() ([]byte, error) {
 			PlaceholderTTL:               max(s.opts.PushLimits.PlaceholderTTLSeconds, 0),
 		},
 	}
+	if s.svc.Host != "" {
+		doc.PublicURLs, doc.RelayURLs = s.svc.BaseURLs(), s.svc.RelayURLs()
+	}
 	return json.Marshal(doc)
 }
 
@@ -128,7 +136,7 @@ func (s *Server) serveNIP11(w http.ResponseWriter, r *http.Request) {
 	if r.Method == http.MethodHead {
 		return
 	}
-	_, _ = w.Write(s.nip11)
+	_, _ = w.Write(s.nip11Doc())
 }
 
 // iconURL is the configured icon, or the one this server draws itself.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"maps"
 	"net/http"
 	"slices"
 	"strings"
@@ -310,11 +309,13 @@ func corsList(v string) map[string]bool {
 	return out
 }
 
-// Audit F18a and issue 10 part 4: the CORS rule. Every preflight allows
-// X-Git-Request-Id. git-receive-pack keeps Access-Control-Allow-Origin "*"
-// because gitworkshop pushes from the browser, and its preflight allows
-// exactly what browser pushers send (POST; Content-Type, Accept,
-// Authorization, X-Git-Request-Id); no response allows credentials.
+// Audit F18a, issue 10 part 4 and issue 25 part 6: the CORS rule. Every
+// preflight, receive-pack's included, allows GET and POST and the full
+// header set browser git clients send (Git-Protocol, X-Git-Request-Id ...);
+// git-receive-pack keeps Access-Control-Allow-Origin "*" because gitworkshop
+// pushes from the browser; no response allows credentials. (F18a's first fix
+// narrowed receive-pack to POST and four headers; issue 25 restores the
+// spec's "all responses" rule.)
 func TestAbuse_F18a_CORSRuleForGitAndReceivePack(t *testing.T) {
 	tr := startRelay(t, Options{})
 	tr.srv.HandleGit(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusOK) }))
@@ -347,15 +348,12 @@ func TestAbuse_F18a_CORSRuleForGitAndReceivePack(t *testing.T) {
 			t.Errorf("preflight %s allows %q, want X-Git-Request-Id and the git headers", p, resp.Header.Get("Access-Control-Allow-Headers"))
 		}
 	}
-	// receive-pack: exactly what a browser pusher sends.
+	// receive-pack: the same rule, Git-Protocol included (issue 25 part 6).
 	for _, p := range []string{repo + "/git-receive-pack", "/prs/npub1qqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqq8yaf0w/r.git/git-receive-pack"} {
-		resp := preflight(p, "POST", "content-type")
-		want := map[string]bool{"content-type": true, "accept": true, "authorization": true, "x-git-request-id": true}
-		if got := corsList(resp.Header.Get("Access-Control-Allow-Headers")); !maps.Equal(got, want) {
-			t.Errorf("receive-pack preflight %s allows headers %v, want exactly %v", p, got, want)
-		}
-		if got := corsList(resp.Header.Get("Access-Control-Allow-Methods")); !got["post"] || got["get"] {
-			t.Errorf("receive-pack preflight %s allows methods %v, want POST and not GET", p, got)
+		resp := preflight(p, "POST", "content-type, git-protocol")
+		assertCORS(t, "receive-pack preflight "+p, resp)
+		if got := corsList(resp.Header.Get("Access-Control-Allow-Methods")); !got["post"] || !got["get"] {
+			t.Errorf("receive-pack preflight %s allows methods %v, want GET and POST", p, got)
 		}
 		// gitworkshop's POST itself is readable by the page.
 		req, _ := http.NewRequest(http.MethodPost, tr.base+p, strings.NewReader("0000"))
@@ -367,6 +365,7 @@ func TestAbuse_F18a_CORSRuleForGitAndReceivePack(t *testing.T) {
 			t.Fatal(err)
 		}
 		post.Body.Close()
+		assertCORS(t, "POST "+p, post)
 		if post.Header.Get("Access-Control-Allow-Origin") != "*" || post.Header.Get("Access-Control-Allow-Credentials") != "" {
 			t.Errorf("POST %s: origin %q, credentials %q; want * and none", p, post.Header.Get("Access-Control-Allow-Origin"), post.Header.Get("Access-Control-Allow-Credentials"))
 		}

@@ -81,9 +81,12 @@ type Options struct {
 	IconURL     string
 	// PublicURL is the http(s) origin clients use, e.g. "http://127.0.0.1:7334".
 	// The relay URL is derived from it (http -> ws, https -> wss).
-	PublicURL   string
-	SoftwareURL string
-	Version     string
+	PublicURL string
+	// PublicURLAliases are the service's further public URLs (a .onion, a
+	// second name): routed, accepted in NIP-42 AUTH, listed in NIP-11.
+	PublicURLAliases []string
+	SoftwareURL      string
+	Version          string
 	// SupportedGrasps is advertised as supported_grasps (e.g. "GRASP-01").
 	SupportedGrasps []string
 	// AcceptanceCriteria is the human-readable repo_acceptance_criteria.
@@ -154,9 +157,14 @@ type Server struct {
 	// svc carries the base path every route lives under ("" at the root).
 	svc nip34.Service
 
+	op         operatorHooks // operator.go
+	infoMu     sync.Mutex
+	configured struct{ name, description, icon string }
+
 	gitMu sync.RWMutex
 	git   http.Handler
 	pages http.Handler
+	shown func(context.Context, nip34.RepoRef) bool // NIP-AD: repositories answered (nipad.go)
 
 	storedMu sync.RWMutex
 	onStored []func(context.Context, *nostr.Event)
@@ -180,7 +188,7 @@ func New(opts Options, e env.Env) (*Server, error) {
 	var svc nip34.Service
 	if opts.PublicURL != "" {
 		var err error
-		svc, err = nip34.ParseService(opts.PublicURL)
+		svc, err = nip34.ParseService(opts.PublicURL, opts.PublicURLAliases...)
 		if err != nil {
 			return nil, fmt.Errorf("relay: %w", err)
 		}
@@ -214,7 +222,8 @@ func New(opts Options, e env.Env) (*Server, error) {
 		return nil, fmt.Errorf("relay: %w", err)
 	}
 	s.khatru = s.newKhatru()
-	s.gate = gate.New(gate.Options{Backend: s, Limits: limits, RelayURL: wsURL, Private: opts.Private, ClientIP: opts.ClientIP}, e.Named("gate"))
+	s.gate = gate.New(gate.Options{Backend: s, Limits: limits, RelayURL: wsURL, OtherRelayURLs: otherRelayURLs(svc), Private: opts.Private, ClientIP: opts.ClientIP}, e.Named("gate"))
+	s.configured.name, s.configured.description, s.configured.icon = opts.Name, opts.Description, opts.IconURL
 	s.nip11, err = s.buildNIP11()
 	if err != nil {
 		return nil, fmt.Errorf("relay: NIP-11 document: %w", err)
@@ -244,6 +253,14 @@ func (s *Server) newKhatru() *khatru.Relay {
 
 // Handler is the whole HTTP surface: CORS, websocket, NIP-11, git, pages.
 func (s *Server) Handler() http.Handler { return s.handler }
+
+// otherRelayURLs are the relay URLs of svc's aliases.
+func otherRelayURLs(svc nip34.Service) []string {
+	if len(svc.Aliases) == 0 {
+		return nil
+	}
+	return svc.RelayURLs()[1:]
+}
 
 // RelayURL is the ws(s) URL derived from Options.PublicURL ("" if unset).
 func (s *Server) RelayURL() string { return s.wsURL }

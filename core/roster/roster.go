@@ -42,6 +42,7 @@ type Source struct {
 	refuse *prometheus.CounterVec
 
 	rejected rejectedIndex
+	listed   listings
 }
 
 // New builds a Source.

@@ -179,19 +179,30 @@ func (v *View) Trusted(owner string) []Entry {
 }
 
 // Inviters are the accepted announcements (other than a's author's) that
-// name a's author in an M, m, o or maintainers entry, found from the keys a
-// names and their forward closure: the announcements that make a worth
-// keeping although it does not list this service (maintainers-v3.md §3
-// [R], G01-R2x).
+// name a's author in an M, m, o or maintainers entry: the announcements that
+// make a worth keeping although it does not list this service
+// (maintainers-v3.md §3 [R], G01-R2x). They are found by a's author in the
+// index of who lists whom (listings.go), fed at acceptance, so an invitee
+// that names nobody back is found too; and, for a pipeline built without
+// that index (tests, `grasp plugin test`), from the keys a names and their
+// forward closure. Never by reading every announcement of the identifier.
 func (v *View) Inviters(a nip34.Announcement) []Entry {
 	var out []Entry
-	for _, pk := range v.closure(a.Subjects()) {
-		if pk == a.Pubkey {
-			continue
+	seen := map[string]bool{a.Pubkey: true}
+	consider := func(pk string) {
+		if seen[pk] {
+			return
 		}
+		seen[pk] = true
 		if e, ok := v.Latest(pk); ok && e.Names(a.Pubkey) {
 			out = append(out, e)
 		}
+	}
+	for _, pk := range v.src.listed.naming(a.Pubkey, v.d) {
+		consider(pk)
+	}
+	for _, pk := range v.closure(a.Subjects()) {
+		consider(pk)
 	}
 	return out
 }

@@ -23,6 +23,9 @@ func TestAbuse_F24_AdminRefusesRebindingAndNoToken(t *testing.T) {
 	e := newEnv(t, func(c *config.Config) {
 		c.Metrics.Enabled = true
 		c.Metrics.Listen = "127.0.0.1:0"
+		// The status report asks sync, which answers once this instance
+		// leads; nothing here is about sync.
+		c.Sync.Enabled = false
 	})
 	addr := e.srv.metricsAddr()
 	do := func(method, path, host string, h http.Header) (int, string) {

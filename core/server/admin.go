@@ -22,12 +22,12 @@ func (s *Server) loopbackHandler(addr net.Addr, token string) http.Handler {
 	guard := admin.Guard{Token: token, Addr: addr, TokenFile: s.cfg.AdminToken(), Log: s.log.Named("admin")}
 	mux := http.NewServeMux()
 	mux.Handle(admin.StatusPath, guard.Wrap(admin.Handler(s.adminSources())))
-	mux.Handle(admin.IntegrityPath, guard.Wrap(admin.IntegrityHandler(func(r *http.Request, repair bool, only nip34.RepoRef) ([]hosting.Finding, error) {
-		return s.hosting.Integrity(r.Context(), repair, only)
+	mux.Handle(admin.IntegrityPath, guard.Wrap(admin.IntegrityHandler(func(r *http.Request, repair bool, only nip34.RepoRef) ([]hosting.Finding, int, error) {
+		return s.hosting.IntegrityCounted(r.Context(), repair, only)
 	})))
 	mux.Handle(admin.BackupPath, guard.Wrap(admin.BackupHandler(func() admin.BackupSources {
 		return admin.BackupSources{DataDir: s.cfg.Server.DataDir, Backend: s.cfg.Store.Backend, Online: true,
-			Repos: s.repos.EachLocked, Clock: s.clk, Leave: []string{s.cfg.AdminToken()},
+			Repos: s.repos.EachLocked, Refs: s.repos.RefsIn, Clock: s.clk, Leave: []string{s.cfg.AdminToken()},
 			// Read when no held event is between purgatory and the store.
 			Store: func(w io.Writer) error { return s.store.Backup(w) }}
 	})))

@@ -13,6 +13,7 @@ import (
 	"github.com/grasp-dev/grasp/core/git"
 	"github.com/grasp-dev/grasp/core/hosting"
 	"github.com/grasp-dev/grasp/core/nip34"
+	"github.com/grasp-dev/grasp/core/nip86"
 	"github.com/grasp-dev/grasp/core/pages"
 	"github.com/grasp-dev/grasp/core/policy"
 	"github.com/grasp-dev/grasp/core/purgatory"
@@ -28,7 +29,7 @@ import (
 // host, then the loops.
 func (s *Server) assemble(ext Extensions) error {
 	cfg := s.cfg
-	svc, err := nip34.ParseService(cfg.Server.PublicURL)
+	svc, err := cfg.Service()
 	if err != nil {
 		return fmt.Errorf("server.public_url: %w", err)
 	}
@@ -98,7 +99,13 @@ func (s *Server) assemble(ext Extensions) error {
 		return err
 	}
 	s.roster = rost
+	if err := s.assembleOperatorState(); err != nil {
+		return err
+	}
 	popts := s.policyOptions(svc, plugins, ext.AcceptNames)
+	// The operator's NIP-86 lists first, for every event whatever its
+	// source (core/nip86).
+	popts.Pre = append(policy.Chain{s.operator}, popts.Pre...)
 	popts.Events, popts.Held, popts.Git, popts.Roster, popts.Archive = events, s.purg, s.repos, rost, s.archive
 	popts.Usage = s.placeholderUsage
 	rules, err := policy.New(popts, s.env.Named("policy"))
@@ -129,6 +136,9 @@ func (s *Server) assemble(ext Extensions) error {
 	gc.OnArrived, gc.FindDrifted = s.hosting.Arrived, s.hosting.Drifted
 
 	if err := s.assembleRelay(popts, rules); err != nil {
+		return err
+	}
+	if err := s.assembleOperatorEndpoint(svc); err != nil {
 		return err
 	}
 	minBody := int64(cfg.Git.MinBodyBytes)
@@ -171,6 +181,7 @@ func (s *Server) assemble(ext Extensions) error {
 		return err
 	}
 	s.relay.HandlePages(pg)
+	s.relay.HandleRepoAddresses(pg.Shown) // NIP-AD: the repositories the pages show
 
 	s.sched = scheduler.New(scheduler.Options{}, s.env.Named("scheduler"))
 	s.assembleFanout()
@@ -230,6 +241,7 @@ func (s *Server) assembleRelay(popts policy.Options, rules *policy.Rules) error 
 		Contact:            cfg.Relay.Contact,
 		IconURL:            cfg.Relay.Icon,
 		PublicURL:          cfg.Server.PublicURL,
+		PublicURLAliases:   cfg.Server.PublicURLAliases,
 		SoftwareURL:        "https://github.com/grasp-dev/grasp",
 		Version:            s.build.Version,
 		SupportedGrasps:    grasps,
@@ -261,7 +273,21 @@ func (s *Server) assembleRelay(popts policy.Options, rules *policy.Rules) error 
 	s.relay.OnStored(func(_ context.Context, evt *nostr.Event) { s.vis.Observe(evt) })
 	s.purg.OnHold = append(s.purg.OnHold, func(e purgatory.Entry) { s.vis.Observe(e.Event) })
 	s.purg.OnRemove = append(s.purg.OnRemove, func(e purgatory.Entry, _ string) { s.vis.Observe(e.Event) })
-	return nil
+	// The roster's index of who lists whom (G01-R2x: an invitee that names
+	// nobody back is still found to be invited), fed at acceptance, then
+	// loaded from what is already stored and held.
+	s.relay.OnStored(func(_ context.Context, evt *nostr.Event) { s.roster.Observe(evt) })
+	s.purg.OnHold = append(s.purg.OnHold, func(e purgatory.Entry) { s.roster.Observe(e.Event) })
+	s.purg.OnRemove = append(s.purg.OnRemove, func(e purgatory.Entry, why string) {
+		// Released or replaced versions stay indexed (stored now, or
+		// superseded by a newer one Observe saw); what another instance
+		// did ("elsewhere") is left to the check every answer gets.
+		switch why {
+		case "expired", "evicted", "deleted":
+			s.roster.Forget(e.Event)
+		}
+	})
+	return s.roster.Load(s.life)
 }
 
 // assembleVisibility builds GRASP-08's reader rule on the roster and loads
@@ -329,6 +355,12 @@ func (s *Server) assembleFanout() {
 		return s.store.Follow(ctx, store.Follower{
 			Stored: func(evt *nostr.Event) { s.relay.Deliver(ctx, evt) },
 			SideChanged: func(bucket, key string) {
+				if bucket == nip86.Bucket {
+					if err := s.operator.Reload(key); err != nil {
+						s.log.Error("following another instance's NIP-86 change", "key", key, "error", err)
+					}
+					return
+				}
 				held, err := s.purg.Reload(bucket, key)
 				if err != nil {
 					s.log.Error("following another instance's purgatory change", "bucket", bucket, "error", err)
@@ -338,6 +370,9 @@ func (s *Server) assembleFanout() {
 				}
 			},
 			Resync: func() {
+				if err := s.operator.Resync(); err != nil {
+					s.log.Error("reloading the NIP-86 lists after a lost LISTEN connection", "error", err)
+				}
 				if err := s.purg.Resync(); err != nil {
 					s.log.Error("reloading purgatory after a lost LISTEN connection", "error", err)
 				}

@@ -31,12 +31,12 @@ func (s *Server) assembleHunter(ext Extensions) (*hunt.GitContext, error) {
 		Log:          s.log.Named("hunt"),
 	}
 	s.hunter, err = hunt.New(hunt.Options{
-		Sync:     gc,
-		Config:   cfg.Purgatory,
-		SelfHost: cfg.Server.PublicURL,
-		Limits:   s.throttle.Limits,
-		Labelled: s.throttle.Named,
-		Disabled: disabled,
+		Sync:      gc,
+		Config:    cfg.Purgatory,
+		SelfHosts: append([]string{cfg.Server.PublicURL}, cfg.Server.PublicURLAliases...),
+		Limits:    s.throttle.Limits,
+		Labelled:  s.throttle.Named,
+		Disabled:  disabled,
 	}, s.env.Named("hunt"))
 	return gc, err
 }

@@ -1,10 +1,14 @@
 package server
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
 	"github.com/nbd-wtf/go-nostr"
+
+	"github.com/grasp-dev/grasp/core/config"
+	"github.com/grasp-dev/grasp/core/nip34"
 )
 
 // The trace an operator sees when a one-way listing no longer authorises.
@@ -158,5 +162,89 @@ func TestG01R2x_InviteeAnnouncementBeforeOwner(t *testing.T) {
 	})
 	if got := infoRefsStatus(t, e.cloneURL(b, "repo")); got != 404 {
 		t.Fatalf("info/refs of B's path after the push: %d, want 404", got)
+	}
+}
+
+// G01-R2x (maintainers-v3.md §3 [R], issue 25 part 6): an announcement by a
+// subject of an M, m, o or maintainers entry in an accepted same-d
+// announcement is accepted although it lists neither this service nor its
+// inviter — a plain fork, a self-ended role, a moderator's self-record, a
+// legacy invitee — without a bare repository, stored when the inviting
+// repository is served and held with it while it is held. Inviters are
+// found through the index of who lists whom (fed at acceptance), never by
+// reading every announcement of the identifier; a stranger named by nobody
+// is still refused.
+func TestG01R2x_InviteeNamingNobodyBackIsAccepted(t *testing.T) {
+	e := newEnv(t, nil)
+	cl := e.dial()
+	a, b, c, d, l, s := newKey(t), newKey(t), newKey(t), newKey(t), newKey(t), newKey(t)
+	w := newWork(t)
+	x := w.commit("x")
+	e.release(a, "repo", w, x, role("M", a), role("m", b), role("m", c), role("o", d))
+	e.release(newKey(t), "legacy", w, x) // another repository, unrelated
+	e.clk.Advance(time.Second)
+
+	for name, evt := range map[string]*nostr.Event{
+		"a plain fork naming nobody": e.sign(b, 30617, nostr.Tags{{"d", "repo"}, {"clone", "https://elsewhere.example/b/repo.git"}}, ""),
+		"a self-ended role":          e.sign(c, 30617, nostr.Tags{{"d", "repo"}, role("m", c, "10", "20")}, ""),
+		"a moderator's self-record":  e.sign(d, 30617, nostr.Tags{{"d", "repo"}, role("o", d)}, ""),
+	} {
+		ok, msg := cl.publish(evt)
+		if !ok {
+			t.Fatalf("%s: refused with %q, want accepted (its author is named by A's accepted announcement)", name, msg)
+		}
+		if !cl.served(evt.ID) {
+			t.Fatalf("%s: accepted but not served", name)
+		}
+		if got := infoRefsStatus(t, e.cloneURL(key{pk: evt.PubKey, npub: nip34.Npub(evt.PubKey)}, "repo")); got != 404 {
+			t.Fatalf("%s: info/refs of its author's path: %d, want 404 (no bare repository)", name, got)
+		}
+	}
+	// Nobody names S: refused with the listing reason.
+	cl.mustReject(e.sign(s, 30617, nostr.Tags{{"d", "repo"}}, ""), "invalid: announcement must list this service")
+	// Named for another identifier only: refused.
+	cl.mustReject(e.sign(b, 30617, nostr.Tags{{"d", "legacy"}}, ""), "invalid: announcement must list this service")
+
+	// A legacy (role-free) inviter whose repository is still held: L's
+	// invitee naming nobody is held with it and released together.
+	annL := e.announcement(l, "held", nostr.Tag{"maintainers", b.pk})
+	cl.mustAccept(annL, purg)
+	forkB := e.sign(b, 30617, nostr.Tags{{"d", "held"}}, "")
+	cl.mustAccept(forkB, purg)
+	y := w.commit("y")
+	cl.mustAccept(e.state(l, "held", map[string]string{"refs/heads/main": y}, "refs/heads/main"), purg)
+	if out, err := w.push(e.cloneURL(l, "held"), "main:refs/heads/main"); err != nil {
+		t.Fatalf("push: %v\n%s", err, out)
+	}
+	e.eventually("L's announcement and B's fork released together", 0, func() bool { return cl.served(annL.ID) && cl.served(forkB.ID) })
+}
+
+// The index of who lists whom survives a restart: it is loaded from the
+// store at start, so an invitee naming nobody is accepted after one.
+func TestG01R2x_InviteeIndexLoadedAtStart(t *testing.T) {
+	dir := t.TempDir()
+	var port int
+	cfgOf := func(c *config.Config) {
+		if port == 0 {
+			port = freePort(t)
+		}
+		c.Server.DataDir = dir
+		c.Server.Listen = fmt.Sprintf("127.0.0.1:%d", port)
+		c.Server.PublicURL = fmt.Sprintf("http://127.0.0.1:%d", port)
+	}
+	first := newEnv(t, cfgOf)
+	a, b := newKey(t), newKey(t)
+	w := newWork(t)
+	first.release(a, "repo", w, w.commit("x"), role("M", a), role("m", b))
+	first.stop()
+	if err := first.srv.Wait(); err != nil {
+		t.Fatal(err)
+	}
+
+	second := newEnv(t, cfgOf)
+	cl := second.dial()
+	fork := second.sign(b, 30617, nostr.Tags{{"d", "repo"}}, "")
+	if ok, msg := cl.publish(fork); !ok {
+		t.Fatalf("after a restart B's fork naming nobody is refused with %q", msg)
 	}
 }

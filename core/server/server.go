@@ -35,6 +35,7 @@ import (
 	"github.com/grasp-dev/grasp/core/hosting"
 	"github.com/grasp-dev/grasp/core/metrics"
 	"github.com/grasp-dev/grasp/core/nip34"
+	"github.com/grasp-dev/grasp/core/nip86"
 	"github.com/grasp-dev/grasp/core/policy"
 	"github.com/grasp-dev/grasp/core/purgatory"
 	"github.com/grasp-dev/grasp/core/purgatory/hunt"
@@ -110,6 +111,7 @@ type Server struct {
 	sched       *scheduler.Scheduler
 	throttle    *throttle.Resolver
 	vis         *visibility.Visibility
+	operator    *nip86.State // the operator's NIP-86 lists (operator.go)
 	space       *diskspace.Guard
 	archive     *archive.Scope // GRASP-05 scope
 	roster      *roster.Source // shared by the rules, hosting, sync's hosted-here answer

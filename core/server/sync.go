@@ -97,7 +97,7 @@ func (s *Server) syncTerm(ctx context.Context) error {
 		Conns:    pool,
 		Health:   tracker,
 		Selector: s.syncSel, // relay selection plugins; nil keeps every listed relay
-		Self:     svc.RelayURL(),
+		Self:     svc.RelayURLs(),
 		Config:   sc,
 		// "Synced here" has one definition: hosted here, as the GRASP
 		// rules decide it (it lists this server, or GRASP-05 archives it:

@@ -98,7 +98,7 @@ func TestAbuse_F14_AnnouncementsCannotMakeSyncDialUnboundedRelays(t *testing.T) 
 func TestF14_BootstrapRelaysOutsideTheCaps(t *testing.T) {
 	x := NewRepoSyncIndex()
 	x.SetAnnouncement(repoAddr(0), append([]string{selfURL, "wss://boot.example"}, attackerRelays(0, 30)...), true)
-	got, dropped := DeriveRelayTargets(x, TargetRules{Self: selfURL, Bootstrap: []string{"wss://boot.example"}, Caps: Caps{PerRepo: 5, Total: 3}})
+	got, dropped := DeriveRelayTargets(x, TargetRules{Self: []string{selfURL}, Bootstrap: []string{"wss://boot.example"}, Caps: Caps{PerRepo: 5, Total: 3}})
 	if len(got) != 4 || !got["wss://boot.example"].Bootstrap || len(got["wss://boot.example"].Repos) != 1 {
 		t.Fatalf("targets %v", keys(got))
 	}

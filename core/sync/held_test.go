@@ -79,7 +79,7 @@ func TestG02_6_DeriveRelayTargetsCountsHeldRepos(t *testing.T) {
 	if _, ok := x.HoldAnnouncement(repoAddr(0), []string{"wss://c.example"}, true); ok {
 		t.Fatal("held announcement replaced a stored one")
 	}
-	got, _ := DeriveRelayTargets(x, TargetRules{Self: selfURL})
+	got, _ := DeriveRelayTargets(x, TargetRules{Self: []string{selfURL}})
 	if a := got["wss://a.example"]; len(a.Repos) != 1 || a.Repos[0] != 0 || a.Held != 1 {
 		t.Fatalf("a: %+v", a)
 	}
@@ -94,7 +94,7 @@ func TestG02_6_DeriveRelayTargetsCountsHeldRepos(t *testing.T) {
 	if x.Held(id1) {
 		t.Fatal("stored announcement did not promote")
 	}
-	got, _ = DeriveRelayTargets(x, TargetRules{Self: selfURL})
+	got, _ = DeriveRelayTargets(x, TargetRules{Self: []string{selfURL}})
 	if b := got["wss://b.example"]; len(b.Repos) != 1 || b.Held != 0 {
 		t.Fatalf("b after promotion: %+v", b)
 	}

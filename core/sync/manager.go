@@ -60,7 +60,7 @@ type Options struct {
 	Selector      RelaySelector
 	SelectTimeout time.Duration // per Selector call; default 2s
 
-	Self string // this server's relay URL, never synced from
+	Self []string // this server's relay URLs (every public URL), never synced from
 	// Hosted decides whether an accepted announcement's repository is
 	// hosted here, i.e. synced: it lists this server, or GRASP-05 archives
 	// it (archived; the server asks core/archive, and relay selection
@@ -102,13 +102,15 @@ func (o *Options) defaults() error {
 	if o.Rand == nil {
 		o.Rand = rand.Float64
 	}
-	if o.Self != "" {
-		n, err := nip34.NormalizeRelayURL(o.Self)
+	self := make([]string, 0, len(o.Self))
+	for _, u := range o.Self {
+		n, err := nip34.NormalizeRelayURL(u)
 		if err != nil {
 			return fmt.Errorf("sync options: self: %w", err)
 		}
-		o.Self = n
+		self = append(self, n)
 	}
+	o.Self = self
 	return nil
 }
 

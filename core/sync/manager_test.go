@@ -83,7 +83,7 @@ func newHarness(t *testing.T, tweak func(*Options)) *harness {
 	t.Helper()
 	h := &harness{t: t, clk: clock.NewFake(t0), conns: &fakeConns{}, hl: &fakeHealth{}, reg: prometheus.NewRegistry()}
 	o := Options{
-		Conns: h.conns, Health: h.hl, Self: "wss://self.example",
+		Conns: h.conns, Health: h.hl, Self: []string{"wss://self.example"},
 		Rand:   func() float64 { return 0.5 },
 		Config: config.Sync{DisconnectCheckInterval: config.Duration(1000 * time.Hour)}, // driven explicitly by tests that need it
 	}
@@ -540,7 +540,7 @@ func TestNewManagerValidates(t *testing.T) {
 		"no conns":        {Health: &fakeHealth{}},
 		"no health":       {Conns: &fakeConns{}},
 		"tiny limit":      {Conns: &fakeConns{}, Health: &fakeHealth{}, Config: config.Sync{ConsolidateAbove: 10}},
-		"bad self":        {Conns: &fakeConns{}, Health: &fakeHealth{}, Self: "ftp://x"},
+		"bad self":        {Conns: &fakeConns{}, Health: &fakeHealth{}, Self: []string{"ftp://x"}},
 		"inverted window": {Conns: &fakeConns{}, Health: &fakeHealth{}, Config: config.Sync{DailyMin: config.Duration(2 * time.Hour), DailyMax: config.Duration(time.Hour)}},
 	} {
 		if _, err := NewManager(o, env.Env{}); err == nil {

@@ -1,6 +1,7 @@
 package sync
 
 import (
+	"slices"
 	"strings"
 
 	"github.com/grasp-dev/grasp/core/nip34"
@@ -90,7 +91,7 @@ func (m *Manager) parse(evt *nostr.Event) (update, bool) {
 			u.listsSelf, u.archived = m.o.Hosted(evt)
 		} else {
 			for _, r := range u.relays {
-				if n, err := nip34.NormalizeRelayURL(r); err == nil && n == m.o.Self {
+				if n, err := nip34.NormalizeRelayURL(r); err == nil && slices.Contains(m.o.Self, n) {
 					u.listsSelf = true
 					break
 				}

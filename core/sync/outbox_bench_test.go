@@ -63,7 +63,7 @@ func benchOutbox(b *testing.B, outbox bool, repos, roots, nRelays int) {
 		before := heapInUse()
 		world := outboxWorld(repos, roots, nRelays, repos, 2000)
 		cfg := config.Sync{Outbox: outbox, DisconnectCheckInterval: config.Duration(time.Hour)}
-		m, err := NewManager(Options{Conns: &fakeConns{}, Health: &fakeHealth{}, Self: selfURL, Config: cfg, Rand: func() float64 { return 0.5 }},
+		m, err := NewManager(Options{Conns: &fakeConns{}, Health: &fakeHealth{}, Self: []string{selfURL}, Config: cfg, Rand: func() float64 { return 0.5 }},
 			env.Env{Clock: clock.NewFake(t0), Metrics: prometheus.NewRegistry()})
 		if err != nil {
 			b.Fatal(err)

@@ -236,7 +236,7 @@ func (m *Manager) outboxParts(root string) []string {
 func TestG03_6_OutboxRelaysFromHistoryAfterRestart(t *testing.T) {
 	r := newSubRig(t)
 	conns := &fakeConns{}
-	m, err := NewManager(Options{Conns: conns, Health: &fakeHealth{}, Self: selfURL, Rand: func() float64 { return 0.5 },
+	m, err := NewManager(Options{Conns: conns, Health: &fakeHealth{}, Self: []string{selfURL}, Rand: func() float64 { return 0.5 },
 		Config: config.Sync{Outbox: true, DisconnectCheckInterval: config.Duration(time.Hour)}}, env.Env{Clock: r.clk, Metrics: prometheus.NewRegistry()})
 	if err != nil {
 		t.Fatal(err)

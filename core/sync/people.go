@@ -23,7 +23,7 @@ import (
 // just before the gap on a quick reconnect.
 
 // PeopleKinds are the kinds synced for the people of a repository.
-var PeopleKinds = []int{0, KindRelayList, 10317}
+var PeopleKinds = []int{0, KindRelayList, 10317, 10617, 10018}
 
 // maxPeoplePerRepo bounds one repository's people sequence. Participants
 // per root are bounded by config; this caps a repository with thousands of

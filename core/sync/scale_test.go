@@ -71,7 +71,7 @@ func benchState(b *testing.B, repos, roots, nRelays int) {
 	for i := 0; i < b.N; i++ {
 		before := heapInUse()
 		x := buildIndex(b, repos, roots, nRelays, 5)
-		targets, _ := DeriveRelayTargets(x, TargetRules{Self: selfURL})
+		targets, _ := DeriveRelayTargets(x, TargetRules{Self: []string{selfURL}})
 		confirmed := connectedAll(targets)
 		for u, t := range targets {
 			for _, r := range t.Repos {
@@ -92,7 +92,7 @@ func benchState(b *testing.B, repos, roots, nRelays int) {
 // measured in the same run, plus the largest packed connection.
 func benchCompute(b *testing.B, repos, roots, nRelays int) {
 	x := buildIndex(b, repos, roots, nRelays, 5)
-	targets, _ := DeriveRelayTargets(x, TargetRules{Self: selfURL})
+	targets, _ := DeriveRelayTargets(x, TargetRules{Self: []string{selfURL}})
 	fresh := connectedAll(targets)
 	b.ResetTimer()
 	var filters int

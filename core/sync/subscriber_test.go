@@ -122,7 +122,7 @@ func TestG02_SubscriberForgetsADeletedRepo(t *testing.T) {
 func TestG02_SubscriberStartsFromHistoryAndPurgatory(t *testing.T) {
 	r := newSubRig(t)
 	// a second manager, run by the subscriber itself
-	m, err := NewManager(Options{Conns: &fakeConns{}, Health: &fakeHealth{}, Self: selfURL, Rand: func() float64 { return 0.5 }}, env.Env{Clock: r.clk})
+	m, err := NewManager(Options{Conns: &fakeConns{}, Health: &fakeHealth{}, Self: []string{selfURL}, Rand: func() float64 { return 0.5 }}, env.Env{Clock: r.clk})
 	if err != nil {
 		t.Fatal(err)
 	}

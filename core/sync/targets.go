@@ -52,7 +52,7 @@ type Caps struct {
 
 // TargetRules are the inputs of DeriveRelayTargets besides the index.
 type TargetRules struct {
-	Self      string   // this server's relay URL, never a target
+	Self      []string // this server's relay URLs (every public URL), never targets
 	Bootstrap []string // always targets, outside the caps
 	Selection Selection
 	Caps      Caps
@@ -72,7 +72,12 @@ type TargetRules struct {
 // most repositories list. It also returns how many relays the caps left out.
 func DeriveRelayTargets(repos *RepoSyncIndex, r TargetRules) (map[string]Targets, int) {
 	bootstrap, sel, caps := r.Bootstrap, r.Selection, r.Caps
-	selfURL, _ := nip34.NormalizeRelayURL(r.Self)
+	self := make(map[string]bool, len(r.Self))
+	for _, u := range r.Self {
+		if n, err := nip34.NormalizeRelayURL(u); err == nil {
+			self[n] = true
+		}
+	}
 	out := make(map[string]Targets)
 	// per interned relay: 1 bootstrap, 2 kept for stored repos, 3 kept for
 	// held ones; 0 not (yet) kept
@@ -85,7 +90,7 @@ func DeriveRelayTargets(repos *RepoSyncIndex, r TargetRules) (map[string]Targets
 	mark := make([]uint8, len(repos.relayURLs))
 	for _, b := range bootstrap {
 		n, err := nip34.NormalizeRelayURL(b)
-		if err != nil || n == selfURL {
+		if err != nil || self[n] {
 			continue
 		}
 		out[n] = Targets{Bootstrap: true}
@@ -93,7 +98,12 @@ func DeriveRelayTargets(repos *RepoSyncIndex, r TargetRules) (map[string]Targets
 			mark[ri] = boot
 		}
 	}
-	selfIdx, selfKnown := repos.relayByURL[selfURL]
+	isSelf := make([]bool, len(repos.relayURLs))
+	for u := range self {
+		if ri, ok := repos.relayByURL[u]; ok {
+			isSelf[ri] = true
+		}
+	}
 
 	// The chosen relays of every synced repository, capped per repository.
 	type span struct {
@@ -114,7 +124,7 @@ func DeriveRelayTargets(repos *RepoSyncIndex, r TargetRules) (map[string]Targets
 		buf = selectRelays(repos, e.addr, e.relays, sel, buf[:0])
 		from := len(picks)
 		for _, ri := range buf {
-			if selfKnown && ri == selfIdx {
+			if isSelf[ri] {
 				continue
 			}
 			if caps.PerRepo > 0 && len(picks)-from >= caps.PerRepo {
@@ -194,7 +204,7 @@ func DeriveRelayTargets(repos *RepoSyncIndex, r TargetRules) (map[string]Targets
 		buf = selectRelays(repos, e.addr, e.outbox, sel, buf[:0])
 		from := len(opicks)
 		for _, ri := range buf {
-			if (selfKnown && ri == selfIdx) || slices.Contains(e.relays, ri) {
+			if isSelf[ri] || slices.Contains(e.relays, ri) {
 				continue
 			}
 			opicks = append(opicks, ri)

@@ -56,7 +56,7 @@ func TestG02_6_G02_7_DeriveRelayTargets(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			x := build(c.archive)
-			got, _ := DeriveRelayTargets(x, TargetRules{Self: self, Bootstrap: c.bootstrap, Selection: c.sel})
+			got, _ := DeriveRelayTargets(x, TargetRules{Self: []string{self}, Bootstrap: c.bootstrap, Selection: c.sel})
 			if len(got) != len(c.want) {
 				t.Fatalf("relays %v, want %v", keys(got), c.want)
 			}

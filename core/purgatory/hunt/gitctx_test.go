@@ -248,7 +248,7 @@ func TestG02_HunterAggregatesObjectsFromTwoServers(t *testing.T) {
 	gc.OnArrived = func(context.Context, nip34.RepoRef) { mu.Lock(); arrived++; mu.Unlock() }
 	clk := clock.NewFake(t0)
 	opts := DefaultOptions()
-	opts.SelfHost = "grasp.example"
+	opts.SelfHosts = []string{"grasp.example"}
 	h, err := New(withSync(opts, gc), env.Env{Clock: clk})
 	if err != nil {
 		t.Fatal(err)

@@ -21,7 +21,7 @@ import (
 // ForgetEvent when held events leave purgatory.
 type Hunter struct {
 	opts Options
-	self selfHost
+	self selfHosts
 	sc   SyncContext
 	clk  clock.Clock
 	log  hclog.Logger
@@ -79,7 +79,7 @@ func New(opts Options, e env.Env) (*Hunter, error) {
 	}
 	opts = opts.withDefaults()
 	h := &Hunter{
-		opts: opts, self: parseSelf(opts.SelfHost), sc: sc, clk: clk, log: log, m: m,
+		opts: opts, self: parseSelves(opts.SelfHosts), sc: sc, clk: clk, log: log, m: m,
 		notify:  make(chan struct{}, 1),
 		settled: make(chan struct{}, 1),
 		ctx:     context.Background(),

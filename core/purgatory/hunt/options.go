@@ -24,10 +24,11 @@ type Options struct {
 	// missing: base, doubling, capped) and naughty_ttl (how long a host
 	// that failed at DNS, TLS or connection level is skipped).
 	Config config.Purgatory
-	// SelfHost is this server's host[:port] (or its public URL); sources on
-	// it are never fetched from. A host without a port matches the default
-	// ports 80 and 443.
-	SelfHost string
+	// SelfHosts are this server's host[:port]s (or its public URLs, every
+	// one of them: a .onion alias is this server too); sources on them are
+	// never fetched from. A host without a port matches the default ports
+	// 80 and 443.
+	SelfHosts []string
 	// Limits returns the throttle limits of a domain (defaults < throttle
 	// plugins < tuning files: pass throttle.Resolver.Limits). Nil means
 	// DefaultLimits for every domain. It is called from the owner goroutine

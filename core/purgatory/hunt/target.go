@@ -143,7 +143,29 @@ func numericLabel(l string) bool {
 	return true
 }
 
-// selfHost is the parsed Options.SelfHost.
+// selfHosts are the parsed Options.SelfHosts.
+type selfHosts []selfHost
+
+func parseSelves(hosts []string) selfHosts {
+	var out selfHosts
+	for _, h := range hosts {
+		if s := parseSelf(h); s.name != "" {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func (ss selfHosts) matches(t target) bool {
+	for _, s := range ss {
+		if s.matches(t) {
+			return true
+		}
+	}
+	return false
+}
+
+// selfHost is one parsed entry of Options.SelfHosts.
 type selfHost struct {
 	name, port string
 }

@@ -20,7 +20,7 @@ import (
 func TestG02_8_NextURLSelection(t *testing.T) {
 	lim := purgatory.Limits{Concurrency: 1, PerMinute: 10}
 	opts := DefaultOptions()
-	opts.SelfHost = "grasp.example"
+	opts.SelfHosts = []string{"grasp.example"}
 	opts.Limits = func(context.Context, string) purgatory.Limits { return lim }
 	clk := clock.NewFake(t0)
 	h, err := New(withSync(opts, newFakeSC(clk)), env.Env{Clock: clk})
