@@ -27,7 +27,7 @@ import (
 
 // corpusVersion names the generator: a cached corpus file written by another
 // version is regenerated, never reused.
-const corpusVersion = 1
+const corpusVersion = 2
 
 // benchPublicURL is the public URL every generated announcement lists. The
 // servers under test are configured with it whatever port they listen on, so
@@ -148,6 +148,7 @@ type genRepo struct {
 type genRoot struct {
 	id, author   string // author pubkey
 	kind, repo   int
+	authorKey    int // index in builder.keys
 	pos          int
 	lastReply    string // newest comment in its thread, "" if none
 	lastAuthor   string
@@ -316,7 +317,7 @@ func (b *builder) patch(i int, ts nostr.Timestamp, author int) (*nostr.Event, st
 		{"committer", name, strings.ToLower(name) + "@example.com", strconv.FormatInt(int64(ts), 10), "0"},
 		{"alt", "git patch: " + subject},
 	}}, author)
-	b.roots = append(b.roots, genRoot{id: evt.ID, kind: evt.Kind, author: evt.PubKey, repo: j, pos: i})
+	b.roots = append(b.roots, genRoot{id: evt.ID, kind: evt.Kind, author: evt.PubKey, authorKey: author, repo: j, pos: i})
 	return evt, sk
 }
 
@@ -331,7 +332,7 @@ func (b *builder) issue(i int, ts nostr.Timestamp, author int) (*nostr.Event, st
 	tags = append(tags, nostr.Tag{"alt", "git issue: " + subject})
 	evt, sk := b.finish(&nostr.Event{Kind: nip34.KindIssue, CreatedAt: ts, Tags: tags,
 		Content: prose(b.rng, logNormal(b.rng, 700, 0.8, 40, 12000))}, author)
-	b.roots = append(b.roots, genRoot{id: evt.ID, kind: evt.Kind, author: evt.PubKey, repo: j, pos: i})
+	b.roots = append(b.roots, genRoot{id: evt.ID, kind: evt.Kind, author: evt.PubKey, authorKey: author, repo: j, pos: i})
 	return evt, sk
 }
 
@@ -354,10 +355,16 @@ func (b *builder) comment(i int, ts nostr.Timestamp, author int) (*nostr.Event, 
 }
 
 // status is a NIP-34 status (open, applied/merged, closed, draft) of an
-// issue or patch.
-func (b *builder) status(i int, ts nostr.Timestamp, author int) (*nostr.Event, string) {
+// issue or patch, by the root's author or the repository's owner: a status
+// counts only from its root's author or a maintainer (issue 25 part 1), and
+// a server refuses the rest.
+func (b *builder) status(i int, ts nostr.Timestamp, _ int) (*nostr.Event, string) {
 	rt := b.roots[b.pickRoot(i)]
 	r := b.repos[rt.repo]
+	author := rt.authorKey
+	if b.rng.IntN(2) == 0 {
+		author = r.owner
+	}
 	kinds := []int{nip34.KindStatusOpen, nip34.KindStatusMerged, nip34.KindStatusMerged, nip34.KindStatusClosed, nip34.KindStatusClosed, nip34.KindStatusDraft}
 	content := ""
 	if b.rng.IntN(3) == 0 {

@@ -31,7 +31,7 @@ func TestAdminStatusWhileServing(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("admin status = %d, stderr %q", code, errOut)
 	}
-	for _, want := range []string{"repositories: 1\n", "kind 30617: 1 held, oldest ", "kind 30618: 1 held, oldest ", "placeholders (refs/nostr/<id> awaiting their PR): 0", "hunter: "} {
+	for _, want := range []string{"repositories: 1 (private, GRASP-08: 0)\n", "kind 30617: 1 held, oldest ", "kind 30618: 1 held, oldest ", "placeholders (refs/nostr/<id> awaiting their PR): 0", "hunter: "} {
 		if !strings.Contains(out, want) {
 			t.Errorf("admin status lacks %q:\n%s", want, out)
 		}

@@ -10,6 +10,7 @@
 //	grasp admin backup --verify DEST             check a backup by restoring it into a scratch dir
 //	grasp admin restore SRC DATA_DIR             fill an empty data dir from a backup
 //	grasp scripts export DIR                   write the embedded stock plugins into DIR
+//	grasp token --key KEY --url URL            print a NIP-98 token for a private repository (GRASP-08)
 //	grasp version                              print version and commit
 package main
 
@@ -64,6 +65,9 @@ const usage = `usage:
   grasp admin restore [--config FILE] SRC DATA_DIR
                                        fill DATA_DIR (new or empty; never a running server's) from backup SRC
 ` + nip86Usage + `  grasp scripts export DIR             write the stock plugins (scripts/*.js) into DIR
+  grasp token [--key KEY|@FILE] --url URL [--method M] [--format header|git|password]
+                                       a NIP-98 token for a private repository (GRASP-08), valid 60 s:
+                                       git -c "$(grasp token --key @key --url URL --format git)" clone URL
   grasp version                        print version and commit
 `
 
@@ -103,6 +107,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		}
 		fmt.Fprint(stderr, usage)
 		return 2
+	case "token":
+		return tokenCmd(args[1:], stdout, stderr)
 	case "scripts":
 		if len(args) != 3 || args[1] != "export" {
 			fmt.Fprint(stderr, usage)
@@ -197,7 +203,7 @@ func serve(args []string, stderr io.Writer) int {
 	if host != nil {
 		host.OnReload(srv.ThrottleChanged)
 	}
-	reloadOnSignal(ctx, cfg, path, host, st.Events(), e)
+	reloadOnSignal(ctx, cfg, path, host, srv, st.Events(), e)
 	if err := srv.Run(ctx); err != nil && !errors.Is(err, context.Canceled) {
 		log.Error("server stopped", "error", err)
 		return 1

@@ -49,13 +49,14 @@ func buildPlugins(cfg config.Config, st eventstore.Store, e env.Env) (*plugins.H
 }
 
 // reloadOnSignal makes SIGHUP (and, with plugins.watch, a changed file)
-// re-read the config and swap the plugin set, keeping the running one if
-// anything fails, until ctx ends.
-func reloadOnSignal(ctx context.Context, cfg config.Config, path string, host *plugins.Host, st eventstore.Store, e env.Env) {
+// re-read the config, swap the plugin set (keeping the running one if
+// anything fails) and give the server the reloadable settings
+// (grasp.private_members), until ctx ends.
+func reloadOnSignal(ctx context.Context, cfg config.Config, path string, host *plugins.Host, srv *server.Server, st eventstore.Store, e env.Env) {
 	log := e.Log
 	reload := func() {
-		if path == "" || host == nil {
-			log.Info("reload: nothing to reload (no config file or no plugins)")
+		if path == "" {
+			log.Info("reload: nothing to reload (no config file)")
 			return
 		}
 		next, err := config.Load(path)
@@ -66,11 +67,17 @@ func reloadOnSignal(ctx context.Context, cfg config.Config, path string, host *p
 		if keys := config.RestartNeeded(cfg, next); len(keys) > 0 {
 			log.Warn("reload: these settings change only on restart", "keys", keys)
 		}
-		if err := host.Reload(pluginOptions(next, storeCounter{st}, log.Named("plugins"), nil)); err != nil {
-			log.Error("reload: plugins rejected; keeping the running set", "error", err)
-			return
+		// first: a removed member must lose access even if the plugins
+		// are refused
+		srv.Reload(next)
+		log.Info("reload: private members applied", "members", len(next.Grasp.PrivateMembers))
+		if host != nil {
+			if err := host.Reload(pluginOptions(next, storeCounter{st}, log.Named("plugins"), nil)); err != nil {
+				log.Error("reload: plugins rejected; keeping the running set", "error", err)
+				return
+			}
+			log.Info("reload: plugins swapped")
 		}
-		log.Info("reload: plugins swapped")
 	}
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)

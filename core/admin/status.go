@@ -24,7 +24,10 @@ const StatusPath = "/admin/status"
 // Sources are the read-only views the report is built from; nil fields
 // are parts this server does not run (sync disabled).
 type Sources struct {
-	Repos        func(ctx context.Context) ([]nip34.RepoRef, error)
+	Repos func(ctx context.Context) ([]nip34.RepoRef, error)
+	// Private counts the private repositories (GRASP-08): the report names
+	// no repository, and counts these apart.
+	Private      func() int
 	Held         func() []purgatory.Entry
 	Placeholders func() int
 	Sync         func(ctx context.Context) (gsync.Snapshot, error)
@@ -36,6 +39,7 @@ type Sources struct {
 // Status is the report, as JSON on the wire.
 type Status struct {
 	Repos        int                 `json:"repos"`
+	PrivateRepos int                 `json:"private_repos"`
 	Held         map[string]HeldKind `json:"held"` // by kind label ("30617", "30618", "1618", ...)
 	Placeholders int                 `json:"placeholders"`
 	Sync         *SyncStatus         `json:"sync,omitempty"`
@@ -80,6 +84,9 @@ func Build(ctx context.Context, src Sources) (Status, error) {
 			return Status{}, fmt.Errorf("list repositories: %w", err)
 		}
 		st.Repos = len(repos)
+	}
+	if src.Private != nil {
+		st.PrivateRepos = src.Private()
 	}
 	if src.Held != nil {
 		for _, e := range src.Held() {
@@ -137,7 +144,7 @@ func Handler(src Sources) http.Handler {
 
 // Write renders the report for a terminal.
 func (st Status) Write(w io.Writer) {
-	fmt.Fprintf(w, "repositories: %d\n", st.Repos)
+	fmt.Fprintf(w, "repositories: %d (private, GRASP-08: %d)\n", st.Repos, st.PrivateRepos)
 	if len(st.Held) == 0 {
 		fmt.Fprintln(w, "purgatory: empty")
 	} else {

@@ -223,9 +223,17 @@ type Grasp struct {
 	// every repository is served only to authenticated members (NIP-42 on
 	// the relay, NIP-98 on git).
 	Private bool `toml:"private"`
+	// PrivateRepositories offers per-repository privacy (GRASP-08): an
+	// announcement with ["private","true"] is accepted and its repository
+	// served to its maintainers only, and NIP-11 lists GRASP-08. Off (the
+	// default), such an announcement is refused and GRASP-08 is not
+	// advertised (ngit treats any server advertising it as private
+	// transport); repositories already private stay private either way.
+	PrivateRepositories bool `toml:"private_repositories"`
 	// PrivateMembers (npub or hex; stored as hex) read everything private
 	// here, with the relay's key and each private repository's confirmed
-	// maintainers; in service-wide private mode they may also write.
+	// maintainers; in service-wide private mode they may also write. A
+	// reload (SIGHUP) applies it: removed keys lose access at once.
 	PrivateMembers []string `toml:"private_members"`
 }
 

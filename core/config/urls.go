@@ -82,10 +82,11 @@ func ParseRepoPattern(s string) (RepoPattern, error) {
 }
 
 // reloadable are the keys (or key prefixes) a reload applies: SIGHUP, or a
-// changed file with plugins.watch, re-reads grasp.toml and swaps the plugin
-// set (cmd/grasp), and nothing else. Every other key is read once when the
-// process starts.
+// changed file with plugins.watch, re-reads grasp.toml, swaps the plugin
+// set and gives the server the new private members (cmd/grasp), and nothing
+// else. Every other key is read once when the process starts.
 var reloadable = []string{
+	"grasp.private_members",
 	"plugins.dir",
 	"plugins.max_call_stack",
 	"plugins.accept",

@@ -32,6 +32,7 @@ func (g *Gate) Broadcast(evt *nostr.Event) int {
 			if !ok {
 				continue
 			}
+			d.sub.seen.add(evt.ID)
 		}
 		b := appendEnvelope(make([]byte, 0, len(j)+len(d.subid)+16), "EVENT", d.subid)
 		b = append(b[:len(b)-1], ',')

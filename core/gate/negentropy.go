@@ -32,6 +32,10 @@ type negSession struct {
 	neg      *negentropy.Negentropy
 	timer    clock.Timer
 	lastUsed time.Time // under conn.negMu
+	// filters are what it reconciles, seen the private events its set
+	// holds (GRASP-08): what a revocation of the key re-checks.
+	filters []nostr.Filter
+	seen    *privateSeen
 }
 
 // negDone is the whole reply when the server has nothing more to say: the
@@ -127,7 +131,8 @@ func (c *conn) negOpen(f *frame, b []byte, subid string) bool {
 			c.g.negEnding(c.remote)
 		}
 	}()
-	vec, err := c.negStorageOf(filters)
+	seen := &privateSeen{}
+	vec, err := c.negStorageOf(filters, seen)
 	switch {
 	case errors.Is(err, errTooManyEvents), errors.Is(err, negindex.ErrTooMany):
 		c.g.metrics.limit("neg_events")
@@ -136,7 +141,7 @@ func (c *conn) negOpen(f *frame, b []byte, subid string) bool {
 		c.g.log.Error("negentropy query failed", "remote", c.peer, "filters", fmt.Sprint(filters), "error", err)
 		return c.negErr(subid, "error: could not query the store")
 	}
-	s := &negSession{neg: negentropy.New(vec, c.g.lim.NegentropyFrameBytes)}
+	s := &negSession{neg: negentropy.New(vec, c.g.lim.NegentropyFrameBytes), filters: filters, seen: seen}
 	out, err := reconcile(s.neg, msg)
 	if err != nil {
 		return c.negErr(subid, "invalid: negentropy message: "+err.Error())
@@ -308,14 +313,14 @@ func parseNegFilters(raw []byte) ([]nostr.Filter, error) {
 // connection may see everything that filter matches), so GRASP-08 holds
 // for each; the union keeps each id once and is bounded by
 // NegentropyMaxEvents like one filter's set.
-func (c *conn) negStorageOf(filters []nostr.Filter) (negentropy.Storage, error) {
+func (c *conn) negStorageOf(filters []nostr.Filter, private *privateSeen) (negentropy.Storage, error) {
 	if len(filters) == 1 {
-		return c.negStorage(filters[0])
+		return c.negStorage(filters[0], private)
 	}
 	union := vector.New()
 	seen := make(map[string]struct{})
 	for _, f := range filters {
-		st, err := c.negStorage(f)
+		st, err := c.negStorage(f, private)
 		if err != nil {
 			return nil, err
 		}
@@ -347,7 +352,7 @@ type NegentropyStorer interface {
 // answers and nothing the filter matches can be hidden from this connection
 // (GRASP-08: the index knows ids, not readers), else from a query that
 // leaves out what the connection may not read.
-func (c *conn) negStorage(filter nostr.Filter) (negentropy.Storage, error) {
+func (c *conn) negStorage(filter nostr.Filter, seen *privateSeen) (negentropy.Storage, error) {
 	if ns, ok := c.g.backend.(NegentropyStorer); ok && c.onlyListsHidden() {
 		st, answered, err := ns.NegentropyStorage(filter, c.g.lim.NegentropyMaxEvents)
 		if answered {
@@ -357,7 +362,7 @@ func (c *conn) negStorage(filter nostr.Filter) (negentropy.Storage, error) {
 			return c.withoutHiddenLists(filter, st)
 		}
 	}
-	return c.buildVector(filter)
+	return c.buildVector(filter, seen)
 }
 
 // onlyListsHidden reports whether nothing but kind-10318 lists can be
@@ -403,10 +408,10 @@ func (c *conn) withoutHiddenLists(filter nostr.Filter, st negentropy.Storage) (n
 
 // buildVector loads the ids the filter matches, refusing filters that match
 // more than NegentropyMaxEvents before holding them all in memory.
-func (c *conn) buildVector(filter nostr.Filter) (*vector.Vector, error) {
+func (c *conn) buildVector(filter nostr.Filter, seen *privateSeen) (*vector.Vector, error) {
 	ctx, cancel := context.WithCancel(eventstore.SetNegentropy(c.ctx))
 	defer cancel()
-	ch, err := c.query(ctx, filter)
+	ch, err := c.queryNoting(ctx, filter, seen)
 	if err != nil {
 		return nil, fmt.Errorf("query %s: %w", filter, err)
 	}

@@ -2,6 +2,7 @@ package gate
 
 import (
 	"context"
+	"sync"
 
 	"github.com/nbd-wtf/go-nostr"
 
@@ -71,12 +72,22 @@ func (c *conn) privateWrite(evt *nostr.Event) string {
 // visible reports whether the connection may see evt (a stored result, a
 // negentropy item, a live event).
 func (c *conn) visible(ctx context.Context, evt *nostr.Event) bool {
+	ok, _ := c.visiblePrivate(ctx, evt)
+	return ok
+}
+
+// visiblePrivate is visible, and whether evt is private (seen only
+// because the connection's key reads it).
+func (c *conn) visiblePrivate(ctx context.Context, evt *nostr.Event) (ok, private bool) {
 	p := c.g.opts.Private
 	if p == nil {
-		return true
+		return true, false
 	}
 	who := p.Readers(ctx, evt)
-	return who == nil || who(c.authedPubkey())
+	if who == nil {
+		return true, false
+	}
+	return who(c.authedPubkey()), true
 }
 
 // seesAll reports whether nothing filter f matches can be hidden from
@@ -92,6 +103,13 @@ func (c *conn) seesAll(f nostr.Filter) bool {
 // query is the backend's Query with what the connection may not see
 // removed: REQ, COUNT and NEG-OPEN read through it.
 func (c *conn) query(ctx context.Context, f nostr.Filter) (chan *nostr.Event, error) {
+	return c.queryNoting(ctx, f, nil)
+}
+
+// queryNoting is query, noting in seen (when not nil) the private events
+// the connection reads among the results: what a revocation re-checks
+// (Revoke).
+func (c *conn) queryNoting(ctx context.Context, f nostr.Filter, seen *privateSeen) (chan *nostr.Event, error) {
 	ch, err := c.g.backend.Query(c.asked(ctx), f)
 	if err != nil || ch == nil || c.seesAll(f) {
 		// nothing the filter matches can be private: no extra hop
@@ -102,8 +120,12 @@ func (c *conn) query(ctx context.Context, f nostr.Filter) (chan *nostr.Event, er
 		defer close(out)
 		defer drain(ch)
 		for evt := range ch {
-			if !c.visible(ctx, evt) {
+			ok, private := c.visiblePrivate(ctx, evt)
+			if !ok {
 				continue
+			}
+			if private && seen != nil {
+				seen.add(evt.ID)
 			}
 			select {
 			case out <- evt:
@@ -197,4 +219,114 @@ func (g *Gate) readers(evt *nostr.Event) func(string) bool {
 		return nil
 	}
 	return g.opts.Private.Readers(context.Background(), evt)
+}
+
+// Revoke ends, on every connection authenticated as one of keys, the
+// subscriptions and negentropy sessions that carry private data the key
+// no longer reads (GRASP-08, issue 23 part 3): those that received a
+// private event it may no longer see (or more of them than are
+// remembered), and those whose filters it may no longer ask. Each ends
+// with CLOSED (NEG-ERR) "restricted:", at once; live delivery checks every
+// event anyway. The client may ask again and gets what it still reads.
+func (g *Gate) Revoke(keys []string) {
+	if len(keys) == 0 {
+		return
+	}
+	set := make(map[string]bool, len(keys))
+	for _, k := range keys {
+		set[k] = true
+	}
+	for _, c := range g.snapshot() {
+		if pk := c.authedPubkey(); pk != "" && set[pk] {
+			c.revoke()
+		}
+	}
+}
+
+const msgRevoked = "restricted: your access to a private repository was withdrawn"
+
+// maxSeenPrivate bounds the private event ids a subscription or session
+// remembers; past it any revocation of its key ends it.
+const maxSeenPrivate = 256
+
+// privateSeen remembers the private events a subscription or negentropy
+// session carried, up to maxSeenPrivate.
+type privateSeen struct {
+	mu       sync.Mutex
+	ids      []string
+	overflow bool
+}
+
+func (p *privateSeen) add(id string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	switch {
+	case p.overflow:
+	case len(p.ids) >= maxSeenPrivate:
+		p.overflow, p.ids = true, nil
+	default:
+		p.ids = append(p.ids, id)
+	}
+}
+
+func (p *privateSeen) snapshot() ([]string, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([]string(nil), p.ids...), p.overflow
+}
+
+// stillReads reports whether the connection still reads every event of
+// ids it was sent (deleted ones are gone, and count as read).
+func (c *conn) stillReads(ids []string) bool {
+	if len(ids) == 0 {
+		return true
+	}
+	ch, err := c.g.backend.Query(c.asked(c.ctx), nostr.Filter{IDs: ids, Limit: len(ids)})
+	if err != nil {
+		return false
+	}
+	defer drain(ch)
+	for evt := range ch {
+		if !c.visible(c.ctx, evt) {
+			return false
+		}
+	}
+	return true
+}
+
+func (c *conn) revoke() {
+	type open struct {
+		id      string
+		sub     *subscription
+		filters []nostr.Filter
+		seen    *privateSeen
+	}
+	var subs, negs []open
+	c.subsMu.Lock()
+	for id, s := range c.subs {
+		subs = append(subs, open{id, s, s.filters, &s.seen})
+	}
+	c.subsMu.Unlock()
+	c.negMu.Lock()
+	for id, s := range c.neg {
+		negs = append(negs, open{id, nil, s.filters, s.seen})
+	}
+	c.negMu.Unlock()
+	ended := func(o open) bool {
+		ids, overflow := o.seen.snapshot()
+		return overflow || c.privateRefusal(o.filters...) != "" || !c.stillReads(ids)
+	}
+	for _, o := range subs {
+		if ended(o) && c.unsubscribeIf(o.id, o.sub) {
+			c.g.metrics.limit("revoked")
+			c.closed(o.id, msgRevoked)
+		}
+	}
+	for _, o := range negs {
+		if ended(o) {
+			c.dropNegSession(o.id)
+			c.g.metrics.limit("revoked")
+			c.negErr(o.id, msgRevoked)
+		}
+	}
 }

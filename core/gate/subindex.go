@@ -167,6 +167,7 @@ func cut(list []*subFilter, i int, key string) []*subFilter {
 type delivery struct {
 	c     *conn
 	subid string
+	sub   *subscription
 }
 
 // match returns the subscriptions evt matches, each once.
@@ -191,7 +192,7 @@ func (x *subIndex) match(evt *nostr.Event) []delivery {
 				}
 				seen[sf.sub] = struct{}{}
 			}
-			out = append(out, delivery{sf.c, sf.subid})
+			out = append(out, delivery{sf.c, sf.subid, sf.sub})
 		}
 	}
 	try(x.unfiled)

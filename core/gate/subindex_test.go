@@ -217,7 +217,7 @@ func TestSubscribeAfterShutdownLeavesIndexEmpty(t *testing.T) {
 		t.Fatal("no connection in the gate")
 	}
 	gc.shutdown("test")
-	if _, ok := gc.subscribe("late", []nostr.Filter{{Kinds: []int{1}}}); ok {
+	if _, _, ok := gc.subscribe("late", []nostr.Filter{{Kinds: []int{1}}}); ok {
 		t.Fatal("a connection that shut down took a new subscription")
 	}
 	e.gate.subs.mu.RLock()

@@ -16,6 +16,9 @@ import (
 type subscription struct {
 	filters []nostr.Filter
 	cancel  context.CancelFunc
+	// seen are the private events sent on it (GRASP-08): what a
+	// revocation of the connection's key re-checks.
+	seen privateSeen
 	// filed is where the gate's subIndex holds the filters.
 	filed []*subFilter
 }
@@ -138,7 +141,7 @@ func (c *conn) handleReq(f *frame, b []byte) bool {
 	if reason != "" {
 		return c.refuseReq(subid, reason)
 	}
-	ctx, ok := c.subscribe(subid, filters)
+	ctx, sub, ok := c.subscribe(subid, filters)
 	if !ok {
 		if c.ctx.Err() != nil {
 			return false // the connection is closing: nothing to answer
@@ -146,7 +149,7 @@ func (c *conn) handleReq(f *frame, b []byte) bool {
 		c.g.metrics.limit("subscriptions")
 		return c.closed(subid, fmt.Sprintf("blocked: too many open subscriptions, the limit is %d; CLOSE some first", c.g.lim.MaxSubscriptions))
 	}
-	return c.goWork("REQ", func() { c.serveStored(ctx, subid, filters) }, func(reason string) {
+	return c.goWork("REQ", func() { c.serveStored(ctx, subid, sub) }, func(reason string) {
 		if ctx.Err() != nil {
 			return // replaced or closed meanwhile: the client no longer waits for it
 		}
@@ -165,18 +168,18 @@ func (c *conn) refuseReq(subid, reason string) bool {
 
 // subscribe opens (or replaces) a subscription before its stored events are
 // queried, so no live event between the query and EOSE is missed.
-func (c *conn) subscribe(subid string, filters []nostr.Filter) (context.Context, bool) {
+func (c *conn) subscribe(subid string, filters []nostr.Filter) (context.Context, *subscription, bool) {
 	c.subsMu.Lock()
 	defer c.subsMu.Unlock()
 	if c.ctx.Err() != nil {
 		// The connection is shutting down (it is cancelled before its
 		// subscriptions are closed): a subscription filed in the gate's
 		// index now would outlive it.
-		return nil, false
+		return nil, nil, false
 	}
 	old := c.subs[subid]
 	if old == nil && len(c.subs) >= c.g.lim.MaxSubscriptions {
-		return nil, false
+		return nil, nil, false
 	}
 	if old != nil {
 		old.cancel()
@@ -186,7 +189,22 @@ func (c *conn) subscribe(subid string, filters []nostr.Filter) (context.Context,
 	sub := &subscription{filters: filters, cancel: cancel}
 	c.subs[subid] = sub
 	c.g.subs.add(c, subid, sub)
-	return ctx, true
+	return ctx, sub, true
+}
+
+// unsubscribeIf closes subscription subid if it is still sub (not replaced
+// meanwhile); it reports whether it did.
+func (c *conn) unsubscribeIf(subid string, sub *subscription) bool {
+	c.subsMu.Lock()
+	if c.subs[subid] != sub {
+		c.subsMu.Unlock()
+		return false
+	}
+	delete(c.subs, subid)
+	c.g.subs.remove(sub)
+	c.subsMu.Unlock()
+	sub.cancel()
+	return true
 }
 
 func (c *conn) unsubscribe(subid string) {
@@ -231,7 +249,8 @@ func (c *conn) openSubscriptions() int {
 // at once (audit F06: 20 connections × 7 REQs took 1.3 GB). One at a time,
 // the next query waits until the previous REQ's events are queued, which
 // waits on the client reading them.
-func (c *conn) serveStored(ctx context.Context, subid string, filters []nostr.Filter) {
+func (c *conn) serveStored(ctx context.Context, subid string, sub *subscription) {
+	filters := sub.filters
 	select {
 	case c.storedTurn <- struct{}{}:
 		defer func() { <-c.storedTurn }()
@@ -244,7 +263,7 @@ func (c *conn) serveStored(ctx context.Context, subid string, filters []nostr.Fi
 		if f.LimitZero {
 			continue
 		}
-		ch, err := c.query(ctx, f)
+		ch, err := c.queryNoting(ctx, f, &sub.seen)
 		if err != nil {
 			c.g.log.Warn("query failed", "filter", f.String(), "error", err)
 			c.sendWait(ctx, appendEnvelope(nil, "CLOSED", subid, "error: could not query the store"))

@@ -230,6 +230,10 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.NotFound(w, r)
 		return
 	}
+	if authProbe(r, sub) {
+		h.answerProbe(w)
+		return
+	}
 	repo, err := refOf(owner, id)
 	if err != nil {
 		gitNotFound(w)
@@ -240,7 +244,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		gitNotFound(w)
 		return
 	}
-	if !h.authorizeRead(w, r, repo, owner, id) {
+	if !h.authorizeRead(w, r, repo) {
 		return
 	}
 	h.serveService(w, r, sub, repo, dir, dir)

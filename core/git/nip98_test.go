@@ -57,16 +57,18 @@ func TestG08_3_NIP98TokenChecks(t *testing.T) {
 	std, urlsafe := base64.StdEncoding, base64.RawURLEncoding
 	const refs = "/info/refs?service=git-upload-pack"
 	for name, auth := range map[string]string{
-		"no header":        "",
-		"other scheme":     "Bearer x",
-		"not base64":       "Nostr !!!",
-		"wrong kind":       token(sk, 1, url, "GET", now, std),
-		"another repo":     token(sk, 27235, url+"x", "GET", now, std),
-		"method POST":      token(sk, 27235, url, "POST", now, std),
-		"61 s old":         token(sk, 27235, url, "GET", now.Add(-61*time.Second), std),
-		"61 s ahead":       token(sk, 27235, url, "GET", now.Add(61*time.Second), std),
-		"tampered id":      "Nostr " + std.EncodeToString([]byte(`{"kind":27235}`)),
-		"request URL as u": token(sk, 27235, url+refs, "GET", now, std),
+		"no header":                "",
+		"other scheme":             "Bearer x",
+		"not base64":               "Nostr !!!",
+		"wrong kind":               token(sk, 1, url, "GET", now, std),
+		"another repo":             token(sk, 27235, url+"x", "GET", now, std),
+		"method POST":              token(sk, 27235, url, "POST", now, std),
+		"61 s old":                 token(sk, 27235, url, "GET", now.Add(-61*time.Second), std),
+		"61 s ahead":               token(sk, 27235, url, "GET", now.Add(61*time.Second), std),
+		"tampered id":              "Nostr " + std.EncodeToString([]byte(`{"kind":27235}`)),
+		"request URL with POST":    token(sk, 27235, url+refs, "POST", now, std),
+		"request URL, other query": token(sk, 27235, url+"/info/refs?service=git-receive-pack", "GET", now, std),
+		"root URL with a query":    token(sk, 27235, url+"?x=1", "GET", now, std),
 	} {
 		code, h, n := get(refs, auth)
 		if code != 401 || h.Get("WWW-Authenticate") != `Nostr method="GET"` || n != 0 {
@@ -81,6 +83,8 @@ func TestG08_3_NIP98TokenChecks(t *testing.T) {
 		"60 s ahead":          token(sk, 27235, url, "GET", now.Add(60*time.Second), std),
 		"url-safe base64":     token(sk, 27235, url, "GET", now, urlsafe),
 		"trailing slash on u": token(sk, 27235, url+"/", "get", now, std),
+		"per-request token":   token(sk, 27235, url+refs, "GET", now, std),
+		"HTTP Basic":          "Basic " + std.EncodeToString([]byte("nostr:"+token(sk, 27235, url, "GET", now, std)[len("Nostr "):])),
 	} {
 		if code, _, _ := get(refs, auth); code != 200 {
 			t.Errorf("%s: %d, want 200", name, code)

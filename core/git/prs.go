@@ -214,12 +214,21 @@ func (h *handler) servePRs(w http.ResponseWriter, r *http.Request) {
 		gitNotFound(w)
 		return
 	}
+	if authProbe(r, sub) {
+		h.answerProbe(w)
+		return
+	}
 	hex, err := DecodeNpub(owner)
 	if err != nil || ValidateIdentifier(id) != nil {
 		gitNotFound(w)
 		return
 	}
 	repo := nip34.PRsRepo(hex, id)
+	// GRASP-08: a /prs/ repository holding a private repository's PR is
+	// as private as that repository (F27)
+	if !h.authorizeRead(w, r, repo) {
+		return
+	}
 	dir, err := h.repos.Path(repo)
 	if err != nil {
 		gitNotFound(w)

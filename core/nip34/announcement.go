@@ -32,7 +32,10 @@ type Announcement struct {
 	// Private is ["private","true"] (GRASP-08): the repository of a roster
 	// any of whose confirmed maintainers' announcements carries it is
 	// private.
-	Private   bool
+	Private bool
+	// Public is ["private","false"] without ["private","true"]: the
+	// owner's explicit word that its repository is public again.
+	Public    bool
 	Upstreams []Upstream // `u` tags: this repo is a subordinate fork
 	Hashtags  []string
 }
@@ -81,6 +84,7 @@ func ParseAnnouncement(evt *nostr.Event) (Announcement, error) {
 	}
 	a.Roles = parseRoles(tags)
 	a.Private = PrivateFlag(evt.Tags)
+	a.Public = PublicFlag(evt.Tags)
 	seen := map[string]bool{}
 	for _, m := range tagValues(evt.Tags, "maintainers") {
 		if hex, ok := PubkeyHex(m); ok && !seen[hex] {
@@ -115,6 +119,25 @@ func PrivateFlag(tags nostr.Tags) bool {
 		}
 	}
 	return false
+}
+
+// PublicFlag reports ["private","false"] among an announcement's tags and
+// no ["private","true"]: the owner's explicit word that the repository is
+// public (GRASP-08; core/visibility makes a repository that was private
+// public again only on it, never on a missing flag).
+func PublicFlag(tags nostr.Tags) bool {
+	public := false
+	for _, t := range tags {
+		if len(t) >= 2 && t[0] == "private" {
+			switch t[1] {
+			case "true":
+				return false
+			case "false":
+				public = true
+			}
+		}
+	}
+	return public
 }
 
 // identifierOf returns the validated `d` tag of an addressable event.

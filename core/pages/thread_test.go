@@ -15,6 +15,7 @@ import (
 	"github.com/grasp-dev/grasp/core/clock"
 	"github.com/grasp-dev/grasp/core/env"
 	"github.com/grasp-dev/grasp/core/git"
+	"github.com/grasp-dev/grasp/core/internal/memkv"
 	"github.com/grasp-dev/grasp/core/nip34"
 	"github.com/grasp-dev/grasp/core/roster"
 	"github.com/grasp-dev/grasp/core/visibility"
@@ -356,7 +357,7 @@ func TestG08_DiscussionPagesShowNoPrivateEvent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	vis, err = visibility.New(visibility.Options{Roster: src, Events: d.store}, env.Env{})
+	vis, err = visibility.New(visibility.Options{Roster: src, Events: d.store, Records: &memkv.Privacy{}, Hosted: noRepos{}}, env.Env{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -414,3 +415,8 @@ func TestPages_QueryUpToPagesPastTheStoreCap(t *testing.T) {
 		t.Fatalf("all 20: got %d, more %v, %v", len(got), more, err)
 	}
 }
+
+// noRepos lists no hosted repository (visibility.Hosted).
+type noRepos struct{}
+
+func (noRepos) List(context.Context) ([]nip34.RepoRef, error) { return nil, nil }

@@ -178,6 +178,15 @@ func (s *Server) write(ctx context.Context, evt *nostr.Event, replace bool) erro
 		s.metrics.rejected.WithLabelValues(kind, reasonClass(msg)).Inc()
 		return errors.New(msg)
 	}
+	if (d.Outcome == policy.Store || d.Outcome == policy.Hold) && s.opts.Record != nil {
+		// GRASP-08: privacy is decided once, before the event is durable
+		// (and, for a deletion, before its targets are gone).
+		if err := s.opts.Record(ctx, evt); err != nil {
+			msg := nostr.NormalizeOKMessage(err.Error(), "error")
+			s.metrics.rejected.WithLabelValues(kind, reasonClass(msg)).Inc()
+			return errors.New(msg)
+		}
+	}
 	if evt.Kind == 5 {
 		// The author's own deletion is honoured also when the request is
 		// shadowed or held: it harms no one else, and refusing it would

@@ -112,6 +112,10 @@ type Options struct {
 	// events (GRASP-08; core/visibility); the gate enforces it. nil:
 	// nothing is private.
 	Private gate.Private
+	// Record is GRASP-08's decision at acceptance (core/visibility's
+	// Record): called for every event about to be stored or held, before
+	// it is; an error refuses the event with its text. nil: none.
+	Record func(ctx context.Context, evt *nostr.Event) error
 	// ClientIP names a request's client for the gate's per-IP limits and
 	// the pipeline's Meta.Remote (core/clientip); nil: the socket's peer.
 	ClientIP func(*http.Request) string
@@ -299,3 +303,8 @@ func (s *Server) storedCallbacks() []func(context.Context, *nostr.Event) {
 	defer s.storedMu.RUnlock()
 	return s.onStored
 }
+
+// Revoke ends what the connections authenticated as keys have open that
+// may carry private data they no longer read (GRASP-08 revocation; the
+// gate's Revoke).
+func (s *Server) Revoke(keys []string) { s.gate.Revoke(keys) }

@@ -40,6 +40,7 @@ func (s *Server) loopbackHandler(addr net.Addr, token string) http.Handler {
 func (s *Server) adminSources() admin.Sources {
 	src := admin.Sources{
 		Repos:        s.repos.List,
+		Private:      s.vis.PrivateRepositories,
 		Held:         func() []purgatory.Entry { return s.purg.Find(func(*purgatory.Entry) bool { return true }) },
 		Placeholders: s.purg.Placeholders,
 		Hunter:       s.hunter.Stats,

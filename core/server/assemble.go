@@ -3,12 +3,14 @@ package server
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/nbd-wtf/go-nostr"
 
 	"github.com/grasp-dev/grasp/core/archive"
 	"github.com/grasp-dev/grasp/core/clientip"
+	"github.com/grasp-dev/grasp/core/config"
 	"github.com/grasp-dev/grasp/core/diskspace"
 	"github.com/grasp-dev/grasp/core/git"
 	"github.com/grasp-dev/grasp/core/hosting"
@@ -17,6 +19,7 @@ import (
 	"github.com/grasp-dev/grasp/core/pages"
 	"github.com/grasp-dev/grasp/core/policy"
 	"github.com/grasp-dev/grasp/core/purgatory"
+	"github.com/grasp-dev/grasp/core/purgatory/hunt"
 	"github.com/grasp-dev/grasp/core/relay"
 	"github.com/grasp-dev/grasp/core/roster"
 	"github.com/grasp-dev/grasp/core/scheduler"
@@ -86,7 +89,7 @@ func (s *Server) assemble(ext Extensions) error {
 	if err != nil {
 		return err
 	}
-	if err := s.assembleVisibility(rost); err != nil {
+	if err := s.assembleVisibility(svc, rost); err != nil {
 		return err
 	}
 	// GRASP-05: the one answer to "is this repository hosted here, and is
@@ -133,7 +136,11 @@ func (s *Server) assemble(ext Extensions) error {
 	if err := s.hosting.ScanPRs(s.life); err != nil {
 		return fmt.Errorf("scan /prs/ repositories: %w", err)
 	}
-	gc.OnArrived, gc.FindDrifted = s.hosting.Arrived, s.hosting.Drifted
+	gc.OnArrived = s.hosting.Arrived
+	gc.FindDrifted = func(ctx context.Context) ([]hunt.Need, error) {
+		needs, err := s.hosting.Drifted(ctx)
+		return slices.DeleteFunc(needs, func(n hunt.Need) bool { return !huntable(s, n) }), err
+	}
 
 	if err := s.assembleRelay(popts, rules); err != nil {
 		return err
@@ -171,9 +178,12 @@ func (s *Server) assemble(ext Extensions) error {
 	}, s.env.Named("git"))
 	s.relay.HandleGit(gitHandler)
 
+	// GRASP-08: the pages serve no one signed in, so every event they read
+	// is public (PublicEvents, F28; the discussion pages also ask Readers
+	// of each event they show) and they show public repositories only.
 	pg, err := pages.New(pages.Options{
 		Service: svc, Name: cfg.Relay.Name, Description: cfg.Relay.Description, Version: s.build.Version,
-		Repos: s.repos, Events: events, Roster: rost, Listed: s.vis.Listed, Readers: s.vis.Readers, ClientIP: s.clientIP,
+		Repos: s.repos, Events: s.vis.PublicEvents(events), Roster: rost, Listed: s.vis.Listed, Readers: s.vis.Readers, ClientIP: s.clientIP,
 		// snapshots and raw files are git processes in the git handler's slots
 		Snapshots: gitHandler.(git.Snapshots),
 	}, s.env.Named("pages"))
@@ -231,8 +241,11 @@ func (s *Server) assembleRelay(popts policy.Options, rules *policy.Rules) error 
 		// never with grasp.private: config refuses the pair
 		grasps = append(grasps, "GRASP-06")
 	}
-	// Private repositories are served to members in every mode.
-	grasps = append(grasps, "GRASP-08")
+	// GRASP-08 only when privacy is offered: ngit takes any server listing
+	// it for private transport (issue 23 part 5).
+	if s.vis.Offered() {
+		grasps = append(grasps, "GRASP-08")
+	}
 	var err error
 	s.relay, err = relay.New(relay.Options{
 		Name:               cfg.Relay.Name,
@@ -252,6 +265,7 @@ func (s *Server) assembleRelay(popts policy.Options, rules *policy.Rules) error 
 		Pipeline:           spaceGuarded{Pipeline: rules, space: s.space},
 		Effects:            s.hosting,
 		Private:            s.vis,
+		Record:             s.vis.Record,
 		ClientIP:           s.clientIP,
 		AuthRequired:       cfg.Grasp.Private,
 		PushLimits: relay.PushLimits{
@@ -273,6 +287,9 @@ func (s *Server) assembleRelay(popts policy.Options, rules *policy.Rules) error 
 	s.relay.OnStored(func(_ context.Context, evt *nostr.Event) { s.vis.Observe(evt) })
 	s.purg.OnHold = append(s.purg.OnHold, func(e purgatory.Entry) { s.vis.Observe(e.Event) })
 	s.purg.OnRemove = append(s.purg.OnRemove, func(e purgatory.Entry, _ string) { s.vis.Observe(e.Event) })
+	// A key that lost read access (a roster or grasp.private_members
+	// changed, here or on another instance) loses what it has open.
+	s.vis.OnRevoke(s.relay.Revoke)
 	// The roster's index of who lists whom (G01-R2x: an invitee that names
 	// nobody back is still found to be invited), fed at acceptance, then
 	// loaded from what is already stored and held.
@@ -290,24 +307,30 @@ func (s *Server) assembleRelay(popts policy.Options, rules *policy.Rules) error 
 	return s.roster.Load(s.life)
 }
 
-// assembleVisibility builds GRASP-08's reader rule on the roster and loads
-// the private flags of the announcements already stored and held. Its
-// members are grasp.private_members and the relay's own key.
-func (s *Server) assembleVisibility(rost *roster.Source) error {
+// assembleVisibility builds GRASP-08's reader rule on the roster and the
+// durable privacy record, and loads the record (building it on the first
+// start). Its members are grasp.private_members and the relay's own key.
+func (s *Server) assembleVisibility(svc nip34.Service, rost *roster.Source) error {
 	g := s.cfg.Grasp
-	members := append([]string(nil), g.PrivateMembers...)
-	if s.cfg.Relay.Pubkey != "" {
-		members = append(members, s.cfg.Relay.Pubkey)
-	}
 	var err error
 	s.vis, err = visibility.New(visibility.Options{
-		ServiceWide: g.Private, Members: members, Roster: rost,
-		Events: s.store.Events(), Held: s.purg, Hosted: s.repos,
+		ServiceWide: g.Private, Offered: g.PrivateRepositories, Members: privateMembers(s.cfg),
+		Records: s.store.Privacy(), Roster: rost, Events: s.store.Events(), Held: s.purg, Hosted: s.repos, Service: svc,
 	}, s.env.Named("visibility"))
 	if err != nil {
 		return err
 	}
 	return s.vis.Load(s.life)
+}
+
+// privateMembers are the keys that read everything private: the
+// configured ones and the relay's own.
+func privateMembers(cfg config.Config) []string {
+	members := append([]string(nil), cfg.Grasp.PrivateMembers...)
+	if cfg.Relay.Pubkey != "" {
+		members = append(members, cfg.Relay.Pubkey)
+	}
+	return members
 }
 
 // placeholderUsage is purgatory's placeholder count as the plugins see it
@@ -355,6 +378,12 @@ func (s *Server) assembleFanout() {
 		return s.store.Follow(ctx, store.Follower{
 			Stored: func(evt *nostr.Event) { s.relay.Deliver(ctx, evt) },
 			SideChanged: func(bucket, key string) {
+				if bucket == store.PrivacyRepoBucket {
+					// another instance changed a repository's privacy or
+					// readers (GRASP-08): follow it, revoking here too
+					s.vis.Reload(key)
+					return
+				}
 				if bucket == nip86.Bucket {
 					if err := s.operator.Reload(key); err != nil {
 						s.log.Error("following another instance's NIP-86 change", "key", key, "error", err)
@@ -370,6 +399,7 @@ func (s *Server) assembleFanout() {
 				}
 			},
 			Resync: func() {
+				s.vis.Resync()
 				if err := s.operator.Resync(); err != nil {
 					s.log.Error("reloading the NIP-86 lists after a lost LISTEN connection", "error", err)
 				}

@@ -16,7 +16,7 @@ import (
 // public issue that names the private repository is not shown on its
 // page; the public issue and its public comment are (issue 26 part 2).
 func TestG08_DiscussionPagesAskTheReaderCheck(t *testing.T) {
-	e := newEnv(t, nil)
+	e := newEnv(t, offerPrivate)
 	owner, a, reporter := newKey(t), newKey(t), newKey(t)
 	p := e.releasePrivate(owner, "vault")
 	w := newWork(t)

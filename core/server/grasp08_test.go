@@ -178,6 +178,9 @@ func (e *testServer) releasePrivate(owner key, d string) *privateRepo {
 
 var privateKinds = []int{30617, 30618, 1621, 1111, 1630}
 
+// offerPrivate turns per-repository privacy on (grasp.private_repositories).
+func offerPrivate(c *config.Config) { c.Grasp.PrivateRepositories = true }
+
 // ---- tests ---------------------------------------------------------------
 
 // G08-3: a repository whose announcement carries ["private","true"] is
@@ -186,7 +189,7 @@ var privateKinds = []int{30617, 30618, 1621, 1111, 1630}
 // extraHeader; the same clone without the header, or with a non-member's
 // token, fails; a push needs the token and still the state on top.
 func TestG08_3_PrivateRepoNIP42AndNIP98(t *testing.T) {
-	e := newEnv(t, nil)
+	e := newEnv(t, offerPrivate)
 	owner, stranger := newKey(t), newKey(t)
 	p := e.releasePrivate(owner, "vault")
 
@@ -260,7 +263,7 @@ func TestG08_3_PrivateRepoNIP42AndNIP98(t *testing.T) {
 // repository page, NIP-11 and the metrics. Public events stay visible
 // (positive control), and the member sees it all.
 func TestG08_4_NoReadPathLeaksAPrivateRepository(t *testing.T) {
-	e := newEnv(t, nil)
+	e := newEnv(t, offerPrivate)
 	owner, stranger := newKey(t), newKey(t)
 	p := e.releasePrivate(owner, "vault")
 	// a public event, visible to all: the positive control of filtering
@@ -290,9 +293,6 @@ func TestG08_4_NoReadPathLeaksAPrivateRepository(t *testing.T) {
 		"all":     {},
 		"author":  {Authors: []string{owner.pk}},
 		"#d":      {Tags: nostr.TagMap{"d": {p.d}}},
-		"#e":      {Tags: nostr.TagMap{"e": {p.issue.ID}}},
-		"#E":      {Tags: nostr.TagMap{"E": {p.issue.ID}}},
-		"ids":     {IDs: p.privateIDs},
 		"#p":      {Tags: nostr.TagMap{"p": {owner.pk}}},
 		"kinds+d": {Kinds: []int{30617, 30618}, Tags: nostr.TagMap{"d": {p.d}}},
 	}
@@ -301,6 +301,9 @@ func TestG08_4_NoReadPathLeaksAPrivateRepository(t *testing.T) {
 		"#a":        {Tags: nostr.TagMap{"a": {p.coordinate}}},
 		"#A":        {Tags: nostr.TagMap{"A": {p.coordinate}}},
 		"author+#d": {Authors: []string{owner.pk}, Tags: nostr.TagMap{"d": {p.d}}},
+		"#e":        {Tags: nostr.TagMap{"e": {p.issue.ID}}},
+		"#E":        {Tags: nostr.TagMap{"E": {p.issue.ID}}},
+		"ids":       {IDs: p.privateIDs},
 	}
 	for who, cl := range map[string]*client{"unauthenticated": anon, "non-member": other} {
 		prefix := "auth-required:"
@@ -347,6 +350,11 @@ func TestG08_4_NoReadPathLeaksAPrivateRepository(t *testing.T) {
 		if len(f.IDs) == 0 && len(f.Tags) == 0 && len(f.Authors) == 0 && len(f.Kinds) == 0 {
 			continue
 		}
+		if got := secret(member.query(f)); len(got) == 0 {
+			t.Errorf("member REQ %s sees nothing private", name)
+		}
+	}
+	for name, f := range named {
 		if got := secret(member.query(f)); len(got) == 0 {
 			t.Errorf("member REQ %s sees nothing private", name)
 		}

@@ -67,9 +67,17 @@ func (s *Server) lead(ctx context.Context) {
 type leaderHunter struct{ s *Server }
 
 func (h leaderHunter) Need(n hunt.Need) {
-	if h.s.leading.Load() {
+	if h.s.leading.Load() && huntable(h.s, n) {
 		h.s.hunter.Need(n)
 	}
+}
+
+// huntable reports whether the hunter may fetch for n: never for a private
+// repository (GRASP-08). The hunter sends no NIP-98 token, and asking
+// another host for a private repository names it there; its data arrives
+// by a member's push.
+func huntable(s *Server, n hunt.Need) bool {
+	return s.vis.RepoReaders(context.Background(), n.Repo) == nil
 }
 
 func (h leaderHunter) ForgetEvent(repo nip34.RepoRef, eventID string) {

@@ -70,6 +70,7 @@ func TestNIPAD_RepositoryWebAddressResolvesToItsAnnouncement(t *testing.T) {
 	op := newKey(t)
 	var base string
 	e := newEnv(t, func(c *config.Config) {
+		offerPrivate(c)
 		c.Relay.Pubkey = op.pk
 		c.Server.PublicURL += "/git"
 		base = c.Server.PublicURL

@@ -58,6 +58,13 @@ var pgMigrations = []string{
 	END $$;
 	CREATE TRIGGER grasp_side_changed AFTER INSERT OR UPDATE OR DELETE ON grasp_side
 		FOR EACH ROW EXECUTE FUNCTION grasp_notify_side();`,
+	// 4: GRASP-08's per-event record (privacy.go): what core/visibility
+	// decided when the event was accepted, written before the event. No
+	// trigger: other instances read it when they read the event.
+	`CREATE TABLE grasp_privacy_event (
+		id  text  PRIMARY KEY,
+		val bytea NOT NULL
+	);`,
 }
 
 // migratePostgres creates the event table (the eventstore backend's own

@@ -4,12 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 
-	"github.com/fiatjaf/eventstore"
 	"github.com/hashicorp/go-hclog"
-	"github.com/nbd-wtf/go-nostr"
 
 	"github.com/grasp-dev/grasp/core/env"
 	"github.com/grasp-dev/grasp/core/nip34"
@@ -21,276 +20,216 @@ type Hosted interface {
 	List(ctx context.Context) ([]nip34.RepoRef, error)
 }
 
+// Records is the durable GRASP-08 record beside the events (*store.Privacy
+// satisfies it, on both backends). Event records are written once, before
+// their event is stored; repository records are read-modify-written under
+// UpdateRepo, which serialises with every other instance on a shared store.
+type Records interface {
+	PutEvent(ctx context.Context, id string, val []byte) error
+	Events(ctx context.Context, ids []string) (map[string][]byte, error)
+	UpdateRepo(key string, fn func(old []byte, ok bool) (val []byte, write bool, err error)) error
+	Repo(key string) ([]byte, bool, error)
+	Repos(fn func(key string, val []byte) error) error
+	Mark(name string) (string, error)
+	SetMark(name, val string) error
+}
+
 // Options configure a Visibility.
 type Options struct {
 	// ServiceWide makes every event and repository private (grasp.private).
 	ServiceWide bool
+	// Offered says per-repository privacy is offered here
+	// (grasp.private_repositories): a new private announcement is refused
+	// without it. Repositories already private stay private either way.
+	Offered bool
 	// Members (64-hex) read and write everything: grasp.private_members and
-	// the relay's own key.
+	// the relay's own key. SetMembers replaces them.
 	Members []string
+	// Records is the durable record; required.
+	Records Records
 	// Roster reads announcements and resolves maintainer rosters; required.
 	Roster *roster.Source
 	// Events resolves events referenced by e/E/q tags and is scanned by
-	// Load; required.
+	// the first start's migration; required.
 	Events roster.Events
-	// Held is scanned by Load for held announcements; nil: none.
+	// Held is purgatory: held parents of a held event, and the held
+	// announcements the migration scans; nil: none.
 	Held roster.Held
-	// Hosted lists the repositories whose rosters are the service's
-	// members in service-wide mode; required when ServiceWide.
+	// Hosted lists the repositories hosted here: their readers are the
+	// members of the service in service-wide mode, and at the first start
+	// a hosted repository with no announcement is taken as private (it may
+	// be one whose announcement was deleted); required.
 	Hosted Hosted
+	// Service is this server's public URL: which GRASP-06 /prs/ repository
+	// a PR names (nip34.Service.PRsTarget).
+	Service nip34.Service
 }
 
-// Bounds of what is remembered; past them a memory is cleared and rebuilt
-// on demand.
+// Bounds of what is remembered and looked up.
 const (
-	maxRepoCache = 10000
-	maxRefCache  = 50000
+	maxReaderCache = 10000
+	maxEventCache  = 50000
 	// maxRefLookups bounds the referenced events looked up for one event.
 	maxRefLookups = 16
 	// maxNamedPairs bounds the (author, d) pairs a filter is checked for.
 	maxNamedPairs = 64
+	// maxNamedIDs bounds the events a filter naming ids (ids, #e, #E, #q)
+	// is checked for; the gate bounds a filter's values below it.
+	maxNamedIDs = 1000
+	// maxPendingDeletions bounds the deletions whose targets' identifiers
+	// wait between Record and Observe.
+	maxPendingDeletions = 1000
 )
 
-// Visibility answers who may read and write what. Build one with New and
-// share it.
+// Visibility answers who may read and write what. Build one with New, call
+// Load once before serving, and share it.
 type Visibility struct {
-	opts    Options
-	members map[string]bool
-	log     hclog.Logger
+	opts Options
+	log  hclog.Logger
 
-	// flagged counts identifiers with a private announcement seen (stored
-	// or held): with none, and not service-wide, nothing is private but
-	// kind 10318.
-	flaggedN atomic.Int64
+	members atomic.Pointer[map[string]bool]
+	// privateN counts private repository records: with none, and not
+	// service-wide, nothing is private but kind 10318.
+	privateN atomic.Int64
+
+	// recMu serialises the decisions that change repository records in
+	// this process (another instance's are serialised by UpdateRepo).
+	recMu sync.Mutex
 
 	mu      sync.Mutex
-	flagged map[string]bool         // identifiers with a private announcement seen; only grows until Load
-	repos   map[nip34.RepoRef]*repo // resolved repositories, cleared when an announcement or deletion arrives
-	service map[string]bool         // service-wide members; nil: not resolved
-	refs    map[string][]nip34.RepoRef
-	gen     uint64 // bumped whenever repos and service are cleared
-}
+	recs    map[string]repoRecord      // every repository record, by key
+	byD     map[string]map[string]bool // identifier -> owners with a record
+	readers map[nip34.RepoRef]map[string]bool
+	service map[string]bool // service-wide members; nil: not resolved
+	events  map[string][]string
+	pending map[string][]string // deletion id -> identifiers of the announcements it deletes
+	gen     uint64              // bumped whenever readers and service are cleared
 
-// repo is one resolved repository: private or not, and its readers.
-type repo struct {
-	private bool
-	readers map[string]bool
+	revokeMu sync.RWMutex
+	revoke   []func(keys []string)
 }
 
 // New builds a Visibility; call Load before serving.
 func New(opts Options, e env.Env) (*Visibility, error) {
-	if opts.Roster == nil || opts.Events == nil {
-		return nil, errors.New("visibility: Roster and Events are required")
-	}
-	if opts.ServiceWide && opts.Hosted == nil {
-		return nil, errors.New("visibility: Hosted is required in service-wide private mode")
+	if opts.Roster == nil || opts.Events == nil || opts.Records == nil || opts.Hosted == nil {
+		return nil, errors.New("visibility: Records, Roster, Events and Hosted are required")
 	}
 	e = e.OrDefaults()
-	v := &Visibility{opts: opts, members: map[string]bool{}, log: e.Log,
-		flagged: map[string]bool{}, repos: map[nip34.RepoRef]*repo{}, refs: map[string][]nip34.RepoRef{}}
-	for _, m := range opts.Members {
-		if m != "" {
-			v.members[m] = true
-		}
-	}
+	v := &Visibility{opts: opts, log: e.Log,
+		recs: map[string]repoRecord{}, byD: map[string]map[string]bool{},
+		readers: map[nip34.RepoRef]map[string]bool{}, events: map[string][]string{}, pending: map[string][]string{}}
+	v.members.Store(memberSet(opts.Members))
 	return v, nil
 }
+
+func memberSet(list []string) *map[string]bool {
+	m := map[string]bool{}
+	for _, pk := range list {
+		if pk != "" {
+			m[pk] = true
+		}
+	}
+	return &m
+}
+
+func (v *Visibility) isMember(pk string) bool { return pk != "" && (*v.members.Load())[pk] }
 
 // ServiceWide reports grasp.private.
 func (v *Visibility) ServiceWide() bool { return v.opts.ServiceWide }
 
+// Offered reports whether private repositories are offered here
+// (grasp.private_repositories or grasp.private): what NIP-11 advertises as
+// GRASP-08.
+func (v *Visibility) Offered() bool { return v.opts.Offered || v.opts.ServiceWide }
+
 // Restricting reports whether anything but kind 10318 may be private now:
-// service-wide mode, or some identifier with a private announcement.
+// service-wide mode, or some repository is or was private.
 func (v *Visibility) Restricting() bool {
-	return v.opts.ServiceWide || v.flaggedN.Load() > 0
+	return v.opts.ServiceWide || v.privateN.Load() > 0
 }
 
-// Load scans the stored and held announcements for private flags, newest
-// first in pages walked by until, so that Observe from here on keeps the
-// memory complete. The scan is marked as a negentropy read, which lifts the
-// store's REQ cap for the one-second remainder of a full page.
-func (v *Visibility) Load(ctx context.Context) error {
-	const page = 1000
-	qctx := eventstore.SetNegentropy(ctx)
-	scan := func(f nostr.Filter) (n int, oldest, newest nostr.Timestamp, err error) {
-		ch, err := v.opts.Events.QueryEvents(qctx, f)
-		if err != nil {
-			return 0, 0, 0, fmt.Errorf("visibility: scan announcements: %w", err)
-		}
-		for evt := range ch {
-			n++
-			v.Observe(evt)
-			if n == 1 || evt.CreatedAt < oldest {
-				oldest = evt.CreatedAt
-			}
-			if evt.CreatedAt > newest {
-				newest = evt.CreatedAt
-			}
-		}
-		return n, oldest, newest, ctx.Err()
-	}
-	var until *nostr.Timestamp
-	for {
-		n, oldest, newest, err := scan(nostr.Filter{Kinds: []int{nip34.KindAnnouncement}, Until: until, Limit: page})
-		if err != nil {
-			return err
-		}
-		if n < page {
-			break
-		}
-		if oldest == newest {
-			// a page all of one second: read that second whole
-			sec := oldest
-			if _, _, _, err := scan(nostr.Filter{Kinds: []int{nip34.KindAnnouncement}, Since: &sec, Until: &sec}); err != nil {
-				return err
-			}
-			if oldest == 0 {
-				break
-			}
-			oldest--
-		}
-		u := oldest
-		until = &u
-	}
-	if v.opts.Held != nil {
-		held, err := v.opts.Held.QueryHeld(ctx, nostr.Filter{Kinds: []int{nip34.KindAnnouncement}})
-		if err != nil {
-			return fmt.Errorf("visibility: scan held announcements: %w", err)
-		}
-		for _, evt := range held {
-			v.Observe(evt)
-		}
-	}
-	return nil
+// PrivateRepositories counts the repositories that are private here (not
+// counting service-wide mode): what `grasp admin status` reports.
+func (v *Visibility) PrivateRepositories() int { return int(v.privateN.Load()) }
+
+// OnRevoke registers fn to hear the keys that lost read access to
+// something private (a roster or grasp.private_members changed, here or,
+// through the shared record, on another instance): the gate ends their
+// subscriptions and negentropy sessions that may carry it.
+func (v *Visibility) OnRevoke(fn func(keys []string)) {
+	v.revokeMu.Lock()
+	defer v.revokeMu.Unlock()
+	v.revoke = append(v.revoke, fn)
 }
 
-// Observe follows an event stored or held here: a private announcement
-// flags its identifier; any announcement or deletion forgets what was
-// resolved, since rosters and flags may have changed.
-func (v *Visibility) Observe(evt *nostr.Event) {
-	switch evt.Kind {
-	case nip34.KindAnnouncement:
-		a, err := nip34.ParseAnnouncement(evt)
-		if err != nil {
-			return
-		}
-		if a.Private {
-			v.flag(a.Identifier)
-		}
-		v.mu.Lock()
-		v.forget()
-		v.mu.Unlock()
-	case nip34.KindDeletion:
-		v.mu.Lock()
-		v.forget()
-		v.mu.Unlock()
+func (v *Visibility) revoked(keys []string) {
+	if len(keys) == 0 {
+		return
+	}
+	slices.Sort(keys)
+	keys = slices.Compact(keys)
+	v.log.Info("read access to private repositories withdrawn", "keys", len(keys))
+	v.revokeMu.RLock()
+	fns := append([]func([]string){}, v.revoke...)
+	v.revokeMu.RUnlock()
+	for _, fn := range fns {
+		fn(keys)
 	}
 }
 
-// flag remembers that identifier d has had a private announcement.
-func (v *Visibility) flag(d string) {
+// SetMembers replaces the configured members (grasp.private_members and
+// the relay's key) on a reload; the keys no longer listed lose access at
+// once.
+func (v *Visibility) SetMembers(list []string) {
+	next := memberSet(list)
+	prev := v.members.Swap(next)
+	var gone []string
+	for pk := range *prev {
+		if !(*next)[pk] {
+			gone = append(gone, pk)
+		}
+	}
 	v.mu.Lock()
-	defer v.mu.Unlock()
-	if !v.flagged[d] {
-		v.flagged[d] = true
-		v.flaggedN.Add(1)
-		v.log.Info("repository identifier has a private announcement (GRASP-08)", "d", d)
-	}
+	v.forgetReaders()
+	v.mu.Unlock()
+	v.revoked(gone)
 }
 
-// forget drops what was resolved from announcements; v.mu is held.
-func (v *Visibility) forget() {
-	clear(v.repos)
+// forgetReaders drops the resolved readers; v.mu is held.
+func (v *Visibility) forgetReaders() {
+	clear(v.readers)
 	v.service = nil
 	v.gen++
 }
 
-// isFlagged reports whether d has had a private announcement.
-func (v *Visibility) isFlagged(d string) bool {
-	if v.flaggedN.Load() == 0 {
-		return false
-	}
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	return v.flagged[d]
-}
-
-// resolve returns whether ref is private and who reads it.
-func (v *Visibility) resolve(ctx context.Context, ref nip34.RepoRef) *repo {
-	if !v.opts.ServiceWide && !v.isFlagged(ref.Identifier) {
-		return &repo{}
-	}
-	v.mu.Lock()
-	if r, ok := v.repos[ref]; ok {
-		v.mu.Unlock()
-		return r
-	}
-	gen := v.gen
-	v.mu.Unlock()
-
-	view := v.opts.Roster.View(ctx, ref.Identifier, "")
-	r := &repo{private: v.opts.ServiceWide, readers: map[string]bool{}}
-	own, hasOwn := view.Latest(ref.Pubkey)
-	if hasOwn {
-		// The announcing key reads its own repository, also while its
-		// roster does not resolve (a pending lead, a conflict); a flag on
-		// its own announcement makes it private all the same.
-		r.readers[ref.Pubkey] = true
-		if own.Private {
-			r.private = true
+// Load reads the repository records into memory and, on the first start
+// with this record (or after an upgrade), builds it from what the store
+// holds (migrate.go).
+func (v *Visibility) Load(ctx context.Context) error {
+	err := v.opts.Records.Repos(func(key string, val []byte) error {
+		rec, err := decodeRepo(val)
+		if err != nil {
+			// an unreadable record is taken as private (fail closed)
+			v.log.Warn("unreadable GRASP-08 repository record; taken as private", "key", key, "error", err)
+			rec = repoRecord{Private: true, Why: whyUnreadable}
 		}
-	}
-	for _, m := range view.Roster(ref.Pubkey).Members() {
-		r.readers[m] = true
-		if e, ok := view.Latest(m); ok && e.Private {
-			r.private = true
-		}
-	}
-	if err := view.Err(); err != nil {
-		// What could not be read may carry the flag: fail closed, and do
-		// not remember the answer.
-		v.log.Warn("reading a repository's announcements failed; treating it as private", "repo", ref.String(), "error", err)
-		r.private = true
-		return r
-	}
-	v.mu.Lock()
-	if v.gen == gen {
-		if len(v.repos) >= maxRepoCache {
-			clear(v.repos)
-		}
-		v.repos[ref] = r
-	}
-	v.mu.Unlock()
-	return r
-}
-
-// serviceMembers are, in service-wide mode, the keys that read events
-// belonging to no repository: the configured members (always admitted
-// separately) and the readers of every hosted repository.
-func (v *Visibility) serviceMembers(ctx context.Context) map[string]bool {
-	v.mu.Lock()
-	if v.service != nil {
-		s := v.service
-		v.mu.Unlock()
-		return s
-	}
-	gen := v.gen
-	v.mu.Unlock()
-	out := map[string]bool{}
-	hosted, err := v.opts.Hosted.List(ctx)
+		v.setRecord(key, rec)
+		return nil
+	})
 	if err != nil {
-		v.log.Warn("listing hosted repositories failed; only configured members are service members now", "error", err)
-		return out
+		return fmt.Errorf("visibility: load the repository records: %w", err)
 	}
-	for _, ref := range hosted {
-		for pk := range v.resolve(ctx, ref).readers {
-			out[pk] = true
+	mark, err := v.opts.Records.Mark(markMigrated)
+	if err != nil {
+		return fmt.Errorf("visibility: read the migration mark: %w", err)
+	}
+	if mark != migrationVersion {
+		if err := v.migrate(ctx); err != nil {
+			return err
+		}
+		if err := v.opts.Records.SetMark(markMigrated, migrationVersion); err != nil {
+			return fmt.Errorf("visibility: set the migration mark: %w", err)
 		}
 	}
-	v.mu.Lock()
-	if v.gen == gen {
-		v.service = out
-	}
-	v.mu.Unlock()
-	return out
+	return nil
 }

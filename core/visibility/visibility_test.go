@@ -8,6 +8,7 @@ import (
 	"github.com/nbd-wtf/go-nostr"
 
 	"github.com/grasp-dev/grasp/core/env"
+	"github.com/grasp-dev/grasp/core/internal/memkv"
 	"github.com/grasp-dev/grasp/core/nip34"
 	"github.com/grasp-dev/grasp/core/roster"
 )
@@ -21,9 +22,10 @@ func newKey() key {
 }
 
 type rig struct {
-	t     *testing.T
-	store *slicestore.SliceStore
-	ts    nostr.Timestamp
+	t       *testing.T
+	store   *slicestore.SliceStore
+	records *memkv.Privacy
+	ts      nostr.Timestamp
 }
 
 func newRig(t *testing.T) *rig {
@@ -31,7 +33,7 @@ func newRig(t *testing.T) *rig {
 	if err := st.Init(); err != nil {
 		t.Fatal(err)
 	}
-	return &rig{t: t, store: st, ts: 1_700_000_000}
+	return &rig{t: t, store: st, records: &memkv.Privacy{}, ts: 1_700_000_000}
 }
 
 func (r *rig) event(k key, kind int, tags ...nostr.Tag) *nostr.Event {
@@ -44,16 +46,34 @@ func (r *rig) event(k key, kind int, tags ...nostr.Tag) *nostr.Event {
 	return evt
 }
 
-// stored saves evt and tells v, as the relay's OnStored hook does.
+// stored saves evt as the relay does: v records it first, then it is
+// stored, then v observes it (the OnStored hook).
 func (r *rig) stored(v *Visibility, evt *nostr.Event) *nostr.Event {
 	r.t.Helper()
-	var err error
-	if nostr.IsAddressableKind(evt.Kind) {
-		err = r.store.ReplaceEvent(context.Background(), evt)
-	} else {
-		err = r.store.SaveEvent(context.Background(), evt)
+	if v != nil {
+		if err := v.Record(context.Background(), evt); err != nil {
+			r.t.Fatal(err)
+		}
 	}
-	if err != nil {
+	ctx := context.Background()
+	if nostr.IsAddressableKind(evt.Kind) {
+		// replaced by hand: slicestore's ReplaceEvent deletes while its own
+		// query goroutine still reads (a data race)
+		ch, err := r.store.QueryEvents(ctx, nostr.Filter{Kinds: []int{evt.Kind}, Authors: []string{evt.PubKey}, Tags: nostr.TagMap{"d": {evt.Tags.GetD()}}})
+		if err != nil {
+			r.t.Fatal(err)
+		}
+		var old []*nostr.Event
+		for e := range ch {
+			old = append(old, e)
+		}
+		for _, e := range old {
+			if err := r.store.DeleteEvent(ctx, e); err != nil {
+				r.t.Fatal(err)
+			}
+		}
+	}
+	if err := r.store.SaveEvent(ctx, evt); err != nil {
 		r.t.Fatal(err)
 	}
 	if v != nil {
@@ -73,6 +93,10 @@ func (r *rig) visibility(opts Options) *Visibility {
 		r.t.Fatal(err)
 	}
 	opts.Roster, opts.Events = src, r.store
+	if opts.Records == nil {
+		opts.Records = r.records
+	}
+	opts.Offered = true
 	if opts.Hosted == nil {
 		opts.Hosted = hosted{}
 	}

@@ -5,6 +5,7 @@
 package memkv
 
 import (
+	"context"
 	"sort"
 	"sync"
 	"time"
@@ -68,3 +69,67 @@ func (k *KV) Scan(bucket string, fn func(key string, val []byte, expires time.Ti
 	}
 	return nil
 }
+
+// Privacy is GRASP-08's durable record in memory (core/visibility's
+// Records; core/store's Privacy is the real one); the zero value is ready.
+// A Privacy shared by two Visibility instances is how a test restarts one.
+type Privacy struct {
+	mu     sync.Mutex
+	events map[string][]byte
+	repos  KV
+	marks  KV
+}
+
+// PutEvent keeps a copy of val for event id.
+func (p *Privacy) PutEvent(_ context.Context, id string, val []byte) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.events == nil {
+		p.events = map[string][]byte{}
+	}
+	p.events[id] = append([]byte(nil), val...)
+	return nil
+}
+
+// Events returns the records of those of ids that have one.
+func (p *Privacy) Events(_ context.Context, ids []string) (map[string][]byte, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := map[string][]byte{}
+	for _, id := range ids {
+		if v, ok := p.events[id]; ok {
+			out[id] = append([]byte(nil), v...)
+		}
+	}
+	return out, nil
+}
+
+// UpdateRepo runs fn on key's record and keeps what it returns, under one
+// lock.
+func (p *Privacy) UpdateRepo(key string, fn func([]byte, bool) ([]byte, bool, error)) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	old, ok, _ := p.repos.Get("repo", key)
+	val, write, err := fn(old, ok)
+	if err != nil || !write {
+		return err
+	}
+	return p.repos.Put("repo", key, val, 0)
+}
+
+// Repo returns key's record.
+func (p *Privacy) Repo(key string) ([]byte, bool, error) { return p.repos.Get("repo", key) }
+
+// Repos visits every repository record.
+func (p *Privacy) Repos(fn func(string, []byte) error) error {
+	return p.repos.Scan("repo", func(k string, v []byte, _ time.Time) error { return fn(k, v) })
+}
+
+// Mark returns the record's state entry name.
+func (p *Privacy) Mark(name string) (string, error) {
+	v, _, err := p.marks.Get("mark", name)
+	return string(v), err
+}
+
+// SetMark sets the record's state entry name.
+func (p *Privacy) SetMark(name, val string) error { return p.marks.Put("mark", name, []byte(val), 0) }

@@ -1,0 +1,191 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/dgraph-io/badger/v4"
+	"github.com/lib/pq"
+
+	"github.com/grasp-dev/grasp/core/nip34"
+)
+
+// Privacy is GRASP-08's durable record, kept beside the events on both
+// backends (issue 23): per event, what core/visibility decided at its
+// acceptance (the private repositories it belongs to through its ancestry,
+// which a later deletion of an ancestor must not erase); per repository,
+// whether it is (or ever was) private and who read it last. The values are
+// core/visibility's to encode; this file only keeps them.
+//
+// Event records are written once, before their event is stored: with badger
+// in the same write-ahead log the event's group commit then syncs (as the
+// large-content records are), so an event is never durable without its
+// record; with PostgreSQL by a committed insert before the event's own
+// (grasp_privacy_event, migration 4). Repository records are side-table
+// entries (PrivacyRepoBucket): durable at return, serialised across
+// instances, and announced to the other instances on PostgreSQL (Follow's
+// SideChanged), which is how a revocation made through one instance
+// reaches the others.
+type Privacy struct{ s *Store }
+
+// Privacy returns the GRASP-08 record.
+func (s *Store) Privacy() *Privacy { return &Privacy{s: s} }
+
+// Side-table buckets of the record.
+const (
+	// PrivacyRepoBucket holds one entry per repository that is or was
+	// private, keyed by core/visibility.
+	PrivacyRepoBucket = "grasp08-repo"
+	// privacyMetaBucket holds the record's own state (the migration mark).
+	privacyMetaBucket = "grasp08-meta"
+)
+
+// privacyEventPrefix is the first key byte of an event's record in badger
+// (side entries use 0x80, content records 0x81 and 0x82).
+const privacyEventPrefix byte = 0x83
+
+// maxPrivacyValue bounds one event's record (a few coordinates).
+const maxPrivacyValue = 64 << 10
+
+func privacyEventKey(id string) ([]byte, error) {
+	if !nip34.IsHex64(id) {
+		return nil, fmt.Errorf("invalid: event id %q", id)
+	}
+	return append([]byte{privacyEventPrefix}, id...), nil
+}
+
+// PutEvent records val for event id, before the event itself is stored.
+// With badger the record is durable once the event's own write is (the
+// same logs, synced by its group commit); a record too big for the tree
+// waits for a sync of its own. Putting it again replaces it.
+func (p *Privacy) PutEvent(ctx context.Context, id string, val []byte) error {
+	s := p.s
+	if s.closed.Load() {
+		return errClosed
+	}
+	if len(val) > maxPrivacyValue {
+		return fmt.Errorf("invalid: privacy record of %d bytes exceeds %d", len(val), maxPrivacyValue)
+	}
+	k, err := privacyEventKey(id)
+	if err != nil {
+		return err
+	}
+	if s.pg != nil {
+		if _, err := s.pgDB().ExecContext(ctx, `INSERT INTO grasp_privacy_event (id, val) VALUES ($1, $2)
+			ON CONFLICT (id) DO UPDATE SET val = EXCLUDED.val`, id, val); err != nil {
+			return fmt.Errorf("error: record the privacy of %s: %w", id, err)
+		}
+		return nil
+	}
+	if err := s.db.Update(func(txn *badger.Txn) error { return txn.Set(k, val) }); err != nil {
+		return fmt.Errorf("error: record the privacy of %s: %w", id, err)
+	}
+	if int64(len(k)+len(val)) >= s.vthreshold/2 {
+		// may be in the value log, which an event batch without large
+		// values does not sync
+		if err := s.w.submit(ctx, &op{kind: opBarrier, vlog: true}); err != nil {
+			return fmt.Errorf("error: privacy record of %s committed but not synced: %w", id, err)
+		}
+	}
+	return nil
+}
+
+// Events returns the records of those of ids that have one.
+func (p *Privacy) Events(ctx context.Context, ids []string) (map[string][]byte, error) {
+	s := p.s
+	if s.closed.Load() {
+		return nil, errClosed
+	}
+	out := map[string][]byte{}
+	if len(ids) == 0 {
+		return out, nil
+	}
+	if s.pg != nil {
+		rows, err := s.pgDB().QueryContext(ctx, `SELECT id, val FROM grasp_privacy_event WHERE id = ANY($1)`, pq.Array(ids))
+		if err != nil {
+			return nil, fmt.Errorf("error: read privacy records: %w", err)
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var id string
+			var val []byte
+			if err := rows.Scan(&id, &val); err != nil {
+				return nil, fmt.Errorf("error: read privacy records: %w", err)
+			}
+			out[id] = val
+		}
+		if err := rows.Err(); err != nil {
+			return nil, fmt.Errorf("error: read privacy records: %w", err)
+		}
+		return out, nil
+	}
+	err := s.db.View(func(txn *badger.Txn) error {
+		for _, id := range ids {
+			k, err := privacyEventKey(id)
+			if err != nil {
+				continue // no event has such an id
+			}
+			item, err := txn.Get(k)
+			if errors.Is(err, badger.ErrKeyNotFound) {
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			if out[id], err = item.ValueCopy(nil); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("error: read privacy records: %w", err)
+	}
+	return out, nil
+}
+
+// UpdateRepo reads repository key's record and, when fn says so, writes
+// the value fn returns, atomically: no other UpdateRepo (nor side-table
+// update) of any instance on the store interleaves. Durable at return.
+func (p *Privacy) UpdateRepo(key string, fn func(old []byte, ok bool) (val []byte, write bool, err error)) error {
+	return p.s.side.Update(func(tx SideTx) error {
+		old, ok, err := tx.Get(PrivacyRepoBucket, key)
+		if err != nil {
+			return err
+		}
+		val, write, err := fn(append([]byte(nil), old...), ok)
+		if err != nil || !write {
+			return err
+		}
+		return tx.Put(PrivacyRepoBucket, key, val, 0)
+	})
+}
+
+// Repo returns repository key's record.
+func (p *Privacy) Repo(key string) ([]byte, bool, error) {
+	return p.s.side.Get(PrivacyRepoBucket, key)
+}
+
+// Repos visits every repository record.
+func (p *Privacy) Repos(fn func(key string, val []byte) error) error {
+	return p.s.side.Scan(PrivacyRepoBucket, func(key string, val []byte, _ time.Time) error {
+		return fn(key, append([]byte(nil), val...))
+	})
+}
+
+// Mark returns the value of the record's own state entry name ("" when
+// unset): which migration has run.
+func (p *Privacy) Mark(name string) (string, error) {
+	v, ok, err := p.s.side.Get(privacyMetaBucket, name)
+	if err != nil || !ok {
+		return "", err
+	}
+	return string(v), nil
+}
+
+// SetMark sets the record's own state entry name; durable at return.
+func (p *Privacy) SetMark(name, val string) error {
+	return p.s.side.Put(privacyMetaBucket, name, []byte(val), 0)
+}
