@@ -28,7 +28,7 @@ var blobTmpl = pageTemplate("blob", whereTmpl+`{{template "head" .}}
 // whereTmpl is the line above a tree or a file: the revision, the path with
 // a link for each directory, and what else there is of it.
 const whereTmpl = `{{define "where"}}<p class="where">{{.RevKind}} <code>{{.Rev}}</code> · <a href="{{.R.Base}}/tree/{{path .Rev}}">{{.R.Meta.Name}}</a>{{range .Up}} / <a href="{{$.R.Base}}/tree/{{path $.Rev}}/{{path .Href}}">{{.Text}}</a>{{end}}{{if .Name}}{{if .Raw}} / <strong>{{.Name}}</strong> <span class="muted">({{size .Size}})</span>{{end}}{{end}}</p>
-<p class="actions">{{if .Raw}}<a href="{{.Raw}}">Raw</a> · <a href="{{.Raw}}?download">Download</a> · {{end}}<a href="{{.R.Base}}/commits/{{path .Rev}}{{if .Path}}/{{path .Path}}{{end}}">History</a>{{if not .Raw}} · Snapshot of {{.Rev}}: <a href="{{.R.Base}}/archive/{{path .Rev}}.tar.gz">tar.gz</a> <a href="{{.R.Base}}/archive/{{path .Rev}}.zip">zip</a>{{end}}</p>{{end}}`
+<p class="actions">{{if .Raw}}{{if .Blaming}}<a href="{{.R.Base}}/blob/{{path .Rev}}/{{path .Path}}">Normal view</a>{{else}}<a href="{{.R.Base}}/blame/{{path .Rev}}/{{path .Path}}">Blame</a>{{end}} · <a href="{{.Raw}}">Raw</a> · <a href="{{.Raw}}?download">Download</a> · {{end}}<a href="{{.R.Base}}/commits/{{path .Rev}}{{if .Path}}/{{path .Path}}{{end}}">History</a>{{if not .Raw}} · Snapshot of {{.Rev}}: <a href="{{.R.Base}}/archive/{{path .Rev}}.tar.gz">tar.gz</a> <a href="{{.R.Base}}/archive/{{path .Rev}}.zip">zip</a>{{end}}</p>{{end}}`
 
 type browseData struct {
 	R            repoView
@@ -42,6 +42,8 @@ type browseData struct {
 	TooLarge     bool
 	MD           *markdownView
 	Code         *codeView
+	Blame        *blameView // blame/: the file's lines with their commits
+	Blaming      bool       // this is the blame of the file
 	Raw          string // the file's raw URL path; "" for a tree
 }
 

@@ -365,3 +365,28 @@ func TestAbuse_F30_ColouringIsBoundedAndCached(t *testing.T) {
 		t.Errorf("%v lexer runs for one small file viewed 3 times and two that may not be lexed, want 1", n)
 	}
 }
+
+// TestPages_FeedsNamedInTheHead: every page of a repository names its
+// three Atom feeds in its head (<link rel="alternate">), where browsers and
+// feed readers find them; the landing page and a page not found name none.
+func TestPages_FeedsNamedInTheHead(t *testing.T) {
+	r := newRig(t, "http://127.0.0.1:7334", nil)
+	owner := newKey(t)
+	base, _, second := codeRepo(t, r, owner)
+	for _, p := range []string{"", "/tree/main/docs", "/blob/main/main.go", "/blame/main/main.go", "/commits", "/commit/" + second, "/issues", "/prs", "/refs"} {
+		status, body := r.get(base + p)
+		if status != http.StatusOK {
+			t.Errorf("%s: %d", p, status)
+			continue
+		}
+		head, _, _ := strings.Cut(body, "</head>")
+		mustContain(t, base+p, head,
+			`<link rel="alternate" type="application/atom+xml" title="Commits" href="`+base+`/feed/commits">`,
+			`<link rel="alternate" type="application/atom+xml" title="Issues" href="`+base+`/feed/issues">`,
+			`<link rel="alternate" type="application/atom+xml" title="Pull requests and patches" href="`+base+`/feed/prs">`)
+	}
+	for _, p := range []string{"/", base + "/blob/main/nothing"} {
+		_, body := r.get(p)
+		mustNotContain(t, p, body, `rel="alternate"`)
+	}
+}

@@ -5,11 +5,12 @@
 // owner and maintainers, the clone box with the https URL, ngit's nostr://
 // URL and the naddr, clone URLs and relays, branches and tags with HEAD,
 // README, recent commits), tree (paginated), file (numbered, anchored lines
-// coloured by chroma, raw and download links: code.go), commit with its
+// coloured by chroma, raw and download links: code.go; its blame, each line
+// with the commit that last changed it: blame.go), commit with its
 // file list, diffstat and diff, history of a revision, a file or a
 // directory, refs, tar.gz/zip snapshots (streamed by git.Snapshots in the
 // git process slots: snapshots.go), Atom feeds of commits, issues and PRs
-// (feed.go), and the repository's issues, PRs and patches with their NIP-34 status, open
+// (feed.go, each repository page naming them in its head), and the repository's issues, PRs and patches with their NIP-34 status, open
 // counts on the tabs, and a page for each (issue.go, pr.go, patch.go,
 // thread.go): the body, threaded comments, status history, labels and
 // cover note, and for a PR its commits, file list, diffstat, diff and

@@ -183,5 +183,10 @@ func (p *Pages) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		p.notFound(w, r)
 		return
 	}
-	p.repoRoute(w, r, repo, sub)
+	// every page of the repository names its feeds in its head
+	p.repoRoute(w, r.WithContext(context.WithValue(r.Context(), shownRepoKey{}, p.repoPath(repo))), repo, sub)
 }
+
+// shownRepoKey carries, in a request's context, the URL path of the
+// repository whose page it asks for: the layout links its Atom feeds.
+type shownRepoKey struct{}

@@ -197,6 +197,7 @@ func TestPages_BrowserShowsPages(t *testing.T) {
 		{"long-line", repo + "/blob/main/src/long.go", []string{"var Long"}},
 		{"not-found", repo + "/blob/main/nothing-here", []string{"Not found"}},
 		{"file", repo + "/blob/main/src/lib.go", []string{"// Answer is the answer.", "func Answer() int { return 42 }"}},
+		{"blame", repo + "/blame/main/src/lib.go", []string{"Normal view", "func Answer() int { return 42 }", tip[:7]}},
 		{"commit", repo + "/commit/" + tip, []string{"add the library", tip, "+func Answer() int { return 42 }", "+# Demo project"}},
 		{"issues", repo + "/issues", []string{"Open issues", "The button is blue", "open", "web client"}},
 		{"issue", repo + "/issues/" + issue.ID, []string{"The button is blue", "It should be purple", "Comments (1)", "Which shade of purple?"}},
