@@ -44,7 +44,7 @@ type browseData struct {
 	Code         *codeView
 	Blame        *blameView // blame/: the file's lines with their commits
 	Blaming      bool       // this is the blame of the file
-	Raw          string // the file's raw URL path; "" for a tree
+	Raw          string     // the file's raw URL path; "" for a tree
 }
 
 // at reads the repository's state and resolves "<rev>/<path>" in it (""
