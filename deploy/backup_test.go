@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/grasp-dev/grasp/internal/testkit"
 	"github.com/nbd-wtf/go-nostr"
 )
 
@@ -142,7 +143,7 @@ func TestBackupWhileServing(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 
-	port := freePort(t)
+	port := testkit.FreePort(t)
 	public := fmt.Sprintf("http://127.0.0.1:%d", port)
 	relayURL := fmt.Sprintf("ws://127.0.0.1:%d", port)
 	data := filepath.Join(t.TempDir(), "data")
@@ -279,7 +280,7 @@ func TestBackupWhileServing(t *testing.T) {
 // TestBackupWhileServing promises; it returns the running server.
 func checkRestored(ctx context.Context, t *testing.T, data, public string, k key, acked []string, pushes *pusher) *graspProc {
 	t.Helper()
-	g := startGrasp(t, fmt.Sprintf("127.0.0.1:%d", freePort(t)), public, data, "")
+	g := startGrasp(t, fmt.Sprintf("127.0.0.1:%d", testkit.FreePort(t)), public, data, "")
 	r, err := dialRelay(ctx, "ws://"+g.Addr, nil)
 	if err != nil {
 		t.Fatal(err)

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/grasp-dev/grasp/internal/testkit"
 )
 
 const caddySite = "deploy/caddy/Caddyfile"
@@ -43,7 +45,7 @@ func caddyGlobal(t testing.TB, dir string, port int) string {
 		output file %s
 	}
 }
-`, freePort(t), port, filepath.Join(dir, "storage"), filepath.Join(dir, "caddy.log"))
+`, testkit.FreePort(t), port, filepath.Join(dir, "storage"), filepath.Join(dir, "caddy.log"))
 }
 
 func startCaddy(t *testing.T, c certs, upstream string, port int) *frontProxy {

@@ -2,7 +2,6 @@ package deploy
 
 import (
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -78,18 +77,6 @@ func needTool(t testing.TB, name, debianPackage string) string {
 	}
 	t.Fatalf("%s not found in PATH: install it with `apt-get install -y %s` (this test runs the shipped deployment files with it)", name, debianPackage)
 	return ""
-}
-
-// freePort reserves a free loopback port and releases it for a server that
-// cannot listen on port 0 itself (nginx, Caddy).
-func freePort(t testing.TB) int {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatalf("find a free port: %v", err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
 }
 
 // readShipped reads a file of the repository, relative to its root.

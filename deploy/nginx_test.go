@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/grasp-dev/grasp/internal/testkit"
 )
 
 const nginxSite = "deploy/nginx/grasp.conf"
@@ -35,7 +37,7 @@ func renderNginx(t testing.TB, c certs, upstream string, port, httpPort int) str
 
 func startNginx(t *testing.T, c certs, upstream string, port int) *frontProxy {
 	t.Helper()
-	return runNginx(t, c, port, func(dir string) string { return renderNginx(t, c, upstream, port, freePort(t)) })
+	return runNginx(t, c, port, func(dir string) string { return renderNginx(t, c, upstream, port, testkit.FreePort(t)) })
 }
 
 // runNginx runs nginx on port with the site site(dir) returns, dir being

@@ -21,6 +21,7 @@ import (
 	"github.com/grasp-dev/grasp/core/config"
 	coreenv "github.com/grasp-dev/grasp/core/env"
 	"github.com/grasp-dev/grasp/core/sync/catchup"
+	"github.com/grasp-dev/grasp/internal/testkit"
 	"github.com/grasp-dev/grasp/internal/testwait"
 )
 
@@ -47,11 +48,11 @@ func runProxySuite(t *testing.T, start startProxy) {
 	c := newCerts(t)
 	t.Run("probe", func(t *testing.T) {
 		p := newProbe(t)
-		fp := start(t, c, p.Addr(), freePort(t))
+		fp := start(t, c, p.Addr(), testkit.FreePort(t))
 		checkProxying(t, c, fp.URL, p)
 	})
 	t.Run("grasp", func(t *testing.T) {
-		port := freePort(t)
+		port := testkit.FreePort(t)
 		public := fmt.Sprintf("https://127.0.0.1:%d", port)
 		g := startGrasp(t, "127.0.0.1:0", public, filepath.Join(t.TempDir(), "data"), "")
 		fp := start(t, c, g.Addr, port)

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/grasp-dev/grasp/internal/testkit"
 )
 
 const (
@@ -23,7 +25,7 @@ func TestNginxSubpath(t *testing.T) {
 			return render(t, nginxSubpathSite, readShipped(t, nginxSubpathSite), [][2]string{
 				{"listen 443 ssl http2;", fmt.Sprintf("listen 127.0.0.1:%d ssl http2;", port)},
 				{"listen [::]:443 ssl http2;", ""},
-				{"listen 80;", fmt.Sprintf("listen 127.0.0.1:%d;", freePort(t))},
+				{"listen 80;", fmt.Sprintf("listen 127.0.0.1:%d;", testkit.FreePort(t))},
 				{"listen [::]:80;", ""},
 				{"/etc/letsencrypt/live/example.org/fullchain.pem", c.Cert},
 				{"/etc/letsencrypt/live/example.org/privkey.pem", c.Key},
@@ -67,7 +69,7 @@ func runSubpathSuite(t *testing.T, start startSubpath) {
 		}
 	}
 	writeFile(t, filepath.Join(webroot, "index.html"), "<!doctype html><h1>The other site</h1>\n")
-	port := freePort(t)
+	port := testkit.FreePort(t)
 	public := fmt.Sprintf("https://127.0.0.1:%d/git", port)
 	g := startGrasp(t, "127.0.0.1:0", public, filepath.Join(t.TempDir(), "data"), "")
 	fp := start(t, c, g.Addr, port, webroot)

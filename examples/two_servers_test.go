@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,6 +16,7 @@ import (
 	"github.com/grasp-dev/grasp/core/metrics"
 	"github.com/grasp-dev/grasp/core/nip34"
 	"github.com/grasp-dev/grasp/core/server"
+	"github.com/grasp-dev/grasp/internal/testkit"
 	"github.com/grasp-dev/grasp/internal/testwait"
 	"github.com/nbd-wtf/go-nostr"
 )
@@ -86,7 +86,14 @@ func startExample(t *testing.T, file string, peers ...string) instance {
 	if err != nil {
 		t.Fatal(err)
 	}
-	port := freePort(t)
+	return startConfig(t, file, cfg, peers...)
+}
+
+// startConfig runs cfg (named name in failures) on a free port in a temp
+// data dir.
+func startConfig(t *testing.T, name string, cfg config.Config, peers ...string) instance {
+	t.Helper()
+	port := testkit.FreePort(t)
 	cfg.Server.Listen = fmt.Sprintf("127.0.0.1:%d", port)
 	cfg.Server.PublicURL = ""
 	cfg.Server.DataDir = t.TempDir()
@@ -113,19 +120,10 @@ func startExample(t *testing.T, file string, peers ...string) instance {
 	t.Cleanup(func() {
 		cancel()
 		if err := srv.Wait(); err != nil {
-			t.Errorf("%s stopped with %v", file, err)
+			t.Errorf("%s stopped with %v", name, err)
 		}
 	})
 	return instance{base: cfg.Server.PublicURL, relay: cfg.RelayURL()}
-}
-
-func freePort(t *testing.T) int {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
 }
 
 func sign(t *testing.T, sk string, evt *nostr.Event) *nostr.Event {

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/grasp-dev/grasp/internal/testkit"
 	"github.com/nbd-wtf/go-nostr"
 )
 
@@ -15,7 +16,7 @@ import (
 // (its data dir is locked by badger) over the loopback metrics listener and
 // shows the hosted repository and what its purgatory holds, by kind.
 func TestAdminStatusWhileServing(t *testing.T) {
-	metricsPort := freePort(t)
+	metricsPort := testkit.FreePort(t)
 	in := newInstance(t, fmt.Sprintf("[metrics]\nenabled = true\nlisten = \"127.0.0.1:%d\"\n", metricsPort))
 	startServer(t, in)
 
@@ -38,7 +39,7 @@ func TestAdminStatusWhileServing(t *testing.T) {
 	}
 
 	// Without a running server the command says so and fails.
-	other := newInstance(t, fmt.Sprintf("[metrics]\nenabled = true\nlisten = \"127.0.0.1:%d\"\n", freePort(t)))
+	other := newInstance(t, fmt.Sprintf("[metrics]\nenabled = true\nlisten = \"127.0.0.1:%d\"\n", testkit.FreePort(t)))
 	if code, _, errOut := runGrasp(t, t.TempDir(), nil, nil, "admin", "status", "--config", other.Config); code != 1 || !strings.Contains(errOut, "is the server running?") {
 		t.Errorf("admin status without a server = %d %q", code, errOut)
 	}
@@ -49,7 +50,7 @@ func TestAdminStatusWhileServing(t *testing.T) {
 // reported against the signed state and, with --repair, realigned to it;
 // a bare repo nobody announced is reported and left alone.
 func TestAdminIntegrityCheckRepairsMovedRefs(t *testing.T) {
-	metricsPort := freePort(t)
+	metricsPort := testkit.FreePort(t)
 	in := newInstance(t, fmt.Sprintf("[metrics]\nenabled = true\nlisten = \"127.0.0.1:%d\"\n", metricsPort))
 	startServer(t, in)
 	owner := newKey(t)
@@ -127,7 +128,7 @@ func TestAdminIntegrityCheckRepairsMovedRefs(t *testing.T) {
 // (no server answering, metrics off, a DEST that holds files or lies in the
 // data dir, --offline without a data dir) and leaves nothing behind.
 func TestAdminBackupRefusals(t *testing.T) {
-	in := newInstance(t, fmt.Sprintf("[metrics]\nenabled = true\nlisten = \"127.0.0.1:%d\"\n", freePort(t)))
+	in := newInstance(t, fmt.Sprintf("[metrics]\nenabled = true\nlisten = \"127.0.0.1:%d\"\n", testkit.FreePort(t)))
 	if err := os.MkdirAll(in.DataDir, 0o755); err != nil {
 		t.Fatal(err)
 	}

@@ -28,24 +28,7 @@ func packageImports(t *testing.T) map[string][]string {
 	t.Helper()
 	out := map[string][]string{}
 	fset := token.NewFileSet()
-	err := filepath.WalkDir(repoRoot, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() {
-			if name := d.Name(); path != repoRoot && (strings.HasPrefix(name, ".") || name == "testdata") {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if !strings.HasSuffix(path, ".go") {
-			return nil
-		}
-		rel, err := filepath.Rel(repoRoot, filepath.Dir(path))
-		if err != nil {
-			return err
-		}
-		rel = filepath.ToSlash(rel)
+	moduleGoFiles(t, func(path, rel string) error {
 		if _, ok := out[rel]; !ok {
 			out[rel] = nil
 		}
@@ -64,10 +47,36 @@ func packageImports(t *testing.T) map[string][]string {
 		}
 		return nil
 	})
+	return out
+}
+
+// moduleGoFiles calls fn for every .go file of the module (hidden
+// directories and testdata left out) with its directory relative to the
+// module root, with slashes.
+func moduleGoFiles(t *testing.T, fn func(path, dir string) error) {
+	t.Helper()
+	err := filepath.WalkDir(repoRoot, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			if name := d.Name(); path != repoRoot && (strings.HasPrefix(name, ".") || name == "testdata") {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(path, ".go") {
+			return nil
+		}
+		rel, err := filepath.Rel(repoRoot, filepath.Dir(path))
+		if err != nil {
+			return err
+		}
+		return fn(path, filepath.ToSlash(rel))
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return out
 }
 
 func under(pkg, root string) bool { return pkg == root || strings.HasPrefix(pkg, root+"/") }
@@ -93,7 +102,7 @@ func importViolations(imports map[string][]string) []string {
 				bad = append(bad, pkg+" imports "+dep+": sync and git do not import each other")
 			case pkg == "core/hosting" && under(dep, "core/sync"):
 				bad = append(bad, pkg+" imports "+dep+": hosting never touches sync state")
-			case dep == "internal/testwait" || dep == "internal/pgtest" || dep == "core/internal/memkv":
+			case testHelper(dep) && !testHelper(pkg):
 				bad = append(bad, pkg+" imports "+dep+" outside its tests")
 			case dep == "plugins" && pkg != "cmd/grasp":
 				bad = append(bad, pkg+" imports plugins: only cmd/grasp wires them")
@@ -102,6 +111,11 @@ func importViolations(imports map[string][]string) []string {
 	}
 	slices.Sort(bad)
 	return bad
+}
+
+// testHelper: the packages only tests import (they may import each other).
+func testHelper(pkg string) bool {
+	return slices.Contains([]string{"internal/testwait", "internal/pgtest", "internal/testkit", "core/internal/memkv"}, pkg)
 }
 
 // TestImportRules: the import rules of docs/architecture.md hold.

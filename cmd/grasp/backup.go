@@ -131,20 +131,25 @@ func backupOffline(ctx context.Context, cfg config.Config, dest string) (admin.M
 	if err != nil {
 		return admin.Manifest{}, err
 	}
-	if _, err := os.Stat(filepath.Join(data, "store")); err != nil {
-		return admin.Manifest{}, fmt.Errorf("%s is not a grasp data dir: %w", data, err)
-	}
 	e := env.Env{}.OrDefaults()
 	e.Log = e.Log.Named("backup")
-	opts := server.StoreOptions(cfg)
-	opts.Dir = data
-	// Opened first: it fails while a server runs, and keeps one from
-	// starting until the backup is done.
-	st, err := store.OpenClosed(opts, e)
-	if err != nil {
-		return admin.Manifest{}, err
+	// With postgres there is no local store: the data dir holds files only.
+	dump := func(io.Writer) error { return nil }
+	if cfg.Store.Backend != store.BackendPostgres {
+		if _, err := os.Stat(filepath.Join(data, "store")); err != nil {
+			return admin.Manifest{}, fmt.Errorf("%s is not a grasp data dir: %w", data, err)
+		}
+		opts := server.StoreOptions(cfg)
+		opts.Dir = data
+		// Opened first: it fails while a server runs, and keeps one from
+		// starting until the backup is done.
+		st, err := store.OpenClosed(opts, e)
+		if err != nil {
+			return admin.Manifest{}, err
+		}
+		defer st.Close()
+		dump = st.Backup
 	}
-	defer st.Close()
 	repos, err := git.NewRepos(git.RepoOptions{Root: filepath.Join(data, "git")}, e)
 	if err != nil {
 		return admin.Manifest{}, err
@@ -154,7 +159,7 @@ func backupOffline(ctx context.Context, cfg config.Config, dest string) (admin.M
 	go func() {
 		defer close(written)
 		pw.CloseWithError(admin.WriteBackup(ctx, pw, admin.BackupSources{
-			DataDir: data, Backend: cfg.Store.Backend, Repos: repos.EachLocked, Refs: repos.RefsIn, Store: st.Backup,
+			DataDir: data, Backend: cfg.Store.Backend, Repos: repos.EachLocked, Refs: repos.RefsIn, Store: dump,
 			Leave: []string{cfg.AdminToken()},
 		}))
 	}()

@@ -9,6 +9,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/grasp-dev/grasp/internal/testkit"
 )
 
 // TestAdminBackupFromRelativeDataDir: the README's own setup, a config
@@ -21,7 +23,7 @@ import (
 // file. A refused admin request is logged at warn.
 func TestAdminBackupFromRelativeDataDir(t *testing.T) {
 	dir := t.TempDir()
-	port, metricsPort := freePort(t), freePort(t)
+	port, metricsPort := testkit.FreePort(t), testkit.FreePort(t)
 	in := instance{Port: port, DataDir: filepath.Join(dir, "data"), Config: filepath.Join(dir, "grasp.toml")}
 	conf := fmt.Sprintf("[server]\nlisten = \"127.0.0.1:%d\"\npublic_url = \"http://127.0.0.1:%d\"\ndata_dir = \"data\"\n\n"+
 		"[log]\nlevel = \"info\"\nformat = \"json\"\n\n[metrics]\nenabled = true\nlisten = \"127.0.0.1:%d\"\n", port, port, metricsPort)

@@ -11,7 +11,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -21,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/grasp-dev/grasp/internal/testkit"
 	"github.com/grasp-dev/grasp/internal/testwait"
 )
 
@@ -82,17 +82,6 @@ func runGrasp(t *testing.T, dir string, stdin []byte, env []string, args ...stri
 	return code, out.String(), errb.String()
 }
 
-// freePort reserves a free 127.0.0.1 port and releases it for the server.
-func freePort(t *testing.T) int {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatalf("find a free port: %v", err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
-}
-
 // instance is one server's config: where it listens and keeps its data.
 type instance struct {
 	Port    int
@@ -109,7 +98,7 @@ func (in instance) Relay() string { return fmt.Sprintf("ws://127.0.0.1:%d", in.P
 func newInstance(t *testing.T, extra string) instance {
 	t.Helper()
 	dir := t.TempDir()
-	in := instance{Port: freePort(t), DataDir: filepath.Join(dir, "data"), Config: filepath.Join(dir, "grasp.toml")}
+	in := instance{Port: testkit.FreePort(t), DataDir: filepath.Join(dir, "data"), Config: filepath.Join(dir, "grasp.toml")}
 	in.writeConfig(t, extra)
 	return in
 }

@@ -9,6 +9,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/grasp-dev/grasp/internal/testkit"
 	"github.com/grasp-dev/grasp/internal/testwait"
 )
 
@@ -337,7 +338,7 @@ func TestServeExportsPluginMetrics(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(pdir, "gate.js"), []byte(policyV1), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	metricsPort := freePort(t)
+	metricsPort := testkit.FreePort(t)
 	in := newInstance(t, fmt.Sprintf("[metrics]\nenabled = true\nlisten = \"127.0.0.1:%d\"\n\n[plugins]\ndir = %q\nwatch = false\n\n[[plugins.accept]]\nname = \"gate\"\nfile = \"gate.js\"\n", metricsPort, pdir))
 	startServer(t, in)
 	// one call of the accept plugin

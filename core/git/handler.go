@@ -132,6 +132,9 @@ type Options struct {
 	// (defaults 100,000 files and 1 GiB).
 	MaxArchiveFiles int
 	MaxArchiveBytes int64
+	// Refusals remembers refused pushes for the repository pages; nil:
+	// nothing is remembered.
+	Refusals *Refusals
 }
 
 func (o *Options) defaults() {

@@ -58,14 +58,6 @@ func RepoURLPath(npub, id string) string {
 	return "/" + npub + "/" + url.PathEscape(id) + ".git"
 }
 
-// IsGitPath reports whether an escaped URL path has the shape this package
-// serves (/<npub…>/<id>.git with an optional git subpath), so the relay can
-// route to the handler before falling back to its own pages.
-func IsGitPath(escapedPath string) bool {
-	_, _, _, ok := splitRepoPath(escapedPath)
-	return ok
-}
-
 // Routed reports whether the relay hands a request for escapedPath (base
 // path stripped) to the git handler: a repository's smart-HTTP paths
 // (info/refs, git-upload-pack, git-receive-pack), or anything under /prs/

@@ -28,12 +28,16 @@ func (h *handler) serveReceivePack(w http.ResponseWriter, r *http.Request, repo 
 	}
 	start := h.clk.Now()
 	ip := h.clientIP(r)
-	// prsRefused counts a refused GRASP-06 push by reason.
+	// prsRefused counts a refused GRASP-06 push by reason; a refused push
+	// of a hosted repository is remembered for its page instead.
+	nRefs := 0
 	prsRefused := func(reason string) {
 		if repo.PRs {
 			h.m.prsPushes.WithLabelValues("refused").Inc()
 			h.m.prsRefused.WithLabelValues(reason).Inc()
+			return
 		}
+		h.opts.Refusals.note(repo, reason, nRefs)
 	}
 	body, wire, lim, closeBody, err := h.requestBody(w, r, h.opts.MaxPushBytes, "a push may hold "+sizeText(h.opts.MaxPushBytes))
 	if err != nil {
@@ -59,6 +63,7 @@ func (h *handler) serveReceivePack(w http.ResponseWriter, r *http.Request, repo 
 		h.finish("push", start, runResult{rejected: true, in: wire.n})
 		return
 	}
+	nRefs = len(cmds.Updates)
 	if len(cmds.Updates) == 0 {
 		// A flush-only request: git's "nothing to push" probe.
 		writeReceiveResult(w, []byte(pktFlush))
@@ -81,6 +86,7 @@ func (h *handler) serveReceivePack(w http.ResponseWriter, r *http.Request, repo 
 	if h.opts.ReadOnly != nil {
 		if why := h.opts.ReadOnly(ctx, repo); why != "" {
 			h.m.refused.WithLabelValues("read_only").Inc()
+			h.opts.Refusals.note(repo, "read_only", nRefs)
 			h.log.Info("push refused: read-only archive", "owner", owner, "id", id)
 			refuseAll(why)
 			return
@@ -202,7 +208,7 @@ func (h *handler) serveReceivePack(w http.ResponseWriter, r *http.Request, repo 
 	case rr.err == nil:
 		rr.err = errors.New("receive-pack did not apply every ref update")
 	}
-	if !applied && rr.err != nil && repo.PRs {
+	if !applied && rr.err != nil {
 		switch {
 		case errors.As(rr.err, new(*quotaError)):
 			prsRefused("quota")
@@ -210,7 +216,7 @@ func (h *handler) serveReceivePack(w http.ResponseWriter, r *http.Request, repo 
 			prsRefused("too_large")
 		case errors.Is(rr.err, errSlowBody):
 			prsRefused("slow_body")
-		default:
+		case repo.PRs:
 			h.m.prsPushes.WithLabelValues("failed").Inc()
 		}
 	}

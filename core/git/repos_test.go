@@ -121,22 +121,3 @@ func TestReposLifecycle(t *testing.T) {
 		t.Fatalf("delete: %v", err)
 	}
 }
-
-func TestIsGitPath(t *testing.T) {
-	n := "npub180cvv07tjdrrgpa0j7j7tmnyl2yr6yr7l8j4s3evf6u64th6gkwsyjh6w6"
-	for p, want := range map[string]bool{
-		RepoURLPath(n, "my repo 🚀"):               true,
-		RepoURLPath(n, "x") + "/info/refs":        true,
-		RepoURLPath(n, "x") + "/git-receive-pack": true,
-		"/" + n + "/x":                            false,
-		"/":                                       false,
-		"/metrics":                                false,
-		"/prs/" + n + "/x.git/info/refs":          false,
-		"/" + n + "/%zz.git":                      false,
-		"/" + n + "/x.git/../../etc/passwd":       true, // routed here, then refused as unknown subpath
-	} {
-		if got := IsGitPath(p); got != want {
-			t.Errorf("IsGitPath(%q) = %v, want %v", p, got, want)
-		}
-	}
-}

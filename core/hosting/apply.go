@@ -30,7 +30,7 @@ func (h *Hosting) Apply(ctx context.Context, evt *nostr.Event, d policy.Decision
 		return
 	}
 	if notable(evt.Kind) {
-		o.log.Info(kindName(evt.Kind)+" accepted", "id", evt.ID, "author", evt.PubKey, "d", evt.Tags.GetD())
+		o.log.Info(nip34.KindName(evt.Kind)+" accepted", "id", evt.ID, "author", evt.PubKey, "d", evt.Tags.GetD())
 	}
 	if evt.Kind == nip34.KindAnnouncement {
 		defer o.recheckRejected(evt.Tags.GetD())

@@ -61,7 +61,7 @@ func (h *Hosting) Hold(ctx context.Context, evt *nostr.Event, d policy.Decision,
 		return "", fmt.Errorf("error: could not hold event: %w", err)
 	}
 	if notable(evt.Kind) {
-		h.log.Info(kindName(evt.Kind)+" held until its git data arrives", "id", evt.ID, "repo", where(entry.Repo), "source", string(meta.Source))
+		h.log.Info(nip34.KindName(evt.Kind)+" held until its git data arrives", "id", evt.ID, "repo", where(entry.Repo), "source", string(meta.Source))
 	}
 	if createRepo {
 		// The bare repo must exist before the OK is written: ngit init

@@ -12,18 +12,3 @@ func notable(kind int) bool {
 	}
 	return false
 }
-
-// kindName names a notable kind in log lines.
-func kindName(kind int) string {
-	switch kind {
-	case nip34.KindAnnouncement:
-		return "announcement"
-	case nip34.KindState:
-		return "state"
-	case nip34.KindPR:
-		return "pr"
-	case nip34.KindPRUpdate:
-		return "pr-update"
-	}
-	return "event"
-}

@@ -26,3 +26,9 @@ func (o *op) recheckRejected(d string) {
 		}
 	})
 }
+
+// Recheck is recheckRejected for an announcement of d that another
+// instance sharing the store took (core/store's Follow): each instance
+// keeps the states it refused, so every instance re-runs its own whichever
+// instance the announcement reached (issue 24 part 8).
+func (h *Hosting) Recheck(ctx context.Context, d string) { h.begin(ctx).recheckRejected(d) }

@@ -92,7 +92,7 @@ func (o *op) release(r nip34.RepoRef) {
 			o.recheckRejected(evt.Tags.GetD())
 		}
 		if notable(evt.Kind) {
-			o.log.Info(kindName(evt.Kind)+" released from purgatory", "id", evt.ID, "repo", where(r))
+			o.log.Info(nip34.KindName(evt.Kind)+" released from purgatory", "id", evt.ID, "repo", where(r))
 		} else {
 			o.log.Debug("released from purgatory", "id", evt.ID, "kind", evt.Kind)
 		}

@@ -19,6 +19,7 @@ import (
 	"slices"
 	"sync"
 
+	"github.com/grasp-dev/grasp/core/nip34"
 	"github.com/nbd-wtf/go-nostr"
 )
 
@@ -110,26 +111,13 @@ func (ix *Index) Len() int {
 // (an event id or pubkey) is kept as its 32 bytes, marked by the high bit on
 // the letter so it never equals a literal value of the same bytes.
 func tagKey(letter, value string) string {
-	if isLowerHex64(value) {
+	if nip34.IsHex64(value) {
 		var b [33]byte
 		b[0] = letter[0] | 0x80
 		hex.Decode(b[1:], []byte(value))
 		return string(b[:])
 	}
 	return letter + value
-}
-
-func isLowerHex64(s string) bool {
-	if len(s) != 64 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
-			return false
-		}
-	}
-	return true
 }
 
 // Event is what the index needs of an event; Add and Remove take it so the
@@ -148,7 +136,7 @@ type Event struct {
 // id or pubkey, kind or created_at out of range).
 func FromNostr(evt *nostr.Event) (Event, bool) {
 	var e Event
-	if !isLowerHex64(evt.ID) || !isLowerHex64(evt.PubKey) || evt.Kind < 0 || evt.Kind > 0xffff ||
+	if !nip34.IsHex64(evt.ID) || !nip34.IsHex64(evt.PubKey) || evt.Kind < 0 || evt.Kind > 0xffff ||
 		evt.CreatedAt < 0 || evt.CreatedAt > 0xffffffff {
 		return e, false
 	}

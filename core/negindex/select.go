@@ -4,6 +4,7 @@ import (
 	"encoding/hex"
 	"slices"
 
+	"github.com/grasp-dev/grasp/core/nip34"
 	"github.com/nbd-wtf/go-nostr"
 )
 
@@ -85,7 +86,7 @@ func (ix *Index) compile(f nostr.Filter) (m matcher, ok bool) {
 	if f.Authors != nil {
 		ix.mu.RLock()
 		for _, a := range f.Authors {
-			if !isLowerHex64(a) {
+			if !nip34.IsHex64(a) {
 				continue
 			}
 			var pk [32]byte

@@ -2,6 +2,7 @@ package nip34
 
 import (
 	"reflect"
+	"slices"
 	"testing"
 )
 
@@ -108,9 +109,26 @@ func TestRootKinds(t *testing.T) {
 			t.Errorf("IsRootKind(%d) != %v", k, want)
 		}
 	}
+	// RootKinds is the filter form of IsRootKind: the same kinds, no others.
+	roots := RootKinds()
+	for k := 0; k <= 40000; k++ {
+		if IsRootKind(k) != slices.Contains(roots, k) {
+			t.Errorf("RootKinds() %v and IsRootKind(%d) disagree", roots, k)
+		}
+	}
 	for k, want := range map[int]bool{KindAnnouncement: true, KindState: true, KindPR: true, KindPRUpdate: true, KindIssue: false, KindPatch: false} {
 		if NeedsGitData(k) != want {
 			t.Errorf("NeedsGitData(%d) != %v", k, want)
+		}
+	}
+}
+
+// TestKindName: the names OK messages, logs and pages use for each kind.
+func TestKindName(t *testing.T) {
+	for k, want := range map[int]string{KindAnnouncement: "announcement", KindState: "state", KindIssue: "issue",
+		KindPatch: "patch", KindPR: "PR", KindPRUpdate: "PR update", KindComment: "comment", KindStatusDraft: "status", KindNote: "kind 1"} {
+		if got := KindName(k); got != want {
+			t.Errorf("KindName(%d) = %q, want %q", k, got, want)
 		}
 	}
 }

@@ -6,6 +6,10 @@ import "strings"
 // form NIP-01 allows for ids and pubkeys.
 func IsHex64(s string) bool { return len(s) == 64 && isLowerHex(s) }
 
+// IsHex128 reports whether s is a 64-byte value in lowercase hex, the form
+// of an event's Schnorr signature.
+func IsHex128(s string) bool { return len(s) == 128 && isLowerHex(s) }
+
 // IsObjectID reports whether s is a git object id: SHA-1 (40) or SHA-256
 // (64) lowercase hex.
 func IsObjectID(s string) bool {

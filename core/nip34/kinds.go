@@ -1,5 +1,7 @@
 package nip34
 
+import "strconv"
+
 // Event kinds of NIP-34 and the neighbouring NIPs grasp serves.
 const (
 	KindDeletion = 5
@@ -39,6 +41,37 @@ func IsRootKind(kind int) bool {
 		return true
 	}
 	return false
+}
+
+// RootKinds lists the kinds IsRootKind accepts, in kind order, for filters
+// (a fresh slice the caller may keep).
+func RootKinds() []int { return []int{KindPatch, KindPR, KindPRUpdate, KindIssue} }
+
+// KindName is how text addressed to people (OK messages, log lines, pages)
+// names an event of kind: "announcement", "state", "issue", "patch", "PR",
+// "PR update", "comment", "status"; any other kind is "kind <n>". Metric
+// labels are not names: each metric keeps its own fixed label set.
+func KindName(kind int) string {
+	switch kind {
+	case KindAnnouncement:
+		return "announcement"
+	case KindState:
+		return "state"
+	case KindIssue:
+		return "issue"
+	case KindPatch:
+		return "patch"
+	case KindPR:
+		return "PR"
+	case KindPRUpdate:
+		return "PR update"
+	case KindComment:
+		return "comment"
+	}
+	if IsStatusKind(kind) {
+		return "status"
+	}
+	return "kind " + strconv.Itoa(kind)
 }
 
 // IsStatusKind reports whether kind is one of the 1630–1633 statuses.

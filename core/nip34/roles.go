@@ -57,7 +57,7 @@ func parseRoles(tags [][]string) []Role {
 
 func parseRole(t []string) Role {
 	r := Role{Letter: t[0], raw: t[1:]}
-	if len(t) < 2 || !isLowerHex64(t[1]) {
+	if len(t) < 2 || !IsHex64(t[1]) {
 		return r
 	}
 	r.Subject = t[1]
@@ -80,19 +80,6 @@ func parseRole(t []string) Role {
 	r.Valid = true
 	r.Active = len(bounds)%2 == 1 || len(bounds) == 0
 	return r
-}
-
-func isLowerHex64(s string) bool {
-	if len(s) != 64 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
-			return false
-		}
-	}
-	return true
 }
 
 func isDigits(s string) bool {

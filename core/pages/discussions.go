@@ -120,11 +120,8 @@ func (p *Pages) discussionList(ctx context.Context, m repoMeta, tab string) (ite
 		kind := nip34.CurrentStatus(evt.ID, evt.PubKey, m.roster, byRoot[evt.ID])
 		d := discussion{ID: evt.ID, Title: titleOf(evt), Author: personOf(evt.PubKey), When: evt.CreatedAt.Time().UTC(),
 			Status: statusName(kind, evt.Kind), rank: statusRank(kind), Page: base + "/" + tab + "/" + evt.ID, body: feedText(evt.Content)}
-		switch evt.Kind {
-		case nip34.KindPR:
-			d.Kind = "PR"
-		case nip34.KindPatch:
-			d.Kind = "patch"
+		if tab == "prs" { // the PRs tab tells PRs from patches; the issues tab has one kind
+			d.Kind = nip34.KindName(evt.Kind)
 		}
 		nevent, err := nip19.EncodeEvent(evt.ID, firstN(m.Relays, 2), evt.PubKey)
 		if err == nil {

@@ -16,6 +16,16 @@
 // cover note, and for a PR its commits, file list, diffstat, diff and
 // reviews, for a patch series its patches as one diff.
 //
+// The "On this server" page (status.go) and the summary show what only
+// this server knows: the signed state against the served refs, purgatory,
+// the hunter, the other servers of the announcement with their sync
+// health, the maintainer graph, the refused pushes. They read the parts'
+// own snapshots through Options.Facts and keep nothing themselves. A
+// refusal is shown to everyone by its kind and time only: a page has no
+// signed-in owner, pushes are anonymous, and the kind reveals nothing a
+// stranger could not learn by pushing, while the pusher's refs and
+// commits (which anyone could fill with text) are never shown.
+//
 // A discussion page shows only events anyone may read (Options.Readers,
 // GRASP-08's reader check: a browser brings no key), and bounds what a
 // stranger can make large: comments are read up to a limit and paginated,

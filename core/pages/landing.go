@@ -28,6 +28,8 @@ events and a git host whose pushes are authorised by signed Nostr repository-sta
 choose this server ({{.RelayURL}}) as one of its GRASP servers; <code>git push</code> then sends
 your commits here once the signed state event is accepted. Issues and pull requests are
 discussed with a git-nostr client such as <a href="https://gitworkshop.dev">gitworkshop.dev</a>.</p>
+<p><a href="{{.Base}}/publishing">How to publish a repository here</a>: the events ngit sends and in
+what order, what each answer of the server means, pull requests, and doing it without ngit.</p>
 <h2 id="repositories">Hosted repositories</h2>
 <form class="search" method="get" action="{{.Base}}/#repositories"><input type="search" name="q" value="{{.Query}}" placeholder="Search by name" aria-label="Search repositories by name"> <button type="submit">Search</button></form>
 <p class="muted">{{.Total}} {{if .Query}}matching {{end}}repositor{{if eq .Total 1}}y{{else}}ies{{end}}{{if gt .Pages 1}}, page {{.Page}} of {{.Pages}}{{end}}.</p>

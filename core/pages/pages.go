@@ -55,6 +55,9 @@ type Options struct {
 	// nil means anyone may read it. A page shows only such events, since a
 	// browser brings no key. nil: every event is public.
 	Readers func(context.Context, *nostr.Event) func(pubkey string) bool
+	// Facts are the parts' read-only views the "On this server" page and
+	// the summary show (status.go); zero: none of them.
+	Facts Facts
 	// MaxGitReads bounds the git processes pages run at once (default 4);
 	// further views wait for a slot.
 	MaxGitReads int
@@ -176,6 +179,9 @@ func (p *Pages) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	case "/icon.png", "/favicon.ico":
 		serveIcon(w, r)
+		return
+	case "/publishing":
+		p.guide(w, r)
 		return
 	}
 	repo, sub, err := git.ParseRepoPath(path)

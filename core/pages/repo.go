@@ -33,6 +33,8 @@ func (p *Pages) repoRoute(w http.ResponseWriter, r *http.Request, repo nip34.Rep
 		p.feed(w, r, repo, rest)
 	case "refs":
 		p.refsPage(w, r, repo)
+	case "status":
+		p.statusPage(w, r, repo)
 	case "issues":
 		if rest != "" {
 			p.issuePage(w, r, repo, rest)
@@ -101,6 +103,7 @@ const repoHeader = `{{define "head"}}<h1>{{.R.Meta.Name}}</h1>
 <a href="{{.R.Base}}/refs"{{if eq .R.Tab "refs"}} class="on"{{end}}>Branches and tags</a>
 <a href="{{.R.Base}}/issues"{{if eq .R.Tab "issues"}} class="on"{{end}}>Issues{{with .R.Counts.Issues}} <span class="count">{{.}}</span>{{end}}</a>
 <a href="{{.R.Base}}/prs"{{if eq .R.Tab "prs"}} class="on"{{end}}>Pull requests and patches{{with .R.Counts.PRs}} <span class="count">{{.}}</span>{{end}}</a>
+<a href="{{.R.Base}}/status"{{if eq .R.Tab "status"}} class="on"{{end}}>On this server</a>
 <a href="{{.R.Meta.WebClientURL}}" rel="nofollow">Open in a git-nostr client</a>
 </nav>{{end}}`
 
@@ -115,6 +118,10 @@ var funcs = template.FuncMap{
 	"size": humanSize,
 	"inc":  func(n int) int { return n + 1 },
 	"dec":  func(n int) int { return n - 1 },
+	// short is an event or object id cut for reading
+	"short":     func(s string) string { return s[:min(len(s), 12)] },
+	"npub":      nip34.Npub,
+	"shortnpub": func(pk string) string { return personOf(pk).Short },
 }
 
 func escapeSegment(s string) string { return url.PathEscape(s) }

@@ -9,7 +9,7 @@ import (
 	"github.com/grasp-dev/grasp/core/nip34"
 )
 
-var summaryTmpl = pageTemplate("summary", `{{template "head" .}}
+var summaryTmpl = pageTemplate("summary", stateTmpl+`{{template "head" .}}
 {{with .R.Meta}}{{if .Held}}<p class="muted">The announcement of this repository waits for its git data.</p>{{end}}{{end}}
 <h2 id="clone">Clone</h2>
 {{with .Clone}}<dl class="clone">
@@ -19,6 +19,10 @@ var summaryTmpl = pageTemplate("summary", `{{template "head" .}}
 </dl>
 <pre>git clone {{.HTTPS}}</pre>{{end}}
 {{if .R.OtherCloneURLs}}<p>Also served at: {{range $i, $c := .R.OtherCloneURLs}}{{if $i}}, {{end}}<code>{{$c}}</code>{{end}}</p>{{end}}
+<h2>On this server</h2>
+{{template "stateline" .Server}}{{with .Server}}{{if .WaitingTotal}}<p>{{.WaitingTotal}} event{{if ne .WaitingTotal 1}}s wait{{else}} waits{{end}} in purgatory for this repository's git data.</p>{{end}}
+{{with .LatestRefusal}}<p>Last refused push: {{date .At}}, {{.Why}}.</p>{{end}}{{end}}
+<p><a href="{{.R.Base}}/status">The signed state, purgatory, the hunter, the other servers and the maintainers in detail</a></p>
 {{with .R.Meta}}{{if .Clone}}<p>Clone URLs announced: {{range $i, $c := .Clone}}{{if $i}}, {{end}}<code>{{$c}}</code>{{end}}</p>{{end}}
 {{if .Relays}}<p>Relays: {{range $i, $c := .Relays}}{{if $i}}, {{end}}<code>{{$c}}</code>{{end}}</p>{{end}}
 {{if .Web}}<p>Web: {{range $i, $c := .Web}}{{if $i}}, {{end}}<a href="{{$c}}" rel="nofollow">{{$c}}</a>{{end}}</p>{{end}}
@@ -78,7 +82,9 @@ func (p *Pages) summary(w http.ResponseWriter, r *http.Request, repo nip34.RepoR
 		Git            summaryGit
 		Readme         markdownView
 		Clone          cloneBox
-	}{R: rv, Empty: st.headOID == "", Branches: st.named("refs/heads/"), Tags: st.named("refs/tags/"), Clone: p.cloneBoxOf(repo, rv.Meta)}
+		Server         statusView
+	}{R: rv, Empty: st.headOID == "", Branches: st.named("refs/heads/"), Tags: st.named("refs/tags/"), Clone: p.cloneBoxOf(repo, rv.Meta),
+		Server: p.statusOf(ctx, repo, rv.Meta, st, false)}
 	d.Head = strings.TrimPrefix(st.head, "refs/heads/")
 	if !d.Empty {
 		d.Git, err = p.summaryGit(ctx, st)

@@ -183,14 +183,7 @@ func (p *Pages) view(r *http.Request, m repoMeta, t *thread, tab string, page in
 	ctx := r.Context()
 	root := t.root
 	v := threadView{ID: root.ID, Author: personOf(root.PubKey), When: root.CreatedAt.Time().UTC()}
-	switch root.Kind {
-	case nip34.KindIssue:
-		v.Kind = "issue"
-	case nip34.KindPR:
-		v.Kind = "PR"
-	case nip34.KindPatch:
-		v.Kind = "patch"
-	}
+	v.Kind = nip34.KindName(root.Kind) // an issue, PR or patch (loadRoot)
 	var statuses, labels []*nostr.Event
 	for _, e := range t.annotations {
 		switch {

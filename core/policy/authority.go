@@ -70,7 +70,7 @@ func (r *Rules) annotation(ctx context.Context, evt *nostr.Event) (Decision, boo
 			continue
 		}
 		if !r.speaksFor(ctx, views, evt.PubKey, root) {
-			return reject("restricted: %s of %s %s counts only from its author, a maintainer or a moderator of its repository", annotationName(evt.Kind), rootName(root.Kind), root.ID[:12]), true
+			return reject("restricted: %s of %s %s counts only from its author, a maintainer or a moderator of its repository", annotationName(evt.Kind), nip34.KindName(root.Kind), root.ID[:12]), true
 		}
 	}
 	for _, v := range views {
@@ -155,18 +155,4 @@ func annotationName(kind int) string {
 		return "a cover note (kind 1624)"
 	}
 	return fmt.Sprintf("kind %d", kind)
-}
-
-func rootName(kind int) string {
-	switch kind {
-	case nip34.KindIssue:
-		return "issue"
-	case nip34.KindPatch:
-		return "patch"
-	case nip34.KindPR:
-		return "PR"
-	case nip34.KindPRUpdate:
-		return "PR update"
-	}
-	return "event"
 }

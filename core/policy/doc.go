@@ -1,8 +1,11 @@
 // Package policy owns the acceptance pipeline every incoming event passes
 // through, whether it comes from a client, a sync peer or purgatory:
-// limits (Options.Pre) -> GRASP rules -> operator plugin chain -> verdict
-// (reject, store, or hold in purgatory). It defines the Acceptor interface
-// that plugins/ implements; it never imports plugins/.
+// Options.Pre (core/server puts the operator's NIP-86 lists there,
+// nip86.State.Accept) -> GRASP rules -> operator plugin chain -> verdict
+// (reject, store, or hold in purgatory). The cheap event limits (size, tags,
+// timestamps) are not part of it: core/relay checks them before Decide is
+// called (checkEvent). It defines the Acceptor interface that plugins/
+// implements; it never imports plugins/.
 //
 // The GRASP rules (Rules, built by New) implement grasp.md §3.1, §3.2 and
 // §3.11: announcements must list this service (parsed URLs, exact

@@ -68,7 +68,9 @@ type Options struct {
 	// rule (shared with hosting, so both read the same); nil builds one over
 	// Events and Held.
 	Roster *roster.Source
-	// Pre runs before the GRASP rules (size, tag and timestamp limits).
+	// Pre runs before the GRASP rules for every event whatever its source;
+	// core/server puts the operator's NIP-86 lists (nip86.State.Accept)
+	// there. The cheap event limits are core/relay's, checked before Decide.
 	Pre Chain
 	// Plugins is the operator's accept chain; it runs after the GRASP rules
 	// and only for events they would store or hold.

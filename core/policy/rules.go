@@ -176,8 +176,8 @@ func (r *Rules) byKind(ctx context.Context, evt *nostr.Event, meta Meta) Decisio
 // relayKey decides about an event signed by the relay's own key
 // (relay.pubkey): operators' CI publishes with it (ngit-ci's job results,
 // statuses, the relay's profile and relay list), so it is always accepted
-// (issue 10 part 6), once the cheap limits (Pre) have passed: neither the
-// event blacklist, nor the reference rules (an event must reference an
+// (issue 10 part 6), once the Pre chain (the operator's NIP-86 lists) has
+// passed it: neither the event blacklist, nor the reference rules (an event must reference an
 // accepted repository), nor the operator's plugin chain (rate limits, spam
 // words) refuse it. It is held, not stored, where the rules hold it: an
 // event waiting with a held repository is not served before it.

@@ -407,6 +407,23 @@ func (p *Purgatory) HeldAnnouncements(r nip34.RepoRef) []Entry {
 	return out
 }
 
+// WaitingFor returns up to max of the entries whose release waits for
+// repo's git data (Repo or Also), oldest first, and how many there are:
+// the read the repository's page shows (issue 26 part 5). It looks only at
+// the entries of repo's identifier.
+func (p *Purgatory) WaitingFor(r nip34.RepoRef, max int) ([]Entry, int) {
+	p.mu.Lock()
+	var out []Entry
+	for _, e := range p.idx.byRepoD[r.Identifier] {
+		if e.waitsOn(r) {
+			out = append(out, *e)
+		}
+	}
+	p.mu.Unlock()
+	oldestFirst(out)
+	return out[:min(len(out), max)], len(out)
+}
+
 // HasAnnouncement reports whether the announcement of repo is held.
 func (p *Purgatory) HasAnnouncement(r nip34.RepoRef) bool {
 	for _, e := range p.byKindD(30617, r.Identifier) {

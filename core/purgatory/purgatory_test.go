@@ -10,6 +10,7 @@ import (
 
 	"github.com/grasp-dev/grasp/core/clock"
 	"github.com/grasp-dev/grasp/core/env"
+	"github.com/grasp-dev/grasp/core/internal/memkv"
 	"github.com/grasp-dev/grasp/core/nip34"
 	"github.com/nbd-wtf/go-nostr"
 )
@@ -372,5 +373,37 @@ func testHooksSeeEveryHoldAndRemoval(t *testing.T, newKV func() KV) {
 	}
 	if strings.Join(got, ", ") != strings.Join(want, ", ") {
 		t.Fatalf("hooks saw\n  %s\nwant\n  %s", strings.Join(got, ", "), strings.Join(want, ", "))
+	}
+}
+
+// TestWaitingForLists a repository's held events: those waiting on it as
+// their repository or as another maintainer's copy, oldest first, cut at
+// max with the full count; another repository of the same identifier is
+// not listed (issue 26 part 5, the repository page).
+func TestWaitingForLists(t *testing.T) {
+	p := newP(t, &memkv.KV{}, clock.NewFake(t0))
+	sk, other := nostr.GeneratePrivateKey(), nostr.GeneratePrivateKey()
+	pk, _ := nostr.GetPublicKey(sk)
+	opk, _ := nostr.GetPublicKey(other)
+	repo := nip34.RepoRef{Pubkey: pk, Identifier: "r"}
+	elsewhere := nip34.RepoRef{Pubkey: opk, Identifier: "r"}
+	st := signed(t, sk, 30618, t0.Add(2*time.Second), nostr.Tags{{"d", "r"}, {"refs/heads/main", "aa"}})
+	pr := signed(t, other, 1618, t0.Add(time.Second), nostr.Tags{{"a", elsewhere.String()}, {"c", "cc"}})
+	theirs := signed(t, other, 30618, t0.Add(3*time.Second), nostr.Tags{{"d", "r"}, {"refs/heads/main", "dd"}})
+	for _, e := range []Entry{
+		{Event: st, Repo: repo, Needs: []string{"aa"}},
+		{Event: pr, Repo: elsewhere, Also: []nip34.RepoRef{repo}, Needs: []string{"cc"}},
+		{Event: theirs, Repo: elsewhere, Needs: []string{"dd"}},
+	} {
+		if err := p.Hold(e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, n := p.WaitingFor(repo, 10)
+	if n != 2 || len(got) != 2 || got[0].Event.ID != pr.ID || got[1].Event.ID != st.ID {
+		t.Fatalf("waiting for %s: %d %v", repo, n, got)
+	}
+	if got, n := p.WaitingFor(repo, 1); n != 2 || len(got) != 1 || got[0].Event.ID != pr.ID {
+		t.Fatalf("cut at 1: %d %v", n, got)
 	}
 }

@@ -107,8 +107,9 @@ func (s *Server) Ingest(ctx context.Context, evt *nostr.Event, meta policy.Meta)
 func (s *Server) Publish(ctx context.Context, evt *nostr.Event) error {
 	c := &call{publish: true, meta: policy.Meta{Source: policy.SourcePurgatory, ReceivedAt: s.clock.Now()}}
 	if nostr.IsEphemeralKind(evt.Kind) {
-		s.gate.Broadcast(evt)
-		return nil
+		// Refused as Ingest refuses it (limits.go): no instance relays an
+		// ephemeral event, so none is delivered by one instance only.
+		return fmt.Errorf("publish %s: %s", evt.ID, msgEphemeral)
 	}
 	if _, err := s.khatru.AddEvent(context.WithValue(ctx, callKey{}, c), evt); err != nil {
 		return fmt.Errorf("publish %s: %w", evt.ID, err)

@@ -115,10 +115,18 @@ func (s *Server) deleteTargets(ctx context.Context, del *nostr.Event) string {
 // a hash collision) is settled by the query. It is loaded from the store at
 // start and fed by every deletion written through this relay, so it is
 // complete for one grasp process per store. About 16 bytes per target.
+//
+// A store other instances write too (PostgreSQL, Options.Shared) takes
+// deletions this process never sees written: the index is then never
+// complete and every write is settled by the query, which reads the shared
+// store. Feeding it the deletions the fan-out delivers would still miss
+// one stored a moment before a write here (the notification had not
+// arrived), and a client publishing on B right after deleting on A is
+// exactly that (issue 24 part 8).
 type tombstones struct {
 	mu       sync.RWMutex
 	keys     map[uint64]struct{}
-	complete bool // false: the store held more deletions than one load returns
+	complete bool // false: the store held more deletions than one load returns, or is shared
 }
 
 var addrSeed = maphash.MakeSeed()
@@ -144,8 +152,12 @@ func addrKey(addr string) uint64 { return maphash.String(addrSeed, "a:"+addr) }
 // loadTombstones reads every stored deletion request. The query runs as a
 // negentropy session, which the store caps at one more than max; a store
 // answering with more than max leaves the index incomplete, and every event
-// is then checked by query.
-func loadTombstones(ctx context.Context, store eventstore.Store, max int) (*tombstones, error) {
+// is then checked by query. A shared store is never indexed (see
+// tombstones).
+func loadTombstones(ctx context.Context, store eventstore.Store, max int, shared bool) (*tombstones, error) {
+	if shared {
+		return &tombstones{keys: map[uint64]struct{}{}}, nil
+	}
 	t := &tombstones{keys: map[uint64]struct{}{}, complete: true}
 	ch, err := store.QueryEvents(eventstore.SetNegentropy(ctx), nostr.Filter{Kinds: []int{5}})
 	if err != nil {

@@ -63,6 +63,9 @@ func (s *Server) checkEvent(evt *nostr.Event) string {
 	return ""
 }
 
+// msgEphemeral refuses an ephemeral event, on every instance alike.
+const msgEphemeral = "blocked: ephemeral events are not relayed here"
+
 // rejectEvent is khatru's RejectEvent hook. It counts every event that
 // reaches us and refuses the ones over the cheap limits.
 func (s *Server) rejectEvent(ctx context.Context, evt *nostr.Event) (bool, string) {
@@ -74,7 +77,7 @@ func (s *Server) rejectEvent(ctx context.Context, evt *nostr.Event) (bool, strin
 	if nostr.IsEphemeralKind(evt.Kind) {
 		// Ephemeral events would go through khatru's own broadcast, which
 		// races with subscription changes; a git relay has no use for them.
-		return s.refused(evt, "blocked: ephemeral events are not relayed here")
+		return s.refused(evt, msgEphemeral)
 	}
 	if msg := s.checkEvent(evt); msg != "" {
 		return s.refused(evt, msg)

@@ -103,6 +103,12 @@ type Options struct {
 	// Events is the main event store, already Init'ed; required. The caller
 	// closes it after Serve returns.
 	Events eventstore.Store
+	// Shared is set when other grasp instances write the same store
+	// (store.Store.Shared, PostgreSQL): a deletion another instance stored
+	// is then honoured here too, because every write asks the store
+	// whether its author deleted it instead of trusting this process's
+	// index of deletions (deleting.go).
+	Shared bool
 	// Pipeline decides about every event; nil stores everything.
 	Pipeline policy.Pipeline
 	// Effects carries out decisions; required only if the pipeline can
@@ -221,7 +227,7 @@ func New(opts Options, e env.Env) (*Server, error) {
 	if s.pipeline == nil {
 		s.pipeline = policy.AcceptAll{}
 	}
-	s.deletions, err = loadTombstones(context.Background(), s.store, limits.NegentropyMaxEvents)
+	s.deletions, err = loadTombstones(context.Background(), s.store, limits.NegentropyMaxEvents, opts.Shared)
 	if err != nil {
 		return nil, fmt.Errorf("relay: %w", err)
 	}

@@ -16,6 +16,11 @@ import (
 // total, oldest dropped first, RejectedTTL): losing it on a restart loses
 // only the automatic retry — the author's client republishes the state with
 // its next push, and sync fetches it again from the repository's relays.
+//
+// With several instances on one store each keeps the states it refused:
+// an announcement another instance stored or holds re-runs them here too
+// (core/server's fan-out calls hosting.Recheck), so which instance took
+// the state and which the announcement does not matter (issue 24 part 8).
 const (
 	RejectedTTL      = 10 * time.Minute
 	rejectedPerD     = 16

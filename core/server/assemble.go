@@ -11,7 +11,6 @@ import (
 	"github.com/grasp-dev/grasp/core/archive"
 	"github.com/grasp-dev/grasp/core/clientip"
 	"github.com/grasp-dev/grasp/core/config"
-	"github.com/grasp-dev/grasp/core/diskspace"
 	"github.com/grasp-dev/grasp/core/git"
 	"github.com/grasp-dev/grasp/core/hosting"
 	"github.com/grasp-dev/grasp/core/nip34"
@@ -160,12 +159,13 @@ func (s *Server) assemble(ext Extensions) error {
 	if cfg.Grasp.Grasp06 {
 		prs = s.hosting
 	}
+	s.refusals = git.NewRefusals(s.clk)
 	gitHandler := git.NewHandler(git.Options{
 		Repos: s.repos, Authority: s.hosting, Hooks: s.hosting, Private: s.vis, Service: svc,
 		Placeholders:      s.hosting,
 		ReadOnly:          s.hosting.ReadOnly,
 		PRs:               prs,
-		CheckSpace:        s.space.Check,
+		CheckSpace:        s.writable,
 		MaxPushBytes:      int64(cfg.Grasp.MaxPushMB) << 20,
 		MaxDuration:       cfg.Git.MaxPushDuration.D(),
 		MaxFetchDuration:  cfg.Git.MaxFetchDuration.D(),
@@ -175,6 +175,7 @@ func (s *Server) assemble(ext Extensions) error {
 		MinBodyBytes:      minBody,
 		BodyRateWindow:    cfg.Git.BodyRateWindow.D(),
 		ClientIP:          s.clientIP,
+		Refusals:          s.refusals,
 	}, s.env.Named("git"))
 	s.relay.HandleGit(gitHandler)
 
@@ -184,6 +185,7 @@ func (s *Server) assemble(ext Extensions) error {
 	pg, err := pages.New(pages.Options{
 		Service: svc, Name: cfg.Relay.Name, Description: cfg.Relay.Description, Version: s.build.Version,
 		Repos: s.repos, Events: s.vis.PublicEvents(events), Roster: rost, Listed: s.vis.Listed, Readers: s.vis.Readers, ClientIP: s.clientIP,
+		Facts: s.pageFacts(),
 		// snapshots and raw files are git processes in the git handler's slots
 		Snapshots: gitHandler.(git.Snapshots),
 	}, s.env.Named("pages"))
@@ -262,7 +264,8 @@ func (s *Server) assembleRelay(popts policy.Options, rules *policy.Rules) error 
 		Curation:           policy.Curation(popts),
 		Limits:             cfg.Relay.Limits,
 		Events:             s.store.Events(),
-		Pipeline:           spaceGuarded{Pipeline: rules, space: s.space},
+		Shared:             s.store.Shared(),
+		Pipeline:           spaceGuarded{Pipeline: rules, writable: s.writable},
 		Effects:            s.hosting,
 		Private:            s.vis,
 		Record:             s.vis.Record,
@@ -349,10 +352,11 @@ func (s *Server) placeholderUsage(pubkey, remote string) policy.Usage {
 
 // spaceGuarded refuses the writes of a decision (store, hold) while the
 // data directory is below its free-space watermark (audit F12: a full disk
-// crashed badger); rejections and reads go on.
+// crashed badger) or the store is read-only (fulldisk.go); rejections and
+// reads go on.
 type spaceGuarded struct {
 	policy.Pipeline
-	space *diskspace.Guard
+	writable func() error
 }
 
 func (p spaceGuarded) Decide(ctx context.Context, evt *nostr.Event, meta policy.Meta) policy.Decision {
@@ -360,7 +364,7 @@ func (p spaceGuarded) Decide(ctx context.Context, evt *nostr.Event, meta policy.
 	if d.Outcome != policy.Store && d.Outcome != policy.Hold {
 		return d
 	}
-	if err := p.space.Check(); err != nil {
+	if err := p.writable(); err != nil {
 		return policy.Decision{Outcome: policy.Rejected, Msg: err.Error()}
 	}
 	return d
@@ -376,7 +380,10 @@ func (s *Server) assembleFanout() {
 	}
 	s.sched.Go("fanout", func(ctx context.Context) error {
 		return s.store.Follow(ctx, store.Follower{
-			Stored: func(evt *nostr.Event) { s.relay.Deliver(ctx, evt) },
+			Stored: func(evt *nostr.Event) {
+				s.relay.Deliver(ctx, evt)
+				s.recheckAfter(ctx, evt)
+			},
 			SideChanged: func(bucket, key string) {
 				if bucket == store.PrivacyRepoBucket {
 					// another instance changed a repository's privacy or
@@ -394,9 +401,13 @@ func (s *Server) assembleFanout() {
 				if err != nil {
 					s.log.Error("following another instance's purgatory change", "bucket", bucket, "error", err)
 				}
-				if held != nil && s.leading.Load() {
+				if held == nil {
+					return
+				}
+				if s.leading.Load() {
 					s.hosting.HuntHeld(ctx, *held)
 				}
+				s.recheckAfter(ctx, held.Event)
 			},
 			Resync: func() {
 				s.vis.Resync()
@@ -409,4 +420,13 @@ func (s *Server) assembleFanout() {
 			},
 		})
 	})
+}
+
+// recheckAfter re-runs the states this instance refused of an identifier
+// whose announcement another instance stored or holds: the refused-state
+// index (core/roster) is each instance's own, the re-run is shared.
+func (s *Server) recheckAfter(ctx context.Context, evt *nostr.Event) {
+	if evt.Kind == nip34.KindAnnouncement {
+		s.hosting.Recheck(ctx, evt.Tags.GetD())
+	}
 }

@@ -128,13 +128,14 @@ func (b *browser) load(url string, width int64) view {
 var spaces = regexp.MustCompile(`\s+`)
 
 // TestPages_BrowserShowsPages loads the landing page, a repository page, a
-// tree, a file, a commit, the issues and PR lists and the issue, PR and
-// patch pages of a pushed repository in headless Chromium with JavaScript
-// off, checks what a person would read, and keeps a screenshot of each
-// (issue 16 part 3, issue 26 part 2). Each page is laid out at 390 px (a
-// phone, emulated as one) and 1280 px and must fit: no page scrolls
-// sideways, only its tables and code, each in its own box (issue 26 part
-// 3); the screenshots are <page>-<width>.png.
+// tree, a file, a commit, the issues and PR lists, the issue, PR and patch
+// pages and the "On this server" page of a pushed repository, and the
+// publishing guide, in headless Chromium with JavaScript off, checks what
+// a person would read, and keeps a screenshot of each (issue 16 part 3,
+// issue 26 parts 2, 5 and 7). Each page is laid out at 390 px (a phone,
+// emulated as one) and 1280 px and must fit: no page scrolls sideways,
+// only its tables and code, each in its own box (issue 26 part 3); the
+// screenshots are <page>-<width>.png.
 func TestPages_BrowserShowsPages(t *testing.T) {
 	bin := chromium(t)
 	out := artifacts(t)
@@ -204,6 +205,8 @@ func TestPages_BrowserShowsPages(t *testing.T) {
 		{"prs", repo + "/prs", []string{"Purple button", "make the button purple"}},
 		{"pr", repo + "/prs/" + pr.ID, []string{"Purple button", "Makes the button purple, as asked.", "Commits (1)", "1 file changed",
 			"src/color.go", `+const Color = "purple"`}},
+		{"status", repo + "/status", []string{"Signed state and served refs", "in sync", "Nothing waits", "Maintainers", "Owner: " + a.npub}},
+		{"publishing", e.base + "/publishing", []string{"Publishing a repository to a grasp server", "Without ngit", "This server is " + e.base}},
 		{"patch", repo + "/prs/" + patch.ID, []string{"make the button purple", "Patches (1)", "src/color.go", `+const Color = "purple"`}},
 	}
 	br := newBrowser(t, bin)

@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/nbd-wtf/go-nostr"
 
@@ -48,5 +49,63 @@ func TestG08_DiscussionPagesAskTheReaderCheck(t *testing.T) {
 	}
 	if strings.Contains(body, "vault comment") {
 		t.Error("the public issue's page shows a comment of the private repository")
+	}
+}
+
+// TestPages_OnThisServerFromTheRealParts: the "On this server" page reads
+// the real parts (issue 26 part 5): a repository in sync; a newer state
+// held for its commit, listed as waiting in purgatory while the served refs
+// still match the stored state; a push matching no signed state, refused
+// and shown by its kind (not its refs or commits); then the state's push,
+// and the page is in sync with the new state.
+func TestPages_OnThisServerFromTheRealParts(t *testing.T) {
+	e := newEnv(t, nil)
+	a := newKey(t)
+	w := newWork(t)
+	e.release(a, "demo", w, w.commit("first"))
+	page := e.base + "/" + a.npub + "/demo.git/status"
+	get := func() string {
+		t.Helper()
+		status, _, body := httpGet(t, page)
+		if status != http.StatusOK {
+			t.Fatalf("status page: %d\n%.2000s", status, body)
+		}
+		return body
+	}
+	if body := get(); !strings.Contains(body, `st-open">in sync</span>`) || !strings.Contains(body, "Nothing waits for this repository") {
+		t.Fatalf("a released repository is not shown in sync:\n%.4000s", body)
+	}
+
+	two := w.commit("second")
+	e.clk.Advance(time.Second) // a newer state than the released one
+	s2 := e.state(a, "demo", map[string]string{"refs/heads/main": two}, "refs/heads/main")
+	e.dial().mustAccept(s2, purg)
+	body := get()
+	for _, want := range []string{`st-open">in sync</span>`, "Newer states wait in purgatory", "state <code>" + s2.ID[:12],
+		"1 event waits for this repository", "1 object</td>"} {
+		if !strings.Contains(body, want) {
+			t.Errorf("with a held state the page lacks %q", want)
+		}
+	}
+
+	three := w.commit("third")
+	if out, err := w.push(e.cloneURL(a, "demo"), three+":refs/heads/main"); err == nil {
+		t.Fatalf("a push matching no state was accepted:\n%s", out)
+	}
+	body = get()
+	if !strings.Contains(body, "the pushed branches and tags were not those of the latest signed state (1 ref)") {
+		t.Errorf("the refused push is not shown:\n%.6000s", body[strings.Index(body, `id="refusals"`):])
+	}
+	if strings.Contains(body, three) || strings.Contains(body, three[:12]) {
+		t.Error("the page names the refused push's commit")
+	}
+
+	if out, err := w.push(e.cloneURL(a, "demo"), two+":refs/heads/main"); err != nil {
+		t.Fatalf("the state's push: %v\n%s", err, out)
+	}
+	e.eventually("the held state released", 0, func() bool { return e.dial().served(s2.ID) })
+	body = get()
+	if !strings.Contains(body, `st-open">in sync</span>`) || strings.Contains(body, "Newer states wait") || !strings.Contains(body, "Nothing waits") {
+		t.Errorf("after the state's push the page is not in sync with it:\n%.4000s", body)
 	}
 }

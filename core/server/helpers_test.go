@@ -80,14 +80,20 @@ func newEnvWith(t *testing.T, mutate func(c *config.Config), free func(dir strin
 // fake clock set to now.
 func startEnv(t *testing.T, cfg config.Config, free func(dir string) (uint64, error), ext Extensions) *testServer {
 	t.Helper()
-	if err := cfg.Validate(); err != nil {
-		t.Fatal(err)
-	}
-	clk := clock.NewFake(time.Now())
 	var log hclog.Logger
 	if os.Getenv("GRASP_TEST_LOG") != "" {
 		log = hclog.New(&hclog.LoggerOptions{Level: hclog.Debug, Output: os.Stderr})
 	}
+	return startEnvLog(t, cfg, free, ext, log)
+}
+
+// startEnvLog is startEnv logging to log (nil: nowhere).
+func startEnvLog(t *testing.T, cfg config.Config, free func(dir string) (uint64, error), ext Extensions, log hclog.Logger) *testServer {
+	t.Helper()
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	clk := clock.NewFake(time.Now())
 	reg := metrics.New("test", "")
 	st, err := OpenStore(cfg, env.Env{Clock: clk, Log: log, Metrics: reg.Registerer()})
 	if err != nil {

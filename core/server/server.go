@@ -99,6 +99,8 @@ type Server struct {
 	repos   *git.Repos
 	hosting *hosting.Hosting
 	hunter  *hunt.Hunter
+	// refusals remembers refused pushes for the repository pages
+	refusals *git.Refusals
 	// syncNow is the sync stack of the current leadership term (nil on a
 	// follower, or with sync disabled); syncSvc and syncSel build it.
 	syncNow atomic.Pointer[syncStack]
@@ -136,7 +138,9 @@ type Server struct {
 // its clock, logger and metrics registerer.
 func OpenStore(cfg config.Config, e env.Env) (*store.Store, error) {
 	e = e.OrDefaults()
-	st, err := store.New(StoreOptions(cfg), e.Named("store"))
+	opts := StoreOptions(cfg)
+	readOnlyOnFullDisk(cfg, &opts)
+	st, err := store.New(opts, e.Named("store"))
 	if err != nil {
 		return nil, fmt.Errorf("open store: %w", err)
 	}
@@ -186,6 +190,7 @@ func New(o Options, e env.Env) (*Server, error) {
 		s.closeStore()
 		return nil, err
 	}
+	s.reportReadOnly(o.FreeSpace)
 	return s, nil
 }
 

@@ -24,6 +24,9 @@ func (s *Store) Backup(w io.Writer) error {
 	if s.closed.Load() {
 		return errors.New("store: backup of a closed store")
 	}
+	if s.db == nil {
+		return nil // postgres: no local database, pg_dump has it all
+	}
 	// One producer, so one read transaction: with badger's default of
 	// several, each key range is read at its own instant.
 	stream := s.db.NewStream()

@@ -18,6 +18,7 @@ import (
 	"github.com/nbd-wtf/go-nostr"
 
 	"github.com/grasp-dev/grasp/core/env"
+	"github.com/grasp-dev/grasp/core/nip34"
 )
 
 // Environment switches that turn the test binary into the crash child.
@@ -169,7 +170,7 @@ func runCrashChild(t *testing.T, dir string, round, killAfter int) []string {
 	sc := bufio.NewScanner(out)
 	for sc.Scan() {
 		line := sc.Text()
-		if !isLowerHex(line, 64) {
+		if !nip34.IsHex64(line) {
 			t.Fatalf("child printed %q", line)
 		}
 		ids = append(ids, line)

@@ -6,6 +6,7 @@ import (
 	"math"
 
 	"github.com/fiatjaf/eventstore"
+	"github.com/grasp-dev/grasp/core/nip34"
 	"github.com/nbd-wtf/go-nostr"
 )
 
@@ -57,6 +58,11 @@ func (e *events) DeleteEvent(ctx context.Context, evt *nostr.Event) error {
 
 func (e *events) write(ctx context.Context, kind opKind, evt *nostr.Event) error {
 	start := e.s.env.Clock.Now()
+	if e.s.readOnly != "" {
+		err := e.s.errReadOnly()
+		e.s.m.countWrite(kind, err)
+		return err
+	}
 	if err := validateEvent(evt, !e.direct); err != nil {
 		e.s.m.countWrite(kind, err)
 		return err
@@ -281,13 +287,13 @@ func validateEvent(evt *nostr.Event, binaryLimits bool) error {
 	if evt == nil {
 		return fmt.Errorf("invalid: no event")
 	}
-	if !isLowerHex(evt.ID, 64) {
+	if !nip34.IsHex64(evt.ID) {
 		return fmt.Errorf("invalid: event id must be 64 lowercase hex characters")
 	}
-	if !isLowerHex(evt.PubKey, 64) {
+	if !nip34.IsHex64(evt.PubKey) {
 		return fmt.Errorf("invalid: pubkey must be 64 lowercase hex characters")
 	}
-	if !isLowerHex(evt.Sig, 128) {
+	if !nip34.IsHex128(evt.Sig) {
 		return fmt.Errorf("invalid: sig must be 128 lowercase hex characters")
 	}
 	if evt.Kind < 0 || evt.Kind > math.MaxUint16 {
@@ -320,17 +326,4 @@ func validateEvent(evt *nostr.Event, binaryLimits bool) error {
 		}
 	}
 	return nil
-}
-
-func isLowerHex(s string, n int) bool {
-	if len(s) != n {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
-			return false
-		}
-	}
-	return true
 }

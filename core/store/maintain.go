@@ -29,6 +29,9 @@ func (s *Store) Maintain(ctx context.Context) error {
 	if s.closed.Load() {
 		return errClosed
 	}
+	if s.readOnly != "" {
+		return nil // nothing may be written, not even garbage collected
+	}
 	removeExpired := s.removeExpired
 	if s.pg != nil {
 		removeExpired = s.pgRemoveExpired
@@ -42,6 +45,9 @@ func (s *Store) Maintain(ctx context.Context) error {
 		return fmt.Errorf("store maintenance: %w", err)
 	}
 	s.m.sideEntries.Set(float64(live))
+	if s.pg != nil {
+		return nil // no local database to collect or measure
+	}
 
 	if s.hasLarge.Load() && s.events != nil && !s.events.direct {
 		sweep := &op{kind: opSweep}

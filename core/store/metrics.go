@@ -20,6 +20,7 @@ type metrics struct {
 	sideEntries  prometheus.Gauge
 	sideExpired  prometheus.Counter
 	vlogRewrites prometheus.Counter
+	readOnly     prometheus.Gauge
 	// pgPools reports the PostgreSQL pools; nil with badger.
 	pgPools *pgPoolCollector
 }
@@ -69,6 +70,10 @@ func newMetrics() *metrics {
 			Name: "grasp_store_vlog_gc_rewrites_total",
 			Help: "Value-log files rewritten by garbage collection.",
 		}),
+		readOnly: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "grasp_store_read_only",
+			Help: "1 when the store was opened read-only because the disk was full at start: every write is refused until space is freed and grasp restarted.",
+		}),
 	}
 }
 
@@ -78,7 +83,7 @@ func (m *metrics) register(reg prometheus.Registerer) error {
 		return nil
 	}
 	cs := []prometheus.Collector{m.writes, m.queries, m.saveSeconds, m.batchOps,
-		m.syncSeconds, m.sizeBytes, m.keys, m.sideEntries, m.sideExpired, m.vlogRewrites}
+		m.syncSeconds, m.sizeBytes, m.keys, m.sideEntries, m.sideExpired, m.vlogRewrites, m.readOnly}
 	if m.pgPools != nil {
 		cs = append(cs, m.pgPools)
 	}

@@ -87,6 +87,9 @@ func (sd *Side) Update(fn func(tx SideTx) error) error {
 	if sd.s.pg != nil {
 		return sd.pgUpdate(fn)
 	}
+	if sd.s.readOnly != "" {
+		return sd.s.errReadOnly()
+	}
 	wrote, big, err := sd.commit(fn)
 	if err != nil || !wrote {
 		return err

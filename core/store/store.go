@@ -18,7 +18,10 @@
 // (pgfeed.go). Its connections are a bounded pool split so that clients'
 // queries never take what writes, locks and the leader lease need
 // (pgpool.go), and reads are paged so that no connection waits on a client
-// (pgquery.go). The local badger database is then opened but holds nothing.
+// (pgquery.go). No local database is opened then.
+//
+// On a disk too full to open the database for writing, badger is opened
+// read-only: reads are served and every write is refused (readonly.go).
 //
 // Events whose content exceeds what the backend's codec holds (64 KiB) are
 // stored in two records (large.go), so the relay's content limit is not
@@ -94,6 +97,14 @@ type Options struct {
 	// tree, where they would be written twice (WAL, then level-0 table) and
 	// again by every compaction (default DefaultValueThreshold).
 	ValueThreshold int64
+
+	// ReadOnly opens the badger database without writing anything under
+	// Dir (readonly.go): reads are served, every write is refused with
+	// ReadOnlyReason. The server asks for it when the disk is below its
+	// free-space watermark at start; New also falls back to it when the
+	// disk has no room to open the database for writing.
+	ReadOnly       bool
+	ReadOnlyReason string
 
 	// UnsafeNoSync skips the fsync after each group commit. Only for
 	// benchmarks and throwaway test relays: OK no longer means durable.
@@ -220,6 +231,9 @@ type Store struct {
 	// the writer goroutine uses it.
 	sweepFrom []byte
 	closed    atomic.Bool
+	// readOnly says why the badger database was opened read-only ("":
+	// it was not); every write is refused with it (readonly.go).
+	readOnly string
 	// sideMu serialises side-table write transactions (see Side.commit).
 	sideMu sync.Mutex
 
@@ -236,77 +250,131 @@ func New(opts Options, e env.Env) (*Store, error) {
 	if err := opts.validate(); err != nil {
 		return nil, err
 	}
-	dbDir := filepath.Join(opts.Dir, "store")
-	if err := os.MkdirAll(dbDir, 0o700); err != nil {
-		return nil, fmt.Errorf("store: create %s: %w", dbDir, err)
-	}
 	m := newMetrics()
-
-	s := &Store{opts: opts, env: e, log: log, dbDir: dbDir, m: m,
-		vthreshold: valueThreshold(int64(opts.MemTableMB) << 20)}
-	vt := opts.ValueThreshold
-	if vt <= 0 {
-		vt = DefaultValueThreshold
-	}
-	s.vthreshold = min(vt, s.vthreshold)
-	if _, err := os.Stat(filepath.Join(dbDir, badger.ManifestFilename)); errors.Is(err, os.ErrNotExist) {
-		if err := s.stampFresh(); err != nil {
-			return nil, err
-		}
-		log.Info("store created", "dir", dbDir)
-	}
-	s.backend = &ebadger.BadgerBackend{
-		Path:                  dbDir,
-		MaxLimit:              opts.Limits.MaxLimit,
-		BadgerOptionsModifier: s.badgerOptions,
-	}
-	if err := s.backend.Init(); err != nil {
-		if s.backend.DB != nil { // opened, then a migration failed
-			s.backend.DB.Close()
-		}
-		return nil, fmt.Errorf("store: open badger at %s: %w", dbDir, err)
-	}
-	// Init ties the negentropy cap to MaxLimit whenever MaxLimit is set;
-	// negentropy sessions need the whole matching set, so set it afterwards.
-	s.backend.MaxLimitNegentropy = opts.Limits.NegentropyMaxEvents + 1 // see effectiveLimit
-	s.db = s.backend.DB
-	large, err := anyLarge(s.db)
-	if err != nil {
-		s.db.Close()
-		return nil, fmt.Errorf("store: look for large contents: %w", err)
-	}
-	s.hasLarge.Store(large)
-
-	s.wals = newWALSyncer(dbDir)
-	s.w = newWriter(s, opts.MaxBatch)
-	s.events = &events{s: s, be: s.backend}
+	s := &Store{opts: opts, env: e, log: log, dbDir: filepath.Join(opts.Dir, "store"), m: m}
+	// One branch per backend: with PostgreSQL no local database is opened
+	// (issue 24 part 8), with badger nothing of PostgreSQL.
+	var err error
 	if opts.Backend == BackendPostgres {
-		var err error
-		if s.pg, err = openPostgres(opts, log); err != nil {
-			s.db.Close()
-			return nil, err
-		}
-		s.events = &events{s: s, be: s.pg.events, direct: true}
-		m.pgPools = newPGPoolCollector(s.pg.pools)
-		s.own, s.delivered = newIDRing(pgRememberIDs), newIDRing(pgRememberIDs)
+		err = s.openPostgres()
+	} else {
+		err = s.openBadger()
+	}
+	if err != nil {
+		return nil, err
+	}
+	if s.readOnly != "" {
+		m.readOnly.Set(1)
 	}
 	// Registered last, so a failed Open leaves the registry as it was.
 	if err := m.register(e.Metrics); err != nil {
-		s.db.Close()
-		if s.pg != nil {
-			s.pg.pools.close()
-		}
+		s.closeBackend()
 		return nil, err
 	}
 	s.side = &Side{s: s}
 	if s.pg == nil {
 		s.startNegIndex() // before the writer: see negentropy.go
 	}
-	go s.w.run()
-	log.Info("store opened", "dir", dbDir, "backend", opts.Backend, "max_limit", opts.Limits.MaxLimit,
+	if s.w != nil {
+		go s.w.run()
+	}
+	log.Info("store opened", "dir", s.dbDir, "backend", opts.Backend, "max_limit", opts.Limits.MaxLimit,
 		"default_limit", opts.Limits.DefaultLimit, "negentropy_max", opts.Limits.NegentropyMaxEvents,
-		"sync", !opts.UnsafeNoSync)
+		"sync", !opts.UnsafeNoSync, "read_only", s.readOnly != "")
 	return s, nil
+}
+
+// openPostgres connects to PostgreSQL: events and side tables live there,
+// and nothing is opened under Dir.
+func (s *Store) openPostgres() error {
+	var err error
+	if s.pg, err = openPostgres(s.opts, s.log); err != nil {
+		return err
+	}
+	s.events = &events{s: s, be: s.pg.events, direct: true}
+	s.m.pgPools = newPGPoolCollector(s.pg.pools)
+	s.own, s.delivered = newIDRing(pgRememberIDs), newIDRing(pgRememberIDs)
+	return nil
+}
+
+// openBadger opens the badger database under Dir/store, creating it if
+// needed, read-only when Options.ReadOnly says so or when the disk has no
+// room left to open it for writing (readonly.go).
+func (s *Store) openBadger() error {
+	dbDir := s.dbDir
+	if err := os.MkdirAll(dbDir, 0o700); err != nil {
+		return fmt.Errorf("store: create %s: %w", dbDir, err)
+	}
+	s.vthreshold = valueThreshold(int64(s.opts.MemTableMB) << 20)
+	vt := s.opts.ValueThreshold
+	if vt <= 0 {
+		vt = DefaultValueThreshold
+	}
+	s.vthreshold = min(vt, s.vthreshold)
+	if s.opts.ReadOnly {
+		s.readOnly = s.opts.ReadOnlyReason
+		if s.readOnly == "" {
+			s.readOnly = "the store was opened read-only"
+		}
+	} else if _, err := os.Stat(filepath.Join(dbDir, badger.ManifestFilename)); errors.Is(err, os.ErrNotExist) {
+		if err := s.stampFresh(); err != nil {
+			return err
+		}
+		s.log.Info("store created", "dir", dbDir)
+	}
+	err := s.initBadger()
+	if err != nil && s.readOnly == "" && noSpace(err) {
+		s.readOnly = "the disk holding " + dbDir + " is full: the store could not be opened for writing (" + err.Error() + ")"
+		s.log.Error("no space left to open the store for writing: opening it read-only; reads are served, every write is refused until space is freed and grasp restarted", "dir", dbDir, "error", err)
+		err = s.initBadger()
+	}
+	if err != nil {
+		return err
+	}
+	s.db = s.backend.DB
+	large, err := anyLarge(s.db)
+	if err != nil {
+		s.db.Close()
+		return fmt.Errorf("store: look for large contents: %w", err)
+	}
+	s.hasLarge.Store(large)
+	s.events = &events{s: s, be: s.backend}
+	if s.readOnly == "" {
+		s.wals = newWALSyncer(dbDir)
+		s.w = newWriter(s, s.opts.MaxBatch)
+	}
+	return nil
+}
+
+// initBadger opens the eventstore backend on Dir/store (read-only when
+// s.readOnly is set).
+func (s *Store) initBadger() error {
+	s.backend = &ebadger.BadgerBackend{
+		Path:                  s.dbDir,
+		MaxLimit:              s.opts.Limits.MaxLimit,
+		BadgerOptionsModifier: s.badgerOptions,
+	}
+	if err := s.backend.Init(); err != nil {
+		if s.backend.DB != nil { // opened, then a migration failed
+			s.backend.DB.Close()
+		}
+		return fmt.Errorf("store: open badger at %s: %w", s.dbDir, err)
+	}
+	// Init ties the negentropy cap to MaxLimit whenever MaxLimit is set;
+	// negentropy sessions need the whole matching set, so set it afterwards.
+	s.backend.MaxLimitNegentropy = s.opts.Limits.NegentropyMaxEvents + 1 // see effectiveLimit
+	return nil
+}
+
+// closeBackend closes what openPostgres or openBadger opened.
+func (s *Store) closeBackend() {
+	if s.db != nil {
+		s.db.Close()
+	}
+	if s.pg != nil {
+		s.pg.session.closeSession()
+		s.pg.pools.close()
+	}
 }
 
 // badgerOptions replaces badger's defaults with a budget sized for a relay:
@@ -326,7 +394,10 @@ func (s *Store) badgerOptions(o badger.Options) badger.Options {
 		WithMetricsEnabled(false).
 		// The writer goroutine syncs once per batch (see sync.go); badger's
 		// SyncWrites would add one msync per transaction on top.
-		WithSyncWrites(false)
+		WithSyncWrites(false).
+		// Read-only: no LOCK pid file, memtable, value-log file or
+		// compaction is written (readonly.go).
+		WithReadOnly(s.readOnly != "")
 	return o
 }
 
@@ -344,14 +415,20 @@ func (s *Store) Side() *Side { return s.side }
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
 		s.closed.Store(true)
-		werr := s.w.stop()
+		var werr, cerr, perr error
+		if s.w != nil {
+			werr = s.w.stop()
+		}
 		if s.neg != nil {
 			s.neg.close()
 		}
-		s.wals.close()
+		if s.wals != nil {
+			s.wals.close()
+		}
 		// The backend's Close drops badger's error; close the DB directly.
-		cerr := s.db.Close()
-		var perr error
+		if s.db != nil {
+			cerr = s.db.Close()
+		}
 		if s.pg != nil {
 			s.pg.session.closeSession()
 			perr = s.pg.pools.close()

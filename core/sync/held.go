@@ -1,6 +1,9 @@
 package sync
 
-import "github.com/nbd-wtf/go-nostr"
+import (
+	"github.com/grasp-dev/grasp/core/nip34"
+	"github.com/nbd-wtf/go-nostr"
+)
 
 // ObserveHeld feeds the self-subscriber with a repository announcement that
 // is still in purgatory (its git data has not arrived). Such a repository is
@@ -18,7 +21,7 @@ import "github.com/nbd-wtf/go-nostr"
 // When it expires, is evicted or is deleted, call Forget, unless a stored
 // announcement for the same coordinate exists.
 func (m *Manager) ObserveHeld(evt *nostr.Event) {
-	if evt == nil || evt.Kind != kindAnnouncement {
+	if evt == nil || evt.Kind != nip34.KindAnnouncement {
 		return
 	}
 	u, ok := m.parse(evt)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/fiatjaf/eventstore"
+	"github.com/grasp-dev/grasp/core/nip34"
 	"github.com/nbd-wtf/go-nostr"
 )
 
@@ -13,7 +14,7 @@ const historyPage = 2000
 
 // syncKinds are what the self-subscriber follows: announcements and the
 // root events layer 3 tracks.
-func syncKinds() []int { return append([]int{kindAnnouncement}, RootKinds...) }
+func syncKinds() []int { return append([]int{nip34.KindAnnouncement}, nip34.RootKinds()...) }
 
 // outboxKinds are what GRASP-03 learns participants and their relays from,
 // besides root events: NIP-65 lists and the replies to root events (NIP-22

@@ -8,11 +8,6 @@ import (
 	"github.com/nbd-wtf/go-nostr"
 )
 
-// Root-event kinds whose ids layer 3 follows: patches, PRs, PR updates, issues.
-var RootKinds = []int{1617, 1618, 1619, 1621}
-
-const kindAnnouncement = 30617
-
 // update is one observed fact, parsed on the caller's goroutine so the
 // batch holds a few strings instead of whole events.
 type update struct {
@@ -79,7 +74,7 @@ func (m *Manager) parse(evt *nostr.Event) (update, bool) {
 	if evt == nil || !nip34.IsHex64(evt.PubKey) {
 		return update{}, false
 	}
-	if evt.Kind == kindAnnouncement {
+	if evt.Kind == nip34.KindAnnouncement {
 		d := evt.Tags.GetD()
 		u := update{addr: "30617:" + evt.PubKey + ":" + d}
 		for _, t := range evt.Tags {
@@ -99,10 +94,8 @@ func (m *Manager) parse(evt *nostr.Event) (update, bool) {
 		}
 		return u, true
 	}
-	for _, k := range RootKinds {
-		if evt.Kind != k {
-			continue
-		}
+	// Root events (nip34.IsRootKind): layer 3 follows their ids.
+	if nip34.IsRootKind(evt.Kind) {
 		if !nip34.IsHex64(evt.ID) {
 			return update{}, false
 		}

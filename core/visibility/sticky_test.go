@@ -10,6 +10,7 @@ import (
 	"github.com/nbd-wtf/go-nostr"
 
 	"github.com/grasp-dev/grasp/core/nip34"
+	"github.com/grasp-dev/grasp/internal/testkit"
 )
 
 // deleted removes evts from the store after recording and observing a
@@ -43,7 +44,7 @@ func reads(who func(string) bool, pk string) bool { return who == nil || who(pk)
 // makes the repository and its events public again.
 func TestG08_PrivacyIsStickyUntilTheOwnerSaysPublic(t *testing.T) {
 	r := newRig(t)
-	owner, stranger := newKey(), newKey()
+	owner, stranger := testkit.NewKey(t), testkit.NewKey(t)
 	v := r.visibility(Options{})
 	ctx := context.Background()
 	ann := r.stored(v, r.event(owner, 30617, nostr.Tag{"d", "vault"}, nostr.Tag{"private", "true"}))
@@ -53,12 +54,12 @@ func TestG08_PrivacyIsStickyUntilTheOwnerSaysPublic(t *testing.T) {
 		t.Helper()
 		for name, evt := range map[string]*nostr.Event{"issue": issue, "comment": comment} {
 			who := v.Readers(ctx, evt)
-			if reads(who, stranger.pk) || reads(who, "") || !reads(who, owner.pk) {
+			if reads(who, stranger.PK) || reads(who, "") || !reads(who, owner.PK) {
 				t.Errorf("%s: %s: a stranger reads it, or its owner does not", when, name)
 			}
 		}
-		who := v.RepoReaders(ctx, nip34.RepoRef{Pubkey: owner.pk, Identifier: "vault"})
-		if reads(who, stranger.pk) || !reads(who, owner.pk) {
+		who := v.RepoReaders(ctx, nip34.RepoRef{Pubkey: owner.PK, Identifier: "vault"})
+		if reads(who, stranger.PK) || !reads(who, owner.PK) {
 			t.Errorf("%s: the repository: a stranger reads it, or its owner does not", when)
 		}
 	}
@@ -75,7 +76,7 @@ func TestG08_PrivacyIsStickyUntilTheOwnerSaysPublic(t *testing.T) {
 	if who := v.Readers(ctx, comment); who != nil {
 		t.Error("the owner's explicit public announcement did not make the comment public")
 	}
-	if !v.Listed(ctx, nip34.RepoRef{Pubkey: owner.pk, Identifier: "vault"}) {
+	if !v.Listed(ctx, nip34.RepoRef{Pubkey: owner.PK, Identifier: "vault"}) {
 		t.Error("the owner's explicit public announcement did not make the repository public")
 	}
 	// and private again on a new flag, and so after a restart
@@ -90,8 +91,8 @@ func TestG08_PrivacyIsStickyUntilTheOwnerSaysPublic(t *testing.T) {
 // changes nothing for that copy; SetMembers removing a member tells it.
 func TestG08_DroppedMaintainerAndRemovedMemberAreRevoked(t *testing.T) {
 	r := newRig(t)
-	owner, maint, staff, stranger := newKey(), newKey(), newKey(), newKey()
-	v := r.visibility(Options{Members: []string{staff.pk}})
+	owner, maint, staff, stranger := testkit.NewKey(t), testkit.NewKey(t), testkit.NewKey(t), testkit.NewKey(t)
+	v := r.visibility(Options{Members: []string{staff.PK}})
 	var mu sync.Mutex
 	var told []string
 	v.OnRevoke(func(keys []string) {
@@ -100,24 +101,24 @@ func TestG08_DroppedMaintainerAndRemovedMemberAreRevoked(t *testing.T) {
 		told = append(told, keys...)
 	})
 	ctx := context.Background()
-	ownRef, copyRef := nip34.RepoRef{Pubkey: owner.pk, Identifier: "vault"}, nip34.RepoRef{Pubkey: maint.pk, Identifier: "vault"}
-	r.stored(v, r.event(owner, 30617, nostr.Tag{"d", "vault"}, nostr.Tag{"private", "true"}, nostr.Tag{"maintainers", maint.pk}))
-	r.stored(v, r.event(maint, 30617, nostr.Tag{"d", "vault"}, nostr.Tag{"maintainers", owner.pk}))
-	if who := v.RepoReaders(ctx, copyRef); reads(who, stranger.pk) || !reads(who, owner.pk) || !reads(who, maint.pk) {
+	ownRef, copyRef := nip34.RepoRef{Pubkey: owner.PK, Identifier: "vault"}, nip34.RepoRef{Pubkey: maint.PK, Identifier: "vault"}
+	r.stored(v, r.event(owner, 30617, nostr.Tag{"d", "vault"}, nostr.Tag{"private", "true"}, nostr.Tag{"maintainers", maint.PK}))
+	r.stored(v, r.event(maint, 30617, nostr.Tag{"d", "vault"}, nostr.Tag{"maintainers", owner.PK}))
+	if who := v.RepoReaders(ctx, copyRef); reads(who, stranger.PK) || !reads(who, owner.PK) || !reads(who, maint.PK) {
 		t.Fatal("the maintainer's copy is not private to the roster")
 	}
 	r.stored(v, r.event(owner, 30617, nostr.Tag{"d", "vault"}, nostr.Tag{"private", "true"}))
 	mu.Lock()
-	if !slices.Contains(told, maint.pk) || !slices.Contains(told, owner.pk) {
+	if !slices.Contains(told, maint.PK) || !slices.Contains(told, owner.PK) {
 		t.Errorf("revocations told %v: want the maintainer (of the owner's repository) and the owner (of the copy)", told)
 	}
 	told = nil
 	mu.Unlock()
-	for _, v := range []*Visibility{v, r.visibility(Options{Members: []string{staff.pk}})} {
-		if who := v.RepoReaders(ctx, copyRef); reads(who, stranger.pk) || reads(who, owner.pk) || !reads(who, maint.pk) || !reads(who, staff.pk) {
+	for _, v := range []*Visibility{v, r.visibility(Options{Members: []string{staff.PK}})} {
+		if who := v.RepoReaders(ctx, copyRef); reads(who, stranger.PK) || reads(who, owner.PK) || !reads(who, maint.PK) || !reads(who, staff.PK) {
 			t.Error("the dropped maintainer's copy: not private to it (and the members) alone")
 		}
-		if who := v.RepoReaders(ctx, ownRef); reads(who, maint.pk) || !reads(who, owner.pk) {
+		if who := v.RepoReaders(ctx, ownRef); reads(who, maint.PK) || !reads(who, owner.PK) {
 			t.Error("the owner's repository: the dropped maintainer still reads it, or the owner does not")
 		}
 	}
@@ -128,11 +129,11 @@ func TestG08_DroppedMaintainerAndRemovedMemberAreRevoked(t *testing.T) {
 	}
 	v.SetMembers(nil)
 	mu.Lock()
-	if !slices.Equal(told, []string{staff.pk}) {
+	if !slices.Equal(told, []string{staff.PK}) {
 		t.Errorf("removing the member told %v", told)
 	}
 	mu.Unlock()
-	if who := v.RepoReaders(ctx, copyRef); reads(who, staff.pk) {
+	if who := v.RepoReaders(ctx, copyRef); reads(who, staff.PK) {
 		t.Error("a removed member still reads")
 	}
 }
@@ -141,7 +142,7 @@ func TestG08_DroppedMaintainerAndRemovedMemberAreRevoked(t *testing.T) {
 // one already private stays private and takes its owner's announcements.
 func TestG08_NewPrivateRepositoryNeedsTheOffer(t *testing.T) {
 	r := newRig(t)
-	owner, other := newKey(), newKey()
+	owner, other := testkit.NewKey(t), testkit.NewKey(t)
 	v := r.visibility(Options{})
 	r.stored(v, r.event(owner, 30617, nostr.Tag{"d", "vault"}, nostr.Tag{"private", "true"}))
 	off := r.visibility(Options{})
@@ -165,7 +166,7 @@ func TestG08_NewPrivateRepositoryNeedsTheOffer(t *testing.T) {
 // author, a comment on a public issue stays public.
 func TestG08_MigrationBuildsTheRecordFailingClosed(t *testing.T) {
 	r := newRig(t)
-	owner, orphanOwner, author, stranger := newKey(), newKey(), newKey(), newKey()
+	owner, orphanOwner, author, stranger := testkit.NewKey(t), testkit.NewKey(t), testkit.NewKey(t), testkit.NewKey(t)
 	ctx := context.Background()
 	r.stored(nil, r.event(owner, 30617, nostr.Tag{"d", "vault"}, nostr.Tag{"private", "true"}))
 	secretIssue := r.stored(nil, r.event(owner, 1621, nostr.Tag{"a", coord(owner, "vault")}))
@@ -175,20 +176,20 @@ func TestG08_MigrationBuildsTheRecordFailingClosed(t *testing.T) {
 	openComment := r.stored(nil, r.event(author, 1111, nostr.Tag{"E", openIssue.ID}))
 	goneIssue := r.event(author, 1621, nostr.Tag{"a", coord(orphanOwner, "gone")})
 	orphanComment := r.stored(nil, r.event(author, 1111, nostr.Tag{"E", goneIssue.ID}))
-	v := r.visibility(Options{Hosted: hosted{{Pubkey: orphanOwner.pk, Identifier: "gone"}, {Pubkey: author.pk, Identifier: "open"}}})
-	if who := v.Readers(ctx, secretComment); reads(who, stranger.pk) || !reads(who, owner.pk) {
+	v := r.visibility(Options{Hosted: hosted{{Pubkey: orphanOwner.PK, Identifier: "gone"}, {Pubkey: author.PK, Identifier: "open"}}})
+	if who := v.Readers(ctx, secretComment); reads(who, stranger.PK) || !reads(who, owner.PK) {
 		t.Error("the private repository's comment: readable by a stranger, or not by its owner")
 	}
-	if who := v.RepoReaders(ctx, nip34.RepoRef{Pubkey: orphanOwner.pk, Identifier: "gone"}); reads(who, stranger.pk) || !reads(who, orphanOwner.pk) {
+	if who := v.RepoReaders(ctx, nip34.RepoRef{Pubkey: orphanOwner.PK, Identifier: "gone"}); reads(who, stranger.PK) || !reads(who, orphanOwner.PK) {
 		t.Error("the hosted repository without an announcement is not private to its owner")
 	}
-	if who := v.Readers(ctx, orphanComment); reads(who, stranger.pk) || !reads(who, author.pk) {
+	if who := v.Readers(ctx, orphanComment); reads(who, stranger.PK) || !reads(who, author.PK) {
 		t.Error("the comment whose issue is gone is not private to its author")
 	}
 	if who := v.Readers(ctx, openComment); who != nil {
 		t.Error("the comment of a public issue is not public")
 	}
-	if !v.Listed(ctx, nip34.RepoRef{Pubkey: author.pk, Identifier: "open"}) {
+	if !v.Listed(ctx, nip34.RepoRef{Pubkey: author.PK, Identifier: "open"}) {
 		t.Error("the public repository is not listed")
 	}
 }
@@ -198,23 +199,23 @@ func TestG08_MigrationBuildsTheRecordFailingClosed(t *testing.T) {
 // repository's readers read it, a stranger does not.
 func TestG08_PRsRepositoryOfAPrivatePRIsPrivate(t *testing.T) {
 	r := newRig(t)
-	owner, signer, stranger := newKey(), newKey(), newKey()
+	owner, signer, stranger := testkit.NewKey(t), testkit.NewKey(t), testkit.NewKey(t)
 	svc, err := nip34.ParseService("https://git.example.com")
 	if err != nil {
 		t.Fatal(err)
 	}
 	v := r.visibility(Options{Service: svc})
 	ctx := context.Background()
-	r.stored(v, r.event(owner, 30617, nostr.Tag{"d", "vault"}, nostr.Tag{"private", "true"}, nostr.Tag{"maintainers", signer.pk}))
-	r.stored(v, r.event(signer, 30617, nostr.Tag{"d", "vault"}, nostr.Tag{"maintainers", owner.pk}))
-	prs := nip34.PRsRepo(signer.pk, "vault")
+	r.stored(v, r.event(owner, 30617, nostr.Tag{"d", "vault"}, nostr.Tag{"private", "true"}, nostr.Tag{"maintainers", signer.PK}))
+	r.stored(v, r.event(signer, 30617, nostr.Tag{"d", "vault"}, nostr.Tag{"maintainers", owner.PK}))
+	prs := nip34.PRsRepo(signer.PK, "vault")
 	if !v.Listed(ctx, prs) {
 		t.Fatal("a /prs/ repository is private before any PR")
 	}
 	r.stored(v, r.event(signer, 1618, nostr.Tag{"a", coord(owner, "vault")}, nostr.Tag{"c", strings.Repeat("a", 40)},
-		nostr.Tag{"clone", svc.PRsURL(signer.pk, "vault")}))
+		nostr.Tag{"clone", svc.PRsURL(signer.PK, "vault")}))
 	who := v.RepoReaders(ctx, prs)
-	if reads(who, stranger.pk) || !reads(who, signer.pk) || !reads(who, owner.pk) {
+	if reads(who, stranger.PK) || !reads(who, signer.PK) || !reads(who, owner.PK) {
 		t.Fatal("the /prs/ repository of a private PR: a stranger reads it, or its signer or the repository's owner does not")
 	}
 }

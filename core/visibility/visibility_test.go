@@ -11,15 +11,10 @@ import (
 	"github.com/grasp-dev/grasp/core/internal/memkv"
 	"github.com/grasp-dev/grasp/core/nip34"
 	"github.com/grasp-dev/grasp/core/roster"
+	"github.com/grasp-dev/grasp/internal/testkit"
 )
 
-type key struct{ sk, pk string }
-
-func newKey() key {
-	sk := nostr.GeneratePrivateKey()
-	pk, _ := nostr.GetPublicKey(sk)
-	return key{sk, pk}
-}
+type key = testkit.Key
 
 type rig struct {
 	t       *testing.T
@@ -40,7 +35,7 @@ func (r *rig) event(k key, kind int, tags ...nostr.Tag) *nostr.Event {
 	r.t.Helper()
 	r.ts++
 	evt := &nostr.Event{Kind: kind, Tags: nostr.Tags(tags), CreatedAt: r.ts}
-	if err := evt.Sign(k.sk); err != nil {
+	if err := evt.Sign(k.SK); err != nil {
 		r.t.Fatal(err)
 	}
 	return evt
@@ -112,7 +107,7 @@ func (r *rig) visibility(opts Options) *Visibility {
 
 func admits(who func(string) bool, pk string) bool { return who == nil || who(pk) }
 
-func coord(k key, d string) string { return nip34.RepoRef{Pubkey: k.pk, Identifier: d}.String() }
+func coord(k key, d string) string { return nip34.RepoRef{Pubkey: k.PK, Identifier: d}.String() }
 
 // G08-2: a repository is private when a confirmed maintainer's
 // announcement says so (here the co-maintainer's, not the owner's); its
@@ -123,16 +118,16 @@ func coord(k key, d string) string { return nip34.RepoRef{Pubkey: k.pk, Identifi
 // authors+#d are refused to non-readers.
 func TestG08_2_PrivateRepositoryAudience(t *testing.T) {
 	r := newRig(t)
-	owner, co, staff, stranger := newKey(), newKey(), newKey(), newKey()
-	v := r.visibility(Options{Members: []string{staff.pk}})
-	ann := r.stored(v, r.event(owner, 30617, nostr.Tag{"d", "vault"}, nostr.Tag{"maintainers", co.pk}))
+	owner, co, staff, stranger := testkit.NewKey(t), testkit.NewKey(t), testkit.NewKey(t), testkit.NewKey(t)
+	v := r.visibility(Options{Members: []string{staff.PK}})
+	ann := r.stored(v, r.event(owner, 30617, nostr.Tag{"d", "vault"}, nostr.Tag{"maintainers", co.PK}))
 	if v.Restricting() {
 		t.Fatal("restricting with no private announcement")
 	}
 	if who := v.Readers(context.Background(), ann); who != nil {
 		t.Fatal("public announcement has an audience")
 	}
-	coAnn := r.stored(v, r.event(co, 30617, nostr.Tag{"d", "vault"}, nostr.Tag{"maintainers", owner.pk}, nostr.Tag{"private", "true"}))
+	coAnn := r.stored(v, r.event(co, 30617, nostr.Tag{"d", "vault"}, nostr.Tag{"maintainers", owner.PK}, nostr.Tag{"private", "true"}))
 	pubAnn := r.stored(v, r.event(stranger, 30617, nostr.Tag{"d", "open"}))
 	state := r.stored(v, r.event(owner, 30618, nostr.Tag{"d", "vault"}, nostr.Tag{"refs/heads/main", "aa"}))
 	issue := r.stored(v, r.event(stranger, 1621, nostr.Tag{"a", coord(owner, "vault")}))
@@ -148,12 +143,12 @@ func TestG08_2_PrivateRepositoryAudience(t *testing.T) {
 			t.Errorf("%s: public", name)
 			continue
 		}
-		for _, pk := range []string{owner.pk, co.pk, staff.pk} {
+		for _, pk := range []string{owner.PK, co.PK, staff.PK} {
 			if !who(pk) {
 				t.Errorf("%s: reader %s refused", name, pk[:8])
 			}
 		}
-		if who(stranger.pk) || who("") {
+		if who(stranger.PK) || who("") {
 			t.Errorf("%s: a stranger or an unauthenticated client reads it", name)
 		}
 	}
@@ -164,30 +159,30 @@ func TestG08_2_PrivateRepositoryAudience(t *testing.T) {
 	}
 	for name, f := range map[string]nostr.Filter{
 		"#a":        {Tags: nostr.TagMap{"a": {coord(owner, "vault")}}},
-		"authors+d": {Authors: []string{co.pk}, Tags: nostr.TagMap{"d": {"vault"}}},
+		"authors+d": {Authors: []string{co.PK}, Tags: nostr.TagMap{"d": {"vault"}}},
 	} {
 		who := v.Named(ctx, f)
-		if admits(who, stranger.pk) || !admits(who, co.pk) {
+		if admits(who, stranger.PK) || !admits(who, co.PK) {
 			t.Errorf("filter %s: stranger admitted or maintainer refused", name)
 		}
 	}
 	if who := v.Named(ctx, nostr.Filter{Kinds: []int{1621}}); who != nil {
 		t.Error("a filter naming no repository is refused")
 	}
-	if v.Listed(ctx, nip34.RepoRef{Pubkey: owner.pk, Identifier: "vault"}) || !v.Listed(ctx, nip34.RepoRef{Pubkey: stranger.pk, Identifier: "open"}) {
+	if v.Listed(ctx, nip34.RepoRef{Pubkey: owner.PK, Identifier: "vault"}) || !v.Listed(ctx, nip34.RepoRef{Pubkey: stranger.PK, Identifier: "open"}) {
 		t.Error("Listed shows the private repository or hides the public one")
 	}
 	// writes follow reads: a stranger may not post into it
-	if v.MayWrite(ctx, stranger.pk, r.event(stranger, 1621, nostr.Tag{"a", coord(owner, "vault")})) {
+	if v.MayWrite(ctx, stranger.PK, r.event(stranger, 1621, nostr.Tag{"a", coord(owner, "vault")})) {
 		t.Error("a stranger may write into the private repository")
 	}
-	if !v.MayWrite(ctx, co.pk, r.event(co, 1621, nostr.Tag{"a", coord(owner, "vault")})) {
+	if !v.MayWrite(ctx, co.PK, r.event(co, 1621, nostr.Tag{"a", coord(owner, "vault")})) {
 		t.Error("a maintainer may not write into its repository")
 	}
 
 	// a restart: Load finds the flag in the store
 	v2 := r.visibility(Options{})
-	if who := v2.Readers(ctx, issue); admits(who, stranger.pk) || !admits(who, owner.pk) {
+	if who := v2.Readers(ctx, issue); admits(who, stranger.PK) || !admits(who, owner.PK) {
 		t.Error("after a restart the private repository's issue is readable by a stranger, or not by its owner")
 	}
 }
@@ -195,14 +190,14 @@ func TestG08_2_PrivateRepositoryAudience(t *testing.T) {
 // G08-2: kind 10318 is read by its author alone, whatever else is private.
 func TestG08_2_PrivateServerListAudience(t *testing.T) {
 	r := newRig(t)
-	author, staff := newKey(), newKey()
-	v := r.visibility(Options{Members: []string{staff.pk}})
+	author, staff := testkit.NewKey(t), testkit.NewKey(t)
+	v := r.visibility(Options{Members: []string{staff.PK}})
 	list := r.event(author, nip34.KindPrivateGraspList)
 	who := v.Readers(context.Background(), list)
-	if who == nil || !who(author.pk) || who(staff.pk) || who("") {
+	if who == nil || !who(author.PK) || who(staff.PK) || who("") {
 		t.Fatal("kind 10318 is not its author's alone")
 	}
-	if v.MayWrite(context.Background(), "", list) || v.MayWrite(context.Background(), staff.pk, list) || !v.MayWrite(context.Background(), author.pk, list) {
+	if v.MayWrite(context.Background(), "", list) || v.MayWrite(context.Background(), staff.PK, list) || !v.MayWrite(context.Background(), author.PK, list) {
 		t.Fatal("kind 10318 is written by someone other than its authenticated author")
 	}
 }
@@ -213,26 +208,26 @@ func TestG08_2_PrivateServerListAudience(t *testing.T) {
 // nothing else.
 func TestG08_6_ServiceWideMembers(t *testing.T) {
 	r := newRig(t)
-	admin, invitee, stranger := newKey(), newKey(), newKey()
-	v := r.visibility(Options{ServiceWide: true, Members: []string{admin.pk}, Hosted: hosted{{Pubkey: admin.pk, Identifier: "team"}}})
+	admin, invitee, stranger := testkit.NewKey(t), testkit.NewKey(t), testkit.NewKey(t)
+	v := r.visibility(Options{ServiceWide: true, Members: []string{admin.PK}, Hosted: hosted{{Pubkey: admin.PK, Identifier: "team"}}})
 	ctx := context.Background()
-	r.stored(v, r.event(admin, 30617, nostr.Tag{"d", "team"}, nostr.Tag{"maintainers", invitee.pk}))
+	r.stored(v, r.event(admin, 30617, nostr.Tag{"d", "team"}, nostr.Tag{"maintainers", invitee.PK}))
 	note := r.event(stranger, nip34.KindGraspList, nostr.Tag{"g", "wss://x"})
-	if who := v.Readers(ctx, note); admits(who, stranger.pk) || !admits(who, admin.pk) || admits(who, "") {
+	if who := v.Readers(ctx, note); admits(who, stranger.PK) || !admits(who, admin.PK) || admits(who, "") {
 		t.Fatal("service-wide: a non-member reads, or the member does not")
 	}
-	back := r.event(invitee, 30617, nostr.Tag{"d", "team"}, nostr.Tag{"maintainers", admin.pk})
-	if !v.MayWrite(ctx, invitee.pk, back) {
+	back := r.event(invitee, 30617, nostr.Tag{"d", "team"}, nostr.Tag{"maintainers", admin.PK})
+	if !v.MayWrite(ctx, invitee.PK, back) {
 		t.Fatal("the invitee may not list back")
 	}
-	if v.MayWrite(ctx, invitee.pk, r.event(invitee, 1621, nostr.Tag{"a", coord(admin, "team")})) {
+	if v.MayWrite(ctx, invitee.PK, r.event(invitee, 1621, nostr.Tag{"a", coord(admin, "team")})) {
 		t.Fatal("the invitee may write before it is a member")
 	}
-	if v.MayWrite(ctx, stranger.pk, r.event(stranger, 30617, nostr.Tag{"d", "team"})) {
+	if v.MayWrite(ctx, stranger.PK, r.event(stranger, 30617, nostr.Tag{"d", "team"})) {
 		t.Fatal("an uninvited key may publish an announcement")
 	}
 	r.stored(v, back)
-	if who := v.Readers(ctx, note); !admits(who, invitee.pk) {
+	if who := v.Readers(ctx, note); !admits(who, invitee.PK) {
 		t.Fatal("the confirmed maintainer is not a member")
 	}
 }

@@ -21,7 +21,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"net"
 	neturl "net/url"
 	"os"
 	"os/exec"
@@ -35,6 +34,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/grasp-dev/grasp/internal/testkit"
 	_ "github.com/lib/pq" // the driver the store uses
 )
 
@@ -157,7 +157,7 @@ func Start() (*Cluster, error) {
 	var lastErr error
 	for range 3 { // the free port may be taken between probe and bind
 		c := &Cluster{dir: dir, done: make(chan struct{})}
-		if c.port, err = freePort(); err != nil {
+		if c.port, err = testkit.LoopbackPort(); err != nil {
 			os.RemoveAll(dir)
 			return nil, err
 		}
@@ -199,15 +199,6 @@ func tempRoot(cred *syscall.Credential) string {
 			return root
 		}
 	}
-}
-
-func freePort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("find a free port: %w", err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
 }
 
 func (c *Cluster) start(bin, data string, cred *syscall.Credential) error {

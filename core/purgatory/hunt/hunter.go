@@ -219,6 +219,8 @@ func (h *Hunter) handle(m any) {
 		h.applyAcquire(m)
 	case msgResult:
 		h.applyResult(m)
+	case msgReport:
+		h.applyReport(m)
 	default:
 		h.log.Error("hunt: unknown message", "type", fmt.Sprintf("%T", m))
 	}

@@ -23,6 +23,14 @@ type entry struct {
 	tried   map[string]bool // URLs tried in this round
 	waiting *waiter         // the task while it waits for a slot
 	cancel  context.CancelFunc
+	// results is the last fetch result from each source (report.go).
+	results map[string]fetchResult
+}
+
+// fetchResult is how a fetch from one source went.
+type fetchResult struct {
+	result string
+	at     time.Time
 }
 
 type msgNeed struct {

@@ -211,6 +211,10 @@ func (h *Hunter) applyResult(m msgResult) {
 	}
 	if h.current(m.e) {
 		e := m.e
+		if e.results == nil {
+			e.results = map[string]fetchResult{}
+		}
+		e.results[m.g.url] = fetchResult{result: result, at: h.clk.Now()}
 		got := 0
 		for _, o := range m.fetched {
 			if _, ok := e.needs[o]; ok {
