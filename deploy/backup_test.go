@@ -50,9 +50,9 @@ func (p *publisher) run(ctx context.Context, relay *relayConn, k key, d string, 
 		default:
 		}
 		evt := &nostr.Event{Kind: 1621, CreatedAt: nostr.Now(), Content: "filed while a backup runs", Tags: nostr.Tags{
-			{"a", "30617:" + k.pk + ":" + d}, {"p", k.pk}, {"subject", fmt.Sprintf("issue %d", i)},
+			{"a", "30617:" + k.PK + ":" + d}, {"p", k.PK}, {"subject", fmt.Sprintf("issue %d", i)},
 		}}
-		if err := evt.Sign(k.sk); err != nil {
+		if err := evt.Sign(k.SK); err != nil {
 			return err
 		}
 		ok, msg, err := relay.publish(ctx, evt)
@@ -110,7 +110,7 @@ func (p *pusher) run(ctx context.Context, relay *relayConn, k key, d, dir, url s
 		st := &nostr.Event{Kind: 30618, CreatedAt: last, Tags: nostr.Tags{
 			{"d", d}, {"refs/heads/main", sha}, {"HEAD", "ref: refs/heads/main"},
 		}}
-		if err := st.Sign(k.sk); err != nil {
+		if err := st.Sign(k.SK); err != nil {
 			return err
 		}
 		p.mu.Lock()
@@ -306,7 +306,7 @@ func checkRestored(ctx context.Context, t *testing.T, data, public string, k key
 	if missing > 0 {
 		t.Errorf("%s: %d of the %d issues acknowledged before the backup are missing", data, missing, len(acked))
 	}
-	_, anns, err := r.subscribe(ctx, nostr.Filter{Authors: []string{k.pk}, Kinds: []int{30617}})
+	_, anns, err := r.subscribe(ctx, nostr.Filter{Authors: []string{k.PK}, Kinds: []int{30617}})
 	if err != nil || len(anns) != 2 {
 		t.Errorf("%s: restored announcements: %d, %v", data, len(anns), err)
 	}
@@ -340,7 +340,7 @@ func checkRestored(ctx context.Context, t *testing.T, data, public string, k key
 		var served int
 		var waited bool
 		waitFor(t, "the restored server to serve a state of "+name+" as new as its refs", func() (bool, error) {
-			id, st, err := r.subscribe(ctx, nostr.Filter{Authors: []string{k.pk}, Kinds: []int{30618}, Tags: nostr.TagMap{"d": {name}}})
+			id, st, err := r.subscribe(ctx, nostr.Filter{Authors: []string{k.PK}, Kinds: []int{30618}, Tags: nostr.TagMap{"d": {name}}})
 			if err == nil {
 				closeSub := nostr.CloseEnvelope(id)
 				err = r.send(ctx, &closeSub)

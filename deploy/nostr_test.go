@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/coder/websocket"
-	"github.com/grasp-dev/grasp/core/nip34"
+	"github.com/grasp-dev/grasp/internal/testkit"
 	"github.com/nbd-wtf/go-nostr"
 )
 
@@ -101,25 +101,13 @@ func (r *relayConn) subscribe(ctx context.Context, f nostr.Filter) (string, []no
 }
 
 // key is a throwaway Nostr identity.
-type key struct{ sk, pk, npub string }
+type key struct{ testkit.Key }
 
-func newKey(t testing.TB) key {
-	t.Helper()
-	sk := nostr.GeneratePrivateKey()
-	pk, err := nostr.GetPublicKey(sk)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return key{sk: sk, pk: pk, npub: nip34.Npub(pk)}
-}
+func newKey(t testing.TB) key { return key{testkit.NewKey(t)} }
 
 func (k key) sign(t testing.TB, kind int, tags nostr.Tags, content string) *nostr.Event {
 	t.Helper()
-	evt := &nostr.Event{Kind: kind, Tags: tags, Content: content, CreatedAt: nostr.Now()}
-	if err := evt.Sign(k.sk); err != nil {
-		t.Fatal(err)
-	}
-	return evt
+	return k.Sign(t, &nostr.Event{Kind: kind, Tags: tags, Content: content, CreatedAt: nostr.Now()})
 }
 
 // announcement lists the service in both clone and relays, as ngit does.
@@ -139,5 +127,5 @@ func (k key) state(t testing.TB, d, sha string) *nostr.Event {
 }
 
 func cloneURL(httpURL string, k key, d string) string {
-	return fmt.Sprintf("%s/%s/%s.git", httpURL, k.npub, d)
+	return fmt.Sprintf("%s/%s/%s.git", httpURL, k.Npub, d)
 }

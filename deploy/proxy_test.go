@@ -186,7 +186,7 @@ func graspThrough(t *testing.T, c certs, fp *frontProxy) {
 	})
 
 	k := newKey(t)
-	mine := nostr.Filter{Authors: []string{k.pk}, Kinds: []int{30617, 30618}}
+	mine := nostr.Filter{Authors: []string{k.PK}, Kinds: []int{30617, 30618}}
 	live, err := dialRelay(ctx, fp.Relay, h1)
 	if err != nil {
 		t.Fatalf("wss through the proxy: %v", err)

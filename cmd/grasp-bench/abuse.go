@@ -26,8 +26,9 @@ import (
 
 // The abuse command replays the memory attacks of the November 2026
 // security audit (../shared/reference/security-audit-2026-11.md, F05, F06,
-// F07, F17), and the page attacks of the second audit (F29, F30:
-// abuse_pages.go), against one grasp process and reports what an operator
+// F07, F17), and the page attacks (F29, F30: abuse_pages.go) and the
+// GRASP-06 /prs/ flood (F20: abuse_prs.go) of the second audit, against one
+// grasp process and reports what an operator
 // would watch: the server's resident memory before, at the peak of and after
 // each attack, whether a well-behaved client on another address was still
 // served meanwhile, and what the attacker was told. Each attack starts
@@ -35,7 +36,7 @@ import (
 // peak RSS) belongs to that attack alone. Pass -grasp-bin to measure an
 // older build the same way (the audit measured 96ef7d8).
 
-var allAttacks = []string{"F05", "F06", "F07", "F17", "F29", "F30"}
+var allAttacks = []string{"F05", "F06", "F07", "F17", "F20", "F29", "F30"}
 
 type abuseOpts struct {
 	commonOpts
@@ -53,6 +54,7 @@ type abuseOpts struct {
 	probeEvery               time.Duration
 	settle, after            time.Duration
 	page                     pageOpts // F29, F30: abuse_pages.go
+	prs                      prsOpts  // F20: abuse_prs.go
 }
 
 type abuseResult struct {
@@ -101,6 +103,7 @@ func abuseCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.DurationVar(&o.settle, "settle", 2*time.Second, "pause after each start before the attack (startup sweeps and sync)")
 	fs.DurationVar(&o.after, "after", 5*time.Second, "pause after each attack before RSS is read again")
 	o.page.register(fs)
+	o.prs.register(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -134,7 +137,8 @@ func runAbuse(ctx context.Context, o abuseOpts, command string, stderr io.Writer
 	res.Settings = map[string]any{"hold": o.hold.String(), "flood_mb": o.floodMB, "flood_conns": o.floodConns,
 		"slow_conns": o.slowConns, "slow_reqs": o.slowReqs, "big_issues": o.bigIssues, "big_issue_kb": o.bigIssueKB,
 		"neg_conns": o.negConns, "neg_per_conn": o.negPerConn, "conn_attempts": o.connAttempts, "grasp_bin": o.build.graspBin,
-		"md_kb": o.page.mdKB, "md_views": o.page.mdViews, "tree_entries": o.page.treeEntries, "tree_views": o.page.treeViews}
+		"md_kb": o.page.mdKB, "md_views": o.page.mdViews, "tree_entries": o.page.treeEntries, "tree_views": o.page.treeViews,
+		"prs_rounds": o.prs.rounds, "prs_round_mb": o.prs.roundMB, "prs_ip_mb": o.prs.ipMB}
 	o.build.noBaseline = true // the abuse command measures grasp alone
 	bins, err := prepareBinaries(ctx, o.build, tmp, logf)
 	if err != nil {
@@ -195,7 +199,11 @@ func runAbuse(ctx context.Context, o abuseOpts, command string, stderr io.Writer
 // a well-behaved client probes from another address, and samples memory.
 func runAttack(ctx context.Context, name string, bins binaries, dir string, c *corpus, o abuseOpts) (attackResult, error) {
 	r := attackResult{Finding: name}
-	p, _, err := startServer(ctx, serverGrasp, bins, dir, serverOpts{legacyConfig: o.legacyConfig, perAddressCaps: true})
+	so := serverOpts{legacyConfig: o.legacyConfig, perAddressCaps: true}
+	if name == "F20" {
+		so.extraTOML = o.prs.serverTOML()
+	}
+	p, _, err := startServer(ctx, serverGrasp, bins, dir, so)
 	if err != nil {
 		return r, err
 	}
@@ -228,6 +236,9 @@ func runAttack(ctx context.Context, name string, bins binaries, dir string, c *c
 	case "F17":
 		r.What = fmt.Sprintf("%d websocket connections from one address, held open", o.connAttempts)
 		r.Attacker, err = attackConnections(actx, p.wsURL(), o)
+	case "F20":
+		r.What = fmt.Sprintf("%d rounds of a PR event from a fresh key and a %d MiB push to its /prs/ path, from one address", o.prs.rounds, o.prs.roundMB)
+		r.Attacker, err = attackPRs(actx, p, dir, o)
 	case "F29":
 		r.What = fmt.Sprintf("%d parallel views of a pushed directory of %d entries", o.page.treeViews, o.page.treeEntries)
 		r.Attacker, err = attackBigTree(actx, p, o)

@@ -214,7 +214,8 @@ func TestListeningLine(t *testing.T) {
 // a grasp built from this tree, and checks that each was measured and that
 // the attacker met the limits the audit asked for: NIP-77 sessions beyond
 // the per-address cap refused with NEG-ERR, connections beyond it refused
-// with 429, every view of a wide directory answered, pathological Markdown
+// with 429, /prs/ pushes past the per-address bound refused (rate-limited:),
+// every view of a wide directory answered, pathological Markdown
 // shown as plain text, and the bystander on another address served
 // throughout.
 func TestAbuseEndToEnd(t *testing.T) {
@@ -227,6 +228,7 @@ func TestAbuseEndToEnd(t *testing.T) {
 	code := run([]string{"abuse", "-events", "300", "-corpus-dir", dir, "-hold", "1s", "-settle", "0s", "-after", "0s",
 		"-flood-mb", "2", "-slow-conns", "3", "-big-issues", "20", "-neg-conns", "3", "-conn-attempts", "150",
 		"-md-kb", "16", "-md-views", "2", "-tree-entries", "3000", "-tree-views", "6",
+		"-prs-rounds", "5", "-prs-round-mb", "1", "-prs-ip-mb", "4",
 		"-json", jsonPath}, &stdout, &stderr)
 	if code != 0 {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout.String(), stderr.String())
@@ -257,6 +259,10 @@ func TestAbuseEndToEnd(t *testing.T) {
 		case "F17":
 			if !strings.Contains(a.Attacker, "100 connections held; 50 refused (429") {
 				t.Errorf("F17: attacker saw %q, want 100 connections (the per-address cap) and 50 refused with 429", a.Attacker)
+			}
+		case "F20":
+			if !strings.Contains(a.Attacker, "3 kept, 2 refused") || !strings.Contains(a.Attacker, "rate-limited: GRASP-06 /prs/ data pushed from your address may take 4 MiB") {
+				t.Errorf("F20: attacker saw %q, want 3 rounds of 1 MiB kept within 4 MiB per address and 2 refused", a.Attacker)
 			}
 		case "F29":
 			if !strings.Contains(a.Attacker, "6 answered 200") {

@@ -88,6 +88,9 @@ type serverOpts struct {
 	// perAddressCaps keeps the per-address connection cap at its default
 	// (the abuse command measures what one address can do).
 	perAddressCaps bool
+	// extraTOML is appended to grasp's configuration (tables of its own,
+	// e.g. the abuse command's [grasp] for F20).
+	extraTOML string
 }
 
 // startServer starts the named server with its data under dir. For the
@@ -126,6 +129,7 @@ func startServer(ctx context.Context, name string, bins binaries, dir string, o 
 		if o.negentropyMax > 0 {
 			body += "negentropy_max_events = " + strconv.Itoa(o.negentropyMax) + "\n"
 		}
+		body += o.extraTOML
 		if err := os.WriteFile(cfg, []byte(body), 0o644); err != nil {
 			return nil, "", err
 		}

@@ -16,11 +16,11 @@ import (
 // is not the operator's is refused.
 func TestAdminNIP86Verbs(t *testing.T) {
 	op, banned := newKey(t), newKey(t)
-	in := newInstance(t, fmt.Sprintf("[relay]\npubkey = %q\n", op.npub))
+	in := newInstance(t, fmt.Sprintf("[relay]\npubkey = %q\n", op.Npub))
 	p := startServer(t, in)
-	keyEnv := []string{"GRASP_ADMIN_KEY=" + op.sk}
+	keyEnv := []string{"GRASP_ADMIN_KEY=" + op.SK}
 
-	code, out, errOut := runGrasp(t, t.TempDir(), nil, keyEnv, "admin", "banpubkey", "--config", in.Config, banned.npub, "spam")
+	code, out, errOut := runGrasp(t, t.TempDir(), nil, keyEnv, "admin", "banpubkey", "--config", in.Config, banned.Npub, "spam")
 	if code != 0 || strings.TrimSpace(out) != "true" {
 		t.Fatalf("admin banpubkey = %d %q %q", code, out, errOut)
 	}
@@ -32,11 +32,11 @@ func TestAdminNIP86Verbs(t *testing.T) {
 		t.Fatalf("the banned key's event: %v %q", ok, msg)
 	}
 	code, out, _ = runGrasp(t, t.TempDir(), nil, keyEnv, "admin", "listbannedpubkeys", "--config", in.Config)
-	if code != 0 || !strings.Contains(out, banned.pk) || !strings.Contains(out, "spam") {
+	if code != 0 || !strings.Contains(out, banned.PK) || !strings.Contains(out, "spam") {
 		t.Fatalf("admin listbannedpubkeys = %d %q", code, out)
 	}
 	keyFile := filepath.Join(t.TempDir(), "op.key")
-	if err := os.WriteFile(keyFile, []byte(op.sk+"\n"), 0o600); err != nil {
+	if err := os.WriteFile(keyFile, []byte(op.SK+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	if code, _, errOut := runGrasp(t, t.TempDir(), nil, nil, "admin", "disallowkind", "--config", in.Config, "--key-file", keyFile, "9806"); code != 0 {
@@ -46,11 +46,11 @@ func TestAdminNIP86Verbs(t *testing.T) {
 		t.Fatalf("admin listdisallowedkinds = %d %q", code, out)
 	}
 	p.waitLog(t, func(m logLine) bool {
-		return m.Msg() == "NIP-86 change" && m.Str("method") == "banpubkey" && m.Str("by") == op.npub && m["@level"] == "info"
+		return m.Msg() == "NIP-86 change" && m.Str("method") == "banpubkey" && m.Str("by") == op.Npub && m["@level"] == "info"
 	})
 
 	// Not the operator's key; no key at all.
-	if code, _, errOut := runGrasp(t, t.TempDir(), nil, []string{"GRASP_ADMIN_KEY=" + banned.sk}, "admin", "unbanpubkey", "--config", in.Config, banned.pk); code != 1 || !strings.Contains(errOut, "restricted:") {
+	if code, _, errOut := runGrasp(t, t.TempDir(), nil, []string{"GRASP_ADMIN_KEY=" + banned.SK}, "admin", "unbanpubkey", "--config", in.Config, banned.PK); code != 1 || !strings.Contains(errOut, "restricted:") {
 		t.Fatalf("a non-operator key: %d %q", code, errOut)
 	}
 	if code, _, errOut := runGrasp(t, t.TempDir(), nil, []string{"GRASP_ADMIN_KEY="}, "admin", "listbannedpubkeys", "--config", in.Config); code != 1 || !strings.Contains(errOut, "no operator key") {

@@ -68,7 +68,7 @@ func TestAdminIntegrityCheckRepairsMovedRefs(t *testing.T) {
 	}
 	waitServed(t, in, ann.ID, st.ID)
 
-	coord := "30617:" + owner.pk + ":" + d
+	coord := "30617:" + owner.PK + ":" + d
 	check := func(args ...string) (int, string) {
 		t.Helper()
 		code, out, errOut := runGrasp(t, t.TempDir(), nil, nil, append([]string{"admin", "integrity-check", "--config", in.Config}, args...)...)
@@ -82,7 +82,7 @@ func TestAdminIntegrityCheckRepairsMovedRefs(t *testing.T) {
 	}
 
 	// Behind the server's back.
-	bare := filepath.Join(in.DataDir, "git", owner.npub, d+".git")
+	bare := filepath.Join(in.DataDir, "git", owner.Npub, d+".git")
 	moveRefs := func() {
 		t.Helper()
 		for _, args := range [][]string{{"update-ref", "refs/heads/rogue", sha}, {"update-ref", "-d", "refs/heads/main"}} {
@@ -93,13 +93,13 @@ func TestAdminIntegrityCheckRepairsMovedRefs(t *testing.T) {
 	}
 	moveRefs()
 	ghostOwner := newKey(t)
-	if out, err := exec.Command("git", "init", "--quiet", "--bare", filepath.Join(in.DataDir, "git", ghostOwner.npub, "ghost.git")).CombinedOutput(); err != nil {
+	if out, err := exec.Command("git", "init", "--quiet", "--bare", filepath.Join(in.DataDir, "git", ghostOwner.Npub, "ghost.git")).CombinedOutput(); err != nil {
 		t.Fatalf("git init: %v\n%s", err, out)
 	}
 
 	code, out := check()
 	for _, want := range []string{"PROBLEM " + coord + " refs-differ-from-state: refs differ from state " + st.ID,
-		"PROBLEM 30617:" + ghostOwner.pk + ":ghost no-announcement"} {
+		"PROBLEM 30617:" + ghostOwner.PK + ":ghost no-announcement"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("integrity-check lacks %q:\n%s", want, out)
 		}
@@ -119,7 +119,7 @@ func TestAdminIntegrityCheckRepairsMovedRefs(t *testing.T) {
 		t.Errorf("integrity-check after the repair = %d\n%s", code, out)
 	}
 	// The unannounced repo is reported, never deleted or guessed at.
-	if code, out := check("--repair"); code != 1 || !strings.Contains(out, "PROBLEM 30617:"+ghostOwner.pk+":ghost no-announcement") {
+	if code, out := check("--repair"); code != 1 || !strings.Contains(out, "PROBLEM 30617:"+ghostOwner.PK+":ghost no-announcement") {
 		t.Errorf("integrity-check --repair with an unannounced repo = %d\n%s", code, out)
 	}
 }

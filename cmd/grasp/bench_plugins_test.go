@@ -234,7 +234,7 @@ level = "error"
 func stockChainTOML(scripts string, denied []key) string {
 	deny := make([]string, len(denied))
 	for i, k := range denied {
-		deny[i] = fmt.Sprintf("%q", k.pk)
+		deny[i] = fmt.Sprintf("%q", k.PK)
 	}
 	words := make([]string, len(benchSpamWords))
 	for i, w := range benchSpamWords {

@@ -12,7 +12,7 @@ import (
 	"testing"
 
 	"github.com/coder/websocket"
-	"github.com/grasp-dev/grasp/core/nip34"
+	"github.com/grasp-dev/grasp/internal/testkit"
 	"github.com/grasp-dev/grasp/internal/testwait"
 	"github.com/nbd-wtf/go-nostr"
 )
@@ -140,24 +140,14 @@ func mustServed(t *testing.T, url string, ids ...string) map[string]bool {
 
 // ---- keys and events ---------------------------------------------------
 
-type key struct{ sk, pk, npub string }
+type key struct{ testkit.Key }
 
-func newKey(t *testing.T) key {
-	t.Helper()
-	k, err := genKey()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return k
-}
+func newKey(t *testing.T) key { return key{testkit.NewKey(t)} }
 
+// genKey is newKey for the goroutines a test starts.
 func genKey() (key, error) {
-	sk := nostr.GeneratePrivateKey()
-	pk, err := nostr.GetPublicKey(sk)
-	if err != nil {
-		return key{}, fmt.Errorf("derive public key: %w", err)
-	}
-	return key{sk: sk, pk: pk, npub: nip34.Npub(pk)}, nil
+	k, err := testkit.GenerateKey()
+	return key{k}, err
 }
 
 // build builds and signs an event; at 0 means now.
@@ -166,7 +156,7 @@ func (k key) build(kind int, tags nostr.Tags, content string, at nostr.Timestamp
 		at = nostr.Now()
 	}
 	evt := &nostr.Event{Kind: kind, Tags: tags, Content: content, CreatedAt: at}
-	if err := evt.Sign(k.sk); err != nil {
+	if err := evt.Sign(k.SK); err != nil {
 		return nil, fmt.Errorf("sign kind %d: %w", kind, err)
 	}
 	return evt, nil
@@ -209,14 +199,14 @@ func graspListTags(in instance) nostr.Tags { return nostr.Tags{{"g", in.Relay()}
 
 func issueTags(owner key, d, subject string) nostr.Tags {
 	return nostr.Tags{
-		{"a", "30617:" + owner.pk + ":" + d},
-		{"p", owner.pk},
+		{"a", "30617:" + owner.PK + ":" + d},
+		{"p", owner.PK},
 		{"subject", subject},
 	}
 }
 
 func cloneURL(in instance, k key, d string) string {
-	return fmt.Sprintf("%s/%s/%s.git", in.HTTP(), k.npub, d)
+	return fmt.Sprintf("%s/%s/%s.git", in.HTTP(), k.Npub, d)
 }
 
 // publishOK publishes on a fresh connection and returns the OK.

@@ -32,7 +32,7 @@ func signedIn(t *testing.T, ctx context.Context, in instance, k key) *wsClient {
 		t.Fatal(err)
 	}
 	t.Cleanup(w.close)
-	if err := w.send(ctx, &nostr.ReqEnvelope{SubscriptionID: "hello", Filters: nostr.Filters{{Kinds: []int{10318}, Authors: []string{k.pk}}}}); err != nil {
+	if err := w.send(ctx, &nostr.ReqEnvelope{SubscriptionID: "hello", Filters: nostr.Filters{{Kinds: []int{10318}, Authors: []string{k.PK}}}}); err != nil {
 		t.Fatal(err)
 	}
 	for {
@@ -41,8 +41,8 @@ func signedIn(t *testing.T, ctx context.Context, in instance, k key) *wsClient {
 			t.Fatalf("waiting for the challenge: %v", err)
 		}
 		if a, ok := env.(*nostr.AuthEnvelope); ok && a.Challenge != nil {
-			evt := nip42.CreateUnsignedAuthEvent(*a.Challenge, k.pk, in.Relay())
-			if err := evt.Sign(k.sk); err != nil {
+			evt := nip42.CreateUnsignedAuthEvent(*a.Challenge, k.PK, in.Relay())
+			if err := evt.Sign(k.SK); err != nil {
 				t.Fatal(err)
 			}
 			if err := w.send(ctx, &nostr.AuthEnvelope{Event: evt}); err != nil {
@@ -68,7 +68,7 @@ func signedIn(t *testing.T, ctx context.Context, in instance, k key) *wsClient {
 func keyFile(t *testing.T, k key) string {
 	t.Helper()
 	p := filepath.Join(t.TempDir(), "key")
-	if err := os.WriteFile(p, []byte(k.sk+"\n"), 0o600); err != nil {
+	if err := os.WriteFile(p, []byte(k.SK+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	return p
@@ -185,7 +185,7 @@ func TestGraspTokenPrintsAShortLivedNIP98Token(t *testing.T) {
 		if err := json.Unmarshal(raw, &evt); err != nil {
 			t.Fatal(err)
 		}
-		if ok, _ := evt.CheckSignature(); !ok || evt.PubKey != k.pk || evt.Kind != 27235 {
+		if ok, _ := evt.CheckSignature(); !ok || evt.PubKey != k.PK || evt.Kind != 27235 {
 			t.Fatalf("token event: kind %d by %s, signature ok %v", evt.Kind, evt.PubKey, ok)
 		}
 		if d := time.Since(evt.CreatedAt.Time()); d < -time.Minute || d > time.Minute {
@@ -203,11 +203,11 @@ func TestGraspTokenPrintsAShortLivedNIP98Token(t *testing.T) {
 	if tagValue(evt, "u") != "https://git.example.com/npub1x/vault.git" || tagValue(evt, "method") != "GET" {
 		t.Fatalf("repository token tags: %v", evt.Tags)
 	}
-	gitForm := graspToken(t, "--key", k.sk, "--url", "https://git.example.com/npub1x/vault.git", "--format", "git")
+	gitForm := graspToken(t, "--key", k.SK, "--url", "https://git.example.com/npub1x/vault.git", "--format", "git")
 	if !strings.HasPrefix(gitForm, "http.extraHeader=Authorization: Nostr ") {
 		t.Fatalf("git format: %q", gitForm)
 	}
-	code, out, _ := runGrasp(t, t.TempDir(), nil, []string{keyEnv + "=" + k.sk}, "token", "--url", "https://git.example.com/npub1x/vault.git/git-upload-pack",
+	code, out, _ := runGrasp(t, t.TempDir(), nil, []string{keyEnv + "=" + k.SK}, "token", "--url", "https://git.example.com/npub1x/vault.git/git-upload-pack",
 		"--method", "post", "--format", "password")
 	if code != 0 {
 		t.Fatalf("key from the environment: exit %d", code)
@@ -218,9 +218,9 @@ func TestGraspTokenPrintsAShortLivedNIP98Token(t *testing.T) {
 	}
 	for name, args := range map[string][]string{
 		"bad key":    {"--key", "nope", "--url", "https://git.example.com/x.git"},
-		"no url":     {"--key", k.sk},
-		"ftp url":    {"--key", k.sk, "--url", "ftp://git.example.com/x.git"},
-		"bad format": {"--key", k.sk, "--url", "https://git.example.com/x.git", "--format", "xml"},
+		"no url":     {"--key", k.SK},
+		"ftp url":    {"--key", k.SK, "--url", "ftp://git.example.com/x.git"},
+		"bad format": {"--key", k.SK, "--url", "https://git.example.com/x.git", "--format", "xml"},
 	} {
 		if code, _, _ := runGrasp(t, t.TempDir(), nil, []string{keyEnv + "="}, append([]string{"token"}, args...)...); code != 2 {
 			t.Errorf("%s: exit %d, want 2", name, code)
@@ -234,7 +234,7 @@ func TestGraspTokenPrintsAShortLivedNIP98Token(t *testing.T) {
 // the owner keeps both (positive control).
 func TestG08_SIGHUPRemovesAMemberAtOnce(t *testing.T) {
 	staff := newKey(t)
-	in := newInstance(t, fmt.Sprintf("[grasp]\nprivate_repositories = true\nprivate_members = [%q]\n", staff.npub))
+	in := newInstance(t, fmt.Sprintf("[grasp]\nprivate_repositories = true\nprivate_members = [%q]\n", staff.Npub))
 	p := startServer(t, in)
 	ctx, cancel := context.WithTimeout(context.Background(), testwait.Limit(t))
 	defer cancel()
@@ -243,7 +243,7 @@ func TestG08_SIGHUPRemovesAMemberAtOnce(t *testing.T) {
 	tip := r.commit(t, "secret")
 	privateRepo(t, ctx, in, owner, "vault", tip)
 	url := cloneURL(in, owner, "vault")
-	coord := "30617:" + owner.pk + ":vault"
+	coord := "30617:" + owner.PK + ":vault"
 	sw := signedIn(t, ctx, in, staff)
 	if err := sw.send(ctx, &nostr.ReqEnvelope{SubscriptionID: "repo", Filters: nostr.Filters{{Tags: nostr.TagMap{"a": {coord}}}}}); err != nil {
 		t.Fatal(err)
@@ -262,7 +262,7 @@ func TestG08_SIGHUPRemovesAMemberAtOnce(t *testing.T) {
 	}
 	waitFor("EOSE", func(env nostr.Envelope) bool { e, ok := env.(*nostr.EOSEEnvelope); return ok && string(*e) == "repo" })
 	infoRefs := func(k key) int {
-		tok := graspToken(t, "--key", k.sk, "--url", url)
+		tok := graspToken(t, "--key", k.SK, "--url", url)
 		code, _, _ := httpGet(t, url+"/info/refs?service=git-upload-pack", map[string]string{"Authorization": strings.TrimPrefix(tok, "Authorization: ")})
 		return code
 	}

@@ -208,6 +208,20 @@ type Grasp struct {
 	// announcements outside the archive scope (G05-2).
 	ArchiveReadOnly bool `toml:"archive_read_only"`
 	Grasp06         bool `toml:"grasp06"`
+	// What GRASP-06 /prs/ repositories may hold (audit 2026-11b, F20):
+	// MiB pushed into them and their number, in total, per client IP (what
+	// it pushed, the repositories it created) and per npub of the path,
+	// whether or not the PR event is known, counted until the repository
+	// is removed. PRsTTL removes a /prs/ repository whose last push or PR
+	// event is older, unless its PR is merged into a repository hosted
+	// here. 0 is unbounded (never, for PRsTTL).
+	PRsMaxMB             int      `toml:"prs_max_mb"`
+	PRsMaxMBPerIP        int      `toml:"prs_max_mb_per_ip"`
+	PRsMaxMBPerPubkey    int      `toml:"prs_max_mb_per_pubkey"`
+	PRsMaxRepos          int      `toml:"prs_max_repos"`
+	PRsMaxReposPerIP     int      `toml:"prs_max_repos_per_ip"`
+	PRsMaxReposPerPubkey int      `toml:"prs_max_repos_per_pubkey"`
+	PRsTTL               Duration `toml:"prs_ttl"`
 	// RepositoryWhitelist and RepositoryBlacklist take the same entry forms
 	// as ArchiveWhitelist; the blacklist beats every whitelist.
 	RepositoryWhitelist []string `toml:"repository_whitelist"`
@@ -267,6 +281,11 @@ type Purgatory struct {
 	MaxHeldAnnouncementsPerIP         int `toml:"max_held_announcements_per_ip"`
 	MaxHeldAnnouncementsPerPubkey     int `toml:"max_held_announcements_per_pubkey"`
 	MaxHeldAnnouncementsPerIdentifier int `toml:"max_held_announcements_per_identifier"`
+	// Per relay counts events synced from one relay (audit 2026-11b, F26:
+	// synced events carried no client address, so one relay an
+	// announcement named filled the relay-wide caps).
+	MaxHeldPerRelay              int `toml:"max_held_per_relay"`
+	MaxHeldAnnouncementsPerRelay int `toml:"max_held_announcements_per_relay"`
 
 	// refs/nostr/<id> placeholders pushed before their PR event, anonymous
 	// by design (audit 2026-11, F02): how many may wait for their event, and

@@ -95,6 +95,22 @@ func base() Config {
 			// can be pushed here in one go (its first push included), and no
 			// single anonymous request can write more (audit F02).
 			MaxPushMB: 2048,
+			// GRASP-06 /prs/ data is anyone's, and a /prs/ repository
+			// starts empty, so a PR's first push carries the whole history
+			// of its repository. 1 GiB per address and per npub takes a
+			// few PRs of a large repository; 10 GiB in all keeps /prs/
+			// from filling a small server's disk (audit F20: 6 rounds of
+			// 8 MiB from one address were all kept, without bound).
+			PRsMaxMB:          10240,
+			PRsMaxMBPerIP:     1024,
+			PRsMaxMBPerPubkey: 1024,
+			// A contributor has a few PRs open at once per server.
+			PRsMaxRepos:          5000,
+			PRsMaxReposPerIP:     50,
+			PRsMaxReposPerPubkey: 50,
+			// A PR under review is pushed to, or updated, within a month;
+			// an abandoned one's data goes.
+			PRsTTL: Duration(30 * day),
 		},
 		Purgatory: Purgatory{
 			TTL:              Duration(30 * time.Minute),
@@ -125,6 +141,11 @@ func base() Config {
 			MaxHeldAnnouncementsPerIP:         20,
 			MaxHeldAnnouncementsPerPubkey:     20,
 			MaxHeldAnnouncementsPerIdentifier: 20,
+			// A relay is one source like an address: the same room. A
+			// GRASP-05 archive taking the network from a few relays raises
+			// these with the caps above.
+			MaxHeldPerRelay:              200,
+			MaxHeldAnnouncementsPerRelay: 20,
 			// A PR waits for its event minutes after the push (ngit pushes,
 			// then signs): a repository rarely has more than a few waiting.
 			// A PR's pack holds only its own commits (the base is here).

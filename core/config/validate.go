@@ -383,6 +383,20 @@ func (c *Config) checkGrasp(k *checker) {
 	k.pubkeys("grasp.private_members", g.PrivateMembers)
 	k.nonNegative("grasp.max_repos_per_pubkey", g.MaxReposPerPubkey)
 	k.nonNegative("grasp.max_push_mb", g.MaxPushMB)
+	for _, q := range []struct {
+		key string
+		v   int
+	}{
+		{"grasp.prs_max_mb", g.PRsMaxMB},
+		{"grasp.prs_max_mb_per_ip", g.PRsMaxMBPerIP},
+		{"grasp.prs_max_mb_per_pubkey", g.PRsMaxMBPerPubkey},
+		{"grasp.prs_max_repos", g.PRsMaxRepos},
+		{"grasp.prs_max_repos_per_ip", g.PRsMaxReposPerIP},
+		{"grasp.prs_max_repos_per_pubkey", g.PRsMaxReposPerPubkey},
+	} {
+		k.nonNegative(q.key, q.v)
+	}
+	k.nonNegativeDur("grasp.prs_ttl", g.PRsTTL)
 	c.checkArchive(k)
 	if g.Grasp06 && g.Private {
 		// GRASP-08: a private service does not offer GRASP-06
@@ -472,6 +486,8 @@ func (c *Config) checkQuotas(k *checker) {
 		{"purgatory.max_held_announcements_per_ip", pg.MaxHeldAnnouncementsPerIP},
 		{"purgatory.max_held_announcements_per_pubkey", pg.MaxHeldAnnouncementsPerPubkey},
 		{"purgatory.max_held_announcements_per_identifier", pg.MaxHeldAnnouncementsPerIdentifier},
+		{"purgatory.max_held_per_relay", pg.MaxHeldPerRelay},
+		{"purgatory.max_held_announcements_per_relay", pg.MaxHeldAnnouncementsPerRelay},
 		{"purgatory.max_placeholders_per_repo", pg.MaxPlaceholdersPerRepo},
 		{"purgatory.max_placeholders_per_pubkey", pg.MaxPlaceholdersPerPubkey},
 		{"purgatory.max_placeholders_per_ip", pg.MaxPlaceholdersPerIP},

@@ -44,9 +44,8 @@
 // NEG-ERROR and replies before storing the session (a race), writes to
 // clients synchronously without any bound (a slow reader stalls its
 // goroutines), and keeps its listener list without a lock when
-// broadcasting. So khatru stays the relay's write pipeline (its RejectEvent,
-// StoreEvent and ReplaceEvent hook slices, through AddEvent; see package
-// relay), and the protocol loop is here, in this package only.
+// broadcasting. So the protocol loop is here, in this package only (and
+// since issue 28 the write path is core/relay's own too; see package relay).
 package gate
 
 import (

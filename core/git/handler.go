@@ -74,6 +74,8 @@ type Options struct {
 	Hooks Hooks
 	// Placeholders bounds refs/nostr placeholder pushes; nil: unbounded.
 	Placeholders PlaceholderQuota
+	// PRsQuota bounds GRASP-06 /prs/ data (prs_quota.go); nil: unbounded.
+	PRsQuota PRsQuota
 	// CheckSpace, before a push starts git, returns why the server cannot
 	// take more data (its text is the client's answer), nil when it can
 	// (the free-space watermark, diskspace.Guard.Check); nil: no check.

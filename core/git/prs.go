@@ -21,8 +21,9 @@ import (
 // repository are served from one shared empty repository, so reading never
 // creates a directory. Only refs/nostr/<64-hex> may be pushed (G06-2/3); the
 // repository is created when such a push has been authorised and admitted
-// by the placeholder quotas, and removed again whenever it is left without
-// a ref (G06-8). These repositories live under <root>/prs/, which is not an
+// by the placeholder and /prs/ data quotas (prs_quota.go), and removed
+// again whenever it is left without a ref (G06-8) or its data expires
+// unused (core/hosting). These repositories live under <root>/prs/, which is not an
 // npub: List, maintenance, the integrity check and alternates never see
 // them.
 
@@ -110,36 +111,7 @@ func (r *Repos) OpenPRs(ctx context.Context, repo nip34.RepoRef) (done func(), e
 // push is writing into it (G06-8: at the end of a push, after a mismatch or
 // an expiry, and by the start-up scan). It reports whether it removed it.
 func (r *Repos) RemoveIfEmpty(ctx context.Context, repo nip34.RepoRef) (bool, error) {
-	if !repo.PRs {
-		return false, errors.New("RemoveIfEmpty: only /prs/ repositories are removed for having no ref")
-	}
-	dir, err := r.existing(repo)
-	if errors.Is(err, ErrNotFound) {
-		return false, nil
-	}
-	if err != nil {
-		return false, err
-	}
-	unlock, err := r.locks.acquire(ctx, dir)
-	if err != nil {
-		return false, err
-	}
-	defer unlock()
-	refs, err := r.refsAt(ctx, dir)
-	if err != nil || len(refs) > 0 {
-		return false, err
-	}
-	r.prs.mu.Lock()
-	defer r.prs.mu.Unlock()
-	if r.prs.n[dir] > 0 {
-		return false, nil
-	}
-	if err := os.RemoveAll(dir); err != nil {
-		return false, fmt.Errorf("remove %s: %w", repo.URLPath(), err)
-	}
-	_ = os.Remove(filepath.Dir(dir)) // the npub directory, when it was the last
-	r.log.Debug("removed a /prs/ repository without refs", "path", repo.URLPath())
-	return true, nil
+	return r.removePRs(ctx, repo, true)
 }
 
 // ListPRs returns every /prs/ repository on disk (the start-up scan).

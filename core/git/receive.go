@@ -120,6 +120,27 @@ func (h *handler) serveReceivePack(w http.ResponseWriter, r *http.Request, repo 
 			return
 		}
 	}
+	var charges []func(int64) error
+	// GRASP-06 /prs/ data is anonymous storage: counted before git runs,
+	// and its bytes as they arrive, event known or not (audit F20).
+	prsRsv, err := h.reservePRs(r, repo, ip)
+	if err != nil {
+		h.m.refused.WithLabelValues("quota").Inc()
+		prsRefused("quota")
+		h.log.Info("/prs/ push refused: quota", "owner", owner, "id", id, "remote", ip, "reason", err)
+		refuseAll(err.Error())
+		return
+	}
+	if prsRsv != nil {
+		defer prsRsv.Release()
+		if err := prsRsv.Charge(int64(len(raw))); err != nil {
+			h.m.refused.WithLabelValues("quota").Inc()
+			prsRefused("quota")
+			refuseAll(err.Error())
+			return
+		}
+		charges = append(charges, prsRsv.Charge)
+	}
 	if len(res.Placeholders) > 0 && h.opts.Placeholders != nil {
 		// Placeholders are anonymous writes: counted before git runs, and
 		// their bytes as they arrive (audit F02).
@@ -142,9 +163,10 @@ func (h *handler) serveReceivePack(w http.ResponseWriter, r *http.Request, repo 
 			refuseAll(err.Error())
 			return
 		}
-		lim.charge = rsv.Charge
+		charges = append(charges, rsv.Charge)
 		placeholderBytes = rsv.Bytes
 	}
+	lim.charge = chargeAll(charges)
 	release, refused := h.slots.acquire(r.Context(), ip)
 	if refused != nil {
 		h.m.refused.WithLabelValues(refused.reason).Inc()
@@ -185,6 +207,11 @@ func (h *handler) serveReceivePack(w http.ResponseWriter, r *http.Request, repo 
 	switch {
 	case applied:
 		h.m.auth.WithLabelValues("accepted", gres.Class).Inc()
+		if prsRsv != nil {
+			if err := prsRsv.Commit(); err != nil {
+				h.log.Error("record what a /prs/ push brought", "owner", owner, "id", id, "error", err)
+			}
+		}
 		if repo.PRs {
 			h.m.prsPushes.WithLabelValues("accepted").Inc()
 			h.m.prsBytes.Add(float64(wire.n))

@@ -47,9 +47,14 @@ func (h *Hosting) Hold(ctx context.Context, evt *nostr.Event, d policy.Decision,
 	if entry.Repo.IsZero() && evt.Kind == nip34.KindAnnouncement {
 		entry.Repo = ref(evt.PubKey, evt.Tags.GetD())
 	}
-	if meta.Source == policy.SourceClient {
+	switch meta.Source {
+	case policy.SourceClient:
 		entry.Remote = meta.Remote
+	case policy.SourceSync:
+		// counted against the relay it came from (F26)
+		entry.Relay = meta.Remote
 	}
+	entry.Invited = d.Invited
 	if err := h.purg.Hold(entry); err != nil {
 		if errors.Is(err, purgatory.ErrDuplicate) {
 			return policy.MsgInPurgatory, nil

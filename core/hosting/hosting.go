@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/nbd-wtf/go-nostr"
@@ -58,6 +59,10 @@ type Options struct {
 	// Service is this server's public identity: which /prs/ endpoint a PR
 	// names (GRASP-06, prs.go).
 	Service nip34.Service
+	// PRsTTL removes a GRASP-06 /prs/ repository whose last push or PR
+	// event is older, unless its PR is merged here (prs_quota.go); 0 keeps
+	// them.
+	PRsTTL time.Duration
 }
 
 // Hosting carries out the GRASP-01 effects. Build it with New.
@@ -75,6 +80,7 @@ type Hosting struct {
 	clk     clock.Clock
 	log     hclog.Logger
 	service nip34.Service
+	prsTTL  time.Duration
 
 	// prsEvents counts GRASP-06 effects: released, mirrored, removed.
 	prsEvents *prometheus.CounterVec
@@ -90,10 +96,10 @@ func New(opts Options, e env.Env) (*Hosting, error) {
 		events: opts.Events, purg: opts.Purgatory, repos: opts.Repos, rules: opts.Rules,
 		publish: opts.Publish, hunter: opts.Hunter, spawn: opts.Spawn, clk: e.Clock, log: e.Log,
 		roster: opts.Roster, ingest: opts.Ingest, archive: opts.Archive,
-		service: opts.Service,
+		service: opts.Service, prsTTL: opts.PRsTTL,
 		prsEvents: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: "grasp", Subsystem: "prs", Name: "events_total",
-			Help: "GRASP-06 /prs/ effects: PR events released through a /prs/ push, refs mirrored into an owner's repository, /prs/ repositories removed for having no ref.",
+			Help: "GRASP-06 /prs/ effects: PR events released through a /prs/ push, refs mirrored into an owner's repository, /prs/ repositories removed for having no ref, expired: removed with their data after prs_ttl unused.",
 		}, []string{"what"}),
 	}
 	if e.Metrics != nil {

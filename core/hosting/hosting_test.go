@@ -21,6 +21,7 @@ import (
 	"github.com/grasp-dev/grasp/core/nip34"
 	"github.com/grasp-dev/grasp/core/policy"
 	"github.com/grasp-dev/grasp/core/purgatory"
+	"github.com/grasp-dev/grasp/internal/testkit"
 	"github.com/grasp-dev/grasp/internal/testlog"
 )
 
@@ -121,20 +122,12 @@ func newRig(t *testing.T) *rig {
 	return r
 }
 
-type key struct{ sk, pk string }
+type key struct{ testkit.Key }
 
-func newKey() key {
-	sk := nostr.GeneratePrivateKey()
-	pk, _ := nostr.GetPublicKey(sk)
-	return key{sk, pk}
-}
+func newKey(t testing.TB) key { return key{testkit.NewKey(t)} }
 
 func (k key) sign(t *testing.T, kind int, tags nostr.Tags) *nostr.Event {
-	evt := &nostr.Event{Kind: kind, Tags: tags, CreatedAt: nostr.Now()}
-	if err := evt.Sign(k.sk); err != nil {
-		t.Fatal(err)
-	}
-	return evt
+	return k.Sign(t, &nostr.Event{Kind: kind, Tags: tags, CreatedAt: nostr.Now()})
 }
 
 // commit makes a commit and pushes it into repo's bare directory, as a
@@ -169,13 +162,13 @@ func (r *rig) commit(repo nip34.RepoRef) string {
 func TestPushReadsTheRepositoryOnce(t *testing.T) {
 	r := newRig(t)
 	ctx := context.Background()
-	a, b := newKey(), newKey()
-	repoA, repoB := nip34.RepoRef{Pubkey: a.pk, Identifier: "r"}, nip34.RepoRef{Pubkey: b.pk, Identifier: "r"}
+	a, b := newKey(t), newKey(t)
+	repoA, repoB := nip34.RepoRef{Pubkey: a.PK, Identifier: "r"}, nip34.RepoRef{Pubkey: b.PK, Identifier: "r"}
 	// a's announcement lists b as maintainer; both are held, with their repos
-	annA := a.sign(t, nip34.KindAnnouncement, nostr.Tags{{"d", "r"}, {"maintainers", b.pk}})
+	annA := a.sign(t, nip34.KindAnnouncement, nostr.Tags{{"d", "r"}, {"maintainers", b.PK}})
 	// b lists a back: under maintainers-v3.md §3 an unanswered listing
 	// makes b no maintainer of a's repo.
-	annB := b.sign(t, nip34.KindAnnouncement, nostr.Tags{{"d", "r"}, {"maintainers", a.pk}})
+	annB := b.sign(t, nip34.KindAnnouncement, nostr.Tags{{"d", "r"}, {"maintainers", a.PK}})
 	for _, x := range []struct {
 		evt  *nostr.Event
 		repo nip34.RepoRef
@@ -221,23 +214,23 @@ func TestPushReadsTheRepositoryOnce(t *testing.T) {
 func TestSweepRetiresOnlyEmptyRepos(t *testing.T) {
 	r := newRig(t)
 	ctx := context.Background()
-	empty, full := newKey(), newKey()
+	empty, full := newKey(t), newKey(t)
 	for _, k := range []key{empty, full} {
-		repo := nip34.RepoRef{Pubkey: k.pk, Identifier: "r"}
+		repo := nip34.RepoRef{Pubkey: k.PK, Identifier: "r"}
 		d := policy.Decision{Outcome: policy.Hold, Effects: []policy.Effect{{Kind: policy.CreateRepo, Repo: repo}}}
 		if _, err := r.h.Hold(ctx, k.sign(t, nip34.KindAnnouncement, nostr.Tags{{"d", "r"}}), d, policy.Meta{}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	r.commit(nip34.RepoRef{Pubkey: full.pk, Identifier: "r"})
+	r.commit(nip34.RepoRef{Pubkey: full.PK, Identifier: "r"})
 	r.h.clk.(*clock.Fake).Advance(time.Hour)
 	if err := r.h.Sweep(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if r.repos.Exists(nip34.RepoRef{Pubkey: empty.pk, Identifier: "r"}) {
+	if r.repos.Exists(nip34.RepoRef{Pubkey: empty.PK, Identifier: "r"}) {
 		t.Fatal("the expired announcement's empty repo was kept")
 	}
-	if !r.repos.Exists(nip34.RepoRef{Pubkey: full.pk, Identifier: "r"}) {
+	if !r.repos.Exists(nip34.RepoRef{Pubkey: full.PK, Identifier: "r"}) {
 		t.Fatal("a repo with git data was removed")
 	}
 }

@@ -20,8 +20,8 @@ import (
 func TestInfoLogLines(t *testing.T) {
 	r := newRig(t)
 	ctx := context.Background()
-	a := newKey()
-	repo := nip34.RepoRef{Pubkey: a.pk, Identifier: "r"}
+	a := newKey(t)
+	repo := nip34.RepoRef{Pubkey: a.PK, Identifier: "r"}
 	expect := func(what string, want []string, not ...string) {
 		t.Helper()
 		got := r.logs.Take()
@@ -85,8 +85,8 @@ func TestInfoLogLines(t *testing.T) {
 // An archived repository says so when it is created (issue 12 part 5).
 func TestG05_InfoLogLineWhenArchived(t *testing.T) {
 	r := newRig(t)
-	a := newKey()
-	repo := nip34.RepoRef{Pubkey: a.pk, Identifier: "mirror"}
+	a := newKey(t)
+	repo := nip34.RepoRef{Pubkey: a.PK, Identifier: "mirror"}
 	ann := a.sign(t, nip34.KindAnnouncement, nostr.Tags{{"d", "mirror"}, {"clone", "https://git.example.org/mirror.git"}})
 	d := policy.Decision{Outcome: policy.Hold, Archived: true, Effects: []policy.Effect{{Kind: policy.CreateRepo, Repo: repo}}}
 	if _, err := r.h.Hold(context.Background(), ann, d, policy.Meta{Source: policy.SourceSync}); err != nil {

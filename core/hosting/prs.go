@@ -56,6 +56,10 @@ func (o *op) bindPRs(prs nip34.RepoRef, evt *nostr.Event, tip string) {
 		o.log.Warn("bind refs/nostr in /prs/", "id", evt.ID, "path", prs.URLPath(), "error", err)
 		return
 	}
+	// a served PR uses its data: its expiry starts again (F20)
+	if err := o.purg.TouchPRs(prs); err != nil {
+		o.log.Error("record a use of /prs/ data", "path", prs.URLPath(), "error", err)
+	}
 	o.prsEvents.WithLabelValues("released").Inc()
 	o.log.Info("/prs/ PR served with its ref", "id", evt.ID, "path", prs.URLPath(), "tip", tip)
 	pr, err := nip34.ParsePR(evt)
@@ -93,6 +97,7 @@ func (h *Hosting) removeIfEmptyPRs(ctx context.Context, r nip34.RepoRef, why str
 		return false
 	}
 	if removed {
+		h.dropPRs(r)
 		h.prsEvents.WithLabelValues("removed").Inc()
 		h.log.Info("/prs/ repository without refs removed", "path", r.URLPath(), "why", why)
 	}
@@ -100,11 +105,23 @@ func (h *Hosting) removeIfEmptyPRs(ctx context.Context, r nip34.RepoRef, why str
 }
 
 // ScanPRs removes the /prs/ repositories without a ref (G06-8, at
-// start-up: a crash between creating one and its push leaves it empty).
+// start-up: a crash between creating one and its push leaves it empty),
+// charges the others the /prs/ quotas if they have no record (F20), and
+// drops the records of repositories no longer on disk.
 func (h *Hosting) ScanPRs(ctx context.Context) error {
 	repos, err := h.repos.ListPRs(ctx)
-	for _, r := range repos {
-		h.removeIfEmptyPRs(ctx, r, "start-up scan")
+	if err != nil {
+		return err
 	}
-	return err
+	for _, r := range repos {
+		if !h.removeIfEmptyPRs(ctx, r, "start-up scan") {
+			h.adoptPRs(r)
+		}
+	}
+	for _, d := range h.purg.PRsRecords() {
+		if !h.repos.Exists(d.Repo) {
+			h.dropPRs(d.Repo)
+		}
+	}
+	return nil
 }

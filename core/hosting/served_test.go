@@ -12,11 +12,7 @@ import (
 )
 
 func (k key) signAt(t *testing.T, kind int, at int64, tags nostr.Tags) *nostr.Event {
-	evt := &nostr.Event{Kind: kind, Tags: tags, CreatedAt: nostr.Timestamp(at)}
-	if err := evt.Sign(k.sk); err != nil {
-		t.Fatal(err)
-	}
-	return evt
+	return k.Sign(t, &nostr.Event{Kind: kind, Tags: tags, CreatedAt: nostr.Timestamp(at)})
 }
 
 // TestServedAgainstTheSignedState: the repository page's comparison of
@@ -27,8 +23,8 @@ func (k key) signAt(t *testing.T, kind int, at int64, tags nostr.Tags) *nostr.Ev
 func TestServedAgainstTheSignedState(t *testing.T) {
 	r := newRig(t)
 	ctx := context.Background()
-	a, stranger := newKey(), newKey()
-	repo := nip34.RepoRef{Pubkey: a.pk, Identifier: "r"}
+	a, stranger := newKey(t), newKey(t)
+	repo := nip34.RepoRef{Pubkey: a.PK, Identifier: "r"}
 	r.store.save(t, a.signAt(t, nip34.KindAnnouncement, 100, nostr.Tags{{"d", "r"}}))
 	if err := r.repos.Create(ctx, repo); err != nil {
 		t.Fatal(err)

@@ -27,7 +27,9 @@ func (h *Hosting) Sweep(ctx context.Context) error {
 	}
 	for _, ph := range phs {
 		if err := h.repos.DeleteRef(ctx, ph.Repo, "refs/nostr/"+ph.EventID, ph.Commit); err != nil {
-			h.log.Warn("delete expired refs/nostr placeholder", "id", ph.EventID, "error", err)
+			if !errors.Is(err, git.ErrNotFound) { // an expired /prs/ repository, removed whole
+				h.log.Warn("delete expired refs/nostr placeholder", "id", ph.EventID, "error", err)
+			}
 			continue
 		}
 		if ph.Repo.PRs && h.removeIfEmptyPRs(ctx, ph.Repo, "placeholder expired") {
@@ -35,6 +37,7 @@ func (h *Hosting) Sweep(ctx context.Context) error {
 		}
 		h.schedulePrune(ph.Repo)
 	}
+	h.expirePRs(ctx)
 	h.prune(ctx)
 	return err
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/grasp-dev/grasp/core/internal/memkv"
 	"github.com/grasp-dev/grasp/core/nip34"
 	"github.com/grasp-dev/grasp/core/policy"
+	"github.com/grasp-dev/grasp/internal/testkit"
 )
 
 type rig struct {
@@ -61,13 +62,10 @@ func accept(s *State, evt *nostr.Event, remote string) policy.Verdict {
 	return s.Accept(context.Background(), evt, policy.Meta{Source: policy.SourceClient, Remote: remote})
 }
 
+// signed is an event of kind by a fresh key.
 func signed(t *testing.T, kind int) *nostr.Event {
 	t.Helper()
-	evt := &nostr.Event{Kind: kind, CreatedAt: nostr.Now()}
-	if err := evt.Sign(nostr.GeneratePrivateKey()); err != nil {
-		t.Fatal(err)
-	}
-	return evt
+	return testkit.NewKey(t).Event(t, kind, nostr.Now(), nil, "")
 }
 
 // Issue 25 part 3: the lists NIP-86 edits refuse at acceptance, list back

@@ -21,15 +21,15 @@ import (
 	"github.com/grasp-dev/grasp/core/git"
 	"github.com/grasp-dev/grasp/core/nip34"
 	"github.com/grasp-dev/grasp/core/roster"
+	"github.com/grasp-dev/grasp/internal/testkit"
 	"github.com/grasp-dev/grasp/internal/testwait"
 )
 
 type key struct{ sk, pk string }
 
 func newKey(t testing.TB) key {
-	sk := nostr.GeneratePrivateKey()
-	pk, _ := nostr.GetPublicKey(sk)
-	return key{sk, pk}
+	k := testkit.NewKey(t)
+	return key{k.SK, k.PK}
 }
 
 func (k key) sign(t testing.TB, kind int, at int64, tags nostr.Tags, content string) *nostr.Event {

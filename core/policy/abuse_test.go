@@ -70,3 +70,33 @@ func TestAbuse_F03_ReleasedFloodDoesNotLockOutOwner(t *testing.T) {
 	// A flooding key's own repository is still its own.
 	want(t, e.decide(e.state(pkX, "victim", "refs/heads/main", oid('1'))), Rejected, "invalid: author not authorized")
 }
+
+// F31: an announcement is Invited (exempt from purgatory's per-identifier
+// cap) only when a served announcement of its identifier names its author;
+// a held inviter, which anyone can have, and a stranger's own do not count.
+func TestAbuse_F31_InvitedOnlyByAServedAnnouncement(t *testing.T) {
+	e := newEnv(t, nil)
+	e.stored(e.ann(pkA, "victim", true, pkB))
+	e.hold(e.ann(pkX, "victim", true, pkC))
+	for _, c := range []struct {
+		pk, lists string
+		invited   bool
+	}{
+		{pkB, pkA, true},  // listed by the served owner's announcement
+		{pkC, pkX, false}, // listed by a held one only
+		{pkC, pkA, false}, // names the owner, who does not name it
+		{freshKey(), "", false},
+	} {
+		var evt *nostr.Event
+		if c.lists != "" {
+			evt = e.ann(c.pk, "victim", true, c.lists)
+		} else {
+			evt = e.ann(c.pk, "victim", true)
+		}
+		d := e.decide(evt)
+		want(t, d, Hold, "purgatory:")
+		if d.Invited != c.invited {
+			t.Errorf("announcement by %s naming %s: Invited %v, want %v", c.pk[:8], c.lists, d.Invited, c.invited)
+		}
+	}
+}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/grasp-dev/grasp/core/archive"
 	"github.com/grasp-dev/grasp/core/nip34"
+	"github.com/grasp-dev/grasp/core/roster"
 	"github.com/nbd-wtf/go-nostr"
 )
 
@@ -73,6 +74,10 @@ func (r *Rules) announcement(ctx context.Context, evt *nostr.Event, meta Meta) D
 			d = hold(append(effects, Effect{Kind: ReplaceHeld, Repo: repo})...)
 		default:
 			d = hold(effects...)
+			d.Invited = r.invitedByServed(v, a)
+			if err := v.Err(); err != nil {
+				return r.internal("load repository announcements", evt, err)
+			}
 		}
 		d.Archived = archived
 		return d
@@ -122,6 +127,19 @@ func (r *Rules) announcement(ctx context.Context, evt *nostr.Event, meta Meta) D
 	}
 	d.Effects = retire
 	return d
+}
+
+// invitedByServed reports whether a served (not held) announcement of a's
+// identifier by another author names a's author (audit F31): an owner's
+// invitation is what exempts a from the per-identifier held cap. Held
+// inviters do not count: anyone can have an announcement held.
+func (r *Rules) invitedByServed(v *roster.View, a nip34.Announcement) bool {
+	for _, h := range v.Inviters(a) {
+		if !h.Held {
+			return true
+		}
+	}
+	return false
 }
 
 // notListedReason says exactly what the author must add.

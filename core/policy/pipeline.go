@@ -48,6 +48,12 @@ type Decision struct {
 	// (core/archive). The plugin chain sees it (Meta.Archived) and hosting
 	// logs and counts it.
 	Archived bool
+	// Invited: a repository announcement held while an accepted (served)
+	// announcement of its identifier names its author in an M, m, o or
+	// maintainers entry. Purgatory's per-identifier cap neither counts nor
+	// refuses it, so strangers parking announcements of an identifier
+	// cannot lock out the keys its owner invited (audit F31).
+	Invited bool
 }
 
 // Pipeline turns an incoming event into a Decision: limits, then the GRASP

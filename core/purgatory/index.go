@@ -21,12 +21,14 @@ type index struct {
 	byAwait  map[string]map[string]*Entry // AwaitEvent
 	kinds    map[string]int               // gauge label -> held entries
 	remote   map[string]int               // client address -> held entries
+	relay    map[string]int               // source relay of synced entries -> held entries
 	// held announcements (repositories waiting for their first push), in
-	// total and by client address, author and identifier
+	// total and by client address, source relay, author and identifier
 	annTotal  int
 	annRemote map[string]int
+	annRelay  map[string]int
 	annAuthor map[string]int
-	annD      map[string]int
+	annD      map[string]int // invited announcements aside (F31)
 }
 
 type kindD struct {
@@ -43,7 +45,9 @@ func newIndex() *index {
 		byAwait:   map[string]map[string]*Entry{},
 		kinds:     map[string]int{},
 		remote:    map[string]int{},
+		relay:     map[string]int{},
 		annRemote: map[string]int{},
+		annRelay:  map[string]int{},
 		annAuthor: map[string]int{},
 		annD:      map[string]int{},
 	}
@@ -117,11 +121,15 @@ func (x *index) update(e *Entry, delta int) {
 	}
 	count(x.kinds, kindLabel(ev.Kind), delta)
 	count(x.remote, e.Remote, delta)
+	count(x.relay, e.Relay, delta)
 	if isAnnouncement(e) {
 		x.annTotal += delta
 		count(x.annRemote, e.Remote, delta)
+		count(x.annRelay, e.Relay, delta)
 		count(x.annAuthor, ev.PubKey, delta)
-		count(x.annD, e.Repo.Identifier, delta)
+		if !e.Invited {
+			count(x.annD, e.Repo.Identifier, delta)
+		}
 	}
 }
 

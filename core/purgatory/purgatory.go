@@ -55,7 +55,14 @@ type Entry struct {
 	AwaitEvent string `json:"await_event,omitempty"`
 	// Remote is the address of the client that sent the event ("" for
 	// events from sync peers and releases): the per-address quotas count it.
-	Remote  string    `json:"remote,omitempty"`
+	Remote string `json:"remote,omitempty"`
+	// Relay is the relay a synced event came from ("" for client
+	// events): the per-relay quotas count it (audit F26).
+	Relay string `json:"relay,omitempty"`
+	// Invited marks an announcement whose author a served announcement of
+	// the same identifier names (policy.Decision.Invited): the
+	// per-identifier cap neither counts nor refuses it (audit F31).
+	Invited bool      `json:"invited,omitempty"`
 	Expires time.Time `json:"expires"`
 	HeldAt  time.Time `json:"held_at"`
 }
@@ -84,6 +91,9 @@ type Options struct {
 	// PlaceholderQuotas bound refs/nostr placeholders; zero fields are
 	// unbounded.
 	PlaceholderQuotas PlaceholderQuotas
+	// PRsQuotas bound what GRASP-06 /prs/ repositories hold on disk;
+	// zero fields are unbounded.
+	PRsQuotas PRsQuotas
 }
 
 // Purgatory holds events whose git data has not arrived. It is an in-memory
@@ -95,6 +105,9 @@ type Purgatory struct {
 	clk  clock.Clock
 	log  hclog.Logger
 	opts Options
+
+	// prs counts GRASP-06 /prs/ data (prs_quota.go); its own lock.
+	prs *prsLedger
 
 	// pruneMu orders read-modify-writes of the prune schedule (prune.go).
 	pruneMu sync.Mutex
@@ -169,6 +182,7 @@ func New(opts Options, e env.Env) (*Purgatory, error) {
 		idx:          newIndex(),
 		placeholders: map[string]*Placeholder{},
 		phUse:        newPlaceholderUse(),
+		prs:          newPRsLedger(),
 		expired:      map[string]time.Time{},
 		sizeGauge: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "grasp_purgatory_entries", Help: "Events held in purgatory, by kind.",
@@ -182,6 +196,11 @@ func New(opts Options, e env.Env) (*Purgatory, error) {
 	}
 	if err := reg.Register(p.events); err != nil {
 		return nil, fmt.Errorf("register purgatory metrics: %w", err)
+	}
+	for _, c := range p.prsGauges() {
+		if err := reg.Register(c); err != nil {
+			return nil, fmt.Errorf("register purgatory metrics: %w", err)
+		}
 	}
 	if err := p.load(); err != nil {
 		return nil, err
@@ -243,6 +262,9 @@ func (p *Purgatory) load() error {
 	})
 	if err != nil {
 		return fmt.Errorf("load expired ids: %w", err)
+	}
+	if err := p.loadPRs(); err != nil {
+		return fmt.Errorf("load /prs/ records: %w", err)
 	}
 	p.log.Info("purgatory loaded", "held", len(p.held), "placeholders", len(p.placeholders))
 	p.refreshGauge()
@@ -815,6 +837,9 @@ func (p *Purgatory) Reload(bucket, key string) (*Entry, error) {
 	if !ok {
 		return nil, errors.New("purgatory: Reload needs a KV with Get")
 	}
+	if bucket == bucketPRs {
+		return nil, p.reloadPRs(g, key)
+	}
 	var cs []change
 	p.mu.Lock()
 	err := p.reloadLocked(g, bucket, key, &cs)
@@ -894,7 +919,7 @@ func (p *Purgatory) Resync() error {
 		return errors.New("purgatory: Resync needs a KV with Get")
 	}
 	keys := map[string][]string{}
-	for _, b := range []string{bucketHeld, bucketPlaceholder, bucketExpired} {
+	for _, b := range []string{bucketHeld, bucketPlaceholder, bucketExpired, bucketPRs} {
 		if err := p.kv.Scan(b, func(key string, _ []byte, _ time.Time) error {
 			keys[b] = append(keys[b], key)
 			return nil
@@ -913,6 +938,11 @@ func (p *Purgatory) Resync() error {
 		keys[bucketExpired] = append(keys[bucketExpired], k)
 	}
 	p.mu.Unlock()
+	p.prs.mu.Lock()
+	for k := range p.prs.records {
+		keys[bucketPRs] = append(keys[bucketPRs], k)
+	}
+	p.prs.mu.Unlock()
 	for b, ks := range keys {
 		for _, k := range ks {
 			if _, err := p.Reload(b, k); err != nil {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/grasp-dev/grasp/core/clock"
 	"github.com/grasp-dev/grasp/core/env"
+	"github.com/grasp-dev/grasp/core/internal/memkv"
 	"github.com/grasp-dev/grasp/core/nip34"
 )
 
@@ -255,5 +256,64 @@ func testIndexAnswersAsAScan(t *testing.T, newKV func() KV) {
 			t.Fatalf("counts %v/%d, recount %v/%d", q.idx.kinds, q.idx.annTotal, kinds, ann)
 		}
 		q.mu.Unlock()
+	}
+}
+
+// F31: an announcement of a key an owner invited (Entry.Invited) is neither
+// refused by nor counted against the per-identifier cap, and survives a
+// restart as such.
+func TestInvitedAnnouncementsOutsideTheIdentifierCap(t *testing.T) {
+	kv := &memkv.KV{}
+	p := newQuotaP(t, kv, clock.NewFake(t0), Quotas{MaxAnnouncementsPerIdentifier: 2})
+	for i := 0; i < 2; i++ {
+		if err := announce(t, p, nostr.GeneratePrivateKey(), "victim", ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	wantQuota(t, announce(t, p, nostr.GeneratePrivateKey(), "victim", ""), `repository "victim"`, "limit 2")
+	invite := func(p *Purgatory) error {
+		sk := nostr.GeneratePrivateKey()
+		pk, _ := nostr.GetPublicKey(sk)
+		a := signed(t, sk, 30617, t0, nostr.Tags{{"d", "victim"}})
+		return p.Hold(Entry{Event: a, Repo: nip34.RepoRef{Pubkey: pk, Identifier: "victim"}, Invited: true})
+	}
+	for i := 0; i < 3; i++ {
+		if err := invite(p); err != nil {
+			t.Fatalf("invited announcement %d: %v", i, err)
+		}
+	}
+	p2 := newQuotaP(t, kv, clock.NewFake(t0), Quotas{MaxAnnouncementsPerIdentifier: 2})
+	if err := invite(p2); err != nil {
+		t.Fatalf("invited announcement after a restart: %v", err)
+	}
+	wantQuota(t, announce(t, p2, nostr.GeneratePrivateKey(), "victim", ""), `repository "victim"`, "limit 2")
+}
+
+// F26: events synced from one relay are held within that relay's caps,
+// like a client address's; other relays and clients keep their room.
+func TestHeldPerRelay(t *testing.T) {
+	p := newQuotaP(t, &memkv.KV{}, clock.NewFake(t0), Quotas{MaxAnnouncementsPerRelay: 2, MaxHeldPerRelay: 3})
+	synced := func(relay, d string, kind int) error {
+		sk := nostr.GeneratePrivateKey()
+		pk, _ := nostr.GetPublicKey(sk)
+		evt := signed(t, sk, kind, t0, nostr.Tags{{"d", d}})
+		return p.Hold(Entry{Event: evt, Repo: nip34.RepoRef{Pubkey: pk, Identifier: d}, Relay: relay})
+	}
+	const bad = "wss://attacker.example"
+	for i := 0; i < 2; i++ {
+		if err := synced(bad, fmt.Sprint("r", i), 30617); err != nil {
+			t.Fatal(err)
+		}
+	}
+	wantQuota(t, synced(bad, "r2", 30617), "synced from wss://attacker.example", "limit 2 per relay")
+	if err := synced(bad, "r0", 30618); err != nil {
+		t.Fatal(err)
+	}
+	wantQuota(t, synced(bad, "r1", 30618), "3 events synced from wss://attacker.example", "limit 3 per relay")
+	if err := synced("wss://other.example", "r9", 30617); err != nil {
+		t.Fatalf("another relay: %v", err)
+	}
+	if err := announce(t, p, nostr.GeneratePrivateKey(), "r8", "198.51.100.7"); err != nil {
+		t.Fatalf("a client: %v", err)
 	}
 }

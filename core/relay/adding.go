@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"runtime/debug"
-	"strings"
 
 	"github.com/fiatjaf/eventstore"
 	"github.com/nbd-wtf/go-nostr"
@@ -14,40 +13,32 @@ import (
 
 	"github.com/grasp-dev/grasp/core/gate"
 	"github.com/grasp-dev/grasp/core/nip34"
+	"github.com/grasp-dev/grasp/core/outcome"
 	"github.com/grasp-dev/grasp/core/policy"
 )
 
-const (
-	msgDuplicate = "duplicate: already have this event"
-	msgNewer     = "duplicate: have a newer version of this event"
-	msgClosing   = "error: relay is shutting down, try again later"
-	msgSaveFail  = "error: could not save the event"
+// The write path's own answers.
+var (
+	resDuplicate = outcome.New(outcome.Duplicate, "already have this event")
+	resNewer     = outcome.New(outcome.Outdated, "have a newer version of this event")
+	resClosing   = outcome.New(outcome.Error, "relay is shutting down, try again later")
+	resSaveFail  = outcome.New(outcome.Error, "could not save the event")
+	msgClosing   = resClosing.Text()
 )
 
-type callKey struct{}
-
-// call travels in the context through khatru's AddEvent to the write hook:
-// where the event came from, and what the client's OK says. It is how the
-// message of an OK true (purgatory, duplicate, shadow) gets from the
-// decision to the caller of Ingest, the only way it travels.
-type call struct {
-	publish bool // Publish: stored without the pipeline
-	meta    policy.Meta
-	msg     string
-}
-
-func callOf(ctx context.Context) *call {
-	if c, ok := ctx.Value(callKey{}).(*call); ok {
-		return c
-	}
-	return &call{meta: policy.Meta{Source: policy.SourceClient}}
-}
-
-// Ingest takes an event from a client (the gate, meta.Source "client") or a
-// sync peer (meta.Source "sync" when unset): it checks the id and the
-// signature, then runs khatru's write pipeline with the acceptance pipeline
-// inside. ok and msg are what the OK carries.
+// Ingest is Accept with its result as the OK frame carries it: ok and the
+// message, whose NIP-01 prefix outcome.Result.Text writes. The gate and
+// sync peers that only speak text call it.
 func (s *Server) Ingest(ctx context.Context, evt *nostr.Event, meta policy.Meta) (ok bool, msg string) {
+	r := s.Accept(ctx, evt, meta)
+	return r.OK(), r.Text()
+}
+
+// Accept takes an event from a client (the gate, meta.Source "client") or a
+// sync peer (meta.Source "sync" when unset): it checks the id and the
+// signature, NIP-70 and the cheap limits, then writes it (write) with the
+// acceptance pipeline deciding. The result says what became of it.
+func (s *Server) Accept(ctx context.Context, evt *nostr.Event, meta policy.Meta) (res outcome.Result) {
 	// Every event from a client or a sync peer passes here: a panic in the
 	// pipeline, a plugin's glue, the store or an effect is logged with its
 	// stack and answered "error:", and the process and the connection go
@@ -58,16 +49,16 @@ func (s *Server) Ingest(ctx context.Context, evt *nostr.Event, meta policy.Meta)
 			s.log.Error("panic while ingesting an event", "id", evt.ID, "kind", evt.Kind,
 				"source", meta.Source, "panic", p, "stack", string(debug.Stack()))
 			s.metrics.rejected.WithLabelValues(kindLabel(evt.Kind), "error").Inc()
-			ok, msg = false, "error: internal error while processing this event; it was logged, try again later"
+			res = outcome.New(outcome.Error, "internal error while processing this event; it was logged, try again later")
 		}
 	}()
 	if !evt.CheckID() {
 		s.metrics.rejected.WithLabelValues(kindLabel(evt.Kind), "invalid").Inc()
-		return false, "invalid: id is computed incorrectly"
+		return outcome.New(outcome.Invalid, "id is computed incorrectly")
 	}
 	if valid, err := evt.CheckSignature(); err != nil || !valid {
 		s.metrics.rejected.WithLabelValues(kindLabel(evt.Kind), "invalid").Inc()
-		return false, "invalid: signature is invalid"
+		return outcome.New(outcome.Invalid, "signature is invalid")
 	}
 	if meta.ReceivedAt.IsZero() {
 		meta.ReceivedAt = s.clock.Now()
@@ -83,38 +74,46 @@ func (s *Server) Ingest(ctx context.Context, evt *nostr.Event, meta policy.Meta)
 		// (NIP-70 says so; "restricted:" would tell the client to give up).
 		if nip70.IsProtected(*evt) && meta.Authed != evt.PubKey {
 			if meta.Authed == "" {
-				return false, "auth-required: this event may only be published by its author"
+				return outcome.New(outcome.AuthRequired, "this event may only be published by its author")
 			}
-			return false, "auth-required: this event may only be published by its author; this connection is authenticated as another key"
+			return outcome.New(outcome.AuthRequired, "this event may only be published by its author; this connection is authenticated as another key")
 		}
 		if nip70.HasEmbeddedProtected(*evt) {
-			return false, "blocked: a protected event cannot be reposted"
+			return outcome.New(outcome.Blocked, "a protected event cannot be reposted")
 		}
 	}
-	c := &call{meta: meta}
-	if _, err := s.khatru.AddEvent(context.WithValue(ctx, callKey{}, c), evt); err != nil {
-		return false, err.Error()
+	if r, refused := s.rejectEvent(evt, meta); refused {
+		return r
 	}
-	return true, c.msg
+	return s.commit(ctx, evt, meta, false)
 }
 
 // Publish stores evt and broadcasts it without asking the pipeline: it is how
 // purgatory releases an event whose git data arrived. Deletion rules and
 // replaceable/addressable semantics still apply; Effects.Apply is not
 // called (the release is the effect). It returns nil when the event is
-// stored or already was, and an error with a NIP-01 prefixed reason when the
-// store refused it (e.g. deleted meanwhile, or a newer version exists).
+// stored or already was, and an *outcome.Refusal when the store refused it
+// (e.g. deleted meanwhile, or a newer version exists).
 func (s *Server) Publish(ctx context.Context, evt *nostr.Event) error {
-	c := &call{publish: true, meta: policy.Meta{Source: policy.SourcePurgatory, ReceivedAt: s.clock.Now()}}
 	if nostr.IsEphemeralKind(evt.Kind) {
 		// Refused as Ingest refuses it (limits.go): no instance relays an
 		// ephemeral event, so none is delivered by one instance only.
-		return fmt.Errorf("publish %s: %s", evt.ID, msgEphemeral)
+		return fmt.Errorf("publish %s: %w", evt.ID, outcome.Err(resEphemeral))
 	}
-	if _, err := s.khatru.AddEvent(context.WithValue(ctx, callKey{}, c), evt); err != nil {
+	if err := s.write(ctx, evt, true); err != nil {
 		return fmt.Errorf("publish %s: %w", evt.ID, err)
 	}
 	return nil
+}
+
+// write is commit as an error, nil for every OK true: Publish's form (a
+// release, publish true) and a sync peer's (false).
+func (s *Server) write(ctx context.Context, evt *nostr.Event, publish bool) error {
+	meta := policy.Meta{Source: policy.SourceSync, ReceivedAt: s.clock.Now()}
+	if publish {
+		meta.Source = policy.SourcePurgatory
+	}
+	return outcome.Err(s.commit(ctx, evt, meta, publish))
 }
 
 // Deliver hands subscribers an event another grasp instance stored in the
@@ -129,86 +128,87 @@ func (s *Server) Deliver(ctx context.Context, evt *nostr.Event) {
 	s.gate.Broadcast(evt)
 }
 
-// write is the StoreEvent / ReplaceEvent hook: the one place where the
-// pipeline decides, and where the decision is carried out with the event.
-// Every OK true is answered with ErrDupEvent, after which khatru does
-// nothing more (see the package doc); the gate broadcasts what was stored.
-func (s *Server) write(ctx context.Context, evt *nostr.Event, replace bool) error {
+// refuse counts a refusal by its reason and returns it.
+func (s *Server) refuse(evt *nostr.Event, r outcome.Result) outcome.Result {
+	s.metrics.rejected.WithLabelValues(kindLabel(evt.Kind), r.Kind.Prefix()).Inc()
+	return r
+}
+
+// commit is the one place where the pipeline decides (unless publish: a
+// release from purgatory), and where the decision is carried out with the
+// event: duplicates and newer versions, deleted-by-author, the decision,
+// GRASP-08's record, a deletion's targets, then store and broadcast, hold
+// or shadow. Regular kinds are saved, replaceable and addressable ones
+// replace their older versions.
+func (s *Server) commit(ctx context.Context, evt *nostr.Event, meta policy.Meta, publish bool) outcome.Result {
 	if !s.writes.begin() {
-		return errors.New(msgClosing)
+		return resClosing
 	}
 	defer s.writes.end()
-	c := callOf(ctx)
 	kind := kindLabel(evt.Kind)
+	replace := !nostr.IsRegularKind(evt.Kind)
 
 	have, newer, err := s.existing(ctx, evt, replace)
 	if err != nil {
 		s.log.Error("duplicate check failed", "id", evt.ID, "error", err)
-		return errors.New(msgSaveFail)
+		return resSaveFail
 	}
 	if have {
-		c.msg = msgDuplicate
 		s.metrics.outcome(kind, "duplicate")
-		return eventstore.ErrDupEvent
+		return resDuplicate
 	}
 	if newer {
-		s.metrics.rejected.WithLabelValues(kind, "duplicate").Inc()
-		return errors.New(msgNewer)
+		return s.refuse(evt, resNewer)
 	}
 	if gone, err := s.deletedByAuthor(ctx, evt); err != nil {
 		s.log.Error("deletion check failed", "id", evt.ID, "error", err)
-		return errors.New(msgSaveFail)
+		return resSaveFail
 	} else if gone {
-		s.metrics.rejected.WithLabelValues(kind, "blocked").Inc()
-		return errors.New(msgDeleted)
+		return s.refuse(evt, resDeleted)
 	}
 
 	d := policy.Decision{Outcome: policy.Store}
-	if !c.publish {
-		d = s.pipeline.Decide(ctx, evt, c.meta)
+	if !publish {
+		d = s.pipeline.Decide(ctx, evt, meta)
 	}
 	if d.Outcome == policy.Rejected {
 		if len(d.Effects) > 0 && s.effects != nil {
 			s.effects.Apply(ctx, evt, d)
 		}
-		msg := d.Msg
-		if msg == "" {
-			msg = "blocked: rejected by policy"
+		if d.Msg == "" {
+			return s.refuse(evt, outcome.New(outcome.Blocked, "rejected by policy"))
 		}
-		msg = nostr.NormalizeOKMessage(msg, "blocked")
-		s.metrics.rejected.WithLabelValues(kind, reasonClass(msg)).Inc()
-		return errors.New(msg)
+		return s.refuse(evt, outcome.Refused(d.Msg, outcome.Blocked))
 	}
 	if (d.Outcome == policy.Store || d.Outcome == policy.Hold) && s.opts.Record != nil {
 		// GRASP-08: privacy is decided once, before the event is durable
 		// (and, for a deletion, before its targets are gone).
 		if err := s.opts.Record(ctx, evt); err != nil {
-			msg := nostr.NormalizeOKMessage(err.Error(), "error")
-			s.metrics.rejected.WithLabelValues(kind, reasonClass(msg)).Inc()
-			return errors.New(msg)
+			if r, ok := outcome.Of(err); ok && !r.OK() {
+				return s.refuse(evt, r)
+			}
+			return s.refuse(evt, outcome.Refused(err.Error(), outcome.Error))
 		}
 	}
 	if evt.Kind == 5 {
 		// The author's own deletion is honoured also when the request is
 		// shadowed or held: it harms no one else, and refusing it would
 		// reveal a shadow rejection.
-		if msg := s.deleteTargets(ctx, evt); msg != "" {
-			s.metrics.rejected.WithLabelValues(kind, reasonClass(msg)).Inc()
-			return errors.New(msg)
+		if r, refused := s.deleteTargets(ctx, evt); refused {
+			return s.refuse(evt, r)
 		}
 		s.deletions.add(evt)
 	}
 	switch d.Outcome {
 	case policy.Store:
 	case policy.Shadow:
-		c.msg = d.Msg
 		s.metrics.outcome(kind, "shadow")
-		return eventstore.ErrDupEvent
+		return outcome.Shadow(d.Msg)
 	case policy.Hold:
-		return s.hold(ctx, c, evt, d)
+		return s.hold(ctx, meta, evt, d)
 	default:
 		s.log.Error("pipeline returned an unknown outcome", "outcome", int(d.Outcome), "id", evt.ID)
-		return errors.New("error: could not decide about this event")
+		return outcome.New(outcome.Error, "could not decide about this event")
 	}
 
 	if replace {
@@ -217,13 +217,12 @@ func (s *Server) write(ctx context.Context, evt *nostr.Event, replace bool) erro
 		err = s.store.SaveEvent(ctx, evt)
 	}
 	if errors.Is(err, eventstore.ErrDupEvent) {
-		c.msg = msgDuplicate
 		s.metrics.outcome(kind, "duplicate")
-		return eventstore.ErrDupEvent
+		return resDuplicate
 	}
 	if err != nil {
 		s.log.Error("saving event failed", "id", evt.ID, "kind", evt.Kind, "error", err)
-		return errors.New(msgSaveFail)
+		return resSaveFail
 	}
 	s.metrics.stored.WithLabelValues(kind).Inc()
 	// The callbacks first: GRASP-08's visibility learns of a private
@@ -232,37 +231,35 @@ func (s *Server) write(ctx context.Context, evt *nostr.Event, replace bool) erro
 		fn(ctx, evt)
 	}
 	s.gate.Broadcast(evt)
-	if !c.publish && s.effects != nil {
+	if !publish && s.effects != nil {
 		s.effects.Apply(ctx, evt, d)
 	}
-	return eventstore.ErrDupEvent
+	return outcome.New(outcome.Stored, "")
 }
 
-func (s *Server) hold(ctx context.Context, c *call, evt *nostr.Event, d policy.Decision) error {
+func (s *Server) hold(ctx context.Context, meta policy.Meta, evt *nostr.Event, d policy.Decision) outcome.Result {
 	kind := kindLabel(evt.Kind)
 	if s.effects == nil {
 		s.log.Error("pipeline asked to hold an event but no purgatory is configured", "id", evt.ID)
 		s.metrics.rejected.WithLabelValues(kind, "error").Inc()
-		return errors.New("error: purgatory is not available")
+		return outcome.New(outcome.Error, "purgatory is not available")
 	}
-	msg, err := s.effects.Hold(ctx, evt, d, c.meta)
+	msg, err := s.effects.Hold(ctx, evt, d, meta)
 	var refused *policy.Refusal
 	if errors.As(err, &refused) {
-		msg := nostr.NormalizeOKMessage(refused.Msg, "error")
-		s.metrics.rejected.WithLabelValues(kind, reasonClass(msg)).Inc()
-		return errors.New(msg)
+		return s.refuse(evt, outcome.Refused(refused.Msg, outcome.Error))
 	}
 	if err != nil {
 		s.log.Error("holding event in purgatory failed", "id", evt.ID, "error", err)
 		s.metrics.rejected.WithLabelValues(kind, "error").Inc()
-		return errors.New("error: could not keep the event in purgatory")
+		return outcome.New(outcome.Error, "could not keep the event in purgatory")
 	}
-	if !strings.HasPrefix(msg, "purgatory:") && !strings.HasPrefix(msg, "duplicate:") {
-		msg = policy.MsgPurgatory
+	r := outcome.Accepted(msg)
+	if r.Kind != outcome.Held && r.Kind != outcome.Duplicate {
+		r = outcome.Accepted(policy.MsgPurgatory)
 	}
-	c.msg = msg
 	s.metrics.outcome(kind, "hold")
-	return eventstore.ErrDupEvent
+	return r
 }
 
 // existing reports whether evt itself is stored, and, for replaceable and
@@ -298,12 +295,12 @@ func (s *Server) existing(ctx context.Context, evt *nostr.Event, replace bool) (
 // deleteEvent removes one stored event (NIP-09 request or replacement).
 func (s *Server) deleteEvent(ctx context.Context, evt *nostr.Event) error {
 	if !s.writes.begin() {
-		return errors.New(msgClosing)
+		return outcome.Err(resClosing)
 	}
 	defer s.writes.end()
 	if err := s.store.DeleteEvent(ctx, evt); err != nil {
 		s.log.Error("deleting event failed", "id", evt.ID, "error", err)
-		return errors.New("error: could not delete the event")
+		return outcome.Err(outcome.New(outcome.Error, "could not delete the event"))
 	}
 	s.metrics.deleted.Inc()
 	return nil

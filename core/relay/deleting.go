@@ -11,6 +11,8 @@ import (
 
 	"github.com/fiatjaf/eventstore"
 	"github.com/nbd-wtf/go-nostr"
+
+	"github.com/grasp-dev/grasp/core/outcome"
 )
 
 // NIP-09 here has one owner: deletedByAuthor is the only "was this event
@@ -18,8 +20,11 @@ import (
 // purgatory events alike, with msgDeleted as the one answer), and
 // deleteTargets the only place a deletion request removes stored events.
 
-// msgDeleted answers an event its author has deleted.
-const msgDeleted = "blocked: this event was deleted by its author"
+// resDeleted answers an event its author has deleted.
+var (
+	resDeleted = outcome.New(outcome.Blocked, "this event was deleted by its author")
+	msgDeleted = resDeleted.Text()
+)
 
 // deletedByAuthor reports whether the author has deleted evt: by id, or, for
 // replaceable and addressable kinds, by address with a deletion not older
@@ -60,8 +65,8 @@ func (s *Server) any(ctx context.Context, f nostr.Filter) (bool, error) {
 // deleteTargets removes the stored events a deletion request names (by id,
 // or by address up to the request's created_at). A request naming a stored
 // event of someone else is refused whole, before anything is deleted. It
-// returns a prefixed reason when the request is refused or a removal failed.
-func (s *Server) deleteTargets(ctx context.Context, del *nostr.Event) string {
+// returns the refusal when the request is refused or a removal failed.
+func (s *Server) deleteTargets(ctx context.Context, del *nostr.Event) (outcome.Result, bool) {
 	var targets []*nostr.Event
 	for _, tag := range del.Tags {
 		if len(tag) < 2 {
@@ -97,15 +102,18 @@ func (s *Server) deleteTargets(ctx context.Context, del *nostr.Event) string {
 	}
 	for _, t := range targets {
 		if t.PubKey != del.PubKey {
-			return "blocked: you are not the author of this event"
+			return outcome.New(outcome.Blocked, "you are not the author of this event"), true
 		}
 	}
 	for _, t := range targets {
 		if err := s.deleteEvent(ctx, t); err != nil {
-			return err.Error()
+			if r, ok := outcome.Of(err); ok {
+				return r, true
+			}
+			return outcome.Refused(err.Error(), outcome.Error), true
 		}
 	}
-	return ""
+	return outcome.Result{}, false
 }
 
 // tombstones is the index behind deletedByAuthor: 64-bit keys of every

@@ -18,6 +18,7 @@ import (
 
 	"github.com/grasp-dev/grasp/core/env"
 	"github.com/grasp-dev/grasp/core/policy"
+	"github.com/grasp-dev/grasp/internal/testkit"
 	"github.com/grasp-dev/grasp/internal/testwait"
 )
 
@@ -101,12 +102,8 @@ type key struct{ sk, pk string }
 
 func newKey(tb testing.TB) key {
 	tb.Helper()
-	sk := nostr.GeneratePrivateKey()
-	pk, err := nostr.GetPublicKey(sk)
-	if err != nil {
-		tb.Fatalf("public key: %v", err)
-	}
-	return key{sk, pk}
+	k := testkit.NewKey(tb)
+	return key{k.SK, k.PK}
 }
 
 func (k key) event(tb testing.TB, kind int, created int64, tags nostr.Tags, content string) *nostr.Event {

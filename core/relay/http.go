@@ -15,8 +15,8 @@ import (
 // set browser git clients send — Git-Protocol and friends, and
 // X-Git-Request-Id (a retry id some browser git clients add; bindws and the
 // field report list it) — so the allow list is wider than the spec minimum.
-// The gate serves the websocket and NIP-11 is served here, so khatru's own
-// ServeHTTP (with its CORS middleware) is never called.
+// The gate serves the websocket and NIP-11 is served here: no framework's
+// CORS middleware comes between.
 //
 // git-receive-pack gets the same rule (issue 25 part 6, replacing the
 // narrower one of audit F18a, which dropped GET and Git-Protocol from its

@@ -3,7 +3,6 @@ package relay
 import (
 	"fmt"
 	"strconv"
-	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -66,22 +65,6 @@ func kindLabel(kind int) string {
 	case 0, 1, 3, 5, 6, 7, 16, 1111, 1617, 1618, 1619, 1621, 1622, 1630, 1631, 1632, 1633,
 		10002, 10317, 30617, 30618:
 		return strconv.Itoa(kind)
-	}
-	return "other"
-}
-
-var reasonClasses = []string{"duplicate", "pow", "blocked", "rate-limited", "invalid", "restricted", "mute", "error", "auth-required"}
-
-// reasonClass is the NIP-01 machine-readable prefix of an OK message.
-func reasonClass(msg string) string {
-	prefix, _, found := strings.Cut(msg, ":")
-	if !found {
-		return "other"
-	}
-	for _, c := range reasonClasses {
-		if prefix == c {
-			return c
-		}
 	}
 	return "other"
 }

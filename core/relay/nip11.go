@@ -61,6 +61,16 @@ type limitation struct {
 	MaxPlaceholderBytesPerPubkey int64 `json:"max_placeholder_bytes_per_pubkey,omitempty"`
 	MaxPlaceholderBytesPerIP     int64 `json:"max_placeholder_bytes_per_ip,omitempty"`
 	PlaceholderTTL               int64 `json:"placeholder_ttl,omitempty"`
+	// Ours: what GRASP-06 /prs/ repositories may hold, whether or not
+	// their PR event is known (audit F20), and how long unused data is kept
+	// (seconds).
+	MaxPRsBytes          int64 `json:"max_prs_bytes,omitempty"`
+	MaxPRsBytesPerIP     int64 `json:"max_prs_bytes_per_ip,omitempty"`
+	MaxPRsBytesPerPubkey int64 `json:"max_prs_bytes_per_pubkey,omitempty"`
+	MaxPRsRepos          int   `json:"max_prs_repos,omitempty"`
+	MaxPRsReposPerIP     int   `json:"max_prs_repos_per_ip,omitempty"`
+	MaxPRsReposPerPubkey int   `json:"max_prs_repos_per_pubkey,omitempty"`
+	PRsTTL               int64 `json:"prs_ttl,omitempty"`
 }
 
 func positive(v int) int {
@@ -123,6 +133,14 @@ func (s *Server) buildNIP11() ([]byte, error) {
 			MaxPlaceholderBytesPerPubkey: max(s.opts.PushLimits.BytesPerPubkey, 0),
 			MaxPlaceholderBytesPerIP:     max(s.opts.PushLimits.BytesPerIP, 0),
 			PlaceholderTTL:               max(s.opts.PushLimits.PlaceholderTTLSeconds, 0),
+
+			MaxPRsBytes:          max(s.opts.PRsLimits.Bytes, 0),
+			MaxPRsBytesPerIP:     max(s.opts.PRsLimits.BytesPerIP, 0),
+			MaxPRsBytesPerPubkey: max(s.opts.PRsLimits.BytesPerPubkey, 0),
+			MaxPRsRepos:          positive(s.opts.PRsLimits.Repos),
+			MaxPRsReposPerIP:     positive(s.opts.PRsLimits.ReposPerIP),
+			MaxPRsReposPerPubkey: positive(s.opts.PRsLimits.ReposPerPubkey),
+			PRsTTL:               max(s.opts.PRsLimits.TTLSeconds, 0),
 		},
 	}
 	if s.svc.Host != "" {

@@ -11,31 +11,23 @@
 // never touches git data (core/git, mounted with HandleGit), and never
 // speaks the websocket protocol (core/gate, which it builds and feeds).
 //
-// # What remains of khatru, and why
+// # Why the write path does not run through khatru
 //
-// khatru v0.19.1 is the write pipeline: Ingest and Publish call its AddEvent,
-// which runs the RejectEvent hooks (the cheap limits, limits.go) and then the
-// StoreEvent or ReplaceEvent hook (write, adding.go) as khatru orders them
-// for regular and replaceable kinds. Three khatru behaviours are worked
-// around, each in one place:
-//   - its "was this deleted" check queries tag keys "#e"/"#a", which no store
-//     indexes, so it never matches (and ignores who signed the deletion): no
-//     QueryEvents hook is registered, so it queries nothing, and
-//     deletedByAuthor (deleting.go) is the one check;
-//   - it knows only "stored" and "not stored", and answers OK true with an
-//     empty message: the write hook stores the event itself and answers
-//     khatru with eventstore.ErrDupEvent for every OK true (stored, held,
-//     shadowed, duplicate), so khatru does nothing more (no OnEventSaved, no
-//     NIP-40 expiration tracking on the wall clock), and the message travels
-//     back in the call (adding.go);
-//   - its websocket handler cannot answer OK true with a message, answers
-//     NIP-77 with NEG-ERROR, races its NEG sessions, blocks on slow readers
-//     and broadcasts over a listener list it reads without its lock: the
-//     gate serves the websocket and broadcasts (see package gate for the
-//     measurement behind that).
-//
-// What the gate and these hooks cost over bare khatru is measured in
-// bridge_bench_test.go; the figures are in the package gate doc.
+// khatru v0.19.1 was the write pipeline until issue 28: Ingest called its
+// AddEvent only to reach its RejectEvent and StoreEvent/ReplaceEvent hooks.
+// Its pipeline knows "stored" and "refused", nothing between: an OK true
+// with a message (held, shadowed, duplicate) had to be answered by the
+// store hook with eventstore.ErrDupEvent and carried back through a
+// context value; its deletion check queries tag keys "#e"/"#a" that no
+// store indexes; khatru.NewRelay starts an expiration goroutine on
+// context.Background that nothing can stop. So the path is ours (Accept,
+// adding.go): the cheap limits, the duplicate and deletion checks, the
+// decision and its effect, with the result as an outcome.Result and the
+// OK text written by outcome alone. Going through AddEvent cost more than
+// calling the same steps directly (BenchmarkWritePath, figures in
+// docs/architecture.md). khatru remains the bench's baseline relay
+// (cmd/grasp-bench) and the peer of the tests; the gate serves the
+// websocket (see package gate for why).
 package relay
 
 import (
@@ -47,7 +39,6 @@ import (
 	"time"
 
 	"github.com/fiatjaf/eventstore"
-	"github.com/fiatjaf/khatru"
 	"github.com/hashicorp/go-hclog"
 	"github.com/nbd-wtf/go-nostr"
 
@@ -133,6 +124,9 @@ type Options struct {
 	// anyone may make; issue 12 part 4); enforced by core/git and
 	// core/purgatory.
 	PushLimits PushLimits
+	// PRsLimits are the GRASP-06 /prs/ data quotas advertised in NIP-11
+	// limitation (audit F20); enforced by core/purgatory.
+	PRsLimits PRsLimits
 }
 
 // PushLimits are what one git push, and the refs/nostr/<id> placeholders
@@ -146,6 +140,15 @@ type PushLimits struct {
 	PlaceholderTTLSeconds                               int64
 }
 
+// PRsLimits are what GRASP-06 /prs/ repositories may hold: bytes and
+// repositories in total, per client IP and per npub of the path, and how
+// long unused data is kept. Zero is unbounded (and not advertised).
+type PRsLimits struct {
+	Bytes, BytesPerIP, BytesPerPubkey int64
+	Repos, ReposPerIP, ReposPerPubkey int
+	TTLSeconds                        int64
+}
+
 // Server is a configured relay plus its HTTP routing.
 type Server struct {
 	opts     Options
@@ -157,7 +160,6 @@ type Server struct {
 	effects  Effects
 	metrics  *metrics
 
-	khatru  *khatru.Relay
 	gate    *gate.Gate
 	wsURL   string
 	nip11   []byte
@@ -183,7 +185,7 @@ type Server struct {
 	writes    *writeGate
 }
 
-// New configures khatru, the gate and the HTTP routing. It does not listen;
+// New configures the write path, the gate and the HTTP routing. It does not listen;
 // call Serve.
 func New(opts Options, e env.Env) (*Server, error) {
 	if opts.Events == nil {
@@ -231,7 +233,6 @@ func New(opts Options, e env.Env) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("relay: %w", err)
 	}
-	s.khatru = s.newKhatru()
 	s.gate = gate.New(gate.Options{Backend: s, Limits: limits, RelayURL: wsURL, OtherRelayURLs: otherRelayURLs(svc), Private: opts.Private, ClientIP: opts.ClientIP}, e.Named("gate"))
 	s.configured.name, s.configured.description, s.configured.icon = opts.Name, opts.Description, opts.IconURL
 	s.nip11, err = s.buildNIP11()
@@ -243,22 +244,6 @@ func New(opts Options, e env.Env) (*Server, error) {
 	}
 	s.handler = http.HandlerFunc(s.route)
 	return s, nil
-}
-
-// newKhatru wires khatru's write hooks. No QueryEvents hook is registered:
-// khatru would use it only for its deletion check that never matches (see
-// the package doc) and for its websocket handler, which the gate replaces.
-func (s *Server) newKhatru() *khatru.Relay {
-	rl := khatru.NewRelay()
-	rl.Log = s.log.Named("khatru").StandardLogger(&hclog.StandardLoggerOptions{InferLevels: true})
-	rl.RejectEvent = append(rl.RejectEvent, s.rejectEvent)
-	rl.StoreEvent = append(rl.StoreEvent, func(ctx context.Context, evt *nostr.Event) error {
-		return s.write(ctx, evt, false)
-	})
-	rl.ReplaceEvent = append(rl.ReplaceEvent, func(ctx context.Context, evt *nostr.Event) error {
-		return s.write(ctx, evt, true)
-	})
-	return rl
 }
 
 // Handler is the whole HTTP surface: CORS, websocket, NIP-11, git, pages.

@@ -55,6 +55,16 @@ func (s *Server) assemble(ext Extensions) error {
 			MaxAnnouncementsPerRemote:     cfg.Purgatory.MaxHeldAnnouncementsPerIP,
 			MaxAnnouncementsPerAuthor:     cfg.Purgatory.MaxHeldAnnouncementsPerPubkey,
 			MaxAnnouncementsPerIdentifier: cfg.Purgatory.MaxHeldAnnouncementsPerIdentifier,
+			MaxHeldPerRelay:               cfg.Purgatory.MaxHeldPerRelay,
+			MaxAnnouncementsPerRelay:      cfg.Purgatory.MaxHeldAnnouncementsPerRelay,
+		},
+		PRsQuotas: purgatory.PRsQuotas{
+			Bytes:          int64(cfg.Grasp.PRsMaxMB) << 20,
+			BytesPerRemote: int64(cfg.Grasp.PRsMaxMBPerIP) << 20,
+			BytesPerPubkey: int64(cfg.Grasp.PRsMaxMBPerPubkey) << 20,
+			Repos:          cfg.Grasp.PRsMaxRepos,
+			ReposPerRemote: cfg.Grasp.PRsMaxReposPerIP,
+			ReposPerPubkey: cfg.Grasp.PRsMaxReposPerPubkey,
 		},
 		PlaceholderQuotas: purgatory.PlaceholderQuotas{
 			PerRepo:        cfg.Purgatory.MaxPlaceholdersPerRepo,
@@ -127,6 +137,7 @@ func (s *Server) assemble(ext Extensions) error {
 		Spawn:   s.background,
 		Archive: s.archive,
 		Service: svc,
+		PRsTTL:  cfg.Grasp.PRsTTL.D(),
 	}, s.env.Named("hosting"))
 	if err != nil {
 		return err
@@ -156,8 +167,9 @@ func (s *Server) assemble(ext Extensions) error {
 		queueWait = -1 // refuse at once
 	}
 	var prs git.PRsHost // nil: every /prs/ path is a 404 (G06-0)
+	var prsQuota git.PRsQuota
 	if cfg.Grasp.Grasp06 {
-		prs = s.hosting
+		prs, prsQuota = s.hosting, s.hosting
 	}
 	s.refusals = git.NewRefusals(s.clk)
 	gitHandler := git.NewHandler(git.Options{
@@ -165,6 +177,7 @@ func (s *Server) assemble(ext Extensions) error {
 		Placeholders:      s.hosting,
 		ReadOnly:          s.hosting.ReadOnly,
 		PRs:               prs,
+		PRsQuota:          prsQuota,
 		CheckSpace:        s.writable,
 		MaxPushBytes:      int64(cfg.Grasp.MaxPushMB) << 20,
 		MaxDuration:       cfg.Git.MaxPushDuration.D(),
@@ -220,7 +233,7 @@ func (s *Server) policyOptions(svc nip34.Service, plugins policy.Chain, names []
 	}
 }
 
-// assembleRelay builds the relay (khatru's write hooks, the websocket gate,
+// assembleRelay builds the relay (its write path, the websocket gate,
 // the NIP-11 document): every event goes through rules, their decision to
 // the effects.
 func (s *Server) assembleRelay(popts policy.Options, rules *policy.Rules) error {
@@ -281,6 +294,7 @@ func (s *Server) assembleRelay(popts policy.Options, rules *policy.Rules) error 
 			BytesPerIP:              int64(cfg.Purgatory.MaxPlaceholderMBPerIP) << 20,
 			PlaceholderTTLSeconds:   int64(cfg.Purgatory.NostrRefTTL.D().Seconds()),
 		},
+		PRsLimits: prsLimits(cfg.Grasp),
 	}, s.env.Named("relay"))
 	if err != nil {
 		return err
@@ -420,6 +434,19 @@ func (s *Server) assembleFanout() {
 			},
 		})
 	})
+}
+
+// prsLimits are the GRASP-06 /prs/ data quotas NIP-11 advertises; none
+// without GRASP-06.
+func prsLimits(g config.Grasp) relay.PRsLimits {
+	if !g.Grasp06 {
+		return relay.PRsLimits{}
+	}
+	return relay.PRsLimits{
+		Bytes: int64(g.PRsMaxMB) << 20, BytesPerIP: int64(g.PRsMaxMBPerIP) << 20, BytesPerPubkey: int64(g.PRsMaxMBPerPubkey) << 20,
+		Repos: g.PRsMaxRepos, ReposPerIP: g.PRsMaxReposPerIP, ReposPerPubkey: g.PRsMaxReposPerPubkey,
+		TTLSeconds: int64(g.PRsTTL.D().Seconds()),
+	}
 }
 
 // recheckAfter re-runs the states this instance refused of an identifier

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -20,6 +19,7 @@ import (
 	"github.com/grasp-dev/grasp/core/env"
 	"github.com/grasp-dev/grasp/core/metrics"
 	"github.com/grasp-dev/grasp/core/nip34"
+	"github.com/grasp-dev/grasp/internal/testkit"
 	"github.com/grasp-dev/grasp/internal/testwait"
 	"github.com/hashicorp/go-hclog"
 	"github.com/nbd-wtf/go-nostr"
@@ -35,15 +35,7 @@ type testServer struct {
 	stop context.CancelFunc
 }
 
-func freePort(t *testing.T) int {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
-}
+func freePort(t *testing.T) int { return testkit.FreePort(t) }
 
 // newEnv starts a server with a fake clock (set to now) so purgatory
 // expiry can be driven without sleeping.
@@ -150,9 +142,8 @@ type key struct {
 }
 
 func newKey(t *testing.T) key {
-	sk := nostr.GeneratePrivateKey()
-	pk, _ := nostr.GetPublicKey(sk)
-	return key{sk: sk, pk: pk, npub: nip34.Npub(pk)}
+	k := testkit.NewKey(t)
+	return key{sk: k.SK, pk: k.PK, npub: k.Npub}
 }
 
 // repo names k's repository d.

@@ -13,10 +13,15 @@ import (
 	"github.com/grasp-dev/grasp/core/health"
 	"github.com/grasp-dev/grasp/core/nip34"
 	"github.com/grasp-dev/grasp/core/purgatory"
+	"github.com/grasp-dev/grasp/core/relay"
 	gsync "github.com/grasp-dev/grasp/core/sync"
 	"github.com/grasp-dev/grasp/core/sync/catchup"
 	"github.com/grasp-dev/grasp/core/sync/conn"
 )
+
+// The relay answers sync peers' events with typed outcomes, which the pool
+// counts by (held, duplicate, stored).
+var _ conn.Accepter = (*relay.Server)(nil)
 
 // startSync wires GRASP-02 event sync: the relay's and purgatory's hooks
 // feed whichever sync stack runs now (none on a follower), and syncTerm,

@@ -2,12 +2,13 @@ package store
 
 import (
 	"context"
-	"fmt"
 	"math"
 
 	"github.com/fiatjaf/eventstore"
-	"github.com/grasp-dev/grasp/core/nip34"
 	"github.com/nbd-wtf/go-nostr"
+
+	"github.com/grasp-dev/grasp/core/nip34"
+	"github.com/grasp-dev/grasp/core/outcome"
 )
 
 // EventStore is what khatru needs: eventstore.Store plus COUNT support.
@@ -106,7 +107,7 @@ func (e *events) writeDirect(ctx context.Context, kind opKind, evt *nostr.Event)
 	if err == nil || err == eventstore.ErrDupEvent {
 		return err
 	}
-	return fmt.Errorf("error: %s event in postgres: %w", kind, err)
+	return outcome.Errorf(outcome.Error, "%s event in postgres: %w", kind, err)
 }
 
 // effectiveLimit is the limit a query actually runs with. The backend on its
@@ -158,7 +159,7 @@ func (e *events) QueryEvents(ctx context.Context, f nostr.Filter) (chan *nostr.E
 	// its own goroutine, taking the process down, on an empty one.
 	for name := range f.Tags {
 		if name == "" {
-			return nil, fmt.Errorf("invalid: empty tag name in filter")
+			return nil, outcome.Errorf(outcome.Invalid, "empty tag name in filter")
 		}
 	}
 	limit := e.effectiveLimit(ctx, f)
@@ -180,7 +181,7 @@ func (e *events) QueryEvents(ctx context.Context, f nostr.Filter) (chan *nostr.E
 	}
 	ch, err := e.be.QueryEvents(ctx, f)
 	if err != nil {
-		return nil, fmt.Errorf("error: query events: %w", err)
+		return nil, outcome.Errorf(outcome.Error, "query events: %w", err)
 	}
 	ch = e.s.withContent(ctx, ch)
 	if len(f.IDs) > 0 {
@@ -265,7 +266,7 @@ func (e *events) CountEvents(ctx context.Context, f nostr.Filter) (int64, error)
 	}
 	n, err := count(ctx, f)
 	if err != nil {
-		return 0, fmt.Errorf("error: count events: %w", err)
+		return 0, outcome.Errorf(outcome.Error, "count events: %w", err)
 	}
 	return n, nil
 }
@@ -285,43 +286,43 @@ const (
 // PostgreSQL keeps created_at in a 32-bit signed column.
 func validateEvent(evt *nostr.Event, binaryLimits bool) error {
 	if evt == nil {
-		return fmt.Errorf("invalid: no event")
+		return outcome.Errorf(outcome.Invalid, "no event")
 	}
 	if !nip34.IsHex64(evt.ID) {
-		return fmt.Errorf("invalid: event id must be 64 lowercase hex characters")
+		return outcome.Errorf(outcome.Invalid, "event id must be 64 lowercase hex characters")
 	}
 	if !nip34.IsHex64(evt.PubKey) {
-		return fmt.Errorf("invalid: pubkey must be 64 lowercase hex characters")
+		return outcome.Errorf(outcome.Invalid, "pubkey must be 64 lowercase hex characters")
 	}
 	if !nip34.IsHex128(evt.Sig) {
-		return fmt.Errorf("invalid: sig must be 128 lowercase hex characters")
+		return outcome.Errorf(outcome.Invalid, "sig must be 128 lowercase hex characters")
 	}
 	if evt.Kind < 0 || evt.Kind > math.MaxUint16 {
-		return fmt.Errorf("invalid: kind %d outside 0..65535", evt.Kind)
+		return outcome.Errorf(outcome.Invalid, "kind %d outside 0..65535", evt.Kind)
 	}
 	maxCreatedAt := nostr.Timestamp(math.MaxUint32)
 	if !binaryLimits {
 		maxCreatedAt = math.MaxInt32
 	}
 	if evt.CreatedAt < 0 || evt.CreatedAt > maxCreatedAt {
-		return fmt.Errorf("invalid: created_at %d outside 0..%d", evt.CreatedAt, maxCreatedAt)
+		return outcome.Errorf(outcome.Invalid, "created_at %d outside 0..%d", evt.CreatedAt, maxCreatedAt)
 	}
 	if !binaryLimits {
 		return nil
 	}
 	if len(evt.Content) > maxLargeContent {
-		return fmt.Errorf("invalid: content of %d bytes exceeds the store's %d-byte limit", len(evt.Content), maxLargeContent)
+		return outcome.Errorf(outcome.Invalid, "content of %d bytes exceeds the store's %d-byte limit", len(evt.Content), maxLargeContent)
 	}
 	if len(evt.Tags) > maxTags {
-		return fmt.Errorf("invalid: %d tags exceed the store's limit of %d", len(evt.Tags), maxTags)
+		return outcome.Errorf(outcome.Invalid, "%d tags exceed the store's limit of %d", len(evt.Tags), maxTags)
 	}
 	for i, tag := range evt.Tags {
 		if len(tag) > maxTagItems {
-			return fmt.Errorf("invalid: tag %d has %d items, the store's limit is %d", i, len(tag), maxTagItems)
+			return outcome.Errorf(outcome.Invalid, "tag %d has %d items, the store's limit is %d", i, len(tag), maxTagItems)
 		}
 		for _, item := range tag {
 			if len(item) > maxTagItemBytes {
-				return fmt.Errorf("invalid: tag %d has an item of %d bytes, the store's limit is %d", i, len(item), maxTagItemBytes)
+				return outcome.Errorf(outcome.Invalid, "tag %d has an item of %d bytes, the store's limit is %d", i, len(item), maxTagItemBytes)
 			}
 		}
 	}

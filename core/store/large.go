@@ -13,6 +13,7 @@ import (
 	"github.com/nbd-wtf/go-nostr"
 
 	"github.com/grasp-dev/grasp/core/nip34"
+	"github.com/grasp-dev/grasp/core/outcome"
 )
 
 // Content records. An event's content may be kept apart from the
@@ -128,7 +129,7 @@ func contentKey(prefix byte, id string) ([]byte, error) {
 	k := make([]byte, 1, 33)
 	k[0] = prefix
 	if !nip34.IsHex64(id) {
-		return nil, fmt.Errorf("invalid: event id %q", id)
+		return nil, outcome.Errorf(outcome.Invalid, "event id %q", id)
 	}
 	raw, _ := hex.DecodeString(id)
 	return append(k, raw...), nil
@@ -160,7 +161,7 @@ func (s *Store) putContent(prefix byte, id string, rec []byte) error {
 		return err
 	}
 	if err := s.db.Update(func(txn *badger.Txn) error { return txn.Set(k, rec) }); err != nil {
-		return fmt.Errorf("error: store the content of %s: %w", id, err)
+		return outcome.Errorf(outcome.Error, "store the content of %s: %w", id, err)
 	}
 	s.hasLarge.Store(true)
 	return nil

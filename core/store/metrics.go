@@ -3,10 +3,11 @@ package store
 import (
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/fiatjaf/eventstore"
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/grasp-dev/grasp/core/outcome"
 )
 
 type metrics struct {
@@ -108,9 +109,16 @@ func writeResult(err error) string {
 		return "ok"
 	case errors.Is(err, eventstore.ErrDupEvent):
 		return "duplicate"
-	case strings.HasPrefix(err.Error(), "invalid:"):
+	case isInvalid(err):
 		return "invalid"
 	default:
 		return "error"
 	}
+}
+
+// isInvalid reports whether err refuses the event itself (its outcome is
+// invalid), rather than failing to store it.
+func isInvalid(err error) bool {
+	r, ok := outcome.Of(err)
+	return ok && r.Kind == outcome.Invalid
 }

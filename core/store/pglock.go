@@ -5,9 +5,10 @@ import (
 	"database/sql"
 	"database/sql/driver"
 	"errors"
-	"fmt"
 	"hash/fnv"
 	"sync"
+
+	"github.com/grasp-dev/grasp/core/outcome"
 )
 
 // pgLockClassRepo is the first key of the two-key advisory locks that guard
@@ -60,7 +61,7 @@ func (l *PGRepoLocker) Lock(ctx context.Context, key string) (func(), error) {
 func (l *PGRepoLocker) wait(ctx context.Context, key string, k2 int32) (func(), error) {
 	conn, err := l.s.pg.pools.locks.Conn(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("error: repository lock %s: %w", key, err)
+		return nil, outcome.Errorf(outcome.Error, "repository lock %s: %w", key, err)
 	}
 	if _, err := conn.ExecContext(ctx, `SELECT pg_advisory_lock($1, $2)`, pgLockClassRepo, k2); err != nil {
 		// The lock may have been granted just as the wait was cancelled:
@@ -69,7 +70,7 @@ func (l *PGRepoLocker) wait(ctx context.Context, key string, k2 int32) (func(), 
 		if cerr := ctx.Err(); cerr != nil {
 			err = errors.Join(cerr, err)
 		}
-		return nil, fmt.Errorf("error: repository lock %s: %w", key, err)
+		return nil, outcome.Errorf(outcome.Error, "repository lock %s: %w", key, err)
 	}
 	return func() {
 		// Unlock on the same session; should that fail, the connection

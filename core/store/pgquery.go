@@ -13,6 +13,7 @@ import (
 	"github.com/nbd-wtf/go-nostr"
 
 	"github.com/grasp-dev/grasp/core/clientip"
+	"github.com/grasp-dev/grasp/core/outcome"
 )
 
 // Reads on PostgreSQL are done here, a page at a time: a query takes a
@@ -106,16 +107,16 @@ func (p *pgPager) next(ctx context.Context) ([]*nostr.Event, error) {
 	) sized WHERE upto - sz < ` + a.add(pgPageBytes) + ` ORDER BY created_at DESC, id`
 	db, release, err := p.s.pg.pools.forQuery(ctx, p.client, p.isClient)
 	if err != nil {
-		return nil, fmt.Errorf("error: query events: %w", err)
+		return nil, outcome.Errorf(outcome.Error, "query events: %w", err)
 	}
 	defer release()
 	res, err := db.QueryContext(ctx, q, a.list...)
 	if err != nil {
-		return nil, fmt.Errorf("error: query events: %w", err)
+		return nil, outcome.Errorf(outcome.Error, "query events: %w", err)
 	}
 	page, bytes, err := scanEvents(res)
 	if err != nil {
-		return nil, fmt.Errorf("error: query events: %w", err)
+		return nil, outcome.Errorf(outcome.Error, "query events: %w", err)
 	}
 	p.left -= len(page)
 	if len(page) > 0 {

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/grasp-dev/grasp/core/outcome"
 )
 
 // pgScanPage is how many side entries one scan query fetches: Scan calls fn
@@ -46,7 +48,7 @@ func (tx *pgSideTx) Get(bucket, key string) ([]byte, bool, error) {
 		return nil, false, nil
 	}
 	if err != nil {
-		return nil, false, fmt.Errorf("error: read side entry %s/%s: %w", bucket, key, err)
+		return nil, false, outcome.Errorf(outcome.Error, "read side entry %s/%s: %w", bucket, key, err)
 	}
 	if expired(nsTime(ns), tx.now) {
 		return nil, false, nil
@@ -56,16 +58,16 @@ func (tx *pgSideTx) Get(bucket, key string) ([]byte, bool, error) {
 
 func (tx *pgSideTx) Put(bucket, key string, val []byte, ttl time.Duration) error {
 	if tx.readOnly {
-		return errors.New("error: side-table write in a read-only transaction")
+		return outcome.Errorf(outcome.Error, "side-table write in a read-only transaction")
 	}
 	if _, err := sideKey(bucket, key); err != nil {
 		return err
 	}
 	if ttl < 0 {
-		return fmt.Errorf("invalid: negative ttl %s for side entry %s/%s", ttl, bucket, key)
+		return outcome.Errorf(outcome.Invalid, "negative ttl %s for side entry %s/%s", ttl, bucket, key)
 	}
 	if len(val) > maxSideValueLen {
-		return fmt.Errorf("invalid: side value of %d bytes exceeds %d", len(val), maxSideValueLen)
+		return outcome.Errorf(outcome.Invalid, "side value of %d bytes exceeds %d", len(val), maxSideValueLen)
 	}
 	var ns int64
 	if ttl > 0 {
@@ -79,7 +81,7 @@ func (tx *pgSideTx) Put(bucket, key string, val []byte, ttl time.Duration) error
 		ON CONFLICT (bucket, key) DO UPDATE SET val = EXCLUDED.val, expires_ns = EXCLUDED.expires_ns`,
 		bucket, []byte(key), val, ns)
 	if err != nil {
-		return fmt.Errorf("error: write side entry %s/%s: %w", bucket, key, err)
+		return outcome.Errorf(outcome.Error, "write side entry %s/%s: %w", bucket, key, err)
 	}
 	tx.wrote = true
 	return nil
@@ -87,14 +89,14 @@ func (tx *pgSideTx) Put(bucket, key string, val []byte, ttl time.Duration) error
 
 func (tx *pgSideTx) Delete(bucket, key string) error {
 	if tx.readOnly {
-		return errors.New("error: side-table delete in a read-only transaction")
+		return outcome.Errorf(outcome.Error, "side-table delete in a read-only transaction")
 	}
 	if _, err := sideKey(bucket, key); err != nil {
 		return err
 	}
 	if _, err := tx.q.ExecContext(context.Background(),
 		`DELETE FROM grasp_side WHERE bucket = $1 AND key = $2`, bucket, []byte(key)); err != nil {
-		return fmt.Errorf("error: delete side entry %s/%s: %w", bucket, key, err)
+		return outcome.Errorf(outcome.Error, "delete side entry %s/%s: %w", bucket, key, err)
 	}
 	tx.wrote = true
 	return nil
@@ -113,20 +115,20 @@ func (tx *pgSideTx) Scan(bucket string, fn func(key string, val []byte, expires 
 		rows, err := tx.q.QueryContext(context.Background(), `SELECT key, val, expires_ns FROM grasp_side
 			WHERE bucket = $1 AND key > $2 ORDER BY key LIMIT $3`, bucket, after, pgScanPage)
 		if err != nil {
-			return fmt.Errorf("error: scan side bucket %s: %w", bucket, err)
+			return outcome.Errorf(outcome.Error, "scan side bucket %s: %w", bucket, err)
 		}
 		var page []row
 		for rows.Next() {
 			var r row
 			if err := rows.Scan(&r.key, &r.val, &r.ns); err != nil {
 				rows.Close()
-				return fmt.Errorf("error: scan side bucket %s: %w", bucket, err)
+				return outcome.Errorf(outcome.Error, "scan side bucket %s: %w", bucket, err)
 			}
 			page = append(page, r)
 		}
 		rows.Close()
 		if err := rows.Err(); err != nil {
-			return fmt.Errorf("error: scan side bucket %s: %w", bucket, err)
+			return outcome.Errorf(outcome.Error, "scan side bucket %s: %w", bucket, err)
 		}
 		for _, r := range page {
 			exp := nsTime(r.ns)
@@ -159,11 +161,11 @@ func (sd *Side) pgUpdate(fn func(tx SideTx) error) error {
 	ctx := context.Background()
 	tx, err := sd.s.pgDB().BeginTx(ctx, nil)
 	if err != nil {
-		return fmt.Errorf("error: begin side-table update: %w", err)
+		return outcome.Errorf(outcome.Error, "begin side-table update: %w", err)
 	}
 	defer tx.Rollback()
 	if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock($1)`, pgLockSide); err != nil {
-		return fmt.Errorf("error: lock side tables: %w", err)
+		return outcome.Errorf(outcome.Error, "lock side tables: %w", err)
 	}
 	ptx := &pgSideTx{q: tx, now: sd.s.env.Clock.Now()}
 	if err := fn(ptx); err != nil {
@@ -173,7 +175,7 @@ func (sd *Side) pgUpdate(fn func(tx SideTx) error) error {
 		return nil
 	}
 	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("error: commit side-table update: %w", err)
+		return outcome.Errorf(outcome.Error, "commit side-table update: %w", err)
 	}
 	return nil
 }

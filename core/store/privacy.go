@@ -3,13 +3,13 @@ package store
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/dgraph-io/badger/v4"
 	"github.com/lib/pq"
 
 	"github.com/grasp-dev/grasp/core/nip34"
+	"github.com/grasp-dev/grasp/core/outcome"
 )
 
 // Privacy is GRASP-08's durable record, kept beside the events on both
@@ -51,7 +51,7 @@ const maxPrivacyValue = 64 << 10
 
 func privacyEventKey(id string) ([]byte, error) {
 	if !nip34.IsHex64(id) {
-		return nil, fmt.Errorf("invalid: event id %q", id)
+		return nil, outcome.Errorf(outcome.Invalid, "event id %q", id)
 	}
 	return append([]byte{privacyEventPrefix}, id...), nil
 }
@@ -66,7 +66,7 @@ func (p *Privacy) PutEvent(ctx context.Context, id string, val []byte) error {
 		return errClosed
 	}
 	if len(val) > maxPrivacyValue {
-		return fmt.Errorf("invalid: privacy record of %d bytes exceeds %d", len(val), maxPrivacyValue)
+		return outcome.Errorf(outcome.Invalid, "privacy record of %d bytes exceeds %d", len(val), maxPrivacyValue)
 	}
 	k, err := privacyEventKey(id)
 	if err != nil {
@@ -75,18 +75,18 @@ func (p *Privacy) PutEvent(ctx context.Context, id string, val []byte) error {
 	if s.pg != nil {
 		if _, err := s.pgDB().ExecContext(ctx, `INSERT INTO grasp_privacy_event (id, val) VALUES ($1, $2)
 			ON CONFLICT (id) DO UPDATE SET val = EXCLUDED.val`, id, val); err != nil {
-			return fmt.Errorf("error: record the privacy of %s: %w", id, err)
+			return outcome.Errorf(outcome.Error, "record the privacy of %s: %w", id, err)
 		}
 		return nil
 	}
 	if err := s.db.Update(func(txn *badger.Txn) error { return txn.Set(k, val) }); err != nil {
-		return fmt.Errorf("error: record the privacy of %s: %w", id, err)
+		return outcome.Errorf(outcome.Error, "record the privacy of %s: %w", id, err)
 	}
 	if int64(len(k)+len(val)) >= s.vthreshold/2 {
 		// may be in the value log, which an event batch without large
 		// values does not sync
 		if err := s.w.submit(ctx, &op{kind: opBarrier, vlog: true}); err != nil {
-			return fmt.Errorf("error: privacy record of %s committed but not synced: %w", id, err)
+			return outcome.Errorf(outcome.Error, "privacy record of %s committed but not synced: %w", id, err)
 		}
 	}
 	return nil
@@ -105,19 +105,19 @@ func (p *Privacy) Events(ctx context.Context, ids []string) (map[string][]byte, 
 	if s.pg != nil {
 		rows, err := s.pgDB().QueryContext(ctx, `SELECT id, val FROM grasp_privacy_event WHERE id = ANY($1)`, pq.Array(ids))
 		if err != nil {
-			return nil, fmt.Errorf("error: read privacy records: %w", err)
+			return nil, outcome.Errorf(outcome.Error, "read privacy records: %w", err)
 		}
 		defer rows.Close()
 		for rows.Next() {
 			var id string
 			var val []byte
 			if err := rows.Scan(&id, &val); err != nil {
-				return nil, fmt.Errorf("error: read privacy records: %w", err)
+				return nil, outcome.Errorf(outcome.Error, "read privacy records: %w", err)
 			}
 			out[id] = val
 		}
 		if err := rows.Err(); err != nil {
-			return nil, fmt.Errorf("error: read privacy records: %w", err)
+			return nil, outcome.Errorf(outcome.Error, "read privacy records: %w", err)
 		}
 		return out, nil
 	}
@@ -141,7 +141,7 @@ func (p *Privacy) Events(ctx context.Context, ids []string) (map[string][]byte, 
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("error: read privacy records: %w", err)
+		return nil, outcome.Errorf(outcome.Error, "read privacy records: %w", err)
 	}
 	return out, nil
 }

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"strings"
 	"syscall"
+
+	"github.com/grasp-dev/grasp/core/outcome"
 )
 
 // A full disk is survivable (issue 24 part 7, audit 2026-11 F12): badger
@@ -21,7 +23,7 @@ func (s *Store) ReadOnly() string { return s.readOnly }
 
 // errReadOnly is the error of a write to a read-only store.
 func (s *Store) errReadOnly() error {
-	return errors.New("error: this server started read-only and refuses writes until it is restarted with room on its disk (" + s.readOnly + ")")
+	return outcome.Errorf(outcome.Error, "this server started read-only and refuses writes until it is restarted with room on its disk (%s)", s.readOnly)
 }
 
 // noSpace reports whether err says the disk is full.

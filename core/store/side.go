@@ -4,11 +4,12 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
-	"fmt"
 	"strings"
 	"time"
 
 	"github.com/dgraph-io/badger/v4"
+
+	"github.com/grasp-dev/grasp/core/outcome"
 )
 
 // sidePrefix is the first key byte of every side-table entry. The event
@@ -96,7 +97,7 @@ func (sd *Side) Update(fn func(tx SideTx) error) error {
 	}
 	// The transaction is in badger's WAL; wait for the next group fsync.
 	if err := sd.s.w.submit(context.Background(), &op{kind: opBarrier, vlog: big}); err != nil {
-		return fmt.Errorf("error: side-table update committed but not synced: %w", err)
+		return outcome.Errorf(outcome.Error, "side-table update committed but not synced: %w", err)
 	}
 	return nil
 }
@@ -119,7 +120,7 @@ func (sd *Side) commit(fn func(tx SideTx) error) (wrote, big bool, err error) {
 		return false, false, nil
 	}
 	if err := txn.Commit(); err != nil {
-		return false, false, fmt.Errorf("error: commit side-table update: %w", err)
+		return false, false, outcome.Errorf(outcome.Error, "commit side-table update: %w", err)
 	}
 	return true, tx.big, nil
 }
@@ -156,15 +157,15 @@ func (tx *sideTx) Get(bucket, key string) ([]byte, bool, error) {
 		return nil, false, nil
 	}
 	if err != nil {
-		return nil, false, fmt.Errorf("error: read side entry %s/%s: %w", bucket, key, err)
+		return nil, false, outcome.Errorf(outcome.Error, "read side entry %s/%s: %w", bucket, key, err)
 	}
 	raw, err := item.ValueCopy(nil)
 	if err != nil {
-		return nil, false, fmt.Errorf("error: read side entry %s/%s: %w", bucket, key, err)
+		return nil, false, outcome.Errorf(outcome.Error, "read side entry %s/%s: %w", bucket, key, err)
 	}
 	val, expires, err := decodeSideValue(raw)
 	if err != nil {
-		return nil, false, fmt.Errorf("error: side entry %s/%s: %w", bucket, key, err)
+		return nil, false, outcome.Errorf(outcome.Error, "side entry %s/%s: %w", bucket, key, err)
 	}
 	if expired(expires, tx.now) {
 		return nil, false, nil
@@ -174,24 +175,24 @@ func (tx *sideTx) Get(bucket, key string) ([]byte, bool, error) {
 
 func (tx *sideTx) Put(bucket, key string, val []byte, ttl time.Duration) error {
 	if tx.readOnly {
-		return errors.New("error: side-table write in a read-only transaction")
+		return outcome.Errorf(outcome.Error, "side-table write in a read-only transaction")
 	}
 	k, err := sideKey(bucket, key)
 	if err != nil {
 		return err
 	}
 	if ttl < 0 {
-		return fmt.Errorf("invalid: negative ttl %s for side entry %s/%s", ttl, bucket, key)
+		return outcome.Errorf(outcome.Invalid, "negative ttl %s for side entry %s/%s", ttl, bucket, key)
 	}
 	if len(val) > maxSideValueLen {
-		return fmt.Errorf("invalid: side value of %d bytes exceeds %d", len(val), maxSideValueLen)
+		return outcome.Errorf(outcome.Invalid, "side value of %d bytes exceeds %d", len(val), maxSideValueLen)
 	}
 	var expires time.Time
 	if ttl > 0 {
 		expires = tx.now.Add(ttl)
 	}
 	if err := tx.txn.Set(k, encodeSideValue(val, expires)); err != nil {
-		return fmt.Errorf("error: write side entry %s/%s: %w", bucket, key, err)
+		return outcome.Errorf(outcome.Error, "write side entry %s/%s: %w", bucket, key, err)
 	}
 	tx.wrote = true
 	tx.big = tx.big || int64(len(k)+sideHeaderLen+len(val)) >= tx.vthreshold/2
@@ -200,14 +201,14 @@ func (tx *sideTx) Put(bucket, key string, val []byte, ttl time.Duration) error {
 
 func (tx *sideTx) Delete(bucket, key string) error {
 	if tx.readOnly {
-		return errors.New("error: side-table delete in a read-only transaction")
+		return outcome.Errorf(outcome.Error, "side-table delete in a read-only transaction")
 	}
 	k, err := sideKey(bucket, key)
 	if err != nil {
 		return err
 	}
 	if err := tx.txn.Delete(k); err != nil {
-		return fmt.Errorf("error: delete side entry %s/%s: %w", bucket, key, err)
+		return outcome.Errorf(outcome.Error, "delete side entry %s/%s: %w", bucket, key, err)
 	}
 	tx.wrote = true
 	return nil
@@ -226,7 +227,7 @@ func (tx *sideTx) Scan(bucket string, fn func(key string, val []byte, expires ti
 		err := item.Value(func(raw []byte) error {
 			val, expires, err := decodeSideValue(raw)
 			if err != nil {
-				return fmt.Errorf("error: side entry %s/%s: %w", bucket, key, err)
+				return outcome.Errorf(outcome.Error, "side entry %s/%s: %w", bucket, key, err)
 			}
 			if expired(expires, tx.now) {
 				return nil
@@ -246,11 +247,11 @@ func expired(expires, now time.Time) bool {
 
 func bucketPrefix(bucket string) ([]byte, error) {
 	if bucket == "" || len(bucket) > maxBucketLen {
-		return nil, fmt.Errorf("invalid: side bucket name must be 1..%d bytes", maxBucketLen)
+		return nil, outcome.Errorf(outcome.Invalid, "side bucket name must be 1..%d bytes", maxBucketLen)
 	}
 	// NUL separates bucket from key, so bucket "a" never scans bucket "ab".
 	if strings.IndexByte(bucket, 0) >= 0 {
-		return nil, fmt.Errorf("invalid: side bucket name %q contains NUL", bucket)
+		return nil, outcome.Errorf(outcome.Invalid, "side bucket name %q contains NUL", bucket)
 	}
 	p := make([]byte, 0, 2+len(bucket))
 	p = append(p, sidePrefix)
@@ -264,7 +265,7 @@ func sideKey(bucket, key string) ([]byte, error) {
 		return nil, err
 	}
 	if len(key) > maxSideKeyLen {
-		return nil, fmt.Errorf("invalid: side key of %d bytes exceeds %d", len(key), maxSideKeyLen)
+		return nil, outcome.Errorf(outcome.Invalid, "side key of %d bytes exceeds %d", len(key), maxSideKeyLen)
 	}
 	return append(p, key...), nil
 }

@@ -2,16 +2,16 @@ package store
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"sync"
 
 	"github.com/fiatjaf/eventstore"
 	"github.com/nbd-wtf/go-nostr"
+
+	"github.com/grasp-dev/grasp/core/outcome"
 )
 
 // errClosed is returned for writes submitted after Close began.
-var errClosed = errors.New("error: store is closed")
+var errClosed = outcome.Errorf(outcome.Error, "store is closed")
 
 type opKind uint8
 
@@ -108,7 +108,7 @@ func (w *writer) submit(ctx context.Context, o *op) error {
 		return errClosed
 	case <-ctx.Done():
 		w.mu.RUnlock()
-		return fmt.Errorf("error: %s not queued: %w", o.kind, ctx.Err())
+		return outcome.Errorf(outcome.Error, "%s not queued: %w", o.kind, ctx.Err())
 	}
 	w.mu.RUnlock()
 
@@ -117,7 +117,7 @@ func (w *writer) submit(ctx context.Context, o *op) error {
 		return err
 	case <-ctx.Done():
 		// The write may still commit; the caller only stops waiting.
-		return fmt.Errorf("error: gave up waiting for the %s to commit: %w", o.kind, ctx.Err())
+		return outcome.Errorf(outcome.Error, "gave up waiting for the %s to commit: %w", o.kind, ctx.Err())
 	}
 }
 
@@ -179,7 +179,7 @@ func (w *writer) commit(batch []*op, errs []error) {
 	for i, o := range batch {
 		err := errs[i]
 		if err == nil && syncErr != nil {
-			err = fmt.Errorf("error: %s applied but not made durable: %w", o.kind, syncErr)
+			err = outcome.Errorf(outcome.Error, "%s applied but not made durable: %w", o.kind, syncErr)
 		}
 		if o.kind != opBarrier && o.kind != opSweep {
 			w.s.m.countWrite(o.kind, err)
@@ -207,7 +207,7 @@ func (w *writer) apply(o *op) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			w.s.log.Error("event store panicked", "op", o.kind.String(), "panic", r)
-			err = fmt.Errorf("error: event store failed on %s: %v", o.kind, r)
+			err = outcome.Errorf(outcome.Error, "event store failed on %s: %v", o.kind, r)
 		}
 	}()
 	b := w.s.backend
@@ -217,7 +217,7 @@ func (w *writer) apply(o *op) (err error) {
 			// the stored copy does not use.
 			dup, err := w.s.stored(o.evt.ID)
 			if err != nil {
-				return fmt.Errorf("error: look for a duplicate of %s: %w", o.evt.ID, err)
+				return outcome.Errorf(outcome.Error, "look for a duplicate of %s: %w", o.evt.ID, err)
 			}
 			if dup {
 				return eventstore.ErrDupEvent

@@ -21,6 +21,13 @@ func AnnouncementFilter(since *nostr.Timestamp) nostr.Filter {
 	return nostr.Filter{Kinds: append([]int(nil), AnnouncementKinds...), Since: since}
 }
 
+// HeldRepoFilter is layer 1 of a relay connected only for repositories
+// still in purgatory: the announcements and states of their identifiers
+// ds, no discovery (audit F26).
+func HeldRepoFilter(ds []string, since *nostr.Timestamp) nostr.Filter {
+	return nostr.Filter{Kinds: []int{30617, 30618}, Tags: nostr.TagMap{"d": ds}, Since: since}
+}
+
 // RepoFilters is layer 2: events tagging one of the repository coordinates
 // via #a, #A or #q, perFilter coordinates per filter.
 func RepoFilters(addrs []string, perFilter int, since *nostr.Timestamp) []nostr.Filter {

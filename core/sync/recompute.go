@@ -105,6 +105,7 @@ func (m *Manager) recomputeAll() {
 	}
 	m.run(ComputeActions(m.repos, m.targets, m.pending, m.relays, m.o.Config.TagsPerFilter))
 	for _, rs := range m.relays {
+		m.refreshLayer1(rs)
 		m.syncPeople(rs)
 	}
 }
@@ -188,12 +189,6 @@ func (m *Manager) checkRelays() {
 			switch {
 			case rs.layer1 == "" && !m.coolingDown(u):
 				m.subscribeLayer1(rs, timestamp(now.Add(-m.o.Config.QuickReconnectWindow.D())), CatchUpReq)
-			case rs.layer1 != "" && !m.layer1Wanted(rs):
-				// a repository relay that is now only an outbox relay
-				m.conns.Unsubscribe(u, rs.layer1)
-				delete(rs.subs, rs.layer1)
-				rs.layer1 = ""
-				m.setFilters(rs, rs.Filters-1)
 			}
 		}
 	}

@@ -74,6 +74,7 @@ type subscription struct {
 	items  bool          // layer 2+3 (closed by consolidation)
 	group  *subGroup     // the repositories it serves; nil for layer 1 and people
 	people bool          // GRASP-03 people (kinds 0, 10002, 10317)
+	layer1 string        // the layer 1 subscription's key (layer1Filter)
 }
 
 func newRelayState(url string, bootstrap bool) *RelayState {

@@ -1,27 +1,81 @@
 package sync
 
 import (
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/nbd-wtf/go-nostr"
 )
 
-// subscribeLayer1 opens layer 1 unless the relay is synced only as
-// participants' write relay: from those (anyone's relay lists) only the
-// replies to accepted root events are asked for (GRASP-03).
+// subscribeLayer1 opens the relay's layer 1 (layer1Filter), if it has one.
 func (m *Manager) subscribeLayer1(rs *RelayState, since *nostr.Timestamp, mode CatchUp) {
-	if !m.layer1Wanted(rs) {
+	f, key := m.layer1Filter(rs, since)
+	if key == "" {
 		return
 	}
 	id := m.newID("l1-")
 	rs.layer1 = id
-	rs.subs[id] = &subscription{}
+	rs.subs[id] = &subscription{layer1: key}
 	m.setFilters(rs, rs.Filters+1)
-	m.conns.Subscribe(rs.URL, id, []nostr.Filter{AnnouncementFilter(since)}, mode)
+	m.conns.Subscribe(rs.URL, id, []nostr.Filter{f}, mode)
 }
 
-func (m *Manager) layer1Wanted(rs *RelayState) bool {
-	return rs.Bootstrap || !m.targets[rs.URL].Outbox
+// layer1All is the key of full discovery.
+const layer1All = "all"
+
+// layer1Filter is what layer 1 asks the relay for, and a key that changes
+// when that does ("" for nothing):
+//   - bootstrap relays and relays a stored repository lists: every
+//     announcement, state and grasp list (discovery);
+//   - relays connected only for announcements still in purgatory: the
+//     announcements and states of those repositories' identifiers, no
+//     discovery (audit F26: one held announcement naming a relay let that
+//     relay fill the relay-wide held caps with its announcements);
+//   - relays synced only as participants' write relays: nothing (anyone's
+//     relay lists; only the replies to accepted root events, GRASP-03).
+func (m *Manager) layer1Filter(rs *RelayState, since *nostr.Timestamp) (nostr.Filter, string) {
+	t := m.targets[rs.URL]
+	switch {
+	case rs.Bootstrap || (!t.Outbox && len(t.Repos) > 0):
+		return AnnouncementFilter(since), layer1All
+	case t.Outbox || len(t.HeldRepos) == 0:
+		return nostr.Filter{}, ""
+	}
+	seen := map[string]bool{}
+	var ds []string
+	for _, id := range t.HeldRepos {
+		_, d := splitAddr(m.repos.Addr(id))
+		if !seen[d] {
+			seen[d] = true
+			ds = append(ds, d)
+		}
+	}
+	slices.Sort(ds)
+	return HeldRepoFilter(ds, since), "held:" + strings.Join(ds, "\x00")
+}
+
+// refreshLayer1 replaces a connected relay's open layer 1 when what it
+// should ask for changed (a held repository released or gone, a relay
+// promoted to discovery or left only as an outbox relay): the old one is
+// closed, the new one asks from full history. A relay without an open
+// layer 1 gets one from the periodic check (checkRelays).
+func (m *Manager) refreshLayer1(rs *RelayState) {
+	s := rs.subs[rs.layer1]
+	if rs.Status != Connected || rs.layer1 == "" || s == nil || m.coolingDown(rs.URL) {
+		return
+	}
+	if !rs.Bootstrap && !m.wanted(rs.URL) {
+		return // the disconnect check closes it
+	}
+	if _, want := m.layer1Filter(rs, nil); want == s.layer1 {
+		return
+	}
+	m.conns.Unsubscribe(rs.URL, rs.layer1)
+	delete(rs.subs, rs.layer1)
+	rs.layer1 = ""
+	m.setFilters(rs, rs.Filters-1)
+	m.subscribeLayer1(rs, nil, m.historyMode())
 }
 
 // subscribeItems opens one subscription per layer 2+3 filter. One filter per

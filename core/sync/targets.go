@@ -20,9 +20,11 @@ type Targets struct {
 	Repos     []RepoID
 	Bootstrap bool
 	// Held counts repositories announced only from purgatory that list the
-	// relay: they keep it connected, for its layer 1 stream, but have no
-	// layer 2+3 items until their announcement is stored.
-	Held int
+	// relay (HeldRepos): they keep it connected, for their own
+	// announcements and states, but have no layer 2+3 items until their
+	// announcement is stored.
+	Held      int
+	HeldRepos []RepoID
 	// Outbox says the relay is kept only as a participant's write relay
 	// (GRASP-03), counted against Caps.Outbox.
 	Outbox bool
@@ -230,6 +232,7 @@ func DeriveRelayTargets(repos *RepoSyncIndex, r TargetRules) (map[string]Targets
 				t := out[u]
 				if s.held {
 					t.Held++
+					t.HeldRepos = append(t.HeldRepos, s.id)
 				} else {
 					t.Repos = append(t.Repos, s.id)
 				}

@@ -3,12 +3,12 @@ package visibility
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"slices"
 
 	"github.com/nbd-wtf/go-nostr"
 
 	"github.com/grasp-dev/grasp/core/nip34"
+	"github.com/grasp-dev/grasp/core/outcome"
 )
 
 // The decision at acceptance (issue 23 part 1). Record runs once per event
@@ -38,7 +38,7 @@ const unknownRepo = "?"
 
 // errNotOffered is the refusal of a new private repository where privacy
 // is not offered.
-var errNotOffered = fmt.Errorf("blocked: private repositories (GRASP-08) are not offered on this server")
+var errNotOffered = outcome.Errorf(outcome.Blocked, "private repositories (GRASP-08) are not offered on this server")
 
 // Record decides evt's privacy for good and records it durably; the relay
 // calls it before storing or holding evt, and refuses evt (the error's text
@@ -55,7 +55,7 @@ func (v *Visibility) Record(ctx context.Context, evt *nostr.Event) error {
 				return errNotOffered
 			}
 			if err := v.markPrivate(ref, int64(evt.CreatedAt), whyAnnouncement); err != nil {
-				return fmt.Errorf("error: could not record the repository as private: %w", err)
+				return outcome.Errorf(outcome.Error, "could not record the repository as private: %w", err)
 			}
 		}
 	}
@@ -64,7 +64,7 @@ func (v *Visibility) Record(ctx context.Context, evt *nostr.Event) error {
 	}
 	anc, unresolved, err := v.ancestry(ctx, evt)
 	if err != nil {
-		return fmt.Errorf("error: could not resolve the events this one references: %w", err)
+		return outcome.Errorf(outcome.Error, "could not resolve the events this one references: %w", err)
 	}
 	var extra []string
 	for _, r := range anc {
@@ -79,13 +79,13 @@ func (v *Visibility) Record(ctx context.Context, evt *nostr.Event) error {
 		slices.Sort(extra)
 		val, _ := json.Marshal(extra)
 		if err := v.opts.Records.PutEvent(ctx, evt.ID, val); err != nil {
-			return fmt.Errorf("error: could not record the event's privacy: %w", err)
+			return outcome.Errorf(outcome.Error, "could not record the event's privacy: %w", err)
 		}
 	}
 	v.cacheEvent(evt.ID, extra)
 	if evt.Kind == nip34.KindPR || evt.Kind == nip34.KindPRUpdate {
 		if err := v.recordPRs(evt, append(own, extra...)); err != nil {
-			return fmt.Errorf("error: could not record the PR repository as private: %w", err)
+			return outcome.Errorf(outcome.Error, "could not record the PR repository as private: %w", err)
 		}
 	}
 	return nil

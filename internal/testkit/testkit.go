@@ -22,12 +22,22 @@ type Key struct{ SK, PK, Npub string }
 // NewKey makes a fresh identity.
 func NewKey(t testing.TB) Key {
 	t.Helper()
+	k, err := GenerateKey()
+	if err != nil {
+		t.Fatalf("testkit: %v", err)
+	}
+	return k
+}
+
+// GenerateKey is NewKey for goroutines a test starts, which must not call
+// t.Fatal.
+func GenerateKey() (Key, error) {
 	sk := nostr.GeneratePrivateKey()
 	pk, err := nostr.GetPublicKey(sk)
 	if err != nil {
-		t.Fatalf("testkit: public key: %v", err)
+		return Key{}, fmt.Errorf("derive public key: %w", err)
 	}
-	return Key{SK: sk, PK: pk, Npub: nip34.Npub(pk)}
+	return Key{SK: sk, PK: pk, Npub: nip34.Npub(pk)}, nil
 }
 
 // Sign signs evt as k in place (id, pubkey, sig) and returns it.

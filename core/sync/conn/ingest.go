@@ -5,10 +5,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/coder/websocket"
+	"github.com/grasp-dev/grasp/core/outcome"
 	"github.com/grasp-dev/grasp/core/policy"
 	gsync "github.com/grasp-dev/grasp/core/sync"
 	"github.com/grasp-dev/grasp/core/sync/catchup"
@@ -179,13 +179,23 @@ func (r *relay) pipeline(ctx context.Context, evt *nostr.Event, at time.Time, ro
 		r.shut(err)
 		return resOverBound
 	}
-	ok, msg := r.p.o.Sink.Ingest(ctx, evt, policy.Meta{Source: policy.SourceSync, Remote: r.url, ReceivedAt: at})
-	switch {
-	case !ok:
+	meta := policy.Meta{Source: policy.SourceSync, Remote: r.url, ReceivedAt: at}
+	a, typed := r.p.o.Sink.(Accepter)
+	if !typed {
+		if ok, _ := r.p.o.Sink.Ingest(ctx, evt, meta); !ok {
+			return resRejected
+		}
+		return resStored
+	}
+	res := a.Accept(ctx, evt, meta)
+	if !res.OK() {
 		return resRejected
-	case strings.HasPrefix(msg, "duplicate:"):
+	}
+	// A shadowed event is counted as what the peer would have been told.
+	switch res.Told() {
+	case outcome.Duplicate:
 		return resDuplicate
-	case strings.HasPrefix(msg, "purgatory:"):
+	case outcome.Held:
 		return resHeld
 	default:
 		return resStored

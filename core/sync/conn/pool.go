@@ -26,6 +26,7 @@ import (
 	"github.com/grasp-dev/grasp/core/clock"
 	"github.com/grasp-dev/grasp/core/config"
 	"github.com/grasp-dev/grasp/core/env"
+	"github.com/grasp-dev/grasp/core/outcome"
 	"github.com/grasp-dev/grasp/core/policy"
 	gsync "github.com/grasp-dev/grasp/core/sync"
 	"github.com/grasp-dev/grasp/core/sync/catchup"
@@ -60,6 +61,13 @@ type SinkFunc func(ctx context.Context, evt *nostr.Event, meta policy.Meta) (boo
 
 func (f SinkFunc) Ingest(ctx context.Context, evt *nostr.Event, meta policy.Meta) (bool, string) {
 	return f(ctx, evt, meta)
+}
+
+// Accepter is a Sink that answers with the outcome as a type (*relay.Server's
+// Accept): the pool counts held, duplicate and stored events by it. A Sink
+// that is not an Accepter is counted stored or rejected by its ok alone.
+type Accepter interface {
+	Accept(ctx context.Context, evt *nostr.Event, meta policy.Meta) outcome.Result
 }
 
 // CatchUpper fetches a filter's history from a peer; *catchup.Client
