@@ -7,6 +7,7 @@ import (
 
 	"github.com/dop251/goja"
 
+	"github.com/grasp-dev/grasp/core/nip34"
 	gsync "github.com/grasp-dev/grasp/core/sync"
 )
 
@@ -120,7 +121,7 @@ func (sl *slot) runSelect(ctx context.Context, p *plugin, repo gsync.RepoInfo, c
 		}
 		c, known := byURL[u]
 		if !known {
-			p.log.Warn("selectRelays returned a relay that was not a candidate; dropped", "url", u, "repo", repo.Address)
+			p.log.Warn("selectRelays returned a relay that was not a candidate; dropped", "url", u, "repo", nip34.RepoRef{Pubkey: repo.Pubkey, Identifier: repo.Identifier}.URLPath())
 			continue
 		}
 		if !seen[u] {

@@ -26,8 +26,9 @@ import (
 
 // The abuse command replays the memory attacks of the November 2026
 // security audit (../shared/reference/security-audit-2026-11.md, F05, F06,
-// F07, F17), and the page attacks (F29, F30: abuse_pages.go) and the
-// GRASP-06 /prs/ flood (F20: abuse_prs.go) of the second audit, against one
+// F07, F17), and the page attacks (F29, F30: abuse_pages.go), the
+// GRASP-06 /prs/ flood (F20: abuse_prs.go) and the PostgreSQL REQ flood
+// (F25, two instances: abuse_pg.go) of the second audit, against one
 // grasp process and reports what an operator
 // would watch: the server's resident memory before, at the peak of and after
 // each attack, whether a well-behaved client on another address was still
@@ -36,7 +37,7 @@ import (
 // peak RSS) belongs to that attack alone. Pass -grasp-bin to measure an
 // older build the same way (the audit measured 96ef7d8).
 
-var allAttacks = []string{"F05", "F06", "F07", "F17", "F20", "F29", "F30"}
+var allAttacks = []string{"F05", "F06", "F07", "F17", "F20", "F25", "F29", "F30"}
 
 type abuseOpts struct {
 	commonOpts
@@ -53,8 +54,9 @@ type abuseOpts struct {
 	attackerAddr, victimAddr string
 	probeEvery               time.Duration
 	settle, after            time.Duration
-	page                     pageOpts // F29, F30: abuse_pages.go
-	prs                      prsOpts  // F20: abuse_prs.go
+	page                     pageOpts    // F29, F30: abuse_pages.go
+	prs                      prsOpts     // F20: abuse_prs.go
+	pg                       pgFloodOpts // F25: abuse_pg.go
 }
 
 type abuseResult struct {
@@ -78,6 +80,9 @@ type attackResult struct {
 	Probes      int           `json:"probes"`
 	Attacker    string        `json:"attacker"` // what the attacking client observed
 	Duration    time.Duration `json:"duration_ns"`
+	// PG is F25's: PostgreSQL sessions, and the bystander's writes (the
+	// probe figures above) and read.
+	PG *pgFloodFigures `json:"pg,omitempty"`
 }
 
 func abuseCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -104,9 +109,12 @@ func abuseCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.DurationVar(&o.after, "after", 5*time.Second, "pause after each attack before RSS is read again")
 	o.page.register(fs)
 	o.prs.register(fs)
+	o.pg.register(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
+	explicit := false
+	fs.Visit(func(f *flag.Flag) { explicit = explicit || f.Name == "attacks" })
 	for _, a := range strings.Split(*attacks, ",") {
 		a = strings.ToUpper(strings.TrimSpace(a))
 		if a == "" {
@@ -114,6 +122,13 @@ func abuseCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 		if !slices.Contains(allAttacks, a) {
 			return fmt.Errorf("unknown attack %q (have %s)", a, strings.Join(allAttacks, ", "))
+		}
+		if a == "F25" && o.pg.url == "" {
+			if explicit {
+				return fmt.Errorf("F25 needs a PostgreSQL: pass -pg-url (see docs/benchmarks.md)")
+			}
+			fmt.Fprintln(stderr, "F25 (the PostgreSQL REQ flood) left out: no -pg-url")
+			continue
 		}
 		o.attacks = append(o.attacks, a)
 	}
@@ -138,7 +153,8 @@ func runAbuse(ctx context.Context, o abuseOpts, command string, stderr io.Writer
 		"slow_conns": o.slowConns, "slow_reqs": o.slowReqs, "big_issues": o.bigIssues, "big_issue_kb": o.bigIssueKB,
 		"neg_conns": o.negConns, "neg_per_conn": o.negPerConn, "conn_attempts": o.connAttempts, "grasp_bin": o.build.graspBin,
 		"md_kb": o.page.mdKB, "md_views": o.page.mdViews, "tree_entries": o.page.treeEntries, "tree_views": o.page.treeViews,
-		"prs_rounds": o.prs.rounds, "prs_round_mb": o.prs.roundMB, "prs_ip_mb": o.prs.ipMB}
+		"prs_rounds": o.prs.rounds, "prs_round_mb": o.prs.roundMB, "prs_ip_mb": o.prs.ipMB,
+		"pg_conn_limit": o.pg.connLimit, "pg_conns": o.pg.conns, "pg_reqs": o.pg.reqs}
 	o.build.noBaseline = true // the abuse command measures grasp alone
 	bins, err := prepareBinaries(ctx, o.build, tmp, logf)
 	if err != nil {
@@ -198,6 +214,11 @@ func runAbuse(ctx context.Context, o abuseOpts, command string, stderr io.Writer
 // runAttack starts the server afresh, lets it settle, runs one attack while
 // a well-behaved client probes from another address, and samples memory.
 func runAttack(ctx context.Context, name string, bins binaries, dir string, c *corpus, o abuseOpts) (attackResult, error) {
+	if name == "F25" { // two instances on PostgreSQL, seeded afresh: abuse_pg.go
+		r, fig, err := runPGFlood(ctx, bins, dir, c, o)
+		r.PG = fig
+		return r, err
+	}
 	r := attackResult{Finding: name}
 	so := serverOpts{legacyConfig: o.legacyConfig, perAddressCaps: true}
 	if name == "F20" {
@@ -564,5 +585,8 @@ func writeAbuseReport(w io.Writer, r *abuseResult) {
 	tw.Flush()
 	for _, a := range r.Attacks {
 		fmt.Fprintf(w, "  %s: %s\n", a.Finding, a.What)
+		if a.PG != nil {
+			fmt.Fprintf(w, "  %s: the other client's %s\n", a.Finding, a.PG.Bystander)
+		}
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/grasp-dev/grasp/core/nip34"
+	"github.com/grasp-dev/grasp/internal/pgtest"
 )
 
 // TestTableEndToEnd runs the whole table on a tiny corpus: both servers are
@@ -215,6 +216,8 @@ func TestListeningLine(t *testing.T) {
 // the attacker met the limits the audit asked for: NIP-77 sessions beyond
 // the per-address cap refused with NEG-ERR, connections beyond it refused
 // with 429, /prs/ pushes past the per-address bound refused (rate-limited:),
+// two instances on PostgreSQL within their role's connection limit while
+// the other client writes and reads through them,
 // every view of a wide directory answered, pathological Markdown
 // shown as plain text, and the bystander on another address served
 // throughout.
@@ -229,6 +232,7 @@ func TestAbuseEndToEnd(t *testing.T) {
 		"-flood-mb", "2", "-slow-conns", "3", "-big-issues", "20", "-neg-conns", "3", "-conn-attempts", "150",
 		"-md-kb", "16", "-md-views", "2", "-tree-entries", "3000", "-tree-views", "6",
 		"-prs-rounds", "5", "-prs-round-mb", "1", "-prs-ip-mb", "4",
+		"-pg-url", pgtest.DB(t), "-pg-conn-limit", "24", "-pg-conns", "6", "-pg-reqs", "3",
 		"-json", jsonPath}, &stdout, &stderr)
 	if code != 0 {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout.String(), stderr.String())
@@ -263,6 +267,11 @@ func TestAbuseEndToEnd(t *testing.T) {
 		case "F20":
 			if !strings.Contains(a.Attacker, "3 kept, 2 refused") || !strings.Contains(a.Attacker, "rate-limited: GRASP-06 /prs/ data pushed from your address may take 4 MiB") {
 				t.Errorf("F20: attacker saw %q, want 3 rounds of 1 MiB kept within 4 MiB per address and 2 refused", a.Attacker)
+			}
+		case "F25":
+			if a.PG == nil || a.PG.PeakConns == 0 || a.PG.PeakConns > 24 || a.PG.RefusedLines > 0 ||
+				!strings.Contains(a.PG.Bystander, "EOSE") || a.Probes == 0 {
+				t.Errorf("F25: %+v, %+v: want the instances' sessions counted and within the role's 24, none refused, the other client's writes (%d) all OK and its read answered", a, a.PG, a.Probes)
 			}
 		case "F29":
 			if !strings.Contains(a.Attacker, "6 answered 200") {

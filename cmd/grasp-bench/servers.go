@@ -88,6 +88,9 @@ type serverOpts struct {
 	// perAddressCaps keeps the per-address connection cap at its default
 	// (the abuse command measures what one address can do).
 	perAddressCaps bool
+	// gitDir is grasp's server.git_dir when set (several instances on one
+	// PostgreSQL share one).
+	gitDir string
 	// extraTOML is appended to grasp's configuration (tables of its own,
 	// e.g. the abuse command's [grasp] for F20).
 	extraTOML string
@@ -115,8 +118,11 @@ func startServer(ctx context.Context, name string, bins binaries, dir string, o 
 		// seeding of 50+ repositories and the 101 fan-out connections
 		// (except for the abuse command, which measures that cap). Builds
 		// older than those limits get none of these keys (legacyConfig).
-		body := fmt.Sprintf("[server]\nlisten = \"127.0.0.1:0\"\npublic_url = %q\ndata_dir = %q\n\n[metrics]\nenabled = false\n\n[log]\nlevel = \"info\"\nformat = \"json\"\n",
-			benchPublicURL, data)
+		body := fmt.Sprintf("[server]\nlisten = \"127.0.0.1:0\"\npublic_url = %q\ndata_dir = %q\n", benchPublicURL, data)
+		if o.gitDir != "" {
+			body += fmt.Sprintf("git_dir = %q\n", o.gitDir)
+		}
+		body += "\n[metrics]\nenabled = false\n\n[log]\nlevel = \"info\"\nformat = \"json\"\n"
 		limits := "\n[relay.limits]\n"
 		if !o.legacyConfig {
 			body += "\n[purgatory]\nmax_held_per_ip = 20000\nmax_held_announcements_per_ip = 5000\n" +

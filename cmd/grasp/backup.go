@@ -16,8 +16,10 @@ import (
 	"github.com/grasp-dev/grasp/core/config"
 	"github.com/grasp-dev/grasp/core/env"
 	"github.com/grasp-dev/grasp/core/git"
+	"github.com/grasp-dev/grasp/core/logging"
 	"github.com/grasp-dev/grasp/core/server"
 	"github.com/grasp-dev/grasp/core/store"
+	"github.com/hashicorp/go-hclog"
 	"github.com/nbd-wtf/go-nostr"
 )
 
@@ -84,7 +86,16 @@ func adminBackup(args []string, stdout, stderr io.Writer) int {
 
 	var m admin.Manifest
 	if *offline {
+		// The server is stopped: this command writes the log lines it
+		// would have (online, the server writes them).
+		log := cliLog(cfg, stderr).Named("admin")
+		log.Info("backup started", "data_dir", cfg.Server.DataDir, "online", false, "to", dest)
 		m, err = backupOffline(ctx, cfg, dest)
+		if err == nil {
+			log.Info("backup finished", "repositories", m.Repositories, "store_bytes", m.StoreBytes, "to", dest)
+		} else {
+			log.Error("backup failed", "to", dest, "error", err)
+		}
 	} else {
 		m, err = backupOnline(ctx, cfg, dest)
 	}
@@ -261,15 +272,31 @@ func adminRestore(args []string, stdout, stderr io.Writer) int {
 	opts.Dir = data
 	e := env.Env{}.OrDefaults()
 	e.Log = e.Log.Named("restore")
+	log := cliLog(cfg, stderr).Named("admin")
+	log.Info("restore started", "from", src, "data_dir", data)
 	m, err := admin.Restore(src, data, func(r io.Reader) error { return store.Restore(opts, e, r) })
 	if err != nil {
+		log.Error("restore failed", "from", src, "data_dir", data, "error", err)
 		fmt.Fprintf(stderr, "grasp admin restore: %v\n", err)
 		return 1
 	}
+	log.Info("restore finished", "from", src, "data_dir", data, "repositories", m.Repositories)
 	fmt.Fprintf(stdout, "restored %s (backup of %s taken %s) into %s: %d repositories\n",
 		src, m.DataDir, m.Created.Format("2006-01-02 15:04:05 MST"), data, m.Repositories)
 	if m.Backend == store.BackendPostgres {
 		fmt.Fprintln(stdout, "the backup was taken with store.backend = postgres: restore the events into PostgreSQL with pg_restore")
 	}
 	return 0
+}
+
+// cliLog is the [log] logger of an admin command that works without the
+// server (restore, an offline backup), on stderr: its start and end are
+// the operator's log lines as the server's own would be. A [log] the
+// config check let through cannot fail here; if it did, the default.
+func cliLog(cfg config.Config, stderr io.Writer) hclog.Logger {
+	log, err := logging.New(cfg.Log.Level, cfg.Log.Format, stderr)
+	if err != nil {
+		log, _ = logging.New("info", "text", stderr)
+	}
+	return log
 }

@@ -19,6 +19,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
+
 	"github.com/grasp-dev/grasp/core/clock"
 	"github.com/grasp-dev/grasp/core/git"
 )
@@ -98,8 +100,15 @@ type BackupSources struct {
 // WriteBackup writes the backup of src to w as a tar stream. When it fails
 // half-way the stream ends with an error entry instead of the manifest.
 func WriteBackup(ctx context.Context, w io.Writer, src BackupSources) error {
+	_, err := writeBackupStream(ctx, w, src)
+	return err
+}
+
+// writeBackupStream is WriteBackup, returning the manifest written.
+func writeBackupStream(ctx context.Context, w io.Writer, src BackupSources) (Manifest, error) {
+	var m Manifest
 	tw := tar.NewWriter(w)
-	err := writeBackup(ctx, tw, src)
+	err := writeBackup(ctx, tw, src, &m)
 	if err != nil {
 		msg := []byte(err.Error())
 		if tw.WriteHeader(&tar.Header{Name: backupErrName, Mode: 0o644, Size: int64(len(msg)), Typeflag: tar.TypeReg}) == nil {
@@ -109,15 +118,15 @@ func WriteBackup(ctx context.Context, w io.Writer, src BackupSources) error {
 	if cerr := tw.Close(); err == nil {
 		err = cerr
 	}
-	return err
+	return m, err
 }
 
-func writeBackup(ctx context.Context, tw *tar.Writer, src BackupSources) error {
+func writeBackup(ctx context.Context, tw *tar.Writer, src BackupSources, m *Manifest) error {
 	clk := src.Clock
 	if clk == nil {
 		clk = clock.New()
 	}
-	m := Manifest{Format: BackupFormat, Created: clk.Now().UTC(), DataDir: src.DataDir, Backend: src.Backend, Online: src.Online}
+	*m = Manifest{Format: BackupFormat, Created: clk.Now().UTC(), DataDir: src.DataDir, Backend: src.Backend, Online: src.Online}
 	gitRoot := filepath.Join(src.DataDir, "git")
 	hw := &hashingWriter{tw: tw}
 	refs := map[string]map[string]string{}
@@ -327,17 +336,32 @@ func (c *chunkWriter) flush() error {
 
 // BackupHandler streams WriteBackup of what src returns for each request.
 // A failure after the first byte cannot change the status: the stream then
-// ends with an error entry, which ReceiveBackup reports.
-func BackupHandler(src func() BackupSources) http.Handler {
+// ends with an error entry, which ReceiveBackup reports. log (nil: none)
+// gets "backup started" and "backup finished" at info; a failure is the
+// Guard's "admin command failed".
+func BackupHandler(src func() BackupSources, log hclog.Logger) http.Handler {
+	if log == nil {
+		log = hclog.NewNullLogger()
+	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodPost {
 			http.Error(w, "POST to take a backup", http.StatusMethodNotAllowed)
 			return
 		}
-		w.Header().Set("Content-Type", "application/x-tar")
-		if err := WriteBackup(r.Context(), w, src()); err != nil {
-			noteFailure(w, fmt.Errorf("backup: %w", err))
+		s := src()
+		clk := s.Clock
+		if clk == nil {
+			clk = clock.New()
 		}
+		start := clk.Now()
+		log.Info("backup started", "data_dir", s.DataDir, "online", s.Online)
+		w.Header().Set("Content-Type", "application/x-tar")
+		m, err := writeBackupStream(r.Context(), w, s)
+		if err != nil {
+			noteFailure(w, fmt.Errorf("backup: %w", err))
+			return
+		}
+		log.Info("backup finished", "repositories", m.Repositories, "store_bytes", m.StoreBytes, "took", clk.Since(start).Round(time.Millisecond))
 	})
 }
 

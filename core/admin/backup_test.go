@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"math/rand/v2"
 	"net/http"
@@ -15,7 +16,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
+
 	"github.com/grasp-dev/grasp/core/clock"
+	"github.com/grasp-dev/grasp/internal/testlog"
+	"github.com/grasp-dev/grasp/internal/testwait"
 )
 
 // fakeDataDir lays out a data dir with two repositories of one identifier,
@@ -78,7 +83,8 @@ func TestBackupRoundTrip(t *testing.T) {
 		Store: func(w io.Writer) error { order = append(order, "store"); _, err := w.Write(dump); return err },
 		Leave: []string{filepath.Join(data, "admin.token"), filepath.Join(data, "plugins", "nested.token")},
 	}
-	srv := httptest.NewServer(BackupHandler(func() BackupSources { return src }))
+	var logs testlog.Buffer
+	srv := httptest.NewServer(BackupHandler(func() BackupSources { return src }, hclog.New(&hclog.LoggerOptions{Output: &logs, Level: hclog.Info})))
 	defer srv.Close()
 	if resp, err := http.Get(srv.URL + BackupPath); err != nil || resp.StatusCode != http.StatusMethodNotAllowed {
 		t.Errorf("GET: %v %v", resp, err)
@@ -98,6 +104,12 @@ func TestBackupRoundTrip(t *testing.T) {
 	}
 	if m.Repositories != 2 || m.StoreChunks != 3 || m.StoreBytes != int64(len(dump)) || m.DataDir != data || !m.Created.Equal(clk.Now()) {
 		t.Errorf("manifest = %+v", m)
+	}
+	// The operator's log tells the backup's start and end (issue 26 part 6).
+	finished := fmt.Sprintf("[INFO]  backup finished: repositories=2 store_bytes=%d", len(dump))
+	testwait.For(t, "the backup's end logged", func() bool { return strings.Contains(logs.String(), finished) })
+	if want := "[INFO]  backup started: data_dir=" + data + " online=true"; !strings.Contains(logs.String(), want) {
+		t.Errorf("the log lacks %q:\n%s", want, logs.String())
 	}
 
 	restored := filepath.Join(t.TempDir(), "restored")

@@ -65,6 +65,7 @@ import (
 	"github.com/grasp-dev/grasp/core/config"
 	"github.com/grasp-dev/grasp/core/env"
 	"github.com/grasp-dev/grasp/core/policy"
+	"github.com/grasp-dev/grasp/core/refusals"
 )
 
 // maxFrameDepth bounds JSON nesting in client frames. A NIP-01 message needs
@@ -109,6 +110,9 @@ type Options struct {
 	// Private answers GRASP-08's who-may-read questions (private.go); nil:
 	// nothing is private.
 	Private Private
+	// RefusalLog counts the connections refused 429 for the operator's
+	// per-minute line (core/refusals); nil: not counted.
+	RefusalLog *refusals.Log
 }
 
 // Gate is the websocket endpoint: an http.Handler for upgrade requests.
@@ -228,9 +232,11 @@ func (g *Gate) reserve(ip string) string {
 	switch {
 	case g.reserved >= g.lim.MaxConnections:
 		g.metrics.limit("connections_total")
+		g.opts.RefusalLog.Count(ip, refusals.Connections)
 		return fmt.Sprintf("rate-limited: this relay has its maximum of %d connections open; try again later", g.lim.MaxConnections)
 	case g.perIP[ip] >= g.lim.MaxConnectionsPerIP:
 		g.metrics.limit("connections_ip")
+		g.opts.RefusalLog.Count(ip, refusals.ConnectionsIP)
 		return fmt.Sprintf("rate-limited: %d connections from your address are already open here (limit %d); close some or try again later", g.perIP[ip], g.lim.MaxConnectionsPerIP)
 	}
 	g.reserved++

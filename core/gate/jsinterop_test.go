@@ -3,169 +3,37 @@ package gate
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sync"
 	"testing"
-	"time"
 
 	"github.com/nbd-wtf/go-nostr"
 
 	"github.com/grasp-dev/grasp/core/config"
+	"github.com/grasp-dev/grasp/internal/jsinterop"
 	"github.com/grasp-dev/grasp/internal/testwait"
 )
 
 // Issue 15 ("What it must show"): NIP-77 clients that users actually run,
 // nostr-tools' and NDK's, reconcile with the gate. The clients are the npm
-// packages pinned in testdata/jsinterop (package-lock.json), run by node.
-// node_modules is not in the tree: it is installed once with `npm ci` into
-// the user's cache directory, keyed by the lock file's hash, and reused.
-
-const jsInteropSrc = "testdata/jsinterop"
-
-var jsInterop struct {
-	mu  sync.Mutex
-	dir string
-	// failed is set while installing and stays set when the install
-	// failed its test, so that later tests fail at once instead of
-	// repeating a long npm ci.
-	failed bool
-}
-
-// jsClientDir returns a directory holding the pinned node_modules and the
-// client scripts, installing the packages on first use. It fails the test
-// when node or npm is missing or the install fails: the interop tests are
-// part of what the relay must show, not optional.
-func jsClientDir(t *testing.T) string {
-	t.Helper()
-	for _, tool := range []string{"node", "npm"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			t.Fatalf("the NIP-77 interop tests need %s on PATH (Debian: apt-get install nodejs npm): %v", tool, err)
-		}
-	}
-	jsInterop.mu.Lock()
-	defer jsInterop.mu.Unlock()
-	if jsInterop.failed {
-		t.Fatalf("installing the NIP-77 interop clients failed in an earlier test of this run (see its output)")
-	}
-	if jsInterop.dir == "" {
-		jsInterop.failed = true
-		jsInterop.dir = installJSClients(t)
-		jsInterop.failed = false
-	}
-	// The scripts are copied on every run (they are small, and editing one
-	// must not need a new lock file); rename keeps a concurrent test
-	// process from running a half-written file.
-	scripts, err := filepath.Glob(filepath.Join(jsInteropSrc, "*.mjs"))
-	if err != nil || len(scripts) == 0 {
-		t.Fatalf("no client scripts in %s (%v)", jsInteropSrc, err)
-	}
-	for _, src := range scripts {
-		copyFileAtomic(t, src, filepath.Join(jsInterop.dir, filepath.Base(src)))
-	}
-	return jsInterop.dir
-}
-
-// installJSClients runs `npm ci` for testdata/jsinterop's lock file into
-// <cache>/grasp-jsinterop/<hash>, unless an earlier run already did.
-func installJSClients(t *testing.T) string {
-	t.Helper()
-	lock, err := os.ReadFile(filepath.Join(jsInteropSrc, "package-lock.json"))
-	if err != nil {
-		t.Fatalf("read lock file: %v", err)
-	}
-	sum := sha256.Sum256(lock)
-	base, err := os.UserCacheDir()
-	if err != nil {
-		base = os.TempDir()
-	}
-	root := filepath.Join(base, "grasp-jsinterop")
-	dir := filepath.Join(root, hex.EncodeToString(sum[:8]))
-	// The marker is written last, so a directory without it is an install
-	// that did not finish.
-	marker := filepath.Join(dir, "node_modules", ".grasp-installed")
-	if _, err := os.Stat(marker); err == nil {
-		return dir
-	}
-	if err := os.MkdirAll(root, 0o755); err != nil {
-		t.Fatalf("create npm cache directory: %v", err)
-	}
-	// Install beside the final place and rename it in, so that test
-	// processes running at once (go test ./... runs packages in parallel)
-	// never see a partial node_modules.
-	tmp, err := os.MkdirTemp(root, "install-")
-	if err != nil {
-		t.Fatalf("create npm install directory: %v", err)
-	}
-	defer os.RemoveAll(tmp)
-	for _, name := range []string{"package.json", "package-lock.json"} {
-		copyFileAtomic(t, filepath.Join(jsInteropSrc, name), filepath.Join(tmp, name))
-	}
-	ctx := testwait.Context(t)
-	cmd := exec.CommandContext(ctx, "npm", "ci", "--no-audit", "--no-fund")
-	cmd.Dir = tmp
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	start := time.Now()
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("npm ci for the NIP-77 interop clients failed (%v; needs the npm registry on first run):\n%s", err, out.String())
-	}
-	t.Logf("npm ci installed the interop clients into %s in %v", dir, time.Since(start).Round(time.Millisecond))
-	if err := os.WriteFile(filepath.Join(tmp, "node_modules", ".grasp-installed"), nil, 0o644); err != nil {
-		t.Fatalf("mark install done: %v", err)
-	}
-	// A leftover unfinished install is moved away first; a finished one
-	// from a concurrent process wins and ours is discarded.
-	if _, err := os.Stat(dir); err == nil {
-		if _, err := os.Stat(marker); err == nil {
-			return dir
-		}
-		if err := os.RemoveAll(dir); err != nil {
-			t.Fatalf("remove unfinished install %s: %v", dir, err)
-		}
-	}
-	if err := os.Rename(tmp, dir); err != nil {
-		if _, serr := os.Stat(marker); serr == nil {
-			return dir
-		}
-		t.Fatalf("move install into place: %v", err)
-	}
-	return dir
-}
-
-func copyFileAtomic(t *testing.T, src, dst string) {
-	t.Helper()
-	b, err := os.ReadFile(src)
-	if err != nil {
-		t.Fatalf("read %s: %v", src, err)
-	}
-	tmp := dst + ".tmp-" + randHex(4)
-	if err := os.WriteFile(tmp, b, 0o644); err != nil {
-		t.Fatalf("write %s: %v", tmp, err)
-	}
-	if err := os.Rename(tmp, dst); err != nil {
-		os.Remove(tmp)
-		t.Fatalf("rename to %s: %v", dst, err)
-	}
-}
+// packages pinned in internal/jsinterop (its clients/package-lock.json),
+// run by node.
 
 type jsItem struct {
 	CreatedAt int64  `json:"created_at"`
 	ID        string `json:"id"`
 }
 
-// runJSClient runs script (a file of testdata/jsinterop) against url with
+// runJSClient runs script (a file of internal/jsinterop/clients) against url with
 // local as the client's set, and returns the ids it reports it has that the
 // relay lacks (have) and the ids the relay has that it lacks (need).
 func runJSClient(t *testing.T, script, url string, filter nostr.Filter, local []*nostr.Event) (have, need []string) {
 	t.Helper()
-	dir := jsClientDir(t)
+	dir := jsinterop.Dir(t)
 	in := struct {
 		Filter nostr.Filter `json:"filter"`
 		Items  []jsItem     `json:"items"`

@@ -365,32 +365,43 @@ func (c *conn) negStorage(filter nostr.Filter, seen *privateSeen) (negentropy.St
 	return c.buildVector(filter, seen)
 }
 
-// onlyListsHidden reports whether nothing but kind-10318 lists can be
-// hidden from this connection (no repository is private). The index then
-// still answers a filter that may match such lists, such as the empty
-// filter every whole-store sync sends, and only the lists are checked one
-// by one: asking the store for every event instead costs a decode of the
-// whole store per session (audit F07).
+// onlyListsHidden reports whether nothing but kind-10318 lists and events
+// withheld by moderation or a ban can be hidden from this connection (no
+// repository is private). The index then still answers a filter that may
+// match them, such as the empty filter every whole-store sync sends, and
+// only those are checked one by one (withoutHiddenLists): asking the store
+// for every event instead costs a decode of the whole store per session
+// (audit F07).
 func (c *conn) onlyListsHidden() bool {
 	p := c.g.opts.Private
 	return p == nil || !p.Restricting()
 }
 
-// withoutHiddenLists is st minus the kind-10318 lists filter matches that
-// this connection may not read. The lists are few (one replaceable event
-// per author), so they are queried and checked; st is kept as it is when
-// none is hidden.
+// withoutHiddenLists is st minus what filter matches that this connection
+// may not read though no repository is private: kind-10318 lists and the
+// events withheld by moderation or an operator's ban (withheldOut). The
+// lists are few (one replaceable event per author) and so are the withheld
+// events, so they are queried and checked; st is kept as it is when none
+// is hidden.
 func (c *conn) withoutHiddenLists(filter nostr.Filter, st negentropy.Storage) (negentropy.Storage, error) {
-	lists := filter.Clone()
-	lists.Kinds = []int{privateListKind}
-	ch, err := c.g.backend.Query(c.asked(c.ctx), lists)
+	hidden, err := c.withheldOut(c.ctx, filter)
 	if err != nil {
-		return nil, fmt.Errorf("query %s: %w", lists, err)
+		return nil, err
 	}
-	hidden := make(map[string]struct{})
-	for evt := range ch {
-		if !c.visible(c.ctx, evt) {
-			hidden[evt.ID] = struct{}{}
+	if hidden == nil {
+		hidden = make(map[string]struct{})
+	}
+	if mayMatchKind(filter, privateListKind) {
+		lists := filter.Clone()
+		lists.Kinds = []int{privateListKind}
+		ch, err := c.g.backend.Query(c.asked(c.ctx), lists)
+		if err != nil {
+			return nil, fmt.Errorf("query %s: %w", lists, err)
+		}
+		for evt := range ch {
+			if !c.visible(c.ctx, evt) {
+				hidden[evt.ID] = struct{}{}
+			}
 		}
 	}
 	if len(hidden) == 0 {

@@ -2,8 +2,11 @@ package gate
 
 import (
 	"context"
+	"fmt"
+	"slices"
 	"sync"
 
+	"github.com/fiatjaf/eventstore"
 	"github.com/nbd-wtf/go-nostr"
 
 	"github.com/grasp-dev/grasp/core/clientip"
@@ -25,6 +28,14 @@ type Private interface {
 	Named(ctx context.Context, f nostr.Filter) func(pubkey string) bool
 	// MayWrite reports whether authed may publish evt.
 	MayWrite(ctx context.Context, authed string, evt *nostr.Event) bool
+	// Withholding reports whether Readers may leave out public events too:
+	// a repository's moderators hid some (issue 25 part 2) or the operator
+	// banned an event or a key (NIP-86, part 3).
+	Withholding() bool
+	// Withheld lists the events (by id, and by author) Readers may leave
+	// out for those reasons: what the answers built from ids alone (COUNT,
+	// the negentropy index) ask Readers about, one by one.
+	Withheld() (ids, authors []string)
 }
 
 // The GRASP-08 checks of each verb live here, so the verbs' handlers call
@@ -91,13 +102,14 @@ func (c *conn) visiblePrivate(ctx context.Context, evt *nostr.Event) (ok, privat
 }
 
 // seesAll reports whether nothing filter f matches can be hidden from
-// this connection: no repository is private and f cannot match a kind-10318
-// list. Only then may an answer skip the per-event check (the query's extra
-// hop); the negentropy index, which knows ids and not readers, is used
+// this connection: no repository is private, nothing is withheld by
+// moderation or a ban and f cannot match a kind-10318 list. Only then may
+// an answer skip the per-event check (the query's extra hop); the
+// negentropy index, which knows ids and not readers, is used
 // otherwise only with the lists checked (withoutHiddenLists).
 func (c *conn) seesAll(f nostr.Filter) bool {
 	p := c.g.opts.Private
-	return p == nil || (!p.Restricting() && !mayMatchKind(f, privateListKind))
+	return p == nil || (!p.Restricting() && !mayMatchKind(f, privateListKind) && !p.Withholding())
 }
 
 // query is the backend's Query with what the connection may not see
@@ -122,6 +134,12 @@ func (c *conn) queryNoting(ctx context.Context, f nostr.Filter, seen *privateSee
 		for evt := range ch {
 			ok, private := c.visiblePrivate(ctx, evt)
 			if !ok {
+				// an unauthenticated client learns it may sign in (a
+				// repository's moderator reads what it hid; nothing is
+				// private on a public server, so no challenge came yet)
+				if c.authedPubkey() == "" {
+					c.requestAuth()
+				}
 				continue
 			}
 			if private && seen != nil {
@@ -162,18 +180,81 @@ func (c *conn) count(ctx context.Context, f nostr.Filter) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	lists := f
-	lists.Kinds = []int{privateListKind}
-	all, err := c.g.backend.Count(ctx, lists)
+	if mayMatchKind(f, privateListKind) {
+		lists := f
+		lists.Kinds = []int{privateListKind}
+		all, err := c.g.backend.Count(ctx, lists)
+		if err != nil {
+			return 0, err
+		}
+		seen, err := c.countVisible(ctx, lists)
+		if err != nil {
+			return 0, err
+		}
+		total -= all - seen
+	}
+	hidden, err := c.withheldOut(ctx, f)
 	if err != nil {
 		return 0, err
 	}
-	seen, err := c.countVisible(ctx, lists)
-	if err != nil {
-		return 0, err
-	}
-	return total - all + seen, nil
+	return total - int64(len(hidden)), nil
 }
+
+// withheldOut are the events among the withheld ones (Private.Withheld:
+// hidden by moderation, banned, of a banned key) that filter f matches and
+// this connection may not read: what a count or a negentropy set built
+// from the store's ids takes out. Kind-10318 lists are never among them.
+func (c *conn) withheldOut(ctx context.Context, f nostr.Filter) (map[string]struct{}, error) {
+	p := c.g.opts.Private
+	if p == nil || !p.Withholding() {
+		return nil, nil
+	}
+	ids, authors := p.Withheld()
+	if len(f.IDs) > 0 {
+		ids = slices.DeleteFunc(ids, func(id string) bool { return !slices.Contains(f.IDs, id) })
+	}
+	if len(f.Authors) > 0 {
+		authors = slices.DeleteFunc(authors, func(pk string) bool { return !slices.Contains(f.Authors, pk) })
+	}
+	out := map[string]struct{}{}
+	check := func(g nostr.Filter) error {
+		// every match counts, not the first page: the limit is lifted as
+		// for a negentropy set (bounded by negentropy_max_events)
+		ch, err := c.g.backend.Query(eventstore.SetNegentropy(c.asked(ctx)), g)
+		if err != nil {
+			return fmt.Errorf("query %s: %w", g, err)
+		}
+		for evt := range ch {
+			if !c.visible(ctx, evt) {
+				out[evt.ID] = struct{}{}
+			}
+		}
+		return nil
+	}
+	for len(ids) > 0 {
+		n := min(len(ids), withheldPage)
+		g := f.Clone()
+		g.IDs, g.Limit = ids[:n], n
+		ids = ids[n:]
+		if err := check(g); err != nil {
+			return nil, err
+		}
+	}
+	for len(authors) > 0 {
+		n := min(len(authors), withheldPage)
+		g := f.Clone()
+		g.Authors, g.Limit = authors[:n], c.g.lim.NegentropyMaxEvents
+		authors = authors[n:]
+		if err := check(g); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// withheldPage is how many withheld ids or authors one query of
+// withheldOut names.
+const withheldPage = 500
 
 func (c *conn) countVisible(ctx context.Context, f nostr.Filter) (int64, error) {
 	ch, err := c.query(ctx, f)

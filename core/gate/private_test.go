@@ -77,6 +77,10 @@ type fakePrivate struct {
 }
 
 func (p *fakePrivate) Restricting() bool { return p.restricting }
+func (p *fakePrivate) Withholding() bool { return false }
+func (p *fakePrivate) Withheld() (ids, authors []string) {
+	return nil, nil
+}
 
 func (p *fakePrivate) who() func(string) bool {
 	return func(pk string) bool { return pk != "" && pk == p.member }

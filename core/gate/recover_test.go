@@ -41,7 +41,9 @@ func (p *panickyBackend) Count(ctx context.Context, f nostr.Filter) (int64, erro
 // which the gate asks on the reader goroutine itself.
 type panickyPrivate struct{ armed atomic.Bool }
 
-func (p *panickyPrivate) Restricting() bool { return false }
+func (p *panickyPrivate) Restricting() bool                 { return false }
+func (p *panickyPrivate) Withholding() bool                 { return false }
+func (p *panickyPrivate) Withheld() (ids, authors []string) { return nil, nil }
 func (p *panickyPrivate) Readers(context.Context, *nostr.Event) func(string) bool {
 	return nil
 }

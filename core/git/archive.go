@@ -58,7 +58,7 @@ func (h *handler) ServeArchive(w http.ResponseWriter, r *http.Request, repo nip3
 	// under any number of paths (a 121 KB push listed 45,000 of them)
 	files, size, err := h.treeSize(r.Context(), repo, commit)
 	if err != nil {
-		h.log.Warn("sizing a snapshot failed", "repo", repo.Npub()+"/"+repo.Identifier, "error", err)
+		h.log.Warn("sizing a snapshot failed", "repo", repo.URLPath(), "error", err)
 		http.Error(w, "error: the snapshot could not be made", http.StatusInternalServerError)
 		h.finish(kind, start, runResult{err: err})
 		return

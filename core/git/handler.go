@@ -10,6 +10,7 @@ import (
 	"github.com/grasp-dev/grasp/core/clock"
 	"github.com/grasp-dev/grasp/core/env"
 	"github.com/grasp-dev/grasp/core/nip34"
+	"github.com/grasp-dev/grasp/core/refusals"
 	"github.com/hashicorp/go-hclog"
 )
 
@@ -111,6 +112,10 @@ type Options struct {
 	// server passes core/clientip's, which knows its trusted proxies; nil
 	// takes the socket's peer.
 	ClientIP func(r *http.Request) string
+	// RefusalLog counts refused requests and pushes for the operator's
+	// per-minute line and budgets the push refusals' own lines
+	// (core/refusals); nil: not counted, every refusal logged.
+	RefusalLog *refusals.Log
 	// PackWindowMemory and PackThreads bound pack-objects' memory and CPU
 	// per upload-pack (defaults "100m" and 1).
 	PackWindowMemory string
@@ -207,6 +212,8 @@ type handler struct {
 func NewHandler(opts Options, e env.Env) http.Handler {
 	opts.defaults()
 	e = e.OrDefaults()
+	sl := newSlots(e.Clock, opts.MaxProcesses, opts.MaxProcessesPerIP, opts.QueueWait)
+	sl.refusals = opts.RefusalLog
 	return &handler{
 		opts:     opts,
 		repos:    opts.Repos,
@@ -215,7 +222,7 @@ func NewHandler(opts Options, e env.Env) http.Handler {
 		clk:      e.Clock,
 		log:      e.Log,
 		m:        newMetrics(e.Metrics),
-		slots:    newSlots(e.Clock, opts.MaxProcesses, opts.MaxProcessesPerIP, opts.QueueWait),
+		slots:    sl,
 		clientIP: opts.ClientIP,
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/base64"
+	"errors"
 	"io"
 	"net/http"
 	"net/url"
@@ -123,43 +124,55 @@ func (h *handler) answerProbe(w http.ResponseWriter) {
 // nip98Pubkey returns the author of the request's valid NIP-98 token for
 // repo (see above for the two shapes and two headers).
 func (h *handler) nip98Pubkey(r *http.Request, repo nip34.RepoRef) (string, bool) {
-	raw, ok := tokenBytes(r.Header.Get("Authorization"))
-	if !ok {
-		return "", false
-	}
-	var evt nostr.Event
-	if err := evt.UnmarshalJSON(raw); err != nil {
-		return "", false
-	}
-	if evt.Kind != kindHTTPAuth || !evt.CheckID() {
-		return "", false
-	}
-	now := h.clk.Now()
-	if t := evt.CreatedAt.Time(); t.Before(now.Add(-nip98Window)) || t.After(now.Add(nip98Window)) {
-		return "", false
-	}
-	m, u := evt.Tags.Find("method"), evt.Tags.Find("u")
-	if m == nil || u == nil {
-		return "", false
-	}
-	matched := false
-	for _, base := range h.baseURLs(r) {
-		switch {
-		case strings.EqualFold(m[1], http.MethodGet) && sameRepoURL(u[1], base+repo.URLPath()):
-			// the repository's token, for every request of it
-			matched = true
-		case strings.EqualFold(m[1], r.Method) && sameRequestURL(u[1], base+r.URL.EscapedPath(), r.URL.Query()):
-			// a per-request token
-			matched = true
+	evt, err := VerifyToken(r.Header.Get("Authorization"), h.clk.Now(), func(evt *nostr.Event) error {
+		m, u := evt.Tags.Find("method"), evt.Tags.Find("u")
+		if m == nil || u == nil {
+			return errors.New("the NIP-98 token names no method or u")
 		}
-	}
-	if !matched {
-		return "", false
-	}
-	if ok, err := evt.CheckSignature(); err != nil || !ok {
+		for _, base := range h.baseURLs(r) {
+			switch {
+			case strings.EqualFold(m[1], http.MethodGet) && sameRepoURL(u[1], base+repo.URLPath()):
+				// the repository's token, for every request of it
+				return nil
+			case strings.EqualFold(m[1], r.Method) && sameRequestURL(u[1], base+r.URL.EscapedPath(), r.URL.Query()):
+				// a per-request token
+				return nil
+			}
+		}
+		return errors.New("the NIP-98 token's u and method do not name this request")
+	})
+	if err != nil {
 		return "", false
 	}
 	return evt.PubKey, true
+}
+
+// VerifyToken is the one reading of a NIP-98 token (kind 27235) in an
+// Authorization header, "Nostr <base64>" or Basic with the base64 event as
+// the password: a well-formed event with its id, created_at within a
+// minute of now, then match's checks of what it must name (method, u,
+// payload: they differ between git and NIP-86), then the signature, last
+// because it is the dearest. It returns the event, or why it is refused.
+// The git handler and the NIP-86 endpoint (core/nip86) call it.
+func VerifyToken(header string, now time.Time, match func(evt *nostr.Event) error) (*nostr.Event, error) {
+	raw, ok := tokenBytes(header)
+	if !ok {
+		return nil, errors.New("an Authorization: Nostr <base64 NIP-98 event> header is required")
+	}
+	var evt nostr.Event
+	if err := evt.UnmarshalJSON(raw); err != nil || evt.Kind != kindHTTPAuth || !evt.CheckID() {
+		return nil, errors.New("the Authorization token is not a NIP-98 event (kind 27235)")
+	}
+	if t := evt.CreatedAt.Time(); t.Before(now.Add(-nip98Window)) || t.After(now.Add(nip98Window)) {
+		return nil, errors.New("the NIP-98 token is more than 60 seconds from now")
+	}
+	if err := match(&evt); err != nil {
+		return nil, err
+	}
+	if ok, err := evt.CheckSignature(); err != nil || !ok {
+		return nil, errors.New("the NIP-98 token's signature is invalid")
+	}
+	return &evt, nil
 }
 
 // tokenBytes decodes the event of an Authorization header: "Nostr

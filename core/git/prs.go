@@ -96,7 +96,7 @@ func (r *Repos) OpenPRs(ctx context.Context, repo nip34.RepoRef) (done func(), e
 			}
 			r.prs.mu.Unlock()
 			if _, err := r.RemoveIfEmpty(context.WithoutCancel(ctx), repo); err != nil {
-				r.log.Warn("remove a /prs/ repository left without refs", "path", repo.URLPath(), "error", err)
+				r.log.Warn("remove a /prs/ repository left without refs", "repo", repo.URLPath(), "error", err)
 			}
 		})
 	}

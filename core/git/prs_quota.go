@@ -105,7 +105,7 @@ func (r *Repos) removePRs(ctx context.Context, repo nip34.RepoRef, onlyEmpty boo
 		return false, fmt.Errorf("remove %s: %w", repo.URLPath(), err)
 	}
 	_ = os.Remove(filepath.Dir(dir)) // the npub directory, when it was the last
-	r.log.Debug("removed a /prs/ repository", "path", repo.URLPath(), "only_empty", onlyEmpty)
+	r.log.Debug("removed a /prs/ repository", "repo", repo.URLPath(), "only_empty", onlyEmpty)
 	return true, nil
 }
 

@@ -179,7 +179,7 @@ func (g *pushGate) refsMoved(committed bool) {
 	}
 	applied, err := g.h.applied(g.ctx, g.dir, g.updates)
 	if err != nil {
-		g.h.log.Error("push gate: read refs after the push", "repo", g.repo.String(), "error", err)
+		g.h.log.Error("push gate: read refs after the push", "repo", g.repo.URLPath(), "error", err)
 	}
 	if !applied && err == nil {
 		// the packed-refs transaction of a deletion committed first
@@ -189,7 +189,7 @@ func (g *pushGate) refsMoved(committed bool) {
 	if applied && g.res.State != nil {
 		if head := g.res.State.HeadRef(); head != "" {
 			if err := g.h.repos.setHeadAt(g.ctx, g.dir, head); err != nil {
-				g.h.log.Error("align HEAD after push", "repo", g.repo.String(), "error", err)
+				g.h.log.Error("align HEAD after push", "repo", g.repo.URLPath(), "error", err)
 			}
 		}
 	}

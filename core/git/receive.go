@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/grasp-dev/grasp/core/nip34"
+	"github.com/grasp-dev/grasp/core/refusals"
 )
 
 const receiveResultType = "application/x-git-receive-pack-result"
@@ -22,10 +23,6 @@ const receiveResultType = "application/x-git-receive-pack-result"
 // before the refs move, all of them or none. A refused push never starts
 // git and so writes nothing.
 func (h *handler) serveReceivePack(w http.ResponseWriter, r *http.Request, repo nip34.RepoRef, dir string) {
-	owner, id := repo.Npub(), repo.Identifier
-	if repo.PRs {
-		owner = "prs/" + owner
-	}
 	start := h.clk.Now()
 	ip := h.clientIP(r)
 	// prsRefused counts a refused GRASP-06 push by reason; a refused push
@@ -87,7 +84,9 @@ func (h *handler) serveReceivePack(w http.ResponseWriter, r *http.Request, repo 
 		if why := h.opts.ReadOnly(ctx, repo); why != "" {
 			h.m.refused.WithLabelValues("read_only").Inc()
 			h.opts.Refusals.note(repo, "read_only", nRefs)
-			h.log.Info("push refused: read-only archive", "owner", owner, "id", id)
+			if h.opts.RefusalLog.Detail(ip, refusals.PushRefused) {
+				h.log.Info("push refused: read-only archive", "repo", repo.URLPath(), "remote", ip)
+			}
 			refuseAll(why)
 			return
 		}
@@ -96,7 +95,7 @@ func (h *handler) serveReceivePack(w http.ResponseWriter, r *http.Request, repo 
 	// process and no wait; the gate decides again under the lock.
 	res, err := h.authorize(ctx, repo, dir, cmds.Updates)
 	if err != nil {
-		h.log.Error("push authorisation could not be decided", "owner", owner, "id", id, "error", err)
+		h.log.Error("push authorisation could not be decided", "repo", repo.URLPath(), "remote", ip, "error", err)
 		res = Result{Class: ClassError, Reason: "error: " + oneLine(err.Error()), RefReasons: map[string]string{}}
 		for _, u := range cmds.Updates {
 			res.RefReasons[u.Ref] = res.Reason
@@ -105,7 +104,9 @@ func (h *handler) serveReceivePack(w http.ResponseWriter, r *http.Request, repo 
 	if !res.Allowed {
 		h.m.auth.WithLabelValues("rejected", res.Class).Inc()
 		prsRefused(res.Class)
-		h.log.Info("push refused", "owner", owner, "id", id, "class", res.Class, "reason", res.Reason)
+		if h.opts.RefusalLog.Detail(ip, refusals.PushRefused) {
+			h.log.Info("push refused", "repo", repo.URLPath(), "remote", ip, "refs", RefsMoved(cmds.Updates), "class", res.Class, "reason", res.Reason)
+		}
 		_, _ = io.Copy(io.Discard, body)
 		writeReceiveResult(w, rejection(cmds, res))
 		h.finish("push", start, runResult{rejected: true, in: wire.n})
@@ -115,7 +116,9 @@ func (h *handler) serveReceivePack(w http.ResponseWriter, r *http.Request, repo 
 		if err := h.opts.CheckSpace(); err != nil {
 			h.m.refused.WithLabelValues("disk").Inc()
 			prsRefused("disk")
-			h.log.Warn("push refused: low on disk space", "owner", owner, "id", id, "error", err)
+			if h.opts.RefusalLog.Detail(ip, refusals.PushRefused) {
+				h.log.Warn("push refused: low on disk space", "repo", repo.URLPath(), "remote", ip, "error", err)
+			}
 			refuseAll(err.Error())
 			return
 		}
@@ -127,7 +130,9 @@ func (h *handler) serveReceivePack(w http.ResponseWriter, r *http.Request, repo 
 	if err != nil {
 		h.m.refused.WithLabelValues("quota").Inc()
 		prsRefused("quota")
-		h.log.Info("/prs/ push refused: quota", "owner", owner, "id", id, "remote", ip, "reason", err)
+		if h.opts.RefusalLog.Detail(ip, refusals.PushRateLimited) {
+			h.log.Info("/prs/ push refused: quota", "repo", repo.URLPath(), "remote", ip, "reason", err)
+		}
 		refuseAll(err.Error())
 		return
 	}
@@ -152,7 +157,9 @@ func (h *handler) serveReceivePack(w http.ResponseWriter, r *http.Request, repo 
 		if err != nil {
 			h.m.refused.WithLabelValues("quota").Inc()
 			prsRefused("quota")
-			h.log.Info("placeholder push refused", "owner", owner, "id", id, "reason", err)
+			if h.opts.RefusalLog.Detail(ip, refusals.PushRateLimited) {
+				h.log.Info("placeholder push refused", "repo", repo.URLPath(), "remote", ip, "reason", err)
+			}
 			refuseAll(err.Error())
 			return
 		}
@@ -160,6 +167,7 @@ func (h *handler) serveReceivePack(w http.ResponseWriter, r *http.Request, repo 
 		if err := rsv.Charge(int64(len(raw))); err != nil {
 			h.m.refused.WithLabelValues("quota").Inc()
 			prsRefused("quota")
+			h.opts.RefusalLog.Count(ip, refusals.PushRateLimited)
 			refuseAll(err.Error())
 			return
 		}
@@ -181,7 +189,7 @@ func (h *handler) serveReceivePack(w http.ResponseWriter, r *http.Request, repo 
 		// removed again if the push leaves it without a ref (G06-8).
 		done, err := h.repos.OpenPRs(ctx, repo)
 		if err != nil {
-			h.log.Error("create a /prs/ repository", "owner", owner, "id", id, "error", err)
+			h.log.Error("create a /prs/ repository", "repo", repo.URLPath(), "error", err)
 			prsRefused(ClassError)
 			refuseAll("error: could not create the repository here; try again later")
 			return
@@ -209,23 +217,25 @@ func (h *handler) serveReceivePack(w http.ResponseWriter, r *http.Request, repo 
 		h.m.auth.WithLabelValues("accepted", gres.Class).Inc()
 		if prsRsv != nil {
 			if err := prsRsv.Commit(); err != nil {
-				h.log.Error("record what a /prs/ push brought", "owner", owner, "id", id, "error", err)
+				h.log.Error("record what a /prs/ push brought", "repo", repo.URLPath(), "error", err)
 			}
 		}
 		if repo.PRs {
 			h.m.prsPushes.WithLabelValues("accepted").Inc()
 			h.m.prsBytes.Add(float64(wire.n))
-			h.log.Info("/prs/ push accepted", "owner", owner, "id", id, "refs", len(cmds.Updates), "bytes", wire.n, "remote", ip)
+			h.log.Info("/prs/ push accepted", "repo", repo.URLPath(), "remote", ip, "refs", RefsMoved(cmds.Updates), "bytes", wire.n)
 		}
 		if rr.err != nil {
 			// Refs moved even though the response could not be delivered.
-			h.log.Warn("push applied but the client did not get the whole answer", "owner", owner, "id", id, "error", rr.err)
+			h.log.Warn("push applied but the client did not get the whole answer", "repo", repo.URLPath(), "remote", ip, "error", rr.err)
 			rr.err = nil
 		}
 	case refusal != "":
 		h.m.auth.WithLabelValues("rejected", ClassStale).Inc()
 		prsRefused("gate")
-		h.log.Info("push refused by the push gate", "owner", owner, "id", id, "reason", refusal)
+		if h.opts.RefusalLog.Detail(ip, refusals.PushRefused) {
+			h.log.Info("push refused by the push gate", "repo", repo.URLPath(), "remote", ip, "refs", RefsMoved(cmds.Updates), "reason", refusal)
+		}
 		rr.rejected, rr.err = true, nil
 	case !asked && rr.err == nil:
 		// git refused the push itself (fsck, missing objects) before its
@@ -234,6 +244,9 @@ func (h *handler) serveReceivePack(w http.ResponseWriter, r *http.Request, repo 
 		prsRefused("git")
 	case rr.err == nil:
 		rr.err = errors.New("receive-pack did not apply every ref update")
+	}
+	if !applied && errors.As(rr.err, new(*quotaError)) {
+		h.opts.RefusalLog.Count(ip, refusals.PushRateLimited)
 	}
 	if !applied && rr.err != nil {
 		switch {

@@ -203,7 +203,7 @@ func (r *Repos) Create(ctx context.Context, repo nip34.RepoRef) error {
 		}
 		return fmt.Errorf("move new repository %s/%s into place: %w", owner, id, err)
 	}
-	r.log.Debug("created repository", "owner", owner, "id", id)
+	r.log.Debug("created repository", "repo", repo.URLPath())
 	return nil
 }
 

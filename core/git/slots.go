@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/grasp-dev/grasp/core/clock"
+	"github.com/grasp-dev/grasp/core/refusals"
 )
 
 // slots bounds the git processes serving requests, in total and per client
@@ -24,6 +25,10 @@ type slots struct {
 	total     int
 	perIP     int
 	queueWait time.Duration
+
+	// refusals counts the requests refused for the operator's
+	// per-minute line (nil: not counted).
+	refusals *refusals.Log
 
 	mu      sync.Mutex
 	running int
@@ -49,6 +54,18 @@ func (e *slotError) Error() string { return e.msg }
 // acquire takes a process slot for a request from ip, waiting for one at
 // most queueWait (or until ctx ends). The returned func gives it back.
 func (s *slots) acquire(ctx context.Context, ip string) (func(), *slotError) {
+	release, refused := s.take(ctx, ip)
+	switch {
+	case refused == nil:
+	case refused.reason == "busy_ip":
+		s.refusals.Count(ip, refusals.GitBusyIP)
+	default:
+		s.refusals.Count(ip, refusals.GitBusy)
+	}
+	return release, refused
+}
+
+func (s *slots) take(ctx context.Context, ip string) (func(), *slotError) {
 	s.mu.Lock()
 	if s.byIP[ip] >= s.perIP {
 		n := s.byIP[ip]

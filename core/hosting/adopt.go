@@ -30,7 +30,7 @@ func (o *op) adopt(r nip34.RepoRef) {
 		// Borrow only from a repo whose owner r's owner trusts (F01).
 		t := git.Target{Repo: r, Borrow: v.maintainers(r.Pubkey)[src.Pubkey]}
 		if err := o.repos.Propagate(o.ctx, src, []git.Target{t}, st.Refs, st.HEAD); err != nil {
-			o.log.Error("bring a newly announced repo to its state", "repo", r.String(), "from", owner, "error", err)
+			o.log.Error("bring a newly announced repo to its state", "repo", r.URLPath(), "from", src.URLPath(), "error", err)
 			return
 		}
 		o.release(r)

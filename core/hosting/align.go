@@ -32,15 +32,15 @@ func (o *op) alignToState(evt *nostr.Event) {
 	if len(owners) == 0 {
 		// Stored (its author's latest), but another maintainer's state
 		// sorts after it (a late or same-second higher-id state).
-		o.log.Debug("stored state is not authoritative for any repo here", "id", evt.ID, "d", st.Identifier)
+		o.log.Debug("stored state is not authoritative for any repo here", "id", evt.ID, "repo", ref(evt.PubKey, st.Identifier).URLPath())
 		return
 	}
 	if src.IsZero() {
-		o.log.Warn("state objects not found in any repo", "id", evt.ID, "d", st.Identifier)
+		o.log.Warn("state objects not found in any repo", "id", evt.ID, "repo", ref(evt.PubKey, st.Identifier).URLPath())
 		return
 	}
 	if err := o.repos.Align(o.ctx, src, refs, head); err != nil {
-		o.log.Error("align repo to state", "repo", src.String(), "error", err)
+		o.log.Error("align repo to state", "repo", src.URLPath(), "error", err)
 		return
 	}
 	o.propagate(src, refs, head, owners)
@@ -73,7 +73,7 @@ func (o *op) alignLatest(r nip34.RepoRef, released ...*nostr.Event) {
 		return
 	}
 	if err := o.repos.Align(o.ctx, r, st.Refs, st.HEAD); err != nil {
-		o.log.Error("align fetched repo to its state", "repo", r.String(), "error", err)
+		o.log.Error("align fetched repo to its state", "repo", r.URLPath(), "error", err)
 	}
 }
 

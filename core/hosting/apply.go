@@ -30,7 +30,9 @@ func (h *Hosting) Apply(ctx context.Context, evt *nostr.Event, d policy.Decision
 		return
 	}
 	if notable(evt.Kind) {
-		o.log.Info(nip34.KindName(evt.Kind)+" accepted", "id", evt.ID, "author", evt.PubKey, "d", evt.Tags.GetD())
+		// A PR's d is empty: its repository is in its a tag.
+		repo, _ := nip34.RepoOf(evt)
+		o.log.Info(nip34.KindName(evt.Kind)+" accepted", "id", evt.ID, "repo", repo.URLPath(), "author", nip34.Npub(evt.PubKey))
 	}
 	if evt.Kind == nip34.KindAnnouncement {
 		defer o.recheckRejected(evt.Tags.GetD())

@@ -66,7 +66,7 @@ func (h *Hosting) Hold(ctx context.Context, evt *nostr.Event, d policy.Decision,
 		return "", fmt.Errorf("error: could not hold event: %w", err)
 	}
 	if notable(evt.Kind) {
-		h.log.Info(nip34.KindName(evt.Kind)+" held until its git data arrives", "id", evt.ID, "repo", where(entry.Repo), "source", string(meta.Source))
+		h.log.Info(nip34.KindName(evt.Kind)+" held until its git data arrives", "id", evt.ID, "repo", entry.Repo.URLPath(), "source", string(meta.Source))
 	}
 	if createRepo {
 		// The bare repo must exist before the OK is written: ngit init
@@ -76,16 +76,16 @@ func (h *Hosting) Hold(ctx context.Context, evt *nostr.Event, d policy.Decision,
 		// is not kept either, and the client is told: an OK true always
 		// means the repository answers git (issue 10 part 4).
 		if err := h.repos.Create(ctx, entry.Repo); err != nil {
-			h.log.Error("create bare repo; the announcement is refused", "repo", entry.Repo.String(), "error", err)
+			h.log.Error("create bare repo; the announcement is refused", "repo", entry.Repo.URLPath(), "error", err)
 			if _, rerr := h.purg.Remove(evt.ID, "evicted"); rerr != nil {
 				h.log.Error("dropping the held announcement whose repo could not be made", "id", evt.ID, "error", rerr)
 			}
 			return "", &policy.Refusal{Msg: "error: could not create the repository here; try again later"}
 		}
 		if d.Archived {
-			h.log.Info("repository archived (GRASP-05): created, its git data is fetched from the servers its announcement lists", "repo", entry.Repo.String(), "source", string(meta.Source))
+			h.log.Info("repository archived (GRASP-05): created, its git data is fetched from the servers its announcement lists", "repo", entry.Repo.URLPath(), "source", string(meta.Source))
 		} else {
-			h.log.Info("repository created", "repo", entry.Repo.String())
+			h.log.Info("repository created", "repo", entry.Repo.URLPath())
 		}
 		// The data may already be here: the repo was announced before, or
 		// another maintainer's copy holds the latest state. Then the

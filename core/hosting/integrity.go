@@ -114,7 +114,7 @@ func (o *op) integrity(r nip34.RepoRef, repair bool) []Finding {
 		o.alignLatest(r)
 		if now, err := o.repos.Refs(o.ctx, r); err == nil && sameRefs(git.StateRefs(now), st.Refs) {
 			f.Repaired = true
-			o.log.Info("integrity repair: refs realigned to the state", "repo", r.String(), "state", st.EventID)
+			o.log.Info("integrity repair: refs realigned to the state", "repo", r.URLPath(), "state", st.EventID)
 		} else {
 			f.Detail += "; repair did not take (see the log)"
 		}

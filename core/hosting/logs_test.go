@@ -41,7 +41,7 @@ func TestInfoLogLines(t *testing.T) {
 	if _, err := r.h.Hold(ctx, ann, policy.Decision{Outcome: policy.Hold, Effects: []policy.Effect{{Kind: policy.CreateRepo, Repo: repo}}}, policy.Meta{Source: policy.SourceClient}); err != nil {
 		t.Fatal(err)
 	}
-	expect("announcement", []string{"[INFO]  repository created: repo=" + repo.String(),
+	expect("announcement", []string{"[INFO]  repository created: repo=" + repo.URLPath(),
 		"[INFO]  announcement held until its git data arrives: id=" + ann.ID})
 
 	issue := a.sign(t, nip34.KindIssue, nostr.Tags{{"a", repo.String()}})
@@ -58,17 +58,22 @@ func TestInfoLogLines(t *testing.T) {
 	expect("state", []string{"[INFO]  state held until its git data arrives: id=" + st.ID})
 
 	c, _ := candidate(st)
-	r.h.OnPush(ctx, git.PushResult{Repo: repo, State: &c})
-	expect("push", []string{"[INFO]  push accepted: repo=" + repo.String() + " state=" + st.ID,
+	r.h.OnPush(ctx, git.PushResult{Repo: repo, State: &c, Remote: "198.51.100.4", Updates: []git.RefUpdate{{Ref: "refs/heads/main", Old: git.ZeroOID, New: tip}}})
+	expect("push", []string{"[INFO]  push accepted: repo=" + repo.URLPath() + " remote=198.51.100.4 refs=\"refs/heads/main 0000000000→" + tip[:10] + "\" state=" + st.ID,
 		"[INFO]  announcement released from purgatory: id=" + ann.ID,
 		"[INFO]  state released from purgatory: id=" + st.ID}, issue.ID)
 
 	st2 := a.sign(t, nip34.KindState, nostr.Tags{{"d", "r"}, {"refs/heads/main", tip}})
 	r.h.Apply(ctx, st2, policy.Decision{Outcome: policy.Store})
-	expect("stored state", []string{"[INFO]  state accepted: id=" + st2.ID})
+	expect("stored state", []string{"[INFO]  state accepted: id=" + st2.ID + " repo=" + repo.URLPath()})
 	comment := a.sign(t, nip34.KindComment, nostr.Tags{{"a", repo.String()}})
 	r.h.Apply(ctx, comment, policy.Decision{Outcome: policy.Store})
 	expect("stored comment", nil, comment.ID)
+	// A PR's d is empty; its line names the repository of its a tag
+	// (issue 26 part 6).
+	pr := a.sign(t, nip34.KindPR, nostr.Tags{{"a", repo.String()}, {"c", tip}})
+	r.h.Apply(ctx, pr, policy.Decision{Outcome: policy.Store})
+	expect("stored PR", []string{"[INFO]  PR accepted: id=" + pr.ID + " repo=" + repo.URLPath() + " author=" + a.Npub})
 
 	late := a.sign(t, nip34.KindState, nostr.Tags{{"d", "r"}, {"refs/heads/main", strings.Repeat("1", 40)}})
 	if _, err := r.h.Hold(ctx, late, policy.Decision{Outcome: policy.Hold, Effects: []policy.Effect{{Kind: policy.AwaitGitData, Repo: repo, OIDs: []string{strings.Repeat("1", 40)}}}}, policy.Meta{}); err != nil {
@@ -93,7 +98,7 @@ func TestG05_InfoLogLineWhenArchived(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := r.logs.Take()
-	if want := "[INFO]  repository archived (GRASP-05): created, its git data is fetched from the servers its announcement lists: repo=" + repo.String() + " source=sync"; !strings.Contains(got, want) {
+	if want := "[INFO]  repository archived (GRASP-05): created, its git data is fetched from the servers its announcement lists: repo=" + repo.URLPath() + " source=sync"; !strings.Contains(got, want) {
 		t.Fatalf("the log lacks %q:\n%s", want, got)
 	}
 	if strings.Contains(got, "repository created:") {

@@ -33,7 +33,7 @@ func (o *op) settlePlaceholders(evt *nostr.Event, tip string) {
 		if ph.Repo.PRs {
 			// G06-6: the event stays held; the repository goes with its
 			// last ref (G06-8)
-			o.log.Info("/prs/ ref at another commit than its PR event's deleted", "id", evt.ID, "path", ph.Repo.URLPath(), "pushed", ph.Commit, "want", want)
+			o.log.Info("/prs/ ref at another commit than its PR event's deleted", "id", evt.ID, "repo", ph.Repo.URLPath(), "pushed", ph.Commit, "want", want)
 			if o.removeIfEmptyPRs(o.ctx, ph.Repo, "tip mismatch") {
 				continue
 			}
@@ -60,7 +60,7 @@ func (o *op) bindNostrRef(repo nip34.RepoRef, evt *nostr.Event, tip string) {
 			continue
 		}
 		if err := o.repos.SetRef(o.ctx, r, "refs/nostr/"+id, tip, ""); err != nil {
-			o.log.Warn("bind refs/nostr", "id", id, "repo", r.String(), "error", err)
+			o.log.Warn("bind refs/nostr", "id", id, "repo", r.URLPath(), "error", err)
 		}
 	}
 }

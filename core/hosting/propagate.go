@@ -21,6 +21,6 @@ func (o *op) propagate(from nip34.RepoRef, refs map[string]string, head string, 
 		return
 	}
 	if err := o.repos.Propagate(o.ctx, from, to, refs, head); err != nil {
-		o.log.Error("propagate state to maintainers' repos", "from", from.String(), "error", err)
+		o.log.Error("propagate state to maintainers' repos", "from", from.URLPath(), "error", err)
 	}
 }

@@ -53,15 +53,15 @@ func (o *op) bindPRs(prs nip34.RepoRef, evt *nostr.Event, tip string) {
 	}
 	ref := "refs/nostr/" + evt.ID
 	if err := o.repos.SetRef(o.ctx, prs, ref, tip, ""); err != nil {
-		o.log.Warn("bind refs/nostr in /prs/", "id", evt.ID, "path", prs.URLPath(), "error", err)
+		o.log.Warn("bind refs/nostr in /prs/", "id", evt.ID, "repo", prs.URLPath(), "error", err)
 		return
 	}
 	// a served PR uses its data: its expiry starts again (F20)
 	if err := o.purg.TouchPRs(prs); err != nil {
-		o.log.Error("record a use of /prs/ data", "path", prs.URLPath(), "error", err)
+		o.log.Error("record a use of /prs/ data", "repo", prs.URLPath(), "error", err)
 	}
 	o.prsEvents.WithLabelValues("released").Inc()
-	o.log.Info("/prs/ PR served with its ref", "id", evt.ID, "path", prs.URLPath(), "tip", tip)
+	o.log.Info("/prs/ PR served with its ref", "id", evt.ID, "repo", prs.URLPath(), "tip", tip)
 	pr, err := nip34.ParsePR(evt)
 	if err != nil {
 		return
@@ -71,21 +71,12 @@ func (o *op) bindPRs(prs nip34.RepoRef, evt *nostr.Event, tip string) {
 			continue
 		}
 		if err := o.repos.CopyRef(o.ctx, prs, a, ref, tip); err != nil {
-			o.log.Warn("mirror a /prs/ PR into the owner's repository", "id", evt.ID, "repo", a.String(), "error", err)
+			o.log.Warn("mirror a /prs/ PR into the owner's repository", "id", evt.ID, "repo", a.URLPath(), "error", err)
 			continue
 		}
 		o.prsEvents.WithLabelValues("mirrored").Inc()
-		o.log.Info("/prs/ PR mirrored into the owner's repository", "id", evt.ID, "repo", a.String(), "tip", tip)
+		o.log.Info("/prs/ PR mirrored into the owner's repository", "id", evt.ID, "repo", a.URLPath(), "tip", tip)
 	}
-}
-
-// where names a repository in a log line: its coordinate, or its /prs/
-// path.
-func where(r nip34.RepoRef) string {
-	if r.PRs {
-		return r.URLPath()
-	}
-	return r.String()
 }
 
 // removeIfEmptyPRs removes a /prs/ repository left without a ref (G06-8)
@@ -93,13 +84,13 @@ func where(r nip34.RepoRef) string {
 func (h *Hosting) removeIfEmptyPRs(ctx context.Context, r nip34.RepoRef, why string) bool {
 	removed, err := h.repos.RemoveIfEmpty(ctx, r)
 	if err != nil {
-		h.log.Warn("remove a /prs/ repository without refs", "path", r.URLPath(), "error", err)
+		h.log.Warn("remove a /prs/ repository without refs", "repo", r.URLPath(), "error", err)
 		return false
 	}
 	if removed {
 		h.dropPRs(r)
 		h.prsEvents.WithLabelValues("removed").Inc()
-		h.log.Info("/prs/ repository without refs removed", "path", r.URLPath(), "why", why)
+		h.log.Info("/prs/ repository without refs removed", "repo", r.URLPath(), "why", why)
 	}
 	return removed
 }

@@ -45,22 +45,22 @@ func (h *Hosting) expirePRs(ctx context.Context) {
 		}
 		if h.prsKept(ctx, d.Repo) {
 			if err := h.purg.TouchPRs(d.Repo); err != nil {
-				h.log.Error("keep /prs/ data whose PR is merged", "path", d.Repo.URLPath(), "error", err)
+				h.log.Error("keep /prs/ data whose PR is merged", "repo", d.Repo.URLPath(), "error", err)
 			}
-			h.log.Info("/prs/ data kept past its TTL: its PR is merged or mirrored into a repository hosted here", "path", d.Repo.URLPath())
+			h.log.Info("/prs/ data kept past its TTL: its PR is merged or mirrored into a repository hosted here", "repo", d.Repo.URLPath())
 			continue
 		}
 		removed, err := h.repos.RemovePRs(ctx, d.Repo)
 		switch {
 		case err != nil:
-			h.log.Warn("remove an expired /prs/ repository", "path", d.Repo.URLPath(), "error", err)
+			h.log.Warn("remove an expired /prs/ repository", "repo", d.Repo.URLPath(), "error", err)
 			continue
 		case !removed:
 			continue // a push is writing into it: it is used
 		}
 		h.dropPRs(d.Repo)
 		h.prsEvents.WithLabelValues("expired").Inc()
-		h.log.Info("/prs/ repository removed: its data was not used or merged within the TTL", "path", d.Repo.URLPath(),
+		h.log.Info("/prs/ repository removed: its data was not used or merged within the TTL", "repo", d.Repo.URLPath(),
 			"bytes", d.Total(), "last_used", d.Active, "ttl", h.prsTTL)
 	}
 }
@@ -68,7 +68,7 @@ func (h *Hosting) expirePRs(ctx context.Context) {
 // dropPRs frees what the removed /prs/ repository r was charged.
 func (h *Hosting) dropPRs(r nip34.RepoRef) {
 	if err := h.purg.DropPRs(r); err != nil {
-		h.log.Error("free the /prs/ quota of a removed repository", "path", r.URLPath(), "error", err)
+		h.log.Error("free the /prs/ quota of a removed repository", "repo", r.URLPath(), "error", err)
 	}
 }
 
@@ -111,9 +111,9 @@ func (h *Hosting) adoptPRs(r nip34.RepoRef) {
 		return
 	}
 	if err != nil {
-		h.log.Warn("measure a /prs/ repository", "path", r.URLPath(), "error", err)
+		h.log.Warn("measure a /prs/ repository", "repo", r.URLPath(), "error", err)
 	}
 	if err := h.purg.AdoptPRs(r, n); err != nil {
-		h.log.Error("charge a /prs/ repository found on disk", "path", r.URLPath(), "error", err)
+		h.log.Error("charge a /prs/ repository found on disk", "repo", r.URLPath(), "error", err)
 	}
 }

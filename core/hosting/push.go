@@ -40,7 +40,7 @@ func (h *Hosting) OnPush(ctx context.Context, res git.PushResult) {
 	if res.State != nil {
 		state = res.State.EventID
 	}
-	h.log.Info("push accepted", "repo", where(res.Repo), "state", state, "placeholders", len(res.Placeholders))
+	h.log.Info("push accepted", "repo", res.Repo.URLPath(), "remote", res.Remote, "refs", git.RefsMoved(res.Updates), "state", state, "placeholders", len(res.Placeholders))
 	owners := []string{res.Repo.Pubkey}
 	if res.State != nil {
 		v := o.view(res.Repo.Identifier)

@@ -22,7 +22,7 @@ func (o *op) recheckRejected(d string) {
 	o.spawn(func(ctx context.Context) {
 		for _, evt := range evs {
 			ok, msg := o.ingest(ctx, evt, policy.Meta{Source: policy.SourceRecheck, ReceivedAt: o.clk.Now()})
-			o.log.Info("re-evaluated a rejected state after an announcement changed", "id", evt.ID, "d", d, "ok", ok, "msg", msg)
+			o.log.Info("re-evaluated a rejected state after an announcement changed", "id", evt.ID, "repo", ref(evt.PubKey, d).URLPath(), "ok", ok, "msg", msg)
 		}
 	})
 }

@@ -18,7 +18,7 @@ func (o *op) release(r nip34.RepoRef) {
 	}
 	refs, err := o.repos.Refs(o.ctx, r)
 	if err != nil {
-		o.log.Error("read refs for release", "repo", r.String(), "error", err)
+		o.log.Error("read refs for release", "repo", r.URLPath(), "error", err)
 		return
 	}
 	hasData := len(git.StateRefs(refs)) > 0
@@ -32,14 +32,14 @@ func (o *op) release(r nip34.RepoRef) {
 	}
 	evs, err := o.purg.Release(r, hasData, func(oids []string) bool { return o.has(r, oids) })
 	if err != nil {
-		o.log.Error("release from purgatory", "repo", r.String(), "error", err)
+		o.log.Error("release from purgatory", "repo", r.URLPath(), "error", err)
 	}
 	// They leave purgatory only once published (or dropped on re-check):
 	// an event acknowledged OK is in purgatory or in the store at every
 	// moment, for a crash as for a push or roster read meanwhile.
 	defer func() {
 		if err := o.purg.Published(evs); err != nil {
-			o.log.Error("remove released events from purgatory", "repo", r.String(), "error", err)
+			o.log.Error("remove released events from purgatory", "repo", r.URLPath(), "error", err)
 		}
 	}()
 	// In release order (announcement first, so the events after it pass
@@ -92,7 +92,7 @@ func (o *op) release(r nip34.RepoRef) {
 			o.recheckRejected(evt.Tags.GetD())
 		}
 		if notable(evt.Kind) {
-			o.log.Info(nip34.KindName(evt.Kind)+" released from purgatory", "id", evt.ID, "repo", where(r))
+			o.log.Info(nip34.KindName(evt.Kind)+" released from purgatory", "id", evt.ID, "repo", r.URLPath())
 		} else {
 			o.log.Debug("released from purgatory", "id", evt.ID, "kind", evt.Kind)
 		}

@@ -17,7 +17,7 @@ func (h *Hosting) Sweep(ctx context.Context) error {
 	o := h.begin(ctx)
 	expired, phs, err := h.purg.Sweep()
 	for _, e := range expired {
-		h.log.Info("expired from purgatory without git data", "id", e.Event.ID, "kind", e.Event.Kind)
+		h.log.Info("expired from purgatory without git data", "id", e.Event.ID, "kind", e.Event.Kind, "repo", e.Repo.URLPath())
 		if h.hunter != nil {
 			h.hunter.ForgetEvent(e.Repo, e.Event.ID)
 		}
@@ -51,7 +51,7 @@ func (h *Hosting) Maintain(ctx context.Context) error {
 			return err
 		}
 		if err := h.repos.Maintain(ctx, r); err != nil {
-			h.log.Warn("git maintenance", "repo", r.String(), "error", err)
+			h.log.Warn("git maintenance", "repo", r.URLPath(), "error", err)
 		}
 	}
 	return err
@@ -68,7 +68,7 @@ const pruneGrace = 10 * time.Minute
 // data now.
 func (h *Hosting) schedulePrune(r nip34.RepoRef) {
 	if err := h.purg.SchedulePrune(r, h.clk.Now()); err != nil {
-		h.log.Error("schedule a prune of placeholder data", "repo", where(r), "error", err)
+		h.log.Error("schedule a prune of placeholder data", "repo", r.URLPath(), "error", err)
 	}
 }
 
@@ -97,18 +97,18 @@ func (h *Hosting) prune(ctx context.Context) {
 		err := h.repos.Prune(ctx, d.Repo, notAfter)
 		switch {
 		case errors.Is(err, git.ErrNotFound):
-			h.log.Debug("prune schedule: repository gone", "repo", where(d.Repo))
+			h.log.Debug("prune schedule: repository gone", "repo", d.Repo.URLPath())
 		case errors.Is(err, git.ErrBorrowed):
-			h.log.Info("placeholder data kept: the repository's objects are borrowed", "repo", where(d.Repo))
+			h.log.Info("placeholder data kept: the repository's objects are borrowed", "repo", d.Repo.URLPath())
 		case err != nil:
 			// stays scheduled: the next sweep tries again
-			h.log.Warn("prune placeholder data", "repo", where(d.Repo), "error", err)
+			h.log.Warn("prune placeholder data", "repo", d.Repo.URLPath(), "error", err)
 			continue
 		default:
-			h.log.Debug("pruned placeholder data", "repo", where(d.Repo))
+			h.log.Debug("pruned placeholder data", "repo", d.Repo.URLPath())
 		}
 		if err := h.purg.Pruned(d); err != nil {
-			h.log.Error("take a repository off the prune schedule", "repo", where(d.Repo), "error", err)
+			h.log.Error("take a repository off the prune schedule", "repo", d.Repo.URLPath(), "error", err)
 		}
 	}
 }

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/nbd-wtf/go-nostr"
 )
 
 // Address is a NIP-01 addressable-event coordinate "<kind>:<pubkey>:<d>".
@@ -93,10 +95,30 @@ func PRsRepo(signer, d string) RepoRef { return RepoRef{Pubkey: signer, Identifi
 
 // URLPath is the repository's path under the service's base path:
 // /<npub>/<pct(d)>.git, or /prs/<npub>/<pct(d)>.git for a GRASP-06 one.
+//
+// It is also how every log line names a repository, under the key "repo":
+// the path a reverse proxy's access log shows for the repository's git
+// requests and pages, so one grep finds both (docs/operations.md, Logs;
+// TestLogLinesNameRepositoriesOneWay keeps every line to it).
 func (r RepoRef) URLPath() string {
 	p := "/" + Npub(r.Pubkey) + "/" + EscapeIdentifier(r.Identifier) + ".git"
 	if r.PRs {
 		return "/prs" + p
 	}
 	return p
+}
+
+// RepoOf is the repository evt is about, for naming it in a log line: an
+// announcement's or state's own (author and d), else the first repository
+// coordinate among its a/A/q tags (a PR's, an issue's, a status's). ok is
+// false when evt names none.
+func RepoOf(evt *nostr.Event) (r RepoRef, ok bool) {
+	if evt.Kind == KindAnnouncement || evt.Kind == KindState {
+		r = RepoRef{Pubkey: evt.PubKey, Identifier: evt.Tags.GetD()}
+		return r, r.Identifier != ""
+	}
+	if rs := ReferencesOf(evt).Repos(); len(rs) > 0 {
+		return rs[0], true
+	}
+	return RepoRef{}, false
 }

@@ -1,6 +1,10 @@
 package nip34
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/nbd-wtf/go-nostr"
+)
 
 func TestRepoRefParseFormat(t *testing.T) {
 	r, err := ParseRepoRef("30617:" + pkA + ":my repo:v2")
@@ -38,5 +42,32 @@ func TestParseAddressOtherKinds(t *testing.T) {
 	}
 	if _, err := ParseAddress("70000:" + pkB + ":x"); err == nil {
 		t.Fatal("kind above 65535 accepted")
+	}
+}
+
+// RepoOf names the repository a log line about an event names: its own for
+// an announcement or state, the first a/A/q coordinate for the rest (a PR's
+// d tag is empty; its repository is in its a tag).
+func TestRepoOfNamesTheEventsRepository(t *testing.T) {
+	own := RepoRef{Pubkey: pkA, Identifier: "my repo"}
+	for _, kind := range []int{KindAnnouncement, KindState} {
+		got, ok := RepoOf(&nostr.Event{Kind: kind, PubKey: pkA, Tags: nostr.Tags{{"d", "my repo"}}})
+		if !ok || got != own {
+			t.Errorf("kind %d: RepoOf = %+v %v, want %+v", kind, got, ok, own)
+		}
+	}
+	pr := &nostr.Event{Kind: KindPR, PubKey: pkB, Tags: nostr.Tags{
+		{"e", pkA}, {"a", "30618:" + pkA + ":x"}, {"a", "30617:" + pkA + ":my repo"}, {"a", "30617:" + pkB + ":other"},
+	}}
+	if got, ok := RepoOf(pr); !ok || got != own || got.URLPath() != "/"+Npub(pkA)+"/my%20repo.git" {
+		t.Errorf("PR: RepoOf = %+v %v (%s), want %+v", got, ok, got.URLPath(), own)
+	}
+	for _, evt := range []*nostr.Event{
+		{Kind: KindAnnouncement, PubKey: pkA},
+		{Kind: KindIssue, PubKey: pkA, Tags: nostr.Tags{{"a", "30617:" + pkA + ":.."}}},
+	} {
+		if got, ok := RepoOf(evt); ok {
+			t.Errorf("kind %d with no repository: RepoOf = %+v", evt.Kind, got)
+		}
 	}
 }

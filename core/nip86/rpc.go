@@ -2,9 +2,9 @@ package nip86
 
 import (
 	"crypto/sha256"
-	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -14,13 +14,13 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/nbd-wtf/go-nostr"
 
 	"github.com/grasp-dev/grasp/core/clock"
 	"github.com/grasp-dev/grasp/core/env"
+	"github.com/grasp-dev/grasp/core/git"
 	"github.com/grasp-dev/grasp/core/nip34"
 )
 
@@ -30,8 +30,6 @@ const ContentType = "application/nostr+json+rpc"
 // Bounds on one call.
 const (
 	maxBody        = 64 << 10
-	maxTokenBytes  = 16 << 10
-	tokenWindow    = 60 * time.Second
 	maxNameLen     = 256
 	maxDescription = 4096
 	maxReason      = 1024
@@ -158,41 +156,26 @@ func paramsText(ps []json.RawMessage) string {
 	return b.String()
 }
 
-// authorise checks the NIP-98 token: kind 27235, within tokenWindow of now,
-// method POST, u naming this relay (any of its URLs, http or ws form),
-// payload the body's SHA-256, and the signature last. It returns the
-// signer, or "" and why not.
+// authorise checks the NIP-98 token with the one reading of it
+// (git.VerifyToken: kind 27235, within a minute of now, the signature),
+// naming method POST, u this relay (any of its URLs, http or ws form) and
+// payload the body's SHA-256. It returns the signer, or "" and why not.
 func (h *Handler) authorise(r *http.Request, body []byte) (string, string) {
-	scheme, token, found := strings.Cut(strings.TrimSpace(r.Header.Get("Authorization")), " ")
-	if !found || !strings.EqualFold(scheme, "Nostr") || len(token) > maxTokenBytes {
-		return "", "an Authorization: Nostr <base64 NIP-98 event> header is required"
-	}
-	raw, err := base64.StdEncoding.DecodeString(strings.TrimSpace(token))
-	if err != nil {
-		if raw, err = base64.RawURLEncoding.DecodeString(strings.TrimRight(strings.TrimSpace(token), "=")); err != nil {
-			return "", "the Authorization token is not base64"
-		}
-	}
-	var evt nostr.Event
-	if err := json.Unmarshal(raw, &evt); err != nil || evt.Kind != 27235 || !evt.CheckID() {
-		return "", "the Authorization token is not a NIP-98 event (kind 27235)"
-	}
-	now := h.clk.Now()
-	if t := evt.CreatedAt.Time(); t.Before(now.Add(-tokenWindow)) || t.After(now.Add(tokenWindow)) {
-		return "", "the NIP-98 token is more than 60 seconds from now"
-	}
-	if m := evt.Tags.Find("method"); m == nil || !strings.EqualFold(m[1], http.MethodPost) {
-		return "", "the NIP-98 token's method must be POST"
-	}
-	if u := evt.Tags.Find("u"); u == nil || !h.namesRelay(u[1]) {
-		return "", "the NIP-98 token's u must be this relay's URL"
-	}
 	sum := sha256.Sum256(body)
-	if p := evt.Tags.Find("payload"); p == nil || !strings.EqualFold(p[1], hex.EncodeToString(sum[:])) {
-		return "", "the NIP-98 token's payload must be the SHA-256 of the body"
-	}
-	if ok, err := evt.CheckSignature(); err != nil || !ok {
-		return "", "the NIP-98 token's signature is invalid"
+	evt, err := git.VerifyToken(r.Header.Get("Authorization"), h.clk.Now(), func(evt *nostr.Event) error {
+		if m := evt.Tags.Find("method"); m == nil || !strings.EqualFold(m[1], http.MethodPost) {
+			return errors.New("the NIP-98 token's method must be POST")
+		}
+		if u := evt.Tags.Find("u"); u == nil || !h.namesRelay(u[1]) {
+			return errors.New("the NIP-98 token's u must be this relay's URL")
+		}
+		if p := evt.Tags.Find("payload"); p == nil || !strings.EqualFold(p[1], hex.EncodeToString(sum[:])) {
+			return errors.New("the NIP-98 token's payload must be the SHA-256 of the body")
+		}
+		return nil
+	})
+	if err != nil {
+		return "", err.Error()
 	}
 	return evt.PubKey, ""
 }
@@ -231,10 +214,10 @@ var Methods = []string{
 
 // The GRASP-08 member methods (addmember, removemember, listmembers) and
 // nips#2408's claims (createclaim, deleteclaim, listclaims, joined by a
-// NIP-43 kind-28934 request) are handled by call below and their lists kept
-// by State, but they are not offered yet: a member added here must reach
-// GRASP-08's reader rule (visibility.SetMembers, issue 23 part 3, not on
-// main yet) before the method may say it took effect.
+// NIP-43 kind-28934 request, join.go) are offered only where the server
+// applies the member list to GRASP-08's reader rule (HandlerOptions.Members:
+// core/server hands it to visibility.SetMembers), so that a method never
+// says it took effect when it did not.
 var pendingMethods = []string{"addmember", "removemember", "listmembers", "createclaim", "deleteclaim", "listclaims"}
 
 // call runs one method for operator key by.

@@ -329,6 +329,30 @@ func (s *State) BannedPubkey(pk string) (string, bool) {
 	return e.Reason, ok
 }
 
+// Banned reports whether evt is banned here, by its id or its author:
+// the reader rule withholds it from everyone but the members
+// (core/visibility, Options.Banned), as acceptance refuses it (Accept).
+func (s *State) Banned(evt *nostr.Event) bool {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	_, id := s.lists[ListBannedEvents][evt.ID]
+	_, pk := s.lists[ListBannedPubkeys][evt.PubKey]
+	return id || pk
+}
+
+// Bans lists the banned event ids and pubkeys.
+func (s *State) Bans() (ids, pubkeys []string) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	for id := range s.lists[ListBannedEvents] {
+		ids = append(ids, id)
+	}
+	for pk := range s.lists[ListBannedPubkeys] {
+		pubkeys = append(pubkeys, pk)
+	}
+	return ids, pubkeys
+}
+
 // BannedEvent reports whether event id is banned, and why.
 func (s *State) BannedEvent(id string) (string, bool) {
 	s.mu.RLock()

@@ -42,7 +42,7 @@ func (p *Pages) count(ctx context.Context, repo nip34.RepoRef, m repoMeta, tab s
 	}
 	items, complete, err := p.discussionList(ctx, m, tab)
 	if err != nil {
-		p.log.Debug("counting discussions failed", "repo", repo.String(), "error", err)
+		p.log.Debug("counting discussions failed", "repo", repo.URLPath(), "error", err)
 		return ""
 	}
 	return p.remember(repo, tab, openOnly(items), complete)

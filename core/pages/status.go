@@ -174,7 +174,7 @@ func (p *Pages) statusOf(ctx context.Context, repo nip34.RepoRef, m repoMeta, st
 			sv, err := f.Served(ctx, repo, st.refs)
 			release()
 			if err != nil {
-				p.log.Warn("comparing the served refs with the signed state failed", "repo", repo.String(), "error", err)
+				p.log.Warn("comparing the served refs with the signed state failed", "repo", repo.URLPath(), "error", err)
 				s.ServedErr = true
 			} else {
 				s.Served = &sv

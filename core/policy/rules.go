@@ -157,6 +157,8 @@ func (r *Rules) byKind(ctx context.Context, evt *nostr.Event, meta Meta) Decisio
 		d = r.profile(ctx, evt)
 	case evt.Kind == nip34.KindPinnedRepos || evt.Kind == nip34.KindFollowAuthors || evt.Kind == nip34.KindFollowRepos:
 		d = r.personalList(ctx, evt, meta)
+	case nip34.IsModeration(evt):
+		d = r.moderation(ctx, evt, meta)
 	case nip34.IsAnnotation(evt.Kind):
 		var stop bool
 		if d, stop = r.annotation(ctx, evt); !stop {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/grasp-dev/grasp/core/gate"
 	"github.com/grasp-dev/grasp/core/nip34"
+	"github.com/grasp-dev/grasp/core/nip86"
 	"github.com/grasp-dev/grasp/core/outcome"
 	"github.com/grasp-dev/grasp/core/policy"
 )
@@ -81,11 +82,20 @@ func (s *Server) Accept(ctx context.Context, evt *nostr.Event, meta policy.Meta)
 		if nip70.HasEmbeddedProtected(*evt) {
 			return outcome.New(outcome.Blocked, "a protected event cannot be reposted")
 		}
+		// NIP-43: a join request is answered by the operator's lists and
+		// never stored or relayed (NIP-70 above made sure of its author)
+		if join := s.op.join.Load(); evt.Kind == nip86.KindJoinRequest && join != nil {
+			return (*join)(evt)
+		}
 	}
 	if r, refused := s.rejectEvent(evt, meta); refused {
+		s.noteRefused(evt, meta, r.Text())
 		return r
 	}
-	return s.commit(ctx, evt, meta, false)
+	if res = s.commit(ctx, evt, meta, false); !res.OK() {
+		s.noteRefused(evt, meta, res.Text())
+	}
+	return res
 }
 
 // Publish stores evt and broadcasts it without asking the pipeline: it is how

@@ -4,8 +4,12 @@ import (
 	"net/http"
 	"sync/atomic"
 
+	"github.com/nbd-wtf/go-nostr"
+
 	"github.com/grasp-dev/grasp/core/clientip"
 	"github.com/grasp-dev/grasp/core/nip86"
+	"github.com/grasp-dev/grasp/core/outcome"
+	"github.com/grasp-dev/grasp/core/refusals"
 )
 
 // What the operator changes while the relay runs (NIP-86, core/nip86;
@@ -17,7 +21,12 @@ type operatorHooks struct {
 	management atomic.Pointer[http.Handler]
 	blocked    atomic.Pointer[func(string) bool]
 	nip11      atomic.Pointer[[]byte] // nil: the document built at start
+	join       atomic.Pointer[func(*nostr.Event) outcome.Result]
 }
+
+// HandleJoin answers NIP-43 join requests (kind 28934, nip86.State.Join)
+// from clients; without it they are refused like every ephemeral event.
+func (s *Server) HandleJoin(fn func(evt *nostr.Event) outcome.Result) { s.op.join.Store(&fn) }
 
 // HandleManagement mounts the NIP-86 endpoint: a POST of
 // application/nostr+json+rpc to the relay's own URL goes to h.
@@ -68,7 +77,11 @@ func (s *Server) refusedAddr(r *http.Request) bool {
 	if s.opts.ClientIP != nil {
 		addr = s.opts.ClientIP(r)
 	}
-	return (*p)(addr)
+	if (*p)(addr) {
+		s.opts.RefusalLog.Count(addr, refusals.BlockedAddress)
+		return true
+	}
+	return false
 }
 
 // management is the NIP-86 endpoint for r, if r is a call to it.

@@ -48,6 +48,7 @@ import (
 	"github.com/grasp-dev/grasp/core/gate"
 	"github.com/grasp-dev/grasp/core/nip34"
 	"github.com/grasp-dev/grasp/core/policy"
+	"github.com/grasp-dev/grasp/core/refusals"
 )
 
 // Effects carries out what the pipeline decided, with the decision in hand.
@@ -124,6 +125,10 @@ type Options struct {
 	// anyone may make; issue 12 part 4); enforced by core/git and
 	// core/purgatory.
 	PushLimits PushLimits
+	// RefusalLog counts refused clients for the operator's per-minute line
+	// (core/refusals): connections over the caps, blocked addresses,
+	// "rate-limited:" OKs, refused announcements; nil: not counted.
+	RefusalLog *refusals.Log
 	// PRsLimits are the GRASP-06 /prs/ data quotas advertised in NIP-11
 	// limitation (audit F20); enforced by core/purgatory.
 	PRsLimits PRsLimits
@@ -233,7 +238,7 @@ func New(opts Options, e env.Env) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("relay: %w", err)
 	}
-	s.gate = gate.New(gate.Options{Backend: s, Limits: limits, RelayURL: wsURL, OtherRelayURLs: otherRelayURLs(svc), Private: opts.Private, ClientIP: opts.ClientIP}, e.Named("gate"))
+	s.gate = gate.New(gate.Options{Backend: s, Limits: limits, RelayURL: wsURL, OtherRelayURLs: otherRelayURLs(svc), Private: opts.Private, ClientIP: opts.ClientIP, RefusalLog: opts.RefusalLog}, e.Named("gate"))
 	s.configured.name, s.configured.description, s.configured.icon = opts.Name, opts.Description, opts.IconURL
 	s.nip11, err = s.buildNIP11()
 	if err != nil {

@@ -103,5 +103,5 @@ func (s *Source) queryHeld(ctx context.Context, f nostr.Filter) ([]*nostr.Event,
 func (s *Source) NoteInviteeRefused(what string, owner, author, d string) {
 	s.refuse.WithLabelValues(what).Inc()
 	s.log.Info("refused: author is invited but not a confirmed maintainer (maintainers-v3: an invitee must list back)",
-		"what", what, "repo", nip34.Npub(owner)+"/"+d, "author", nip34.Npub(author))
+		"what", what, "repo", nip34.RepoRef{Pubkey: owner, Identifier: d}.URLPath(), "author", nip34.Npub(author))
 }

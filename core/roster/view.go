@@ -72,7 +72,7 @@ func (v *View) Latest(pk string) (Entry, bool) {
 	consider(hd, true)
 	v.anns[pk] = best
 	if best != nil && best.CompatMismatch() {
-		v.src.log.Debug("announcement's maintainers tag differs from its role records (ignored)", "id", best.EventID, "author", nip34.Npub(pk), "d", v.d)
+		v.src.log.Debug("announcement's maintainers tag differs from its role records (ignored)", "id", best.EventID, "repo", nip34.RepoRef{Pubkey: pk, Identifier: v.d}.URLPath())
 	}
 	return v.Latest(pk)
 }

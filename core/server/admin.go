@@ -30,7 +30,7 @@ func (s *Server) loopbackHandler(addr net.Addr, token string) http.Handler {
 			Repos: s.repos.EachLocked, Refs: s.repos.RefsIn, Clock: s.clk, Leave: []string{s.cfg.AdminToken()},
 			// Read when no held event is between purgatory and the store.
 			Store: func(w io.Writer) error { return s.store.Backup(w) }}
-	})))
+	}, s.log.Named("admin"))))
 	// Any other admin path is guarded too: the guard's refusal, or 404.
 	mux.Handle("/admin/", guard.Wrap(http.NotFoundHandler()))
 	mux.Handle("/", s.metrics.Handler())

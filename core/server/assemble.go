@@ -19,6 +19,7 @@ import (
 	"github.com/grasp-dev/grasp/core/policy"
 	"github.com/grasp-dev/grasp/core/purgatory"
 	"github.com/grasp-dev/grasp/core/purgatory/hunt"
+	"github.com/grasp-dev/grasp/core/refusals"
 	"github.com/grasp-dev/grasp/core/relay"
 	"github.com/grasp-dev/grasp/core/roster"
 	"github.com/grasp-dev/grasp/core/scheduler"
@@ -42,6 +43,7 @@ func (s *Server) assemble(ext Extensions) error {
 	// Every per-IP cap counts the client's key, its network (F23); an
 	// X-Forwarded-For from an untrusted peer is logged now and then (F32).
 	s.clientIP = clients.WarnUntrusted(s.env.Named("clientip").Log, s.clk).Key
+	s.refusalLog = refusals.New(refusals.Options{}, s.env.Named("refusals"))
 	events := s.store.Events()
 	s.purg, err = purgatory.New(purgatory.Options{
 		KV:             s.store.Side(),
@@ -98,6 +100,11 @@ func (s *Server) assemble(ext Extensions) error {
 	if err != nil {
 		return err
 	}
+	// The operator's NIP-86 lists before visibility: their members read
+	// what is private, like grasp.private_members.
+	if err := s.assembleOperatorState(); err != nil {
+		return err
+	}
 	if err := s.assembleVisibility(svc, rost); err != nil {
 		return err
 	}
@@ -111,9 +118,6 @@ func (s *Server) assemble(ext Extensions) error {
 		return err
 	}
 	s.roster = rost
-	if err := s.assembleOperatorState(); err != nil {
-		return err
-	}
 	popts := s.policyOptions(svc, plugins, ext.AcceptNames)
 	// The operator's NIP-86 lists first, for every event whatever its
 	// source (core/nip86).
@@ -189,6 +193,7 @@ func (s *Server) assemble(ext Extensions) error {
 		BodyRateWindow:    cfg.Git.BodyRateWindow.D(),
 		ClientIP:          s.clientIP,
 		Refusals:          s.refusals,
+		RefusalLog:        s.refusalLog,
 	}, s.env.Named("git"))
 	s.relay.HandleGit(gitHandler)
 
@@ -209,6 +214,7 @@ func (s *Server) assemble(ext Extensions) error {
 	s.relay.HandleRepoAddresses(pg.Shown) // NIP-AD: the repositories the pages show
 
 	s.sched = scheduler.New(scheduler.Options{}, s.env.Named("scheduler"))
+	s.sched.Every("refusal-log", time.Minute, func(context.Context) error { s.refusalLog.Flush(); return nil })
 	s.assembleFanout()
 	s.startSync(svc, ext.Selector)
 	if s.archive.Enabled() {
@@ -283,6 +289,7 @@ func (s *Server) assembleRelay(popts policy.Options, rules *policy.Rules) error 
 		Private:            s.vis,
 		Record:             s.vis.Record,
 		ClientIP:           s.clientIP,
+		RefusalLog:         s.refusalLog,
 		AuthRequired:       cfg.Grasp.Private,
 		PushLimits: relay.PushLimits{
 			MaxPushBytes:            int64(cfg.Grasp.MaxPushMB) << 20,
@@ -331,13 +338,26 @@ func (s *Server) assembleVisibility(svc nip34.Service, rost *roster.Source) erro
 	g := s.cfg.Grasp
 	var err error
 	s.vis, err = visibility.New(visibility.Options{
-		ServiceWide: g.Private, Offered: g.PrivateRepositories, Members: privateMembers(s.cfg),
+		ServiceWide: g.Private, Offered: g.PrivateRepositories, Members: s.members(s.cfg),
 		Records: s.store.Privacy(), Roster: rost, Events: s.store.Events(), Held: s.purg, Hosted: s.repos, Service: svc,
+		Banned: s.operator,
 	}, s.env.Named("visibility"))
 	if err != nil {
 		return err
 	}
 	return s.vis.Load(s.life)
+}
+
+// members are the keys that read everything private: the configured
+// ones, the relay's own and those the operator added over NIP-86
+// (addmember, issue 25 part 3). cfg is the configuration in force (a
+// reload passes the new one).
+func (s *Server) members(cfg config.Config) []string {
+	out := privateMembers(cfg)
+	for _, e := range s.operator.Entries(nip86.ListMembers) {
+		out = append(out, e.Item)
+	}
+	return out
 }
 
 // privateMembers are the keys that read everything private: the

@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/nbd-wtf/go-nostr"
+
+	"github.com/grasp-dev/grasp/core/config"
 )
 
 // GitWorkshop v4's vocabulary (issue 25 part 1), with the event shapes of
@@ -25,7 +27,13 @@ type gwRepo struct {
 
 func newGWRepo(t *testing.T) *gwRepo {
 	t.Helper()
-	e := newEnv(t, nil)
+	return newGWRepoWith(t, nil)
+}
+
+// newGWRepoWith is newGWRepo on a server configured by mutate.
+func newGWRepoWith(t *testing.T, mutate func(c *config.Config)) *gwRepo {
+	t.Helper()
+	e := newEnv(t, mutate)
 	g := &gwRepo{e: e, cl: e.dial(), a: newKey(t), m: newKey(t), o: newKey(t), r: newKey(t), s: newKey(t)}
 	w := newWork(t)
 	g.tip = w.commit("x")

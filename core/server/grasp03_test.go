@@ -160,10 +160,12 @@ func TestG03_12_ParticipantProfileAndRelayListSynced(t *testing.T) {
 	e.eventually("the author's relay list from the repository's relay", syncStep, func() bool { return cl.served(relays.ID) })
 	e.eventually("the author's profile from the bootstrap relay", syncStep, func() bool { return cl.served(profile.ID) })
 	e.eventually("the comment from the author's write relay", syncStep, func() bool { return cl.served(comment.ID) })
+	// the counters are bumped after the events are stored (and served):
+	// waited for, not read once
 	for _, from := range []string{"repo", "bootstrap", "outbox"} {
-		if n := e.metric("grasp_sync_pulled_events_total", from); n < 1 {
-			t.Fatalf("grasp_sync_pulled_events_total{from=%q} %v, want at least 1", from, n)
-		}
+		e.eventually("grasp_sync_pulled_events_total{from="+from+"} counted", 0, func() bool {
+			return e.metric("grasp_sync_pulled_events_total", from) >= 1
+		})
 	}
 	e.eventually("the outbox relay counted connected", syncStep, func() bool {
 		return e.metric("grasp_sync_outbox_relays_connected", "") == 1

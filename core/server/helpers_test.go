@@ -53,6 +53,13 @@ func newEnvOn(t *testing.T, mutate func(c *config.Config), free func(dir string)
 // newEnvWith is newEnvOn with the plugin extensions ext.
 func newEnvWith(t *testing.T, mutate func(c *config.Config), free func(dir string) (uint64, error), ext Extensions) *testServer {
 	t.Helper()
+	return startEnv(t, testConfig(t, mutate), free, ext)
+}
+
+// testConfig is the config of a test server on a free loopback port, with
+// mutate applied.
+func testConfig(t *testing.T, mutate func(c *config.Config)) config.Config {
+	t.Helper()
 	port := freePort(t)
 	cfg := config.Default()
 	cfg.Server.Listen = fmt.Sprintf("127.0.0.1:%d", port)
@@ -65,7 +72,7 @@ func newEnvWith(t *testing.T, mutate func(c *config.Config), free func(dir strin
 	if mutate != nil {
 		mutate(&cfg)
 	}
-	return startEnv(t, cfg, free, ext)
+	return cfg
 }
 
 // startEnv starts a server on cfg (with the plugin extensions ext) with a
@@ -79,7 +86,7 @@ func startEnv(t *testing.T, cfg config.Config, free func(dir string) (uint64, er
 	return startEnvLog(t, cfg, free, ext, log)
 }
 
-// startEnvLog is startEnv logging to log (nil: nowhere).
+// startEnvLog is startEnv writing the server's log to log (nil: nowhere).
 func startEnvLog(t *testing.T, cfg config.Config, free func(dir string) (uint64, error), ext Extensions, log hclog.Logger) *testServer {
 	t.Helper()
 	if err := cfg.Validate(); err != nil {

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/grasp-dev/grasp/core/nip34"
@@ -33,11 +34,12 @@ func (s *Server) assembleOperatorEndpoint(svc nip34.Service) error {
 	if s.cfg.Relay.Pubkey != "" {
 		admins = append(admins, s.cfg.Relay.Pubkey)
 	}
-	h, err := nip86.NewHandler(nip86.HandlerOptions{State: s.operator, Admins: admins, Service: svc}, s.env.Named("nip86"))
+	h, err := nip86.NewHandler(nip86.HandlerOptions{State: s.operator, Admins: admins, Service: svc, Members: true}, s.env.Named("nip86"))
 	if err != nil {
 		return err
 	}
 	s.relay.HandleManagement(h)
+	s.relay.HandleJoin(s.operator.Join)
 	s.relay.BlockAddresses(s.operator.BlockedAddr)
 	if err := s.relay.SetRelayInfo(s.operator.RelayInfo()); err != nil {
 		return fmt.Errorf("apply the NIP-86 relay information: %w", err)
@@ -54,22 +56,20 @@ func (s *Server) operatorChanged(c nip86.Change) {
 	switch {
 	case c.List == nip86.ListBannedPubkeys && c.Present:
 		n := s.relay.CloseKeys([]string{c.Item}, "blocked: this key is banned on this relay")
-		held := s.purg.Find(func(e *purgatory.Entry) bool { return e.Event.PubKey == c.Item })
-		for _, e := range held {
-			if _, err := s.purg.Remove(e.Event.ID, "evicted"); err != nil {
-				s.log.Error("removing a banned key's held event", "id", e.Event.ID, "error", err)
-			}
-		}
-		s.log.Info("ban applied", "pubkey", nip34.Npub(c.Item), "connections_closed", n, "held_removed", len(held))
+		// its held events leave purgatory, and a held announcement's
+		// empty bare repo goes with it (hosting's retire)
+		held := s.hosting.Evict(context.Background(), func(e *purgatory.Entry) bool { return e.Event.PubKey == c.Item }, "its key was banned")
+		s.log.Info("ban applied", "pubkey", nip34.Npub(c.Item), "connections_closed", n, "held_removed", held)
 	case c.List == nip86.ListBannedEvents && c.Present:
-		if _, ok := s.purg.Get(c.Item); ok {
-			if _, err := s.purg.Remove(c.Item, "evicted"); err != nil {
-				s.log.Error("removing a banned held event", "id", c.Item, "error", err)
-			}
-		}
+		s.hosting.Evict(context.Background(), func(e *purgatory.Entry) bool { return e.Event.ID == c.Item }, "the event was banned")
 	case c.List == nip86.ListBlockedIPs && c.Present:
 		n := s.relay.CloseRemotes(s.operator.BlockedAddr, "blocked: your address is blocked on this relay")
 		s.log.Info("address block applied", "addr", c.Item, "connections_closed", n)
+	case c.List == nip86.ListMembers:
+		// GRASP-08's reader rule takes the new list at once; a removed
+		// member's subscriptions and sessions carrying private data end
+		s.vis.SetMembers(s.members(s.current()))
+		s.log.Info("GRASP-08 members changed over NIP-86", "pubkey", nip34.Npub(c.Item), "member", c.Present)
 	case c.List == nip86.ListRelayInfo:
 		if err := s.relay.SetRelayInfo(s.operator.RelayInfo()); err != nil {
 			s.log.Error("applying the NIP-86 relay information", "error", err)

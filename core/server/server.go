@@ -39,6 +39,7 @@ import (
 	"github.com/grasp-dev/grasp/core/policy"
 	"github.com/grasp-dev/grasp/core/purgatory"
 	"github.com/grasp-dev/grasp/core/purgatory/hunt"
+	"github.com/grasp-dev/grasp/core/refusals"
 	"github.com/grasp-dev/grasp/core/relay"
 	"github.com/grasp-dev/grasp/core/roster"
 	"github.com/grasp-dev/grasp/core/scheduler"
@@ -114,6 +115,8 @@ type Server struct {
 	throttle    *throttle.Resolver
 	vis         *visibility.Visibility
 	operator    *nip86.State // the operator's NIP-86 lists (operator.go)
+	confMu      stdsync.Mutex
+	conf        *config.Config // the last reload's configuration, nil before one (reload.go)
 	space       *diskspace.Guard
 	archive     *archive.Scope // GRASP-05 scope
 	roster      *roster.Source // shared by the rules, hosting, sync's hosted-here answer
@@ -121,6 +124,9 @@ type Server struct {
 	// its network (clientip.Clients.Key), for every per-IP limit (the
 	// gate's, git's, and through Meta.Remote purgatory's).
 	clientIP func(*http.Request) string
+	// refusalLog is the operator log's per-minute account of refused
+	// clients (core/refusals), fed by the gate, the relay and git.
+	refusalLog *refusals.Log
 
 	// life ends when the server stops; background work that is not a
 	// scheduled loop hangs on it so it never outlives the store.
@@ -230,6 +236,7 @@ func (s *Server) Start(ctx context.Context) error {
 		}
 		s.endLife()
 		s.sched.Stop()
+		s.refusalLog.Flush() // the last minute's refusals
 		if cerr := s.closeStore(); err == nil {
 			err = cerr
 		}

@@ -138,6 +138,7 @@ type khatruPeer struct {
 	conns  map[net.Conn]bool
 	down   atomic.Bool
 	dials  atomic.Int64 // websocket upgrades served
+	reqs   atomic.Int64 // REQ queries answered (negentropy sessions not counted)
 }
 
 type khatruOpts struct {
@@ -162,6 +163,9 @@ func newKhatruPeer(tb testing.TB, o khatruOpts) *khatruPeer {
 	rl.PingPeriod = rl.PongWait / 2
 	rl.WriteWait = rl.PongWait
 	rl.QueryEvents = append(rl.QueryEvents, func(ctx context.Context, f nostr.Filter) (chan *nostr.Event, error) {
+		if !eventstore.IsNegentropySession(ctx) {
+			u.reqs.Add(1)
+		}
 		if o.reqCap > 0 && !eventstore.IsNegentropySession(ctx) && (f.Limit == 0 || f.Limit > o.reqCap) {
 			f.Limit = o.reqCap
 		}

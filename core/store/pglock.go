@@ -49,7 +49,7 @@ func (l *PGRepoLocker) Lock(ctx context.Context, key string) (func(), error) {
 	k2 := int32(h.Sum32())
 	sess := &l.s.pg.session
 	if unlock, got, err := sess.tryLock(l.s, k2); err != nil {
-		l.s.log.Warn("the repository lock session failed; waiting on a connection of its own", "repo", key, "error", err)
+		l.s.log.Warn("the repository lock session failed; waiting on a connection of its own", "lock", key, "error", err)
 	} else if got {
 		return unlock, nil
 	}
@@ -77,7 +77,7 @@ func (l *PGRepoLocker) wait(ctx context.Context, key string, k2 int32) (func(), 
 		// is discarded instead of going back to the pool, which ends the
 		// session and with it the lock.
 		if _, err := conn.ExecContext(context.Background(), `SELECT pg_advisory_unlock($1, $2)`, pgLockClassRepo, k2); err != nil {
-			l.s.log.Error("releasing a repository lock", "repo", key, "error", err)
+			l.s.log.Error("releasing a repository lock", "lock", key, "error", err)
 			discard(conn)
 			return
 		}

@@ -42,7 +42,7 @@ func (m *Manager) forget(addr string, changed map[RepoID]struct{}) {
 	roots := m.repos.RootEvents(id)
 	m.repos.Remove(addr)
 	m.forgetOutbox(roots)
-	m.log.Debug("forgot repository", "repo", addr)
+	m.log.Debug("forgot repository", "repo", addrRepo(addr).URLPath())
 }
 
 // forgetAt drops one relay's references to repo, whose id is about to be

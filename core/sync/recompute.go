@@ -3,6 +3,8 @@ package sync
 import (
 	"context"
 	"slices"
+
+	"github.com/grasp-dev/grasp/core/nip34"
 )
 
 // applyUpdates is the self-subscriber batch landing in RepoSyncIndex, then
@@ -74,11 +76,18 @@ func (m *Manager) selectFor(id RepoID) {
 	pub, ident := splitAddr(addr)
 	picked, err := m.o.Selector.SelectRelays(ctx, RepoInfo{Pubkey: pub, Identifier: ident, Address: addr, Archived: m.repos.archived(id)}, cands)
 	if err != nil {
-		m.log.Warn("relay selection failed; using every listed relay", "repo", addr, "error", err)
+		m.log.Warn("relay selection failed; using every listed relay", "repo", addrRepo(addr).URLPath(), "error", err)
 		delete(m.sel, addr)
 		return
 	}
 	m.sel[addr] = picked
+}
+
+// addrRepo is the repository of the coordinate addr, as log lines name it
+// (URLPath).
+func addrRepo(addr string) nip34.RepoRef {
+	pub, id := splitAddr(addr)
+	return nip34.RepoRef{Pubkey: pub, Identifier: id}
 }
 
 func splitAddr(addr string) (pubkey, identifier string) {

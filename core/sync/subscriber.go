@@ -185,7 +185,7 @@ func (s *Subscriber) replayRoots(ctx context.Context, addr string) {
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
 	if _, _, _, err := queryInto(ctx, s.events, nostr.Filter{Kinds: nip34.RootKinds(), Tags: nostr.TagMap{"a": {addr}}}, s.observeAll); err != nil {
-		s.log.Warn("replaying root events of a returning repo for sync", "repo", addr, "error", err)
+		s.log.Warn("replaying root events of a returning repo for sync", "repo", addrRepo(addr).URLPath(), "error", err)
 	}
 }
 

@@ -27,8 +27,20 @@ import (
 //   - Writing needs more than reading: a key must read every private
 //     repository the event belongs to (MayWrite).
 
-// Readers returns who may see evt: nil when everyone may.
+// Readers returns who may see evt: nil when everyone may. An event its
+// repository's moderators hid is read only by them and the members
+// (moderation.go), and by no one its privacy excludes; an event the
+// operator banned, or of a banned key, by the members alone.
 func (v *Visibility) Readers(ctx context.Context, evt *nostr.Event) func(pubkey string) bool {
+	if v.opts.Banned != nil && v.opts.Banned.Banned(evt) {
+		// the operator banned it or its author (NIP-86): members only
+		return v.only("")
+	}
+	return both(v.hidden(ctx, evt), v.private(ctx, evt))
+}
+
+// private is who may see evt by GRASP-08 alone.
+func (v *Visibility) private(ctx context.Context, evt *nostr.Event) func(pubkey string) bool {
 	if evt.Kind == nip34.KindPrivateGraspList {
 		author := evt.PubKey
 		return func(pk string) bool { return pk != "" && pk == author }

@@ -211,15 +211,19 @@ func containsAll(have, want []string) bool {
 // instance, or leaving purgatory): an announcement, or a deletion of one,
 // may change which repositories of its identifier are private and who
 // reads them; they are reconsidered at once and the keys that lost access
-// told.
+// told. A moderation label is remembered, and its author's deletion of it
+// forgotten (moderation.go).
 func (v *Visibility) Observe(evt *nostr.Event) {
 	ctx := context.Background()
 	switch evt.Kind {
+	case nip34.KindLabel:
+		v.observeModeration(evt)
 	case nip34.KindAnnouncement:
 		if d := evt.Tags.GetD(); nip34.ValidateIdentifier(d) == nil {
 			v.reconsider(ctx, d, evt.PubKey)
 		}
 	case nip34.KindDeletion:
+		v.forgetModeration(evt)
 		v.mu.Lock()
 		ds := v.pending[evt.ID]
 		delete(v.pending, evt.ID)
@@ -263,7 +267,8 @@ func (v *Visibility) reconsider(ctx context.Context, d, author string) {
 	if err := view.Err(); err != nil {
 		// what could not be read may carry the flag; nothing is made
 		// public here, and readers are resolved again on demand
-		v.log.Warn("reading a repository's announcements failed; its privacy is kept as it was", "d", d, "error", err)
+		v.log.Warn("reading a repository's announcements failed; its privacy is kept as it was (and that of the others with its identifier)",
+			"repo", nip34.RepoRef{Pubkey: author, Identifier: d}.URLPath(), "error", err)
 		return
 	}
 	var gone []string
@@ -328,7 +333,7 @@ func (v *Visibility) reconsiderOne(view *roster.View, ref nip34.RepoRef) (gone [
 			rec.Private, rec.At, changed = true, max(rec.At, at), true
 		case !private && rec.Private && public && publicAt > rec.At:
 			rec.Private, rec.At, rec.Why, changed = false, publicAt, whyPublic, true
-			v.log.Info("repository made public again by its owner's announcement", "repo", nip34.Npub(ref.Pubkey)+"/"+ref.Identifier)
+			v.log.Info("repository made public again by its owner's announcement", "repo", ref.URLPath())
 		}
 		if rec.Private && !slices.Equal(rec.Readers, readers) {
 			rec.Readers, changed = readers, true
@@ -336,7 +341,7 @@ func (v *Visibility) reconsiderOne(view *roster.View, ref nip34.RepoRef) (gone [
 		return rec, changed
 	})
 	if err != nil {
-		v.log.Error("recording a repository's privacy failed; it stays as recorded", "repo", key, "error", err)
+		v.log.Error("recording a repository's privacy failed; it stays as recorded", "repo", ref.URLPath(), "error", err)
 		return nil
 	}
 	// Those who left are told: compared with what this instance last knew
@@ -435,7 +440,7 @@ func (v *Visibility) readersOf(ctx context.Context, ref nip34.RepoRef) map[strin
 		out[m] = true
 	}
 	if err := view.Err(); err != nil {
-		v.log.Warn("reading a private repository's roster failed; only its owner reads it now", "repo", ref.String(), "error", err)
+		v.log.Warn("reading a private repository's roster failed; only its owner reads it now", "repo", ref.URLPath(), "error", err)
 		return map[string]bool{ref.Pubkey: true}
 	}
 	v.mu.Lock()

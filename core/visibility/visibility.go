@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 
 	"github.com/hashicorp/go-hclog"
+	"github.com/nbd-wtf/go-nostr"
 
 	"github.com/grasp-dev/grasp/core/env"
 	"github.com/grasp-dev/grasp/core/nip34"
@@ -63,6 +64,16 @@ type Options struct {
 	// Service is this server's public URL: which GRASP-06 /prs/ repository
 	// a PR names (nip34.Service.PRsTarget).
 	Service nip34.Service
+	// Banned is the operator's NIP-86 ban list (*nip86.State): banned
+	// events and every event of a banned key are read by the members
+	// alone, until unbanned; nil: none.
+	Banned Banned
+}
+
+// Banned is the operator's ban list as the reader rule asks it.
+type Banned interface {
+	Banned(evt *nostr.Event) bool
+	Bans() (ids, pubkeys []string)
 }
 
 // Bounds of what is remembered and looked up.
@@ -107,6 +118,10 @@ type Visibility struct {
 
 	revokeMu sync.RWMutex
 	revoke   []func(keys []string)
+
+	// mod remembers moderation labels (moderation.go); its mods cache is
+	// guarded by mu, like readers.
+	mod moderation
 }
 
 // New builds a Visibility; call Load before serving.
@@ -119,6 +134,7 @@ func New(opts Options, e env.Env) (*Visibility, error) {
 		recs: map[string]repoRecord{}, byD: map[string]map[string]bool{},
 		readers: map[nip34.RepoRef]map[string]bool{}, events: map[string][]string{}, pending: map[string][]string{}}
 	v.members.Store(memberSet(opts.Members))
+	v.mod.init()
 	return v, nil
 }
 
@@ -198,6 +214,7 @@ func (v *Visibility) SetMembers(list []string) {
 // forgetReaders drops the resolved readers; v.mu is held.
 func (v *Visibility) forgetReaders() {
 	clear(v.readers)
+	clear(v.mod.mods)
 	v.service = nil
 	v.gen++
 }
@@ -222,6 +239,9 @@ func (v *Visibility) Load(ctx context.Context) error {
 	mark, err := v.opts.Records.Mark(markMigrated)
 	if err != nil {
 		return fmt.Errorf("visibility: read the migration mark: %w", err)
+	}
+	if err := v.loadModeration(ctx); err != nil {
+		return fmt.Errorf("visibility: load the moderation labels: %w", err)
 	}
 	if mark != migrationVersion {
 		if err := v.migrate(ctx); err != nil {

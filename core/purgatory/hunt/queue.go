@@ -60,7 +60,7 @@ func (h *Hunter) applyNeed(m msgNeed) {
 	for _, o := range n.OIDs {
 		o = strings.ToLower(strings.TrimSpace(o))
 		if !nip34.IsObjectID(o) {
-			h.log.Warn("ignoring invalid object id in hunt request", "repo", n.Repo.String(), "oid", truncate(o, 80))
+			h.log.Warn("ignoring invalid object id in hunt request", "repo", n.Repo.URLPath(), "oid", truncate(o, 80))
 			continue
 		}
 		oids = append(oids, o)
@@ -78,7 +78,7 @@ func (h *Hunter) applyNeed(m msgNeed) {
 	if e == nil {
 		e = &entry{repo: n.Repo, needs: map[string]map[string]struct{}{}, next: at}
 		h.entries[key] = e
-		h.log.Debug("added new hunt entry", "repo", n.Repo.String(), "delay", delay)
+		h.log.Debug("added new hunt entry", "repo", n.Repo.URLPath(), "delay", delay)
 	} else {
 		// Fresh start: a new event often means new data somewhere.
 		e.attempts = 0
@@ -137,7 +137,7 @@ func (h *Hunter) drop(e *entry, why string) {
 	if e.cancel != nil {
 		e.cancel()
 	}
-	h.log.Debug("removed from hunt queue", "repo", e.repo.String(), "why", why)
+	h.log.Debug("removed from hunt queue", "repo", e.repo.URLPath(), "why", why)
 }
 
 // scan starts a round for every ready repository, at most once per
@@ -165,7 +165,7 @@ func (h *Hunter) startRound(e *entry) {
 	e.renewAt = time.Time{}
 	ctx, cancel := context.WithCancel(h.ctx)
 	e.cancel = cancel
-	h.log.Debug("starting hunt round", "repo", e.repo.String(), "attempt", e.attempts+1, "oids", len(e.needs))
+	h.log.Debug("starting hunt round", "repo", e.repo.URLPath(), "attempt", e.attempts+1, "oids", len(e.needs))
 	h.busy.Add(1) // the task is running until it parks
 	go h.round(ctx, e, e.repo, e.oidList())
 }
@@ -190,13 +190,13 @@ func (h *Hunter) endRound(e *entry) {
 	}
 	e.renewAt = time.Time{}
 	h.m.rounds.WithLabelValues("backoff").Inc()
-	h.log.Debug("hunt incomplete - applying backoff", "repo", e.repo.String(), "attempt_count", e.attempts,
+	h.log.Debug("hunt incomplete - applying backoff", "repo", e.repo.URLPath(), "attempt_count", e.attempts,
 		"missing", len(e.needs), "next_in", e.next.Sub(now))
 }
 
 func (h *Hunter) complete(e *entry) {
 	h.m.rounds.WithLabelValues("complete").Inc()
-	h.log.Info("hunt complete - removed from queue", "repo", e.repo.String())
+	h.log.Info("hunt complete - removed from queue", "repo", e.repo.URLPath())
 	h.drop(e, "complete")
 }
 

@@ -15,7 +15,7 @@ func (h *Hunter) round(ctx context.Context, e *entry, repo nip34.RepoRef, oids [
 	defer h.done(1)
 	present, err := h.sc.Has(ctx, repo, oids)
 	if err != nil {
-		h.log.Warn("checking objects before hunting failed", "repo", repo.String(), "error", err)
+		h.log.Warn("checking objects before hunting failed", "repo", repo.URLPath(), "error", err)
 	}
 	if len(present) > 0 && ctx.Err() == nil {
 		h.sc.Arrived(ctx, repo)

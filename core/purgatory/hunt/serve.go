@@ -67,7 +67,7 @@ func (h *Hunter) applyPresent(m msgPresent) {
 		delete(m.e.needs, o)
 	}
 	if len(m.present) > 0 {
-		h.log.Debug("objects already present", "repo", m.e.repo.String(), "oids", len(m.present))
+		h.log.Debug("objects already present", "repo", m.e.repo.URLPath(), "oids", len(m.present))
 	}
 }
 
@@ -147,7 +147,7 @@ func (h *Hunter) pick(e *entry, only string) (grant, []string) {
 		t, err := parseSource(u)
 		if err != nil || h.self.matches(t) {
 			if err != nil {
-				h.log.Debug("skipping unusable git source", "repo", e.repo.String(), "url", truncate(u, 200), "error", err)
+				h.log.Debug("skipping unusable git source", "repo", e.repo.URLPath(), "url", truncate(u, 200), "error", err)
 			}
 			e.tried[u] = true
 			continue
@@ -225,7 +225,7 @@ func (h *Hunter) applyResult(m msgResult) {
 		h.fetched += uint64(got)
 		h.m.oids.Add(float64(got))
 		if m.err != nil {
-			h.log.Warn("failed to fetch OIDs", "repo", e.repo.String(), "url", m.g.url, "kind", kind,
+			h.log.Warn("failed to fetch OIDs", "repo", e.repo.URLPath(), "url", m.g.url, "kind", kind,
 				"fetched", got, "missing", len(e.needs), "error", m.err)
 			if kind == KindLocal {
 				// Every other URL would fail the same way this round.
@@ -234,7 +234,7 @@ func (h *Hunter) applyResult(m msgResult) {
 				}
 			}
 		} else {
-			h.log.Info("fetched git data", "repo", e.repo.String(), "url", m.g.url, "fetched", got, "missing", len(e.needs))
+			h.log.Info("fetched git data", "repo", e.repo.URLPath(), "url", m.g.url, "fetched", got, "missing", len(e.needs))
 		}
 	}
 	h.pump(m.g.domain)
