@@ -15,6 +15,7 @@ import (
 	"github.com/grasp-dev/grasp/core/env"
 	"github.com/grasp-dev/grasp/core/git"
 	"github.com/grasp-dev/grasp/core/nip34"
+	"github.com/grasp-dev/grasp/core/outcome"
 	"github.com/grasp-dev/grasp/core/policy"
 	"github.com/grasp-dev/grasp/core/purgatory"
 	"github.com/grasp-dev/grasp/core/purgatory/hunt"
@@ -45,10 +46,10 @@ type Options struct {
 	// Roster reads announcements by author and applies the maintainer rule;
 	// share the one policy uses. nil builds one over Events and Purgatory.
 	Roster *roster.Source
-	// Ingest runs an event through the whole write path again (relay.Ingest):
-	// recently rejected states are re-evaluated when an announcement of
-	// their identifier changes. nil: no re-evaluation.
-	Ingest func(ctx context.Context, evt *nostr.Event, meta policy.Meta) (bool, string)
+	// Ingest runs an event through the whole write path again
+	// (relay.Accept): recently rejected states are re-evaluated when an
+	// announcement of their identifier changes. nil: no re-evaluation.
+	Ingest func(ctx context.Context, evt *nostr.Event, meta policy.Meta) outcome.Result
 	// Archive is the GRASP-05 scope: pushes to read-only archives are
 	// refused (ReadOnly) and archived repositories counted and logged;
 	// nil: archive mode off.
@@ -74,7 +75,7 @@ type Hosting struct {
 	publish func(ctx context.Context, evt *nostr.Event) error
 	hunter  Hunter
 	roster  *roster.Source
-	ingest  func(ctx context.Context, evt *nostr.Event, meta policy.Meta) (bool, string)
+	ingest  func(ctx context.Context, evt *nostr.Event, meta policy.Meta) outcome.Result
 	spawn   func(func(ctx context.Context))
 	archive *archive.Scope
 	clk     clock.Clock

@@ -21,8 +21,8 @@ func (o *op) recheckRejected(d string) {
 	}
 	o.spawn(func(ctx context.Context) {
 		for _, evt := range evs {
-			ok, msg := o.ingest(ctx, evt, policy.Meta{Source: policy.SourceRecheck, ReceivedAt: o.clk.Now()})
-			o.log.Info("re-evaluated a rejected state after an announcement changed", "id", evt.ID, "repo", ref(evt.PubKey, d).URLPath(), "ok", ok, "msg", msg)
+			r := o.ingest(ctx, evt, policy.Meta{Source: policy.SourceRecheck, ReceivedAt: o.clk.Now()})
+			o.log.Info("re-evaluated a rejected state after an announcement changed", "id", evt.ID, "repo", ref(evt.PubKey, d).URLPath(), "ok", r.OK(), "outcome", r.Kind, "msg", r.Text())
 		}
 	})
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/grasp-dev/grasp/core/hosting"
 	"github.com/grasp-dev/grasp/core/nip34"
 	"github.com/grasp-dev/grasp/core/nip86"
+	"github.com/grasp-dev/grasp/core/outcome"
 	"github.com/grasp-dev/grasp/core/pages"
 	"github.com/grasp-dev/grasp/core/policy"
 	"github.com/grasp-dev/grasp/core/purgatory"
@@ -135,8 +136,8 @@ func (s *Server) assemble(ext Extensions) error {
 	s.hosting, err = hosting.New(hosting.Options{
 		Events: events, Purgatory: s.purg, Repos: s.repos, Rules: rules, Hunter: leaderHunter{s}, Roster: rost,
 		Publish: func(ctx context.Context, evt *nostr.Event) error { return s.relay.Publish(ctx, evt) },
-		Ingest: func(ctx context.Context, evt *nostr.Event, meta policy.Meta) (bool, string) {
-			return s.relay.Ingest(ctx, evt, meta)
+		Ingest: func(ctx context.Context, evt *nostr.Event, meta policy.Meta) outcome.Result {
+			return s.relay.Accept(ctx, evt, meta)
 		},
 		Spawn:   s.background,
 		Archive: s.archive,
