@@ -134,6 +134,11 @@ type Options struct {
 	// PRs serves GRASP-06 /prs/ repositories (prs.go); nil: GRASP-06 is off
 	// and every /prs/ path is a 404 (G06-0).
 	PRs PRsHost
+	// MaxArchiveFiles and MaxArchiveBytes bound a snapshot (Snapshots,
+	// archive.go) by what it would hold, checked before git writes it
+	// (defaults 100,000 files and 1 GiB).
+	MaxArchiveFiles int
+	MaxArchiveBytes int64
 	// Refusals remembers refused pushes for the repository pages; nil:
 	// nothing is remembered.
 	Refusals *Refusals
@@ -179,6 +184,12 @@ func (o *Options) defaults() {
 	if o.PackThreads <= 0 {
 		o.PackThreads = 1
 	}
+	if o.MaxArchiveFiles <= 0 {
+		o.MaxArchiveFiles = 100_000
+	}
+	if o.MaxArchiveBytes <= 0 {
+		o.MaxArchiveBytes = 1 << 30
+	}
 }
 
 type handler struct {
@@ -195,8 +206,9 @@ type handler struct {
 
 // NewHandler serves /<npub>/<percent-encoded id>.git/{info/refs,
 // git-upload-pack, git-receive-pack}; the repository's pages are
-// core/pages'. hooks may be nil. It sets no CORS headers: the relay
-// wraps every response in them.
+// core/pages', which it serves snapshots and raw files for (it implements
+// Snapshots). hooks may be nil. It sets no CORS headers: the relay wraps
+// every response in them.
 func NewHandler(opts Options, e env.Env) http.Handler {
 	opts.defaults()
 	e = e.OrDefaults()

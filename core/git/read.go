@@ -25,6 +25,7 @@ import (
 var readCommands = map[string]bool{
 	"cat-file": true, "ls-tree": true, "log": true, "rev-list": true,
 	"diff-tree": true, "for-each-ref": true, "rev-parse": true, "merge-base": true,
+	"blame": true,
 }
 
 // ReadLimits bound one Read.
@@ -40,7 +41,7 @@ type ReadLimits struct {
 var ErrReadTruncated = errors.New("output truncated")
 
 // Read runs one read-only git command (cat-file, ls-tree, log, rev-list,
-// diff-tree, for-each-ref, rev-parse or merge-base) in repo with bounded
+// diff-tree, for-each-ref, rev-parse, merge-base or blame) in repo with bounded
 // output and time, for the repository pages. Arguments that name files to write
 // (--output) are refused; callers pass revisions as object ids or full ref
 // names and paths after "--". When the output reaches MaxBytes, Read

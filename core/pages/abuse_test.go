@@ -59,11 +59,13 @@ func TestAbuse_F30_PathologicalMarkdownNeverReachesTheParser(t *testing.T) {
 			t.Errorf("%s: %d", name, status)
 			continue
 		}
-		mustContain(t, name, body, "Shown as plain text: ", `<pre class="file">`)
+		mustContain(t, name, body, "Shown as plain text: ", `<pre class="code chroma">`)
 		mustNotContain(t, name, body, "<blockquote>", "<table>", "<li>")
-		// the page is the file, escaped, and a frame: nothing multiplies it
-		if limit := 5*len(src) + 16<<10; len(body) > limit {
-			t.Errorf("%s: a %d-byte file made a %d-byte page (limit %d)", name, len(src), len(body), limit)
+		// the page is the file, escaped, its line numbers and a frame:
+		// nothing multiplies it
+		lines := strings.Count(src, "\n") + 1
+		if limit := 5*len(src) + 80*lines + 16<<10; len(body) > limit {
+			t.Errorf("%s: a %d-byte file of %d lines made a %d-byte page (limit %d)", name, len(src), lines, len(body), limit)
 		}
 	}
 	if n := r.metric("grasp_pages_renders_started_total", "kind", "markdown"); n != 1 {

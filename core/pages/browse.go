@@ -2,27 +2,33 @@ package pages
 
 import (
 	"context"
-	"errors"
 	"net/http"
 	"strconv"
 	"strings"
 
-	"github.com/grasp-dev/grasp/core/git"
 	"github.com/grasp-dev/grasp/core/nip34"
 )
 
-var treeTmpl = pageTemplate("tree", `{{template "head" .}}
-<p>{{.RevKind}} <code>{{.Rev}}</code>{{if .Path}} · <a href="{{.R.Base}}/tree/{{path .Rev}}">{{.R.Meta.Name}}</a>{{range .Up}} / <a href="{{$.R.Base}}/tree/{{path $.Rev}}/{{path .Href}}">{{.Text}}</a>{{end}}{{end}}</p>
+var treeTmpl = pageTemplate("tree", whereTmpl+`{{template "head" .}}
+{{template "where" .}}
 {{if .Entries}}<table><tr><th>Name</th><th>Size</th></tr>
 {{range .Entries}}<tr><td>{{if eq .Type "tree"}}📁 <a href="{{$.R.Base}}/tree/{{path $.Rev}}/{{path .Path}}">{{.Name}}/</a>{{else if eq .Type "blob"}}<a href="{{$.R.Base}}/blob/{{path $.Rev}}/{{path .Path}}">{{.Name}}</a>{{else}}{{.Name}} <span class="muted">(submodule {{.OID}})</span>{{end}}</td><td class="muted">{{size .Size}}</td></tr>
 {{end}}</table>{{else}}<p class="muted">This directory is empty.</p>{{end}}
 {{if .Pager.Pages}}<p class="pager">Entries {{.Pager.First}}–{{.Pager.Last}} of {{.Pager.Total}} · page {{.Pager.Page}} of {{.Pager.Pages}}{{if .Pager.Prev}} · <a href="?page={{.Pager.Prev}}">previous</a>{{end}}{{if .Pager.Next}} · <a href="?page={{.Pager.Next}}">next</a>{{end}}</p>{{end}}`)
 
-var blobTmpl = pageTemplate("blob", `{{template "head" .}}
-<p>{{.RevKind}} <code>{{.Rev}}</code> · <a href="{{.R.Base}}/tree/{{path .Rev}}">{{.R.Meta.Name}}</a>{{range .Up}} / <a href="{{$.R.Base}}/tree/{{path $.Rev}}/{{path .Href}}">{{.Text}}</a>{{end}} / <strong>{{.Name}}</strong> <span class="muted">({{size .Size}})</span></p>
-{{if .Binary}}<p class="muted">Binary file, not shown.</p>
-{{else if .TooLarge}}<p class="muted">This file is {{size .Size}}; files over {{size .Max}} are not shown. Clone the repository to read it.</p>
-{{else}}{{with .MD}}{{if .HTML}}<div class="readme">{{.HTML}}</div><h2>Source</h2>{{else}}<p class="muted">Shown as plain text: {{.Plain}}.</p>{{end}}{{end}}<pre class="file">{{.Text}}</pre>{{end}}`)
+var blobTmpl = pageTemplate("blob", whereTmpl+`{{template "head" .}}
+{{template "where" .}}
+{{if .Binary}}<p class="muted">Binary file, not shown. <a href="{{.Raw}}?download">Download it</a>.</p>
+{{else if .TooLarge}}<p class="muted">This file is {{size .Size}}; files over {{size .Max}} are not shown here. <a href="{{.Raw}}">Read it raw</a> or <a href="{{.Raw}}?download">download it</a>.</p>
+{{else}}{{with .MD}}{{if .HTML}}<div class="readme">{{.HTML}}</div><h2>Source</h2>{{else}}<p class="muted">Shown as plain text: {{.Plain}}.</p>{{end}}{{end}}
+{{with .Code}}{{if .CSS}}<style>{{.CSS}}</style>{{end}}{{if .Plain}}<p class="muted">Not coloured as {{.Lang}}: {{.Plain}}.</p>{{end}}
+<pre class="code chroma">{{.Lines}}</pre>
+{{if .Cut}}<p class="muted">Only the first {{.Cut}} lines are shown. <a href="{{$.Raw}}">Read it raw</a>.</p>{{end}}{{end}}{{end}}`)
+
+// whereTmpl is the line above a tree or a file: the revision, the path with
+// a link for each directory, and what else there is of it.
+const whereTmpl = `{{define "where"}}<p class="where">{{.RevKind}} <code>{{.Rev}}</code> · <a href="{{.R.Base}}/tree/{{path .Rev}}">{{.R.Meta.Name}}</a>{{range .Up}} / <a href="{{$.R.Base}}/tree/{{path $.Rev}}/{{path .Href}}">{{.Text}}</a>{{end}}{{if .Name}}{{if .Raw}} / <strong>{{.Name}}</strong> <span class="muted">({{size .Size}})</span>{{end}}{{end}}</p>
+<p class="actions">{{if .Raw}}{{if .Blaming}}<a href="{{.R.Base}}/blob/{{path .Rev}}/{{path .Path}}">Normal view</a>{{else}}<a href="{{.R.Base}}/blame/{{path .Rev}}/{{path .Path}}">Blame</a>{{end}} · <a href="{{.Raw}}">Raw</a> · <a href="{{.Raw}}?download">Download</a> · {{end}}<a href="{{.R.Base}}/commits/{{path .Rev}}{{if .Path}}/{{path .Path}}{{end}}">History</a>{{if not .Raw}} · Snapshot of {{.Rev}}: <a href="{{.R.Base}}/archive/{{path .Rev}}.tar.gz">tar.gz</a> <a href="{{.R.Base}}/archive/{{path .Rev}}.zip">zip</a>{{end}}</p>{{end}}`
 
 type browseData struct {
 	R            repoView
@@ -34,8 +40,11 @@ type browseData struct {
 	Size, Max    int64
 	Binary       bool
 	TooLarge     bool
-	Text         string
 	MD           *markdownView
+	Code         *codeView
+	Blame        *blameView // blame/: the file's lines with their commits
+	Blaming      bool       // this is the blame of the file
+	Raw          string     // the file's raw URL path; "" for a tree
 }
 
 // at reads the repository's state and resolves "<rev>/<path>" in it (""
@@ -102,16 +111,9 @@ func (p *Pages) browse(w http.ResponseWriter, r *http.Request, repo nip34.RepoRe
 	}
 	var self treeEntry
 	if path != "" {
-		entries, err := p.cachedTree(ctx, repo, oid, path, true)
-		if err != nil {
-			p.gitError(w, r, err)
+		if self, ok = p.entry(w, r, repo, oid, rev, path); !ok {
 			return
 		}
-		if len(entries) != 1 || entries[0].Path != path {
-			p.errorPage(w, r, http.StatusNotFound, "There is no "+path+" in "+rev+".")
-			return
-		}
-		self = entries[0]
 	}
 	d.R = p.repoView(ctx, repo, "tree")
 	crumbs := p.crumbs(d.R, link{Text: rev})
@@ -137,6 +139,7 @@ func (p *Pages) browse(w http.ResponseWriter, r *http.Request, repo nip34.RepoRe
 		return
 	}
 	d.Size = self.Size
+	d.Raw = d.R.Base + "/raw/" + escapePath(rev) + "/" + escapePath(path)
 	if self.Size > int64(p.opts.MaxFileBytes) {
 		d.TooLarge = true
 	} else {
@@ -147,14 +150,30 @@ func (p *Pages) browse(w http.ResponseWriter, r *http.Request, repo nip34.RepoRe
 		}
 		d.Binary = binary(data)
 		if !d.Binary {
-			d.Text = string(data)
 			if isMarkdown(self.Name) {
 				v := p.markdown(r, self.OID, data, d.R.Base+"/blob/"+escapePath(rev), parentDir(self.Path))
 				d.MD = &v
 			}
+			c := p.code(r, self.OID, self.Name, data)
+			d.Code = &c
 		}
 	}
 	p.render(w, r, http.StatusOK, d.R.Meta.Name+": "+path, crumbs, blobTmpl, d)
+}
+
+// entry is the tree entry at path in the tree-ish oid (named rev), or a
+// 404 answered.
+func (p *Pages) entry(w http.ResponseWriter, r *http.Request, repo nip34.RepoRef, oid, rev, path string) (treeEntry, bool) {
+	entries, err := p.cachedTree(r.Context(), repo, oid, path, true)
+	if err != nil {
+		p.gitError(w, r, err)
+		return treeEntry{}, false
+	}
+	if len(entries) != 1 || entries[0].Path != path {
+		p.errorPage(w, r, http.StatusNotFound, "There is no "+path+" in "+rev+".")
+		return treeEntry{}, false
+	}
+	return entries[0], true
 }
 
 func revKind(st repoState, rev string) string {
@@ -185,157 +204,11 @@ func (p *Pages) cachedTree(ctx context.Context, repo nip34.RepoRef, oid, path st
 	return v.([]treeEntry), nil
 }
 
-var commitTmpl = pageTemplate("commit", `{{template "head" .}}
-{{with .C}}<h2>{{.Subject}}</h2>
-{{if .Body}}<pre>{{.Body}}</pre>{{end}}
-<table>
-<tr><th>Commit</th><td><code>{{.OID}}</code> · <a href="{{$.R.Base}}/tree/{{.OID}}">browse files</a></td></tr>
-<tr><th>Author</th><td>{{.Author}} &lt;{{.Email}}&gt;, {{date .When}}</td></tr>
-{{range .Parents}}<tr><th>Parent</th><td><a href="{{$.R.Base}}/commit/{{.}}"><code>{{.}}</code></a></td></tr>{{end}}
-</table>{{end}}
-<h2>Changes</h2>
-{{if .Merge}}<p class="muted">A merge commit: its changes are those of its parents.</p>{{end}}
-<pre class="diff">{{range .Diff}}<span class="{{.Class}}">{{.Text}}</span>
-{{end}}</pre>
-{{if .Truncated}}<p class="muted">The diff was cut at {{size .Max}}. Clone the repository to see all of it.</p>{{end}}`)
-
-type diffLine struct{ Class, Text string }
-
-type commitGit struct {
-	C         commitInfo
-	Diff      []diffLine
-	Truncated bool
-}
-
-func (p *Pages) commitPage(w http.ResponseWriter, r *http.Request, repo nip34.RepoRef, oid string) {
-	ctx := r.Context()
-	if !nip34.IsObjectID(oid) {
-		p.errorPage(w, r, http.StatusNotFound, "A commit is named by its full object id.")
-		return
-	}
-	g, err := p.commitGit(ctx, repo, oid)
-	if errors.Is(err, errNoCommit) {
-		p.errorPage(w, r, http.StatusNotFound, "This repository has no commit "+oid+".")
-		return
-	}
-	if err != nil {
-		p.gitError(w, r, err)
-		return
-	}
-	rv := p.repoView(ctx, repo, "commits")
-	d := struct {
-		R repoView
-		commitGit
-		Merge bool
-		Max   int64
-	}{R: rv, commitGit: g, Merge: len(g.C.Parents) > 1, Max: int64(p.opts.MaxDiffBytes)}
-	p.render(w, r, http.StatusOK, g.C.Subject, p.crumbs(rv, link{Text: g.C.Short}), commitTmpl, d)
-}
-
-var errNoCommit = errors.New("no such commit")
-
-func (p *Pages) commitGit(ctx context.Context, repo nip34.RepoRef, oid string) (commitGit, error) {
-	key := "commit|" + repo.String() + "|" + oid
-	if v, ok := p.cache.get(key); ok {
-		return v.(commitGit), nil
-	}
-	t, err := p.read(ctx, repo, 64, "cat-file", "-t", oid)
-	if err != nil || strings.TrimSpace(string(t)) != "commit" {
-		return commitGit{}, errNoCommit
-	}
-	list, err := p.commits(ctx, repo, oid, 1, 0)
-	if err != nil || len(list) == 0 {
-		return commitGit{}, errNoCommit
-	}
-	g := commitGit{C: list[0]}
-	out, err := p.readLimited(ctx, repo, git.ReadLimits{MaxBytes: p.opts.MaxDiffBytes},
-		"diff-tree", "-r", "-p", "-M", "--root", "--no-color", "--no-ext-diff", "--no-textconv", "--no-commit-id", oid)
-	if errors.Is(err, git.ErrReadTruncated) {
-		g.Truncated = true
-	} else if err != nil {
-		return g, err
-	}
-	size := 0
-	for _, l := range strings.Split(strings.TrimSuffix(string(out), "\n"), "\n") {
-		if l == "" && len(out) == 0 {
-			break
-		}
-		g.Diff = append(g.Diff, diffLine{Class: diffClass(l), Text: l})
-		size += len(l) + 32
-	}
-	p.cache.put(key, g, size)
-	return g, nil
-}
-
-func diffClass(l string) string {
-	switch {
-	case strings.HasPrefix(l, "diff --git"), strings.HasPrefix(l, "+++ "), strings.HasPrefix(l, "--- "), strings.HasPrefix(l, "index "),
-		strings.HasPrefix(l, "new file"), strings.HasPrefix(l, "deleted file"), strings.HasPrefix(l, "rename "), strings.HasPrefix(l, "similarity "):
-		return "meta"
-	case strings.HasPrefix(l, "@@"):
-		return "hunk"
-	case strings.HasPrefix(l, "+"):
-		return "add"
-	case strings.HasPrefix(l, "-"):
-		return "del"
-	}
-	return ""
-}
-
-var historyTmpl = pageTemplate("history", `{{template "head" .}}
-<p>Commits on {{.RevKind}} <code>{{.Rev}}</code></p>
-<table>{{range .Commits}}<tr><td><a href="{{$.R.Base}}/commit/{{.OID}}"><code>{{.Short}}</code></a></td><td>{{.Subject}}</td><td class="muted">{{.Author}}</td><td class="muted">{{date .When}}</td></tr>{{end}}</table>
-<p>{{if .Prev}}<a href="?page={{.Prev}}">Newer</a>{{end}} {{if .Next}}<a href="?page={{.Next}}">Older</a>{{end}}</p>`)
-
-const historyPage = 50
-
-func (p *Pages) history(w http.ResponseWriter, r *http.Request, repo nip34.RepoRef, rest string) {
-	ctx := r.Context()
-	st, rev, oid, path, ok := p.at(w, r, repo, rest)
-	if !ok {
-		return
-	}
-	if path != "" {
-		p.notFound(w, r)
-		return
-	}
-	page, _ := strconv.Atoi(r.URL.Query().Get("page"))
-	page = max(page, 1)
-	key := "log|" + repo.String() + "|" + oid + "|" + strconv.Itoa(page)
-	var list []commitInfo
-	if v, ok := p.cache.get(key); ok {
-		list = v.([]commitInfo)
-	} else {
-		// one more than shown: is there an older page?
-		var err error
-		list, err = p.commits(ctx, repo, oid, historyPage+1, (page-1)*historyPage)
-		if err != nil {
-			p.gitError(w, r, err)
-			return
-		}
-		p.cache.put(key, list, len(list)*300)
-	}
-	rv := p.repoView(ctx, repo, "commits")
-	d := struct {
-		R            repoView
-		Rev, RevKind string
-		Commits      []commitInfo
-		Prev, Next   int
-	}{R: rv, Rev: rev, RevKind: strings.ToLower(revKind(st, rev)), Commits: list[:min(len(list), historyPage)]}
-	if page > 1 {
-		d.Prev = page - 1
-	}
-	if len(list) > historyPage {
-		d.Next = page + 1
-	}
-	p.render(w, r, http.StatusOK, rv.Meta.Name+": commits", p.crumbs(rv, link{Text: "commits"}), historyTmpl, d)
-}
-
 var refsTmpl = pageTemplate("refs", `{{template "head" .}}
 <h2>Branches</h2>
-{{if .Branches}}<table>{{range .Branches}}<tr><td><a href="{{$.R.Base}}/tree/{{path .Name}}">{{.Name}}</a>{{if .Head}} <span class="badge head">HEAD</span>{{end}}</td><td><a href="{{$.R.Base}}/commit/{{.OID}}"><code>{{.OID}}</code></a></td><td><a href="{{$.R.Base}}/commits/{{path .Name}}">commits</a></td></tr>{{end}}</table>{{else}}<p class="muted">No branches yet.</p>{{end}}
+{{if .Branches}}<table>{{range .Branches}}<tr><td><a href="{{$.R.Base}}/tree/{{path .Name}}">{{.Name}}</a>{{if .Head}} <span class="badge head">HEAD</span>{{end}}</td><td><a href="{{$.R.Base}}/commit/{{.OID}}"><code>{{.OID}}</code></a></td><td><a href="{{$.R.Base}}/commits/{{path .Name}}">commits</a> · <a href="{{$.R.Base}}/archive/{{path .Name}}.tar.gz">tar.gz</a> <a href="{{$.R.Base}}/archive/{{path .Name}}.zip">zip</a></td></tr>{{end}}</table>{{else}}<p class="muted">No branches yet.</p>{{end}}
 <h2>Tags</h2>
-{{if .Tags}}<table>{{range .Tags}}<tr><td><a href="{{$.R.Base}}/tree/{{path .Name}}">{{.Name}}</a></td><td><code>{{.OID}}</code></td></tr>{{end}}</table>{{else}}<p class="muted">No tags.</p>{{end}}`)
+{{if .Tags}}<table>{{range .Tags}}<tr><td><a href="{{$.R.Base}}/tree/{{path .Name}}">{{.Name}}</a></td><td><code>{{.OID}}</code></td><td><a href="{{$.R.Base}}/archive/{{path .Name}}.tar.gz">tar.gz</a> <a href="{{$.R.Base}}/archive/{{path .Name}}.zip">zip</a></td></tr>{{end}}</table>{{else}}<p class="muted">No tags.</p>{{end}}`)
 
 func (p *Pages) refsPage(w http.ResponseWriter, r *http.Request, repo nip34.RepoRef) {
 	ctx := r.Context()

@@ -29,6 +29,7 @@ type discussion struct {
 	Author                  person
 	When                    time.Time
 	rank                    int
+	body                    string // the start of its text, for the Atom feed (feed.go)
 }
 
 // maxDiscussions bounds what one page reads from the store.
@@ -118,7 +119,7 @@ func (p *Pages) discussionList(ctx context.Context, m repoMeta, tab string) (ite
 	for _, evt := range keep {
 		kind := nip34.CurrentStatus(evt.ID, evt.PubKey, m.roster, byRoot[evt.ID])
 		d := discussion{ID: evt.ID, Title: titleOf(evt), Author: personOf(evt.PubKey), When: evt.CreatedAt.Time().UTC(),
-			Status: statusName(kind, evt.Kind), rank: statusRank(kind), Page: base + "/" + tab + "/" + evt.ID}
+			Status: statusName(kind, evt.Kind), rank: statusRank(kind), Page: base + "/" + tab + "/" + evt.ID, body: feedText(evt.Content)}
 		if tab == "prs" { // the PRs tab tells PRs from patches; the issues tab has one kind
 			d.Kind = nip34.KindName(evt.Kind)
 		}

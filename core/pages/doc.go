@@ -2,9 +2,15 @@
 // repositories, searchable and paginated, the server's version, NIP-11 and
 // relay links), the generated icon and favicon, the 404 page, and the
 // read-only repository pages at /<npub>/<d>.git — summary (announcement,
-// owner and maintainers, clone URLs and relays, branches and tags with HEAD,
-// README, recent commits), tree, file, commit with diff, history, refs, and
-// the repository's issues, PRs and patches with their NIP-34 status, open
+// owner and maintainers, the clone box with the https URL, ngit's nostr://
+// URL and the naddr, clone URLs and relays, branches and tags with HEAD,
+// README, recent commits), tree (paginated), file (numbered, anchored lines
+// coloured by chroma, raw and download links: code.go; its blame, each line
+// with the commit that last changed it: blame.go), commit with its
+// file list, diffstat and diff, history of a revision, a file or a
+// directory, refs, tar.gz/zip snapshots (streamed by git.Snapshots in the
+// git process slots: snapshots.go), Atom feeds of commits, issues and PRs
+// (feed.go, each repository page naming them in its head), and the repository's issues, PRs and patches with their NIP-34 status, open
 // counts on the tabs, and a page for each (issue.go, pr.go, patch.go,
 // thread.go): the body, threaded comments, status history, labels and
 // cover note, and for a PR its commits, file list, diffstat, diff and

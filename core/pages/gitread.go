@@ -171,9 +171,14 @@ func parseCommits(out []byte) []commitInfo {
 	return list
 }
 
-// commits lists up to n commits reachable from oid, after skip.
-func (p *Pages) commits(ctx context.Context, repo nip34.RepoRef, oid string, n, skip int) ([]commitInfo, error) {
-	out, err := p.read(ctx, repo, 1<<20, "log", "--no-color", logFormat, "-n", strconv.Itoa(n), "--skip", strconv.Itoa(skip), oid, "--")
+// commits lists up to n commits reachable from oid that touch path ("":
+// all of them), after skip.
+func (p *Pages) commits(ctx context.Context, repo nip34.RepoRef, oid, path string, n, skip int) ([]commitInfo, error) {
+	args := []string{"log", "--no-color", logFormat, "-n", strconv.Itoa(n), "--skip", strconv.Itoa(skip), oid, "--"}
+	if path != "" {
+		args = append(args, path)
+	}
+	out, err := p.read(ctx, repo, 1<<20, args...)
 	if err != nil && !errors.Is(err, git.ErrReadTruncated) {
 		return nil, err
 	}

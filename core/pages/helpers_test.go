@@ -2,12 +2,14 @@ package pages
 
 import (
 	"context"
+	"html"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -76,7 +78,8 @@ func newRigEnv(t testing.TB, publicURL string, mod func(*Options), e env.Env) *r
 		Repos: repos, Events: store, Roster: src,
 		// a render is never cut by the machine's load in a test; the
 		// budget's own test sets it and drives the clock
-		RenderBudget: testwait.Limit(t)}
+		RenderBudget: testwait.Limit(t),
+		Snapshots:    git.NewHandler(git.Options{Repos: repos}, env.Env{}).(git.Snapshots)}
 	if mod != nil {
 		mod(&opts)
 	}
@@ -229,4 +232,12 @@ func (r *rig) metric(name string, labels ...string) float64 {
 		}
 	}
 	return sum
+}
+
+var tagRE = regexp.MustCompile(`<[^>]*>`)
+
+// pageText is what a reader sees of a page's HTML: its text without tags,
+// unescaped.
+func pageText(body string) string {
+	return html.UnescapeString(tagRE.ReplaceAllString(body, ""))
 }

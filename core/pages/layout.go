@@ -46,6 +46,17 @@ tr>td:first-child>a>code{white-space:nowrap;overflow-wrap:normal}
 .readme img{max-width:100%}
 .readme table,.post table,.comment table{display:block;width:max-content;max-width:100%;overflow-x:auto}
 pre.file{line-height:1.4}
+pre.code{padding:.5rem 0;line-height:1.45}
+pre.code .line{display:block;padding-right:.7rem}
+pre.code .line:target{background:#fff8c5}
+pre.code a.ln{display:inline-block;min-width:3.2em;padding:0 .9em 0 .4em;text-align:right;color:var(--muted);text-decoration:none;user-select:none;-webkit-user-select:none}
+p.actions{margin-top:-.3rem}
+pre.blame .line.start{border-top:1px solid var(--line)}
+pre.blame .bl{display:inline-block;width:19ch;padding-left:.4rem;color:var(--muted);user-select:none;-webkit-user-select:none}
+dl.clone{display:grid;grid-template-columns:max-content minmax(0,1fr);gap:.3rem .8rem;margin:.4rem 0}
+dl.clone dt{font-weight:600}
+dl.clone dd{margin:0}
+code.copy{user-select:all;-webkit-user-select:all;cursor:text}
 pre.diff .add{color:var(--ok)}
 pre.diff .del{color:var(--bad)}
 pre.diff .hunk{color:var(--accent)}
@@ -74,7 +85,8 @@ var layoutTmpl = template.Must(template.New("layout").Parse(`{{define "top"}}<!d
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>{{.Title}}</title>
 <link rel="icon" type="image/png" href="{{.Base}}/icon.png">
-<style>` + style + `</style>
+{{range .Feeds}}<link rel="alternate" type="application/atom+xml" title="{{.Text}}" href="{{.Href}}">
+{{end}}<style>` + style + `</style>
 </head><body>
 <header class="site"><div><a class="home" href="{{.Base}}/"><img src="{{.Base}}/icon.png" alt="">{{.Name}}</a>
 {{if .Crumbs}}<nav class="crumbs">{{range $i, $c := .Crumbs}}{{if $i}} / {{end}}{{if $c.Href}}<a href="{{$c.Href}}">{{$c.Text}}</a>{{else}}{{$c.Text}}{{end}}{{end}}</nav>{{end}}
@@ -94,6 +106,20 @@ type link struct {
 type layout struct {
 	Title, Name, Version, Base string
 	Crumbs                     []link
+	// Feeds are the Atom feeds of the repository a page shows, named in
+	// its head for feed readers and browsers (<link rel="alternate">).
+	Feeds []link
+}
+
+// feedsOf are the Atom feeds of the repository whose page r asks for
+// (ServeHTTP puts its path in the context), none for other pages.
+func feedsOf(r *http.Request) []link {
+	base, _ := r.Context().Value(shownRepoKey{}).(string)
+	if base == "" {
+		return nil
+	}
+	return []link{{Text: "Commits", Href: base + "/feed/commits"}, {Text: "Issues", Href: base + "/feed/issues"},
+		{Text: "Pull requests and patches", Href: base + "/feed/prs"}}
 }
 
 // render writes one page: body is executed into the layout.
@@ -131,6 +157,9 @@ func (p *Pages) write(w http.ResponseWriter, r *http.Request, status int, title 
 		title += " – " + name
 	}
 	l := layout{Title: title, Name: name, Version: p.opts.Version, Base: p.opts.Service.Path, Crumbs: crumbs}
+	if status == http.StatusOK {
+		l.Feeds = feedsOf(r)
+	}
 	err := layoutTmpl.ExecuteTemplate(w, "top", l)
 	if err == nil {
 		_, err = w.Write(body)

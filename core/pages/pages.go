@@ -72,6 +72,10 @@ type Options struct {
 	// TreePage is the number of entries on one page of a directory listing
 	// (default 1000).
 	TreePage int
+	// Snapshots streams raw files and tar.gz/zip snapshots in the git
+	// handler's process slots (git.NewHandler's handler); nil: neither is
+	// served.
+	Snapshots git.Snapshots
 	// ClientIP names a request's client for the per-client render bound:
 	// the server passes core/clientip's; nil takes the socket's peer.
 	ClientIP func(*http.Request) string
@@ -185,5 +189,10 @@ func (p *Pages) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		p.notFound(w, r)
 		return
 	}
-	p.repoRoute(w, r, repo, sub)
+	// every page of the repository names its feeds in its head
+	p.repoRoute(w, r.WithContext(context.WithValue(r.Context(), shownRepoKey{}, p.repoPath(repo))), repo, sub)
 }
+
+// shownRepoKey carries, in a request's context, the URL path of the
+// repository whose page it asks for: the layout links its Atom feeds.
+type shownRepoKey struct{}

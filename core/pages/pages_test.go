@@ -95,7 +95,7 @@ func TestPages_BrowseTreeFileCommitHistoryRefs(t *testing.T) {
 	_, body = r.get(base + "/tree/main/docs")
 	mustContain(t, "docs tree", body, `href="`+base+`/blob/main/docs/guide.md">guide.md</a>`)
 	_, body = r.get(base + "/blob/main/main.go")
-	mustContain(t, "file", body, html.EscapeString(`println("bye")`))
+	mustContain(t, "file", pageText(body), `func main() { println("bye") }`)
 	_, body = r.get(base + "/blob/main/blob.bin")
 	mustContain(t, "binary file", body, "Binary file, not shown")
 	_, body = r.get(base + "/blob/main/big.txt")

@@ -23,6 +23,14 @@ func (p *Pages) repoRoute(w http.ResponseWriter, r *http.Request, repo nip34.Rep
 		p.commitPage(w, r, repo, rest)
 	case "commits":
 		p.history(w, r, repo, rest)
+	case "blame":
+		p.blame(w, r, repo, rest)
+	case "raw":
+		p.raw(w, r, repo, rest)
+	case "archive":
+		p.archive(w, r, repo, rest)
+	case "feed":
+		p.feed(w, r, repo, rest)
 	case "refs":
 		p.refsPage(w, r, repo)
 	case "status":

@@ -11,8 +11,13 @@ import (
 
 var summaryTmpl = pageTemplate("summary", stateTmpl+`{{template "head" .}}
 {{with .R.Meta}}{{if .Held}}<p class="muted">The announcement of this repository waits for its git data.</p>{{end}}{{end}}
-<h2>Clone</h2>
-<pre>git clone {{.R.CloneURL}}</pre>
+<h2 id="clone">Clone</h2>
+{{with .Clone}}<dl class="clone">
+<dt>HTTPS</dt><dd><code class="copy">{{.HTTPS}}</code></dd>
+<dt>Nostr</dt><dd><code class="copy">{{.Nostr}}</code> <span class="muted">with <a href="https://ngit.dev">ngit</a>'s git-remote-nostr</span></dd>
+{{if .Naddr}}<dt>naddr</dt><dd><code class="copy">{{.Naddr}}</code></dd>{{end}}
+</dl>
+<pre>git clone {{.HTTPS}}</pre>{{end}}
 {{if .R.OtherCloneURLs}}<p>Also served at: {{range $i, $c := .R.OtherCloneURLs}}{{if $i}}, {{end}}<code>{{$c}}</code>{{end}}</p>{{end}}
 <h2>On this server</h2>
 {{template "stateline" .Server}}{{with .Server}}{{if .WaitingTotal}}<p>{{.WaitingTotal}} event{{if ne .WaitingTotal 1}}s wait{{else}} waits{{end}} in purgatory for this repository's git data.</p>{{end}}
@@ -34,7 +39,8 @@ var summaryTmpl = pageTemplate("summary", stateTmpl+`{{template "head" .}}
 {{if .Tags}}<p>Tags: {{range .Tags}}<a href="{{$.R.Base}}/tree/{{path .Name}}">{{.Name}}</a> &nbsp; {{end}}</p>{{end}}
 <h2>Recent commits</h2>
 <table>{{range .Git.Commits}}<tr><td><a href="{{$.R.Base}}/commit/{{.OID}}"><code>{{.Short}}</code></a></td><td>{{.Subject}}</td><td class="muted">{{.Author}}</td><td class="muted">{{date .When}}</td></tr>{{end}}</table>
-<p><a href="{{.R.Base}}/commits/{{path .Head}}">All commits</a></p>
+<p><a href="{{.R.Base}}/commits/{{path .Head}}">All commits</a> · snapshot of {{.Head}}: <a href="{{.R.Base}}/archive/{{path .Head}}.tar.gz">tar.gz</a> <a href="{{.R.Base}}/archive/{{path .Head}}.zip">zip</a></p>
+<p class="muted">Atom feeds: <a href="{{.R.Base}}/feed/commits">commits</a> · <a href="{{.R.Base}}/feed/issues">issues</a> · <a href="{{.R.Base}}/feed/prs">pull requests and patches</a></p>
 {{if .Git.ReadmeName}}<h2 id="readme">{{.Git.ReadmeName}}</h2>
 {{with .Readme}}{{if .Plain}}<p class="muted">Shown as plain text: {{.Plain}}.</p>{{end}}{{end}}
 <div class="readme">{{if .Readme.HTML}}{{.Readme.HTML}}{{else}}<pre>{{.Git.ReadmeText}}</pre>{{end}}</div>{{end}}
@@ -75,8 +81,9 @@ func (p *Pages) summary(w http.ResponseWriter, r *http.Request, repo nip34.RepoR
 		Branches, Tags []refEntry
 		Git            summaryGit
 		Readme         markdownView
+		Clone          cloneBox
 		Server         statusView
-	}{R: rv, Empty: st.headOID == "", Branches: st.named("refs/heads/"), Tags: st.named("refs/tags/"),
+	}{R: rv, Empty: st.headOID == "", Branches: st.named("refs/heads/"), Tags: st.named("refs/tags/"), Clone: p.cloneBoxOf(repo, rv.Meta),
 		Server: p.statusOf(ctx, repo, rv.Meta, st, false)}
 	d.Head = strings.TrimPrefix(st.head, "refs/heads/")
 	if !d.Empty {
@@ -109,7 +116,7 @@ func (p *Pages) summaryGit(ctx context.Context, st repoState) (summaryGit, error
 func (p *Pages) readSummaryGit(ctx context.Context, st repoState) (summaryGit, error) {
 	var g summaryGit
 	var err error
-	if g.Commits, err = p.commits(ctx, st.repo, st.headOID, 10, 0); err != nil {
+	if g.Commits, err = p.commits(ctx, st.repo, st.headOID, "", 10, 0); err != nil {
 		return g, err
 	}
 	root, err := p.cachedTree(ctx, st.repo, st.headOID, "", false)

@@ -177,7 +177,7 @@ func (s *Server) assemble(ext Extensions) error {
 		prs, prsQuota = s.hosting, s.hosting
 	}
 	s.refusals = git.NewRefusals(s.clk)
-	s.relay.HandleGit(git.NewHandler(git.Options{
+	gitHandler := git.NewHandler(git.Options{
 		Repos: s.repos, Authority: s.hosting, Hooks: s.hosting, Private: s.vis, Service: svc,
 		Placeholders:      s.hosting,
 		ReadOnly:          s.hosting.ReadOnly,
@@ -195,7 +195,8 @@ func (s *Server) assemble(ext Extensions) error {
 		ClientIP:          s.clientIP,
 		Refusals:          s.refusals,
 		RefusalLog:        s.refusalLog,
-	}, s.env.Named("git")))
+	}, s.env.Named("git"))
+	s.relay.HandleGit(gitHandler)
 
 	// GRASP-08: the pages serve no one signed in, so every event they read
 	// is public (PublicEvents, F28; the discussion pages also ask Readers
@@ -204,6 +205,8 @@ func (s *Server) assemble(ext Extensions) error {
 		Service: svc, Name: cfg.Relay.Name, Description: cfg.Relay.Description, Version: s.build.Version,
 		Repos: s.repos, Events: s.vis.PublicEvents(events), Roster: rost, Listed: s.vis.Listed, Readers: s.vis.Readers, ClientIP: s.clientIP,
 		Facts: s.pageFacts(),
+		// snapshots and raw files are git processes in the git handler's slots
+		Snapshots: gitHandler.(git.Snapshots),
 	}, s.env.Named("pages"))
 	if err != nil {
 		return err
