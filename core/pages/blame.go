@@ -62,20 +62,8 @@ type blameCommit struct {
 // blame serves blame/<rev>/<path>.
 func (p *Pages) blame(w http.ResponseWriter, r *http.Request, repo nip34.RepoRef, rest string) {
 	ctx := r.Context()
-	st, rev, oid, path, ok := p.at(w, r, repo, rest)
+	st, rev, oid, path, self, ok := p.fileAt(w, r, repo, rest, "A blame is of one file: blame/<branch, tag or commit>/<path>.")
 	if !ok {
-		return
-	}
-	if path == "" {
-		p.errorPage(w, r, http.StatusNotFound, "A blame is of one file: blame/<branch, tag or commit>/<path>.")
-		return
-	}
-	self, ok := p.entry(w, r, repo, oid, rev, path)
-	if !ok {
-		return
-	}
-	if self.Type != "blob" {
-		p.errorPage(w, r, http.StatusNotFound, path+" is not a file.")
 		return
 	}
 	d := browseData{Rev: rev, RevKind: revKind(st, rev), Path: path, Max: int64(p.opts.MaxFileBytes), Size: self.Size, Blaming: true}

@@ -161,6 +161,28 @@ func (p *Pages) browse(w http.ResponseWriter, r *http.Request, repo nip34.RepoRe
 	p.render(w, r, http.StatusOK, d.R.Meta.Name+": "+path, crumbs, blobTmpl, d)
 }
 
+// fileAt resolves <rev>/<path> for the views of one file (raw, blame):
+// it answers 404 itself, with noPath when the path is missing and "is not
+// a file" when it names a directory, and reports ok false when it did.
+func (p *Pages) fileAt(w http.ResponseWriter, r *http.Request, repo nip34.RepoRef, rest, noPath string) (st repoState, rev, oid, path string, self treeEntry, ok bool) {
+	st, rev, oid, path, ok = p.at(w, r, repo, rest)
+	if !ok {
+		return
+	}
+	if path == "" {
+		p.errorPage(w, r, http.StatusNotFound, noPath)
+		return st, rev, oid, path, self, false
+	}
+	if self, ok = p.entry(w, r, repo, oid, rev, path); !ok {
+		return
+	}
+	if self.Type != "blob" {
+		p.errorPage(w, r, http.StatusNotFound, path+" is not a file.")
+		return st, rev, oid, path, self, false
+	}
+	return st, rev, oid, path, self, true
+}
+
 // entry is the tree entry at path in the tree-ish oid (named rev), or a
 // 404 answered.
 func (p *Pages) entry(w http.ResponseWriter, r *http.Request, repo nip34.RepoRef, oid, rev, path string) (treeEntry, bool) {

@@ -16,20 +16,8 @@ func (p *Pages) raw(w http.ResponseWriter, r *http.Request, repo nip34.RepoRef, 
 		p.notFound(w, r)
 		return
 	}
-	_, rev, oid, path, ok := p.at(w, r, repo, rest)
+	_, _, _, _, self, ok := p.fileAt(w, r, repo, rest, "A raw file is named by its path: raw/<branch, tag or commit>/<path>.")
 	if !ok {
-		return
-	}
-	if path == "" {
-		p.errorPage(w, r, http.StatusNotFound, "A raw file is named by its path: raw/<branch, tag or commit>/<path>.")
-		return
-	}
-	self, ok := p.entry(w, r, repo, oid, rev, path)
-	if !ok {
-		return
-	}
-	if self.Type != "blob" {
-		p.errorPage(w, r, http.StatusNotFound, path+" is not a file.")
 		return
 	}
 	_, download := r.URL.Query()["download"]

@@ -50,22 +50,25 @@ func scopes(r nip34.RepoRef) (repo, owner string) {
 // add adds n placeholders of b bytes (negative to remove) in r from remote.
 func (u *placeholderUse) add(r nip34.RepoRef, remote string, n int, b int64) {
 	repo, owner := scopes(r)
-	bump := func(m map[string]use, k string) {
-		if k == "" {
-			return
-		}
-		v := m[k]
-		v.n += n
-		v.bytes += b
-		if v.n <= 0 && v.bytes <= 0 {
-			delete(m, k)
-			return
-		}
-		m[k] = v
+	bumpUse(u.repo, repo, n, b)
+	bumpUse(u.owner, owner, n, b)
+	bumpUse(u.remote, remote, n, b)
+}
+
+// bumpUse adds n and b to k's use in m, dropping k once nothing is left
+// (no key: nothing to count). The placeholder and /prs/ ledgers share it.
+func bumpUse(m map[string]use, k string, n int, b int64) {
+	if k == "" {
+		return
 	}
-	bump(u.repo, repo)
-	bump(u.owner, owner)
-	bump(u.remote, remote)
+	v := m[k]
+	v.n += n
+	v.bytes += b
+	if v.n <= 0 && v.bytes <= 0 {
+		delete(m, k)
+		return
+	}
+	m[k] = v
 }
 
 // over reports why n more placeholders and b more bytes in r from remote

@@ -63,26 +63,13 @@ type prsUse struct {
 }
 
 func (u *prsUse) add(pubkey, creator string, repos int, bytesBy map[string]int64) {
-	bump := func(m map[string]use, k string, n int, b int64) {
-		if k == "" {
-			return
-		}
-		v := m[k]
-		v.n += n
-		v.bytes += b
-		if v.n <= 0 && v.bytes <= 0 {
-			delete(m, k)
-			return
-		}
-		m[k] = v
-	}
 	var all int64
 	for remote, b := range bytesBy {
-		bump(u.remote, remote, 0, b)
+		bumpUse(u.remote, remote, 0, b)
 		all += b
 	}
-	bump(u.remote, creator, repos, 0)
-	bump(u.pubkey, pubkey, repos, all)
+	bumpUse(u.remote, creator, repos, 0)
+	bumpUse(u.pubkey, pubkey, repos, all)
 	u.total.n += repos
 	u.total.bytes += all
 }
