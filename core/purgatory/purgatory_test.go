@@ -13,18 +13,16 @@ import (
 	"github.com/grasp-dev/grasp/core/env"
 	"github.com/grasp-dev/grasp/core/internal/memkv"
 	"github.com/grasp-dev/grasp/core/nip34"
+	"github.com/grasp-dev/grasp/internal/testkit"
 	"github.com/nbd-wtf/go-nostr"
 )
 
 var t0 = time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
 
+// signed is an event by sk dated at on the test clock; testkit signs it.
 func signed(t *testing.T, sk string, kind int, at time.Time, tags nostr.Tags) *nostr.Event {
 	t.Helper()
-	e := &nostr.Event{Kind: kind, CreatedAt: nostr.Timestamp(at.Unix()), Tags: tags}
-	if err := e.Sign(sk); err != nil {
-		t.Fatal(err)
-	}
-	return e
+	return testkit.Sign(t, sk, &nostr.Event{Kind: kind, CreatedAt: nostr.Timestamp(at.Unix()), Tags: tags})
 }
 
 func newP(t *testing.T, kv KV, clk clock.Clock) *Purgatory {
