@@ -76,7 +76,7 @@ func TestG01_G5_PlaceholderAtAnotherCommitIsDeleted(t *testing.T) {
 		if r.purg.Placeholders() != 0 {
 			t.Errorf("held %v: the settled placeholder still waits", held)
 		}
-		if due, err := r.purg.DuePrunes(); err != nil || len(due) != 1 || due[0].Repo != repo {
+		if due, err := r.purg.DuePrunes(context.Background()); err != nil || len(due) != 1 || due[0].Repo != repo {
 			t.Errorf("held %v: prune schedule %v (%v), want %s", held, due, err, repo.URLPath())
 		}
 	}

@@ -31,7 +31,7 @@ func TestG01_G5_SweepDeletesAndPrunesExpiredPlaceholders(t *testing.T) {
 	if _, ok := r.refs(repo)["refs/nostr/"+id]; ok {
 		t.Fatal("the expired placeholder's ref is still served")
 	}
-	if due, _ := r.purg.DuePrunes(); len(due) != 1 {
+	if due, _ := r.purg.DuePrunes(context.Background()); len(due) != 1 {
 		t.Fatalf("prune schedule %v, want the repository on it until the grace has passed", due)
 	}
 	if has, _ := r.repos.HasObjects(ctx, repo, []string{c}); !has[c] {
@@ -45,7 +45,7 @@ func TestG01_G5_SweepDeletesAndPrunesExpiredPlaceholders(t *testing.T) {
 	if has, _ := r.repos.HasObjects(ctx, repo, []string{c}); has[c] {
 		t.Fatal("the expired placeholder's data is still on disk (F02)")
 	}
-	if due, _ := r.purg.DuePrunes(); len(due) != 0 {
+	if due, _ := r.purg.DuePrunes(context.Background()); len(due) != 0 {
 		t.Fatalf("prune schedule %v, want it empty after the prune", due)
 	}
 }
@@ -114,7 +114,7 @@ func TestG06_8_SweepRemovesThePRsRepoOfAnExpiredPlaceholder(t *testing.T) {
 	if r.repos.Exists(prs) {
 		t.Fatal("the /prs/ repository left without a ref is still there")
 	}
-	if due, _ := r.purg.DuePrunes(); len(due) != 0 {
+	if due, _ := r.purg.DuePrunes(context.Background()); len(due) != 0 {
 		t.Fatalf("prune schedule %v: a removed repository needs no prune", due)
 	}
 }
