@@ -1,6 +1,7 @@
 package relaysync
 
 import (
+	"encoding/hex"
 	"slices"
 	"strings"
 
@@ -30,8 +31,12 @@ const maxReplyRefs = 8
 
 // outboxState is owned by the manager goroutine.
 type outboxState struct {
-	parts  map[string][]string // root event id → participants, first perRoot
-	roots  map[string][]string // participant → the root ids they take part in
+	// Root ids are kept as 32 bytes, not as the hex strings events bring:
+	// there is one per root event in the store (a million on an archive),
+	// and a string sliced from a decoded record would also keep the rest of
+	// the record's id bytes alive (issue 27: ~140 B per root event).
+	parts  map[rootID][]string // root event id → participants, first perRoot
+	roots  map[string][]rootID // participant → the root ids they take part in
 	writes map[string][]string // pubkey → write relays, first perParticipant
 	people map[RepoID][]string // repository → its people (people.go)
 	// names holds one copy of each participant's key: every event brings
@@ -41,7 +46,7 @@ type outboxState struct {
 }
 
 func newOutboxState() *outboxState {
-	return &outboxState{parts: map[string][]string{}, roots: map[string][]string{}, writes: map[string][]string{},
+	return &outboxState{parts: map[rootID][]string{}, roots: map[string][]rootID{}, writes: map[string][]string{},
 		people: map[RepoID][]string{}, names: map[string]string{}}
 }
 
@@ -49,9 +54,25 @@ func (ob *outboxState) intern(p string) string {
 	if c, ok := ob.names[p]; ok {
 		return c
 	}
+	// A copy: p may be sliced from a larger string (a decoded record).
+	p = strings.Clone(p)
 	ob.names[p] = p
 	return p
 }
+
+// rootID is a root event's id in binary.
+type rootID [32]byte
+
+func parseRootID(hexID string) (rootID, bool) {
+	var r rootID
+	if len(hexID) != 64 {
+		return r, false
+	}
+	_, err := hex.Decode(r[:], []byte(hexID))
+	return r, err == nil
+}
+
+func (r rootID) String() string { return hex.EncodeToString(r[:]) }
 
 // parseOutbox turns a reply or a relay list into an update; root events
 // are parsed by parse, which adds their participants.
@@ -116,7 +137,7 @@ func (m *Manager) applyOutbox(u update, changed map[RepoID]struct{}) {
 		}
 		ob.writes[u.writer] = u.writes
 		for _, root := range ob.roots[u.writer] {
-			m.markRoot(root, changed)
+			m.markRoot(root.String(), changed)
 		}
 	case u.id != "":
 		m.addParticipants(u.id, u.people, changed)
@@ -132,7 +153,11 @@ func (m *Manager) applyOutbox(u update, changed map[RepoID]struct{}) {
 
 func (m *Manager) addParticipants(root string, people []string, changed map[RepoID]struct{}) {
 	ob := m.outbox
-	have := ob.parts[root]
+	key, ok := parseRootID(root)
+	if !ok {
+		return
+	}
+	have := ob.parts[key]
 	added := false
 	repos := m.repos.EventRepos(root)
 	for _, p := range people {
@@ -145,13 +170,13 @@ func (m *Manager) addParticipants(root string, people []string, changed map[Repo
 		}
 		p = ob.intern(p)
 		have = append(have, p)
-		ob.roots[p] = append(ob.roots[p], root)
+		ob.roots[p] = append(ob.roots[p], key)
 		added = added || len(ob.writes[p]) > 0
 		for _, id := range repos {
 			m.addPerson(id, p)
 		}
 	}
-	ob.parts[root] = have
+	ob.parts[key] = have
 	if added {
 		m.markRoot(root, changed)
 	}
@@ -170,7 +195,8 @@ func (m *Manager) refreshOutbox(id RepoID) {
 	var relays []string
 	seen := map[string]struct{}{}
 	for _, root := range m.repos.RootEvents(id) {
-		for _, p := range m.outbox.parts[root] {
+		key, _ := parseRootID(root)
+		for _, p := range m.outbox.parts[key] {
 			for _, w := range m.outbox.writes[p] {
 				if _, dup := seen[w]; !dup {
 					seen[w] = struct{}{}
@@ -190,8 +216,12 @@ func (m *Manager) forgetOutbox(roots []string) {
 		if m.repos.EventRepos(root) != nil {
 			continue
 		}
-		for _, p := range ob.parts[root] {
-			rs := slices.DeleteFunc(ob.roots[p], func(r string) bool { return r == root })
+		key, ok := parseRootID(root)
+		if !ok {
+			continue
+		}
+		for _, p := range ob.parts[key] {
+			rs := slices.DeleteFunc(ob.roots[p], func(r rootID) bool { return r == key })
 			if len(rs) == 0 {
 				delete(ob.roots, p)
 				delete(ob.names, p)
@@ -199,6 +229,6 @@ func (m *Manager) forgetOutbox(roots []string) {
 				ob.roots[p] = rs
 			}
 		}
-		delete(ob.parts, root)
+		delete(ob.parts, key)
 	}
 }

@@ -226,7 +226,8 @@ func (h *harness) gauge(name string) float64 {
 // outboxParts reads the participants of a root in the actor.
 func (m *Manager) outboxParts(root string) []string {
 	reply := make(chan []string, 1)
-	m.send(func() { reply <- slices.Clone(m.outbox.parts[root]) })
+	key, _ := parseRootID(root)
+	m.send(func() { reply <- slices.Clone(m.outbox.parts[key]) })
 	return <-reply
 }
 

@@ -1,0 +1,65 @@
+package relaysync
+
+import (
+	"fmt"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/grasp-dev/grasp/core/config"
+	"github.com/grasp-dev/grasp/core/env"
+)
+
+// Issue 27 part 2: the outbox state keeps one entry per root event in the
+// store (a million on an archive). Its ids arrive as strings sliced from
+// the store's decoded records, which hold an event's id and author in one
+// 128-byte string: keeping the hex id kept that string alive, ~140 B per
+// root event more than the id's 32 bytes, and was the largest per-event
+// term of an idle server's heap after a restart.
+func TestOutboxHeapPerRootEvent(t *testing.T) {
+	m, err := NewManager(Options{Conns: &fakeConns{}, Health: &fakeHealth{}, Self: []string{selfURL}, Rand: func() float64 { return 0.5 },
+		Config: config.Sync{Outbox: true, DisconnectCheckInterval: config.Duration(time.Hour)}}, env.Env{Metrics: prometheus.NewRegistry()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 20_000
+	author := strings.Repeat("ab", 32)
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	// What the store's decoder hands over: id and author in one string.
+	ids := make([]string, n)
+	for i := range ids {
+		ids[i] = (fmt.Sprintf("%064x", i) + author)[:64]
+	}
+	addr := "30617:" + author + ":repo"
+	// The manager's actor is not running (Run was not called): the test
+	// goroutine is the only one touching its state.
+	func() {
+		changed := map[RepoID]struct{}{}
+		for _, id := range ids {
+			if _, err := m.repos.AddRootEvent(addr, id); err != nil {
+				t.Error(err)
+				return
+			}
+			m.addParticipants(id, []string{author}, changed)
+		}
+		ids = nil // only the manager's state may keep them now
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+	}()
+	if len(m.outbox.parts) != n { // also keeps m alive until after the measure
+		t.Fatalf("outbox holds %d roots, want %d", len(m.outbox.parts), n)
+	}
+	perRoot := float64(int64(after.HeapAlloc)-int64(before.HeapAlloc)) / n
+	t.Logf("%.0f B of heap per root event (repository index and outbox)", perRoot)
+	// The id (32 B) in the repository index and in the outbox, their map
+	// entries and the participant lists: ~260 B. Keeping the hex strings
+	// (and the decoded record's string behind them) cost ~350.
+	if perRoot > 300 {
+		t.Errorf("%.0f B of heap per root event, want at most 300", perRoot)
+	}
+}
