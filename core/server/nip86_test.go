@@ -1,4 +1,4 @@
-package server
+package server_test
 
 import (
 	"context"
@@ -32,7 +32,7 @@ func (e *testServer) authedAs(k key) *client {
 	cl.send("EVENT", e.sign(k, 30617, nostr.Tags{{"d", "auth-probe"}, {"private", "true"},
 		{"clone", e.cloneURL(k, "auth-probe")}, {"relays", e.ws}}, ""))
 	m := cl.next(func(m []json.RawMessage) bool { return label(m) == "AUTH" })
-	auth := nip42.CreateUnsignedAuthEvent(str(m[1]), k.PK, e.srv.cfg.RelayURL()) // the public URL (an instance behind a balancer has its own listener)
+	auth := nip42.CreateUnsignedAuthEvent(str(m[1]), k.PK, e.cfg.RelayURL()) // the public URL (an instance behind a balancer has its own listener)
 	if err := auth.Sign(k.SK); err != nil {
 		e.t.Fatal(err)
 	}
@@ -139,7 +139,8 @@ func TestNIP86_BanThroughAClosesSubscriptionOnB(t *testing.T) {
 		t.Fatalf("X's subscription on B closed with %q, want blocked:", why)
 	}
 	b.dial().mustReject(b.announcement(x, "repo"), "blocked:")
-	if why, ok := b.srv.operator.BannedPubkey(x.PK); !ok || why != "through A" {
-		t.Fatalf("B's list: banned %v (%q)", ok, why)
+	var banned []struct{ Pubkey, Reason string }
+	if err := json.Unmarshal(b.op86(op, "listbannedpubkeys"), &banned); err != nil || len(banned) != 1 || banned[0].Pubkey != x.PK || banned[0].Reason != "through A" {
+		t.Fatalf("B's list: %+v (%v), want %s banned \"through A\"", banned, err, x.PK)
 	}
 }
