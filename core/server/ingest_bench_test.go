@@ -102,7 +102,7 @@ func fillHeld(b *testing.B, s *benchServer, n int) {
 					errs <- err
 					return
 				}
-				if err := s.srv.Purgatory().Hold(purgatory.Entry{Event: ann, Repo: nip34.RepoRef{Pubkey: pk, Identifier: d}}); err != nil {
+				if err := s.srv.Purgatory().Hold(context.Background(), purgatory.Entry{Event: ann, Repo: nip34.RepoRef{Pubkey: pk, Identifier: d}}); err != nil {
 					errs <- err
 					return
 				}

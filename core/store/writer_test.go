@@ -81,7 +81,7 @@ func TestFailedSyncFailsTheWholeBatch(t *testing.T) {
 	if !errors.Is(err, boom) || !strings.HasPrefix(err.Error(), "error: ") {
 		t.Fatalf("got %v, want an \"error: \" wrapping the sync failure", err)
 	}
-	if err := s.Side().Put("b", "k", []byte("v"), 0); err != nil {
+	if err := s.Side().Put(context.Background(), "b", "k", []byte("v"), 0); err != nil {
 		t.Fatalf("the next batch must work again: %v", err)
 	}
 }
