@@ -2,10 +2,12 @@ package git
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 )
 
 // hooksDirName is where the push gate's hooks live, under the repository
@@ -72,4 +74,38 @@ func installHooks(root string) (string, error) {
 		}
 	}
 	return dir, nil
+}
+
+// QuarantineDir resolves the base name a push gate's hook sent to the
+// quarantine directory inside the repository at dir ("" when the push
+// brought no pack).
+func QuarantineDir(dir, base string) (string, error) {
+	if base == "" {
+		return "", nil
+	}
+	if strings.ContainsAny(base, `/\`) || base == "." || base == ".." {
+		return "", fmt.Errorf("error: unexpected quarantine %q", Clip(base, 80))
+	}
+	q := filepath.Join(dir, "objects", base)
+	if st, err := os.Stat(q); err != nil || !st.IsDir() {
+		return "", fmt.Errorf("error: quarantine %q not found", Clip(base, 80))
+	}
+	return q, nil
+}
+
+// Complete reports whether the repository at dir, plus the quarantine
+// directory quarantine ("" for none), holds every object of every commit
+// in tips: the connectivity check git makes per ref, made for a push as a
+// whole. An error means it does not (or could not be told).
+func (r *Repos) Complete(ctx context.Context, dir, quarantine string, tips []string) error {
+	if len(tips) == 0 {
+		return nil
+	}
+	var env []string
+	if quarantine != "" {
+		env = []string{"GIT_OBJECT_DIRECTORY=" + quarantine, "GIT_ALTERNATE_OBJECT_DIRECTORIES=" + filepath.Join(dir, "objects"), "GIT_QUARANTINE_PATH=" + quarantine}
+	}
+	_, err := r.runEnv(ctx, dir, env, strings.NewReader(strings.Join(tips, "\n")+"\n"),
+		"rev-list", "--objects", "--stdin", "--not", "--all", "--quiet")
+	return err
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/grasp-dev/grasp/core/clock"
 	"github.com/grasp-dev/grasp/core/env"
 	"github.com/grasp-dev/grasp/core/git"
+	"github.com/grasp-dev/grasp/core/githttp"
 	"github.com/grasp-dev/grasp/core/internal/memkv"
 	"github.com/grasp-dev/grasp/core/nip34"
 	"github.com/grasp-dev/grasp/core/policy"
@@ -190,7 +191,7 @@ func TestPushReadsTheRepositoryOnce(t *testing.T) {
 	}
 	c, _ := candidate(st)
 	r.store.reset()
-	r.h.OnPush(ctx, git.PushResult{Repo: repoA, State: &c})
+	r.h.OnPush(ctx, githttp.PushResult{Repo: repoA, State: &c})
 
 	q := r.store.reset()
 	// Announcements are read by author (core/roster, F03): once for each of

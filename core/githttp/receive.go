@@ -1,4 +1,4 @@
-package git
+package githttp
 
 import (
 	"bytes"
@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/grasp-dev/grasp/core/git"
 	"github.com/grasp-dev/grasp/core/nip34"
 	"github.com/grasp-dev/grasp/core/refusals"
 )
@@ -56,7 +57,7 @@ func (h *handler) serveReceivePack(w http.ResponseWriter, r *http.Request, repo 
 			h.m.auth.WithLabelValues("rejected", ClassMalformed).Inc()
 			prsRefused(ClassMalformed)
 		}
-		writeReceiveResult(w, pktLine("ERR "+oneLine(msg)+"\n"))
+		writeReceiveResult(w, pktLine("ERR "+git.OneLine(msg)+"\n"))
 		h.finish("push", start, runResult{rejected: true, in: wire.n})
 		return
 	}
@@ -96,7 +97,7 @@ func (h *handler) serveReceivePack(w http.ResponseWriter, r *http.Request, repo 
 	res, err := h.authorize(ctx, repo, dir, cmds.Updates)
 	if err != nil {
 		h.log.Error("push authorisation could not be decided", "repo", repo.URLPath(), "remote", ip, "error", err)
-		res = Result{Class: ClassError, Reason: "error: " + oneLine(err.Error()), RefReasons: map[string]string{}}
+		res = Result{Class: ClassError, Reason: "error: " + git.OneLine(err.Error()), RefReasons: map[string]string{}}
 		for _, u := range cmds.Updates {
 			res.RefReasons[u.Ref] = res.Reason
 		}
@@ -105,7 +106,7 @@ func (h *handler) serveReceivePack(w http.ResponseWriter, r *http.Request, repo 
 		h.m.auth.WithLabelValues("rejected", res.Class).Inc()
 		prsRefused(res.Class)
 		if h.opts.RefusalLog.Detail(ip, refusals.PushRefused) {
-			h.log.Info("push refused", "repo", repo.URLPath(), "remote", ip, "refs", RefsMoved(cmds.Updates), "class", res.Class, "reason", res.Reason)
+			h.log.Info("push refused", "repo", repo.URLPath(), "remote", ip, "refs", git.RefsMoved(cmds.Updates), "class", res.Class, "reason", res.Reason)
 		}
 		_, _ = io.Copy(io.Discard, body)
 		writeReceiveResult(w, rejection(cmds, res))
@@ -223,7 +224,7 @@ func (h *handler) serveReceivePack(w http.ResponseWriter, r *http.Request, repo 
 		if repo.PRs {
 			h.m.prsPushes.WithLabelValues("accepted").Inc()
 			h.m.prsBytes.Add(float64(wire.n))
-			h.log.Info("/prs/ push accepted", "repo", repo.URLPath(), "remote", ip, "refs", RefsMoved(cmds.Updates), "bytes", wire.n)
+			h.log.Info("/prs/ push accepted", "repo", repo.URLPath(), "remote", ip, "refs", git.RefsMoved(cmds.Updates), "bytes", wire.n)
 		}
 		if rr.err != nil {
 			// Refs moved even though the response could not be delivered.
@@ -234,7 +235,7 @@ func (h *handler) serveReceivePack(w http.ResponseWriter, r *http.Request, repo 
 		h.m.auth.WithLabelValues("rejected", ClassStale).Inc()
 		prsRefused("gate")
 		if h.opts.RefusalLog.Detail(ip, refusals.PushRefused) {
-			h.log.Info("push refused by the push gate", "repo", repo.URLPath(), "remote", ip, "refs", RefsMoved(cmds.Updates), "reason", refusal)
+			h.log.Info("push refused by the push gate", "repo", repo.URLPath(), "remote", ip, "refs", git.RefsMoved(cmds.Updates), "reason", refusal)
 		}
 		rr.rejected, rr.err = true, nil
 	case !asked && rr.err == nil:
@@ -273,11 +274,11 @@ func (h *handler) serveReceivePack(w http.ResponseWriter, r *http.Request, repo 
 
 // authorize gathers the inputs of Authorize: current refs, and the states
 // and PR tips only when the push needs them.
-func (h *handler) authorize(ctx context.Context, repo nip34.RepoRef, dir string, updates []RefUpdate) (Result, error) {
+func (h *handler) authorize(ctx context.Context, repo nip34.RepoRef, dir string, updates []git.RefUpdate) (Result, error) {
 	if repo.PRs {
 		return h.authorizePRs(ctx, repo, dir, updates)
 	}
-	current, err := h.repos.refsAt(ctx, dir)
+	current, err := h.repos.RefsIn(ctx, dir)
 	if err != nil {
 		return Result{}, err
 	}
@@ -285,7 +286,7 @@ func (h *handler) authorize(ctx context.Context, repo nip34.RepoRef, dir string,
 	prTips := map[string]string{}
 	needStates := false
 	for _, u := range updates {
-		if isStateRef(u.Ref) && !u.IsNoop() {
+		if git.IsStateRef(u.Ref) && !u.IsNoop() {
 			needStates = true
 		}
 		if evID, ok := strings.CutPrefix(u.Ref, "refs/nostr/"); ok && nip34.IsHex64(evID) && !u.IsNoop() && !u.IsDelete() {
@@ -308,8 +309,8 @@ func (h *handler) authorize(ctx context.Context, repo nip34.RepoRef, dir string,
 
 // applied reports whether every update is now reflected in the refs; git
 // applies refs one by one, so this is what tells a complete push.
-func (h *handler) applied(ctx context.Context, dir string, updates []RefUpdate) (bool, error) {
-	refs, err := h.repos.refsAt(ctx, dir)
+func (h *handler) applied(ctx context.Context, dir string, updates []git.RefUpdate) (bool, error) {
+	refs, err := h.repos.RefsIn(ctx, dir)
 	if err != nil {
 		return false, err
 	}
@@ -335,7 +336,7 @@ func writeReceiveResult(w http.ResponseWriter, body []byte) {
 // shows as "remote: …"), or an ERR packet for clients without report-status.
 func rejection(cmds PushCommands, res Result) []byte {
 	if !cmds.Has("report-status") && !cmds.Has("report-status-v2") {
-		return pktLine("ERR " + oneLine(res.Reason) + "\n")
+		return pktLine("ERR " + git.OneLine(res.Reason) + "\n")
 	}
 	var report bytes.Buffer
 	report.Write(pktLine("unpack ok\n"))
@@ -344,7 +345,7 @@ func rejection(cmds PushCommands, res Result) []byte {
 		if reason == "" {
 			reason = res.Reason
 		}
-		report.Write(pktLine("ng " + u.Ref + " " + oneLine(reason) + "\n"))
+		report.Write(pktLine("ng " + u.Ref + " " + git.OneLine(reason) + "\n"))
 	}
 	report.WriteString(pktFlush)
 
@@ -358,7 +359,7 @@ func rejection(cmds PushCommands, res Result) []byte {
 		return report.Bytes()
 	}
 	var out bytes.Buffer
-	out.Write(sideband(2, []byte(oneLine(res.Reason)+"\n"), band))
+	out.Write(sideband(2, []byte(git.OneLine(res.Reason)+"\n"), band))
 	out.Write(sideband(1, report.Bytes(), band))
 	out.WriteString(pktFlush)
 	return out.Bytes()
@@ -374,15 +375,4 @@ func sideband(ch byte, data []byte, max int) []byte {
 		data = data[n:]
 	}
 	return out.Bytes()
-}
-
-// oneLine keeps a reason on one pkt-line.
-func oneLine(s string) string {
-	s = strings.Map(func(r rune) rune {
-		if r == '\n' || r == '\r' || r == 0 {
-			return ' '
-		}
-		return r
-	}, s)
-	return truncate(s, 1000)
 }

@@ -1,4 +1,4 @@
-package git
+package githttp
 
 import (
 	"bytes"
@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/grasp-dev/grasp/core/clock"
+	"github.com/grasp-dev/grasp/core/git"
 	"github.com/grasp-dev/grasp/internal/testwait"
 )
 
@@ -52,14 +53,14 @@ func startPartialPush(t *testing.T, ts *testServer, owner, id string) net.Conn {
 	work := newWork(t)
 	x := bigCommit(t, work, 2<<20)
 	ts.auth.addState(owner, id, state("s1", 10, "", "refs/heads/main", x))
-	body := append(pushBody("report-status side-band-64k", RefUpdate{Ref: "refs/heads/main", Old: ZeroOID, New: x}), packFor(t, work, x)...)
+	body := append(pushBody("report-status side-band-64k", git.RefUpdate{Ref: "refs/heads/main", Old: git.ZeroOID, New: x}), packFor(t, work, x)...)
 	u, _ := url.Parse(ts.srv.URL)
 	conn, err := net.Dial("tcp", u.Host)
 	if err != nil {
 		t.Fatal(err)
 	}
 	fmt.Fprintf(conn, "POST %s/git-receive-pack HTTP/1.1\r\nHost: %s\r\nContent-Type: application/x-git-receive-pack-request\r\nContent-Length: %d\r\n\r\n",
-		RepoURLPath(owner, id), u.Host, len(body))
+		git.RepoURLPath(owner, id), u.Host, len(body))
 	if _, err := conn.Write(body[:len(body)/2]); err != nil {
 		t.Fatal(err)
 	}
@@ -72,7 +73,7 @@ func waitIdle(t *testing.T, ts *testServer, owner, id string) {
 	t.Helper()
 	waitFor(t, func() bool { return ts.h.slots.inUse() == 0 })
 	dir, _ := ts.repos.Path(ref(owner, id))
-	unlock, err := ts.repos.locks.acquire(testwait.Context(t), dir)
+	unlock, err := ts.repos.Lock(testwait.Context(t), dir)
 	if err != nil {
 		t.Fatal(err)
 	}

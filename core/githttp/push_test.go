@@ -1,4 +1,4 @@
-package git
+package githttp
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/grasp-dev/grasp/core/git"
 	"github.com/grasp-dev/grasp/internal/testwait"
 )
 
@@ -139,7 +140,7 @@ func TestG01G2f_NoopPushAcceptedWithoutState(t *testing.T) {
 		t.Fatalf("no-op push output: %s", out)
 	}
 	// A hand-made no-op command (old == new) also passes authorisation.
-	res := Authorize(map[string]string{"refs/heads/main": x}, []RefUpdate{{Ref: "refs/heads/main", Old: x, New: x}}, nil, nil)
+	res := Authorize(map[string]string{"refs/heads/main": x}, []git.RefUpdate{{Ref: "refs/heads/main", Old: x, New: x}}, nil, nil)
 	if !res.Allowed || res.Class != ClassNoop {
 		t.Fatalf("no-op push: %+v", res)
 	}
@@ -189,7 +190,7 @@ func TestG01G4_HeadFollowsState(t *testing.T) {
 	ts.auth.addState(owner, "proj", state("s1", 10, "ref: refs/heads/dev", "refs/heads/main", x, "refs/heads/dev", y))
 	gitRun(t, work, "push", url, "main", "dev")
 
-	_, body := ts.get(RepoURLPath(owner, "proj") + "/info/refs?service=git-upload-pack")
+	_, body := ts.get(git.RepoURLPath(owner, "proj") + "/info/refs?service=git-upload-pack")
 	if !strings.Contains(body, "symref=HEAD:refs/heads/dev") {
 		t.Fatalf("advertisement lacks symref=HEAD:refs/heads/dev:\n%q", body)
 	}
@@ -212,7 +213,7 @@ func TestG01G4_PropagateToOtherMaintainer(t *testing.T) {
 
 	ctx := context.Background()
 	missing := randomNpub(t) // a maintainer without a repository here is skipped
-	if err := ts.repos.Propagate(ctx, ref(ownerB, "proj"), []Target{{Repo: ref(ownerA, "proj"), Borrow: true}, {Repo: ref(missing, "proj"), Borrow: true}, {Repo: ref(ownerB, "proj"), Borrow: true}}, st.Refs, st.HEAD); err != nil {
+	if err := ts.repos.Propagate(ctx, ref(ownerB, "proj"), []git.Target{{Repo: ref(ownerA, "proj"), Borrow: true}, {Repo: ref(missing, "proj"), Borrow: true}, {Repo: ref(ownerB, "proj"), Borrow: true}}, st.Refs, st.HEAD); err != nil {
 		t.Fatal(err)
 	}
 	out := gitRun(t, "", "ls-remote", urlA)
@@ -231,7 +232,7 @@ func TestG01G4_PropagateToOtherMaintainer(t *testing.T) {
 	stA := state("sA", 20, "ref: refs/heads/main", "refs/heads/main", y)
 	ts.auth.addState(ownerA, "proj", stA)
 	gitRun(t, work, "push", urlA, "main")
-	if err := ts.repos.Propagate(ctx, ref(ownerA, "proj"), []Target{{Repo: ref(ownerB, "proj"), Borrow: true}}, stA.Refs, stA.HEAD); err != nil {
+	if err := ts.repos.Propagate(ctx, ref(ownerA, "proj"), []git.Target{{Repo: ref(ownerB, "proj"), Borrow: true}}, stA.Refs, stA.HEAD); err != nil {
 		t.Fatal(err)
 	}
 	if got := ts.refs(ownerB, "proj")["refs/heads/main"]; got != y {
@@ -264,7 +265,7 @@ func TestAbuse_F01_CopyWhenUntrustedAndNoPruneWhenBorrowed(t *testing.T) {
 			ts.auth.addState(ownerX, "proj", st)
 			gitRun(t, work, "push", urlX, "main")
 			ctx := context.Background()
-			if err := ts.repos.Propagate(ctx, ref(ownerX, "proj"), []Target{{Repo: ref(ownerA, "proj"), Borrow: borrow}}, st.Refs, st.HEAD); err != nil {
+			if err := ts.repos.Propagate(ctx, ref(ownerX, "proj"), []git.Target{{Repo: ref(ownerA, "proj"), Borrow: borrow}}, st.Refs, st.HEAD); err != nil {
 				t.Fatal(err)
 			}
 			dirA := filepath.Join(ts.repos.Root(), ownerA, "proj.git")
@@ -381,9 +382,7 @@ func TestConcurrentPushesSerialised(t *testing.T) {
 	// One push holds the lock and is being authorised; the other waits for
 	// the lock.
 	waitFor(t, func() bool {
-		ts.repos.locks.mu.Lock()
-		defer ts.repos.locks.mu.Unlock()
-		return ts.repos.locks.locks[dir] != nil && ts.repos.locks.locks[dir].refs == 2
+		return ts.repos.LockHolders(dir) == 2
 	})
 	ts.auth.mu.Lock()
 	ts.auth.maxIn = ts.auth.inFlight

@@ -1,4 +1,4 @@
-package git
+package githttp
 
 import (
 	"bytes"
@@ -15,6 +15,7 @@ import (
 
 	"github.com/grasp-dev/grasp/core/clientip"
 	"github.com/grasp-dev/grasp/core/clock"
+	"github.com/grasp-dev/grasp/core/git"
 	"github.com/grasp-dev/grasp/internal/testwait"
 )
 
@@ -60,7 +61,7 @@ func TestAbuse_F04(t *testing.T) {
 	waitFor(t, func() bool { return len(quarantines(dir)) > 0 })
 
 	// the lock is free: what the relay's state OK (Align) and every push take
-	unlock, err := ts.repos.locks.acquire(testwait.Context(t), dir)
+	unlock, err := ts.repos.Lock(testwait.Context(t), dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,7 +81,7 @@ func TestAbuse_F04(t *testing.T) {
 	// no byte for a whole window: cut
 	got := stepUntil(t, fake, 10*time.Second, answer)
 	if !bytes.Contains(got, []byte("request body arrived too slowly")) {
-		t.Fatalf("trickling push answer: %q", truncate(string(got), 400))
+		t.Fatalf("trickling push answer: %q", git.Clip(string(got), 400))
 	}
 	waitIdle(t, ts, owner, "proj")
 	if refs := ts.refs(owner, "proj"); refs["refs/heads/main"] != z || len(quarantines(dir)) != 0 {
@@ -97,7 +98,7 @@ func trickleFetch(t *testing.T, ts *testServer, owner, id string) net.Conn {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fmt.Fprintf(conn, "POST %s/git-upload-pack HTTP/1.1\r\nHost: %s\r\nContent-Type: application/x-git-upload-pack-request\r\nContent-Length: 100000\r\n\r\n0032want ", RepoURLPath(owner, id), u.Host)
+	fmt.Fprintf(conn, "POST %s/git-upload-pack HTTP/1.1\r\nHost: %s\r\nContent-Type: application/x-git-upload-pack-request\r\nContent-Length: 100000\r\n\r\n0032want ", git.RepoURLPath(owner, id), u.Host)
 	return conn
 }
 
@@ -121,7 +122,7 @@ func TestAbuse_F08(t *testing.T) {
 	a1, a2 := readAll(t, c1), readAll(t, c2)
 	waitFor(t, func() bool { return ts.h.slots.inUse() == 2 })
 
-	path := RepoURLPath(owner, "proj") + "/info/refs?service=git-upload-pack"
+	path := git.RepoURLPath(owner, "proj") + "/info/refs?service=git-upload-pack"
 	resp, body := ts.get(path)
 	if resp.StatusCode != http.StatusTooManyRequests || !strings.HasPrefix(body, "rate-limited: 2 git requests from your address are already running here (limit 2)") {
 		t.Fatalf("third request from one address = %d %q", resp.StatusCode, body)
@@ -133,7 +134,7 @@ func TestAbuse_F08(t *testing.T) {
 	for _, a := range []<-chan []byte{a1, a2} {
 		got := stepUntil(t, fake, 10*time.Second, a)
 		if !bytes.Contains(got, []byte("request body arrived too slowly")) {
-			t.Fatalf("trickling fetch answer: %q", truncate(string(got), 400))
+			t.Fatalf("trickling fetch answer: %q", git.Clip(string(got), 400))
 		}
 	}
 	waitFor(t, func() bool { return ts.h.slots.inUse() == 0 })
@@ -169,7 +170,7 @@ func TestAbuse_F10(t *testing.T) {
 	// object is planted behind grasp's back, then fetched over HTTP
 	gitRun(t, work, "push", "-q", dir, bad+":refs/heads/main")
 	dst, _ := ts.newRepo("proj")
-	stderr, err := ts.repos.Fetch(context.Background(), ref(dst, "proj"), FetchSpec{URL: url, OIDs: []string{bad}})
+	stderr, err := ts.repos.Fetch(context.Background(), ref(dst, "proj"), git.FetchSpec{URL: url, OIDs: []string{bad}})
 	if err == nil || !strings.Contains(stderr, "hasDotgit") {
 		t.Fatalf("hunter fetch of a .git tree entry: %v, stderr %q", err, stderr)
 	}
@@ -190,8 +191,8 @@ func TestAbuse_F11(t *testing.T) {
 	ts.auth.addState(owner, "proj", state("s1", 10, "", "refs/heads/main", x, "refs/heads/dev", y))
 	// the pack carries x's objects only
 	body := append(pushBody("report-status side-band-64k atomic",
-		RefUpdate{Ref: "refs/heads/main", Old: ZeroOID, New: x},
-		RefUpdate{Ref: "refs/heads/dev", Old: ZeroOID, New: y}), packFor(t, work, x)...)
+		git.RefUpdate{Ref: "refs/heads/main", Old: git.ZeroOID, New: x},
+		git.RefUpdate{Ref: "refs/heads/dev", Old: git.ZeroOID, New: y}), packFor(t, work, x)...)
 	_, out := post(t, url, svcReceive, body)
 	if !bytes.Contains(out, []byte("push refused as a whole")) {
 		t.Fatalf("partial pack answer: %q", out)

@@ -1,4 +1,4 @@
-package git
+package githttp
 
 import (
 	"bytes"
@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/grasp-dev/grasp/core/git"
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 )
@@ -58,15 +59,15 @@ func TestG01G1c_UnknownRepoIs404(t *testing.T) {
 	ts := newTestServer(t, Options{})
 	owner := randomNpub(t)
 	for _, path := range []string{
-		RepoURLPath(owner, "nope") + "/info/refs?service=git-upload-pack",
-		RepoURLPath(owner, "nope") + "/info/refs?service=git-receive-pack",
+		git.RepoURLPath(owner, "nope") + "/info/refs?service=git-upload-pack",
+		git.RepoURLPath(owner, "nope") + "/info/refs?service=git-receive-pack",
 	} {
 		resp, body := ts.get(path)
 		if resp.StatusCode != http.StatusNotFound || body != "Git error: repository not found" {
 			t.Fatalf("GET %s = %d %q", path, resp.StatusCode, body)
 		}
 	}
-	resp, err := http.Post(ts.srv.URL+RepoURLPath(owner, "nope")+"/git-upload-pack", "application/x-git-upload-pack-request", strings.NewReader("0000"))
+	resp, err := http.Post(ts.srv.URL+git.RepoURLPath(owner, "nope")+"/git-upload-pack", "application/x-git-upload-pack-request", strings.NewReader("0000"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,7 +96,7 @@ func TestPathTraversalRefused(t *testing.T) {
 	} {
 		resp, body := ts.get(p)
 		if resp.StatusCode == http.StatusOK {
-			t.Errorf("GET %s = 200 %q", p, truncate(body, 80))
+			t.Errorf("GET %s = 200 %q", p, git.Clip(body, 80))
 		}
 	}
 	for _, id := range []string{"", ".", "..", "a/b", "a\\b", "a\x00b", "../" + "x"} {
@@ -118,19 +119,19 @@ func TestPathTraversalRefused(t *testing.T) {
 func TestG01G6_Capabilities(t *testing.T) {
 	ts := newTestServer(t, Options{})
 	owner, _, _, _ := pushedRepo(t, ts, "proj")
-	resp, body := ts.get(RepoURLPath(owner, "proj") + "/info/refs?service=git-upload-pack")
+	resp, body := ts.get(git.RepoURLPath(owner, "proj") + "/info/refs?service=git-upload-pack")
 	if ct := resp.Header.Get("Content-Type"); ct != "application/x-git-upload-pack-advertisement" {
 		t.Fatalf("content-type %q", ct)
 	}
 	if !strings.HasPrefix(body, "001e# service=git-upload-pack\n0000") {
-		t.Fatalf("v0 advertisement lacks the service preamble: %q", truncate(body, 60))
+		t.Fatalf("v0 advertisement lacks the service preamble: %q", git.Clip(body, 60))
 	}
 	for _, c := range []string{"allow-tip-sha1-in-want", "allow-reachable-sha1-in-want", "filter"} {
 		if !strings.Contains(body, " "+c) {
 			t.Errorf("v0 capabilities lack %s", c)
 		}
 	}
-	_, body = ts.get(RepoURLPath(owner, "proj")+"/info/refs?service=git-upload-pack", "Git-Protocol", "version=2")
+	_, body = ts.get(git.RepoURLPath(owner, "proj")+"/info/refs?service=git-upload-pack", "Git-Protocol", "version=2")
 	if strings.Contains(body, "# service=") || !strings.Contains(body, "version 2") {
 		t.Fatalf("v2 advertisement: %q", body)
 	}
@@ -214,13 +215,13 @@ func TestG01G8_GzipBodyAndHeadRequest(t *testing.T) {
 	owner, url, _, x := pushedRepo(t, ts, "proj")
 	resp, out := post(t, url, svcUpload, gzipped(t, uploadRequest(x)), "Content-Encoding", "gzip")
 	if resp.StatusCode != http.StatusOK || !bytes.Contains(out, []byte("PACK")) {
-		t.Fatalf("gzip upload-pack = %d %q", resp.StatusCode, truncate(string(out), 80))
+		t.Fatalf("gzip upload-pack = %d %q", resp.StatusCode, git.Clip(string(out), 80))
 	}
 	if resp.Header.Get("Content-Encoding") != "" {
 		t.Fatal("pack response must not be compressed")
 	}
 
-	req, _ := http.NewRequest(http.MethodHead, ts.srv.URL+RepoURLPath(owner, "proj")+"/info/refs?service=git-upload-pack", nil)
+	req, _ := http.NewRequest(http.MethodHead, ts.srv.URL+git.RepoURLPath(owner, "proj")+"/info/refs?service=git-upload-pack", nil)
 	hr, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -247,7 +248,7 @@ func TestGzipBombBounded(t *testing.T) {
 	// the same list sent plain is bounded too (audit F18e: it was not)
 	resp, out = post(t, url, svcUpload, bytes.Repeat(line, (1<<20)/len(line)))
 	if !bytes.Contains(out, []byte("ERR error: request body exceeds the server's size limit (a fetch request may hold 64 KiB)")) {
-		t.Fatalf("plain 1 MiB want list = %d %q", resp.StatusCode, truncate(string(out), 200))
+		t.Fatalf("plain 1 MiB want list = %d %q", resp.StatusCode, git.Clip(string(out), 200))
 	}
 	resp, _ = post(t, url, svcUpload, []byte("not gzip at all"), "Content-Encoding", "gzip")
 	if resp.StatusCode != http.StatusBadRequest {
@@ -256,7 +257,7 @@ func TestGzipBombBounded(t *testing.T) {
 }
 
 // pushBody builds a receive-pack request by hand.
-func pushBody(caps string, updates ...RefUpdate) []byte {
+func pushBody(caps string, updates ...git.RefUpdate) []byte {
 	var b bytes.Buffer
 	for i, u := range updates {
 		line := u.Old + " " + u.New + " " + u.Ref
@@ -273,7 +274,7 @@ func TestG01G9_RejectionFormats(t *testing.T) {
 	ts := newTestServer(t, Options{})
 	owner, url := ts.newRepo("proj")
 	z := strings.Repeat("ab", 20)
-	u := RefUpdate{Ref: "refs/heads/main", Old: ZeroOID, New: z}
+	u := git.RefUpdate{Ref: "refs/heads/main", Old: git.ZeroOID, New: z}
 	cases := []struct {
 		caps string
 		want string
