@@ -144,93 +144,25 @@ type runResult struct {
 
 // runService runs one git service process with the request streamed into
 // stdin and stdout streamed to the response: no buffering of either, no
-// gzip of the (already compressed) pack, and no tiny flushes (see stream). The status is written only once git has
-// produced output, so failures before that still get a proper status.
+// gzip of the (already compressed) pack, and no tiny flushes (see stream).
+// The status is written only once git has produced output, so failures
+// before that still get a proper status.
 func (h *handler) runService(w http.ResponseWriter, r *http.Request, spec runSpec) runResult {
 	var res runResult
-	var gate git.Gate
-	if spec.gate != nil {
-		gate = spec.gate
-	}
-	proc, err := h.repos.StartService(git.ServiceSpec{
-		Service: spec.svc, Dir: spec.dir, Advertise: spec.advertise, Env: spec.env, Body: spec.body != nil,
-		PackWindowMemory: h.opts.PackWindowMemory, PackThreads: h.opts.PackThreads,
-		Gate: gate, Clock: h.clk,
-	})
+	proc, err := h.startService(spec)
 	if err != nil {
 		res.err = err
 		http.Error(w, "error: could not start git", http.StatusInternalServerError)
 		return res
 	}
-	stdin, stdout := proc.Stdin, proc.Stdout
-	// A request that outlives MaxDuration first loses its input: git then
-	// fails on a truncated request exactly as when a client disconnects, and
-	// its quarantine removes the partial objects. Signalling receive-pack
-	// instead leaks the quarantine, because its index-pack child keeps
-	// writing into it. Only if git still runs after a grace period (stuck
-	// writing to a client that does not read) is its whole process group
-	// sent SIGTERM, never SIGKILL.
-	maxDuration := spec.maxDuration
-	if maxDuration <= 0 {
-		maxDuration = h.opts.MaxDuration
-	}
-	stopInput := h.clk.AfterFunc(maxDuration, func() {
-		if stdin != nil {
-			_ = stdin.Close()
-		}
-	})
-	defer stopInput.Stop()
-	terminate := h.clk.AfterFunc(maxDuration+killGrace, proc.Terminate)
-	defer terminate.Stop()
-
-	copied := make(chan copyResult, 1)
-	if stdin != nil {
-		go func() {
-			n, err := io.Copy(stdin, spec.body)
-			copied <- copyResult{n: n, err: err}
-			// A failed read (client gone, body too large) closes stdin, so git
-			// sees a truncated request and fails on its own, cleaning up.
-			_ = stdin.Close()
-		}()
-	}
-
+	// The deadlines are armed before any byte moves, so a client that
+	// sends or reads nothing at all is bounded too.
+	defer h.boundDuration(proc, spec)()
+	copied := feedBody(proc, spec.body)
 	buf := make([]byte, 64<<10)
-	n, rerr := io.ReadAtLeast(stdout, buf, 1)
-	var in copyResult
-	gotIn := false
-	if n > 0 && stdin != nil {
-		// The copy reports before it closes git's input, so a request we
-		// cut (size, quota, rate) is known before git answers the truncated
-		// body: the client hears our reason, not git's "early EOF".
-		select {
-		case in = <-copied:
-			gotIn = true
-		default:
-		}
-		if gotIn && cutByUs(in.err) {
-			_, _ = io.Copy(io.Discard, stdout)
-			n = 0
-		}
-	}
+	n, in, rerr := firstOutput(proc, copied, buf)
 	if n > 0 {
-		noCache(w)
-		w.Header().Set("Content-Type", spec.contentType)
-		w.WriteHeader(http.StatusOK)
-		res.started = true
-		cw := &countWriter{w: w}
-		_, werr := cw.Write(spec.preamble)
-		if werr == nil {
-			_, werr = cw.Write(buf[:n])
-		}
-		if werr == nil {
-			werr = h.stream(cw, w, stdout, buf)
-		}
-		res.out = cw.n
-		if werr != nil {
-			// The client went away: stop git (SIGPIPE on its next write).
-			_ = stdout.Close()
-			res.err = fmt.Errorf("%s: stream response: %w", spec.svc, werr)
-		}
+		h.streamAnswer(w, spec, proc.Stdout, buf, n, &res)
 	} else if rerr != nil && rerr != io.EOF {
 		res.err = fmt.Errorf("%s: read output: %w", spec.svc, rerr)
 	}
@@ -238,11 +170,13 @@ func (h *handler) runService(w http.ResponseWriter, r *http.Request, spec runSpe
 	// the end of what they said.
 	waitErr := proc.Wait()
 	res.stderr = proc.Stderr()
-	// The copy result is there whenever git stopped because of its input;
-	// if git exited first, the copy may still be blocked on the client.
-	if !gotIn {
+	if in == nil {
+		// The copy result is there whenever git stopped because of its
+		// input; if git exited first, the copy may still be blocked on the
+		// client.
+		in = &copyResult{}
 		select {
-		case in = <-copied:
+		case *in = <-copied:
 		default:
 		}
 	}
@@ -250,23 +184,129 @@ func (h *handler) runService(w http.ResponseWriter, r *http.Request, spec runSpe
 	if waitErr != nil && res.err == nil {
 		res.err = fmt.Errorf("%s exited: %w: %s", spec.svc, waitErr, git.Clip(res.stderr, 300))
 	}
-	if res.started {
-		return res
+	if !res.started {
+		h.answerUnstarted(w, spec, in.err, waitErr, &res)
 	}
-	// Nothing was written yet: answer with a status that says why.
+	return res
+}
+
+// startService starts the git process of spec (core/git runs it).
+func (h *handler) startService(spec runSpec) (*git.Process, error) {
+	var gate git.Gate
+	if spec.gate != nil { // a nil *pushGate must not become a non-nil Gate
+		gate = spec.gate
+	}
+	return h.repos.StartService(git.ServiceSpec{
+		Service: spec.svc, Dir: spec.dir, Advertise: spec.advertise, Env: spec.env, Body: spec.body != nil,
+		PackWindowMemory: h.opts.PackWindowMemory, PackThreads: h.opts.PackThreads,
+		Gate: gate, Clock: h.clk,
+	})
+}
+
+// boundDuration arms the request's deadlines and returns what disarms
+// them. A request that outlives its maximum duration first loses its
+// input: git then fails on a truncated request exactly as when a client
+// disconnects, and its quarantine removes the partial objects. Signalling
+// receive-pack instead leaks the quarantine, because its index-pack child
+// keeps writing into it. Only if git still runs after a grace period
+// (stuck writing to a client that does not read) is its whole process
+// group sent SIGTERM, never SIGKILL.
+func (h *handler) boundDuration(proc *git.Process, spec runSpec) (disarm func()) {
+	maxDuration := spec.maxDuration
+	if maxDuration <= 0 {
+		maxDuration = h.opts.MaxDuration
+	}
+	stopInput := h.clk.AfterFunc(maxDuration, func() {
+		if proc.Stdin != nil {
+			_ = proc.Stdin.Close()
+		}
+	})
+	terminate := h.clk.AfterFunc(maxDuration+killGrace, proc.Terminate)
+	return func() {
+		terminate.Stop()
+		stopInput.Stop()
+	}
+}
+
+// feedBody copies the request body into git's stdin, when it takes one.
+// The result is sent before stdin is closed (firstOutput relies on it). A
+// failed read (client gone, body too large) closes stdin too, so git sees
+// a truncated request and fails on its own, cleaning up.
+func feedBody(proc *git.Process, body io.Reader) <-chan copyResult {
+	copied := make(chan copyResult, 1)
+	if proc.Stdin != nil {
+		go func() {
+			n, err := io.Copy(proc.Stdin, body)
+			copied <- copyResult{n: n, err: err}
+			_ = proc.Stdin.Close()
+		}()
+	}
+	return copied
+}
+
+// firstOutput waits for git's first output into buf, n bytes of it. A
+// request body we cut (size, quota, rate) is known by then, because the
+// copy reports before it closes git's input: git's answer to the
+// truncated body is then dropped (n is 0), so the client hears our reason,
+// not git's "early EOF". in is the copy's result when it is known already.
+func firstOutput(proc *git.Process, copied <-chan copyResult, buf []byte) (n int, in *copyResult, rerr error) {
+	n, rerr = io.ReadAtLeast(proc.Stdout, buf, 1)
+	if n == 0 || proc.Stdin == nil {
+		return n, nil, rerr
+	}
+	select {
+	case c := <-copied:
+		in = &c
+	default:
+		return n, nil, rerr
+	}
+	if cutByUs(in.err) {
+		_, _ = io.Copy(io.Discard, proc.Stdout)
+		n = 0
+	}
+	return n, in, rerr
+}
+
+// streamAnswer writes the status, the preamble, the n bytes of git's
+// output already in buf and the rest as git writes it.
+func (h *handler) streamAnswer(w http.ResponseWriter, spec runSpec, stdout io.ReadCloser, buf []byte, n int, res *runResult) {
+	noCache(w)
+	w.Header().Set("Content-Type", spec.contentType)
+	w.WriteHeader(http.StatusOK)
+	res.started = true
+	cw := &countWriter{w: w}
+	_, werr := cw.Write(spec.preamble)
+	if werr == nil {
+		_, werr = cw.Write(buf[:n])
+	}
+	if werr == nil {
+		werr = h.stream(cw, w, stdout, buf)
+	}
+	res.out = cw.n
+	if werr != nil {
+		// The client went away: stop git (SIGPIPE on its next write).
+		_ = stdout.Close()
+		res.err = fmt.Errorf("%s: stream response: %w", spec.svc, werr)
+	}
+}
+
+// answerUnstarted answers a request git wrote nothing for, with a status
+// that says why: a body we cut (inErr), a corrupt one, git's failure
+// (waitErr), or nothing to say.
+func (h *handler) answerUnstarted(w http.ResponseWriter, spec runSpec, inErr, waitErr error, res *runResult) {
 	switch {
-	case errors.Is(in.err, errBodyTooLarge):
-		res.err = fmt.Errorf("%s: %w", spec.svc, in.err)
-		h.refuse(w, spec, http.StatusRequestEntityTooLarge, "error: request body exceeds the server's size limit ("+strings.TrimPrefix(in.err.Error(), errBodyTooLarge.Error()+": ")+")")
-	case errors.As(in.err, new(*quotaError)):
-		res.err = fmt.Errorf("%s: %w", spec.svc, in.err)
+	case errors.Is(inErr, errBodyTooLarge):
+		res.err = fmt.Errorf("%s: %w", spec.svc, inErr)
+		h.refuse(w, spec, http.StatusRequestEntityTooLarge, "error: request body exceeds the server's size limit ("+strings.TrimPrefix(inErr.Error(), errBodyTooLarge.Error()+": ")+")")
+	case errors.As(inErr, new(*quotaError)):
+		res.err = fmt.Errorf("%s: %w", spec.svc, inErr)
 		h.m.refused.WithLabelValues("quota").Inc()
-		h.refuse(w, spec, http.StatusRequestEntityTooLarge, in.err.Error())
-	case errors.Is(in.err, errSlowBody):
-		res.err = fmt.Errorf("%s: %w", spec.svc, in.err)
-		h.refuse(w, spec, http.StatusRequestTimeout, slowBodyMsg(in.err))
-	case in.err != nil && isGzipErr(in.err):
-		res.err = fmt.Errorf("%s: %w", spec.svc, in.err)
+		h.refuse(w, spec, http.StatusRequestEntityTooLarge, inErr.Error())
+	case errors.Is(inErr, errSlowBody):
+		res.err = fmt.Errorf("%s: %w", spec.svc, inErr)
+		h.refuse(w, spec, http.StatusRequestTimeout, slowBodyMsg(inErr))
+	case inErr != nil && isGzipErr(inErr):
+		res.err = fmt.Errorf("%s: %w", spec.svc, inErr)
 		http.Error(w, "invalid: corrupt gzip request body", http.StatusBadRequest)
 	case waitErr != nil:
 		// Protocol-level failure: a 200 with an ERR pkt-line is what git
@@ -286,7 +326,6 @@ func (h *handler) runService(w http.ResponseWriter, r *http.Request, spec runSpe
 		w.WriteHeader(http.StatusOK)
 		_, _ = w.Write(spec.preamble)
 	}
-	return res
 }
 
 // cutByUs reports whether a request body ended because a limit of ours cut
