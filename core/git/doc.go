@@ -15,8 +15,10 @@
 // It must never speak HTTP or decide whether a push, a read or a client
 // is allowed (that is core/githttp, which imports it; never the reverse),
 // never move a ref outside a repository's lock, and never depend on how
-// events are stored. It imports nothing of grasp except core/clock,
-// core/env and core/nip34.
+// events are stored. Its refusals (a malformed ref name, object id, path
+// or identifier) are typed `outcome` errors, whose text the caller's
+// client sees. It imports nothing of grasp except core/clock, core/env,
+// core/nip34 and core/outcome.
 //
 // Sharing objects between repositories of one identifier (security audit
 // F01). A target borrows the source's objects (alternates) only when its

@@ -8,6 +8,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+
+	"github.com/grasp-dev/grasp/core/outcome"
 )
 
 // hooksDirName is where the push gate's hooks live, under the repository
@@ -84,11 +86,11 @@ func QuarantineDir(dir, base string) (string, error) {
 		return "", nil
 	}
 	if strings.ContainsAny(base, `/\`) || base == "." || base == ".." {
-		return "", fmt.Errorf("error: unexpected quarantine %q", Clip(base, 80))
+		return "", outcome.Errorf(outcome.Error, "unexpected quarantine %q", Clip(base, 80))
 	}
 	q := filepath.Join(dir, "objects", base)
 	if st, err := os.Stat(q); err != nil || !st.IsDir() {
-		return "", fmt.Errorf("error: quarantine %q not found", Clip(base, 80))
+		return "", outcome.Errorf(outcome.Error, "quarantine %q not found", Clip(base, 80))
 	}
 	return q, nil
 }

@@ -1,11 +1,11 @@
 package git
 
 import (
-	"fmt"
 	"net/url"
 	"strings"
 
 	"github.com/grasp-dev/grasp/core/nip34"
+	"github.com/grasp-dev/grasp/core/outcome"
 )
 
 // ValidateIdentifier checks a NIP-34 `d` identifier before it is used as a
@@ -13,7 +13,7 @@ import (
 // identifier is kept verbatim on disk (spaces and emoji included, G01-G1b).
 func ValidateIdentifier(id string) error {
 	if err := nip34.ValidateIdentifier(id); err != nil {
-		return fmt.Errorf("invalid: %w", err)
+		return outcome.Errorf(outcome.Invalid, "%w", err)
 	}
 	return nil
 }
@@ -25,11 +25,11 @@ func DecodeNpub(npub string) (string, error) {
 	if npub != strings.ToLower(npub) {
 		// bech32 allows all-caps, but a directory name must have one
 		// spelling per key
-		return "", fmt.Errorf("invalid: owner %q must be a lowercase npub", Clip(npub, 80))
+		return "", outcome.Errorf(outcome.Invalid, "owner %q must be a lowercase npub", Clip(npub, 80))
 	}
 	hex, err := nip34.DecodeNpub(npub)
 	if err != nil {
-		return "", fmt.Errorf("invalid: owner %q is not an npub: %w", Clip(npub, 80), err)
+		return "", outcome.Errorf(outcome.Invalid, "owner %q is not an npub: %w", Clip(npub, 80), err)
 	}
 	return hex, nil
 }
@@ -38,7 +38,7 @@ func DecodeNpub(npub string) (string, error) {
 func EncodeNpub(pubkeyHex string) (string, error) {
 	n := nip34.Npub(pubkeyHex)
 	if n == "" {
-		return "", fmt.Errorf("invalid: public key %q is not 64 lowercase hex characters", Clip(pubkeyHex, 80))
+		return "", outcome.Errorf(outcome.Invalid, "public key %q is not 64 lowercase hex characters", Clip(pubkeyHex, 80))
 	}
 	return n, nil
 }
@@ -93,7 +93,7 @@ func Clip(s string, n int) string {
 func ParseRepoPath(escapedPath string) (repo nip34.RepoRef, sub string, err error) {
 	owner, id, sub, ok := SplitRepoPath(escapedPath)
 	if !ok {
-		return nip34.RepoRef{}, "", fmt.Errorf("invalid: %q is not a repository path", Clip(escapedPath, 120))
+		return nip34.RepoRef{}, "", outcome.Errorf(outcome.Invalid, "%q is not a repository path", Clip(escapedPath, 120))
 	}
 	repo, err = refOf(owner, id)
 	if err == nil {

@@ -10,6 +10,7 @@ import (
 	"sync"
 
 	"github.com/grasp-dev/grasp/core/nip34"
+	"github.com/grasp-dev/grasp/core/outcome"
 )
 
 // GRASP-06: /prs/<signer npub>/<percent-encoded d>.git.
@@ -128,7 +129,7 @@ func (r *Repos) CopyRef(ctx context.Context, from, to nip34.RepoRef, ref, oid st
 		return err
 	}
 	if !nip34.IsObjectID(oid) || IsZeroOID(oid) {
-		return fmt.Errorf("invalid: %q is not an object id", Clip(oid, 80))
+		return outcome.Errorf(outcome.Invalid, "%q is not an object id", Clip(oid, 80))
 	}
 	src, err := r.existing(from)
 	if err != nil {

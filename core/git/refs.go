@@ -1,8 +1,9 @@
 package git
 
 import (
-	"fmt"
 	"strings"
+
+	"github.com/grasp-dev/grasp/core/outcome"
 )
 
 // ZeroOID is how git spells "no object" in ref-update commands (SHA-1 repos).
@@ -32,7 +33,7 @@ func IsZeroOID(s string) bool {
 // the refs directory, reaches the authoriser or the repository.
 func CheckRefName(ref string) error {
 	bad := func(why string) error {
-		return fmt.Errorf("invalid: ref name %q %s", Clip(ref, 120), why)
+		return outcome.Errorf(outcome.Invalid, "ref name %q %s", Clip(ref, 120), why)
 	}
 	if !strings.HasPrefix(ref, "refs/") {
 		return bad("must start with refs/")

@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	"github.com/grasp-dev/grasp/core/env"
+	"github.com/grasp-dev/grasp/core/outcome"
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/grasp-dev/grasp/core/nip34"
@@ -106,7 +107,7 @@ func (r *Repos) Path(repo nip34.RepoRef) (string, error) {
 	}
 	dir := filepath.Join(ownerDir, id+".git")
 	if filepath.Dir(dir) != ownerDir {
-		return "", fmt.Errorf("invalid: identifier %q escapes the owner directory", id)
+		return "", outcome.Errorf(outcome.Invalid, "identifier %q escapes the owner directory", id)
 	}
 	return dir, nil
 }
@@ -366,7 +367,7 @@ func (r *Repos) SetHeadIn(ctx context.Context, dir, ref string) error {
 func (r *Repos) setHeadAt(ctx context.Context, dir, ref string) error {
 	target := HeadRef(ref)
 	if !strings.HasPrefix(target, "refs/heads/") {
-		return fmt.Errorf("invalid: HEAD %q must name a branch under refs/heads/", Clip(ref, 120))
+		return outcome.Errorf(outcome.Invalid, "HEAD %q must name a branch under refs/heads/", Clip(ref, 120))
 	}
 	if _, err := r.run(ctx, dir, nil, "symbolic-ref", "HEAD", target); err != nil {
 		return fmt.Errorf("set HEAD of %s to %s: %w", dir, target, err)
@@ -387,7 +388,7 @@ func (r *Repos) HasObjects(ctx context.Context, repo nip34.RepoRef, oids []strin
 		// Only object ids reach cat-file: it would also resolve revision
 		// expressions such as "HEAD~3".
 		if !nip34.IsObjectID(o) {
-			return nil, fmt.Errorf("invalid: %q is not an object id", Clip(o, 80))
+			return nil, outcome.Errorf(outcome.Invalid, "%q is not an object id", Clip(o, 80))
 		}
 		res[o] = false
 		in.WriteString(o + "\n")
@@ -445,7 +446,7 @@ func (r *Repos) alignAt(ctx context.Context, dir string, refs map[string]string,
 			return err
 		}
 		if !nip34.IsObjectID(oid) || IsZeroOID(oid) {
-			return fmt.Errorf("invalid: %s points at %q, not an object id", ref, Clip(oid, 80))
+			return outcome.Errorf(outcome.Invalid, "%s points at %q, not an object id", ref, Clip(oid, 80))
 		}
 		old, ok := cur[ref]
 		if ok && old == oid {
@@ -707,7 +708,7 @@ func (r *Repos) Maintain(ctx context.Context, repo nip34.RepoRef) error {
 // overwritten.
 func (r *Repos) SetRef(ctx context.Context, repo nip34.RepoRef, ref, oid, oldOID string) error {
 	if !nip34.IsObjectID(oid) || IsZeroOID(oid) {
-		return fmt.Errorf("invalid: %q is not an object id", Clip(oid, 80))
+		return outcome.Errorf(outcome.Invalid, "%q is not an object id", Clip(oid, 80))
 	}
 	return r.updateRef(ctx, repo, ref, "update "+ref+" "+oid, oldOID)
 }
@@ -725,7 +726,7 @@ func (r *Repos) updateRef(ctx context.Context, repo nip34.RepoRef, ref, cmd, old
 	}
 	if oldOID != "" {
 		if !nip34.IsObjectID(oldOID) {
-			return fmt.Errorf("invalid: %q is not an object id", Clip(oldOID, 80))
+			return outcome.Errorf(outcome.Invalid, "%q is not an object id", Clip(oldOID, 80))
 		}
 		cmd += " " + oldOID
 	}

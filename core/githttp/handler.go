@@ -362,7 +362,7 @@ func (h *handler) serveInfoRefs(w http.ResponseWriter, r *http.Request, dir stri
 		if refused.status == http.StatusServiceUnavailable {
 			w.Header().Set("Retry-After", "60")
 		}
-		http.Error(w, refused.msg, refused.status)
+		http.Error(w, refused.Error(), refused.status)
 		h.finish("ls", start, runResult{rejected: true})
 		return
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/grasp-dev/grasp/core/git"
 	"github.com/grasp-dev/grasp/core/nip34"
+	"github.com/grasp-dev/grasp/core/outcome"
 )
 
 // maxPktPayload is git's LARGE_PACKET_DATA_MAX: 65520 bytes per packet
@@ -29,7 +30,7 @@ type PushCommands struct {
 // Has reports whether the client requested capability c.
 func (p PushCommands) Has(c string) bool { _, ok := p.Caps[c]; return ok }
 
-var errPktFormat = errors.New("invalid: malformed pkt-line")
+var errPktFormat = errors.New("malformed pkt-line")
 
 // ReadPushCommands reads the pkt-line command list at the start of a
 // receive-pack request body, up to and including its flush packet, and
@@ -42,39 +43,39 @@ func ReadPushCommands(r io.Reader, maxBytes, maxCommands int) (PushCommands, []b
 	var hdr [4]byte
 	for {
 		if raw.Len()+4 > maxBytes {
-			return cmds, raw.Bytes(), fmt.Errorf("invalid: push command list exceeds %d bytes", maxBytes)
+			return cmds, raw.Bytes(), outcome.Errorf(outcome.Invalid, "push command list exceeds %d bytes", maxBytes)
 		}
 		if _, err := io.ReadFull(r, hdr[:]); err != nil {
-			return cmds, raw.Bytes(), fmt.Errorf("invalid: reading push commands: %w", noEOF(err))
+			return cmds, raw.Bytes(), outcome.Errorf(outcome.Invalid, "reading push commands: %w", noEOF(err))
 		}
 		raw.Write(hdr[:])
 		n, err := strconv.ParseUint(string(hdr[:]), 16, 16)
 		if err != nil {
-			return cmds, raw.Bytes(), fmt.Errorf("%w: bad length %q", errPktFormat, hdr[:])
+			return cmds, raw.Bytes(), outcome.Errorf(outcome.Invalid, "%w: bad length %q", errPktFormat, hdr[:])
 		}
 		if n == 0 {
 			break
 		}
 		if n < 4 || n > maxPktLen {
-			return cmds, raw.Bytes(), fmt.Errorf("%w: length %d out of range", errPktFormat, n)
+			return cmds, raw.Bytes(), outcome.Errorf(outcome.Invalid, "%w: length %d out of range", errPktFormat, n)
 		}
 		if raw.Len()+int(n)-4 > maxBytes {
-			return cmds, raw.Bytes(), fmt.Errorf("invalid: push command list exceeds %d bytes", maxBytes)
+			return cmds, raw.Bytes(), outcome.Errorf(outcome.Invalid, "push command list exceeds %d bytes", maxBytes)
 		}
 		start := raw.Len()
 		if _, err := io.CopyN(&raw, r, int64(n)-4); err != nil {
-			return cmds, raw.Bytes(), fmt.Errorf("invalid: reading push commands: %w", noEOF(err))
+			return cmds, raw.Bytes(), outcome.Errorf(outcome.Invalid, "reading push commands: %w", noEOF(err))
 		}
 		line := strings.TrimSuffix(string(raw.Bytes()[start:]), "\n")
 		if oid, ok := strings.CutPrefix(line, "shallow "); ok && len(cmds.Updates) == 0 {
 			if !nip34.IsObjectID(oid) {
-				return cmds, raw.Bytes(), fmt.Errorf("%w: bad shallow line", errPktFormat)
+				return cmds, raw.Bytes(), outcome.Errorf(outcome.Invalid, "%w: bad shallow line", errPktFormat)
 			}
 			cmds.Shallow = append(cmds.Shallow, oid)
 			continue
 		}
 		if len(cmds.Updates) >= maxCommands {
-			return cmds, raw.Bytes(), fmt.Errorf("invalid: push has more than %d ref updates", maxCommands)
+			return cmds, raw.Bytes(), outcome.Errorf(outcome.Invalid, "push has more than %d ref updates", maxCommands)
 		}
 		if len(cmds.Updates) == 0 {
 			var caps string
@@ -88,7 +89,7 @@ func ReadPushCommands(r io.Reader, maxBytes, maxCommands int) (PushCommands, []b
 		cmds.Updates = append(cmds.Updates, u)
 	}
 	if len(cmds.Updates) == 0 && len(cmds.Shallow) > 0 {
-		return cmds, raw.Bytes(), fmt.Errorf("%w: shallow lines without commands", errPktFormat)
+		return cmds, raw.Bytes(), outcome.Errorf(outcome.Invalid, "%w: shallow lines without commands", errPktFormat)
 	}
 	if cmds.Caps == nil {
 		cmds.Caps = map[string]string{}
@@ -115,11 +116,11 @@ func parseCaps(s string) map[string]string {
 func parseCommand(line string) (git.RefUpdate, error) {
 	parts := strings.SplitN(line, " ", 3)
 	if len(parts) != 3 {
-		return git.RefUpdate{}, fmt.Errorf("%w: command %q is not \"<old> <new> <ref>\"", errPktFormat, git.Clip(line, 120))
+		return git.RefUpdate{}, outcome.Errorf(outcome.Invalid, "%w: command %q is not \"<old> <new> <ref>\"", errPktFormat, git.Clip(line, 120))
 	}
 	u := git.RefUpdate{Old: parts[0], New: parts[1], Ref: parts[2]}
 	if !nip34.IsObjectID(u.Old) || !nip34.IsObjectID(u.New) || len(u.Old) != len(u.New) {
-		return git.RefUpdate{}, fmt.Errorf("%w: command %q has a bad object id", errPktFormat, git.Clip(line, 120))
+		return git.RefUpdate{}, outcome.Errorf(outcome.Invalid, "%w: command %q has a bad object id", errPktFormat, git.Clip(line, 120))
 	}
 	if err := git.CheckRefName(u.Ref); err != nil {
 		return git.RefUpdate{}, err

@@ -8,6 +8,7 @@ import (
 
 	"github.com/grasp-dev/grasp/core/git"
 	"github.com/grasp-dev/grasp/core/nip34"
+	"github.com/grasp-dev/grasp/core/outcome"
 )
 
 func TestReadPushCommands(t *testing.T) {
@@ -99,4 +100,19 @@ func FuzzReadPushCommands(f *testing.F) {
 			t.Fatalf("round trip: %+v != %+v", again, cmds)
 		}
 	})
+}
+
+// A command list git's protocol cannot carry is refused as a typed
+// invalid: outcome (issue 28 part 1), whatever the malformation.
+func TestReadPushCommandsRefusalsAreTyped(t *testing.T) {
+	for name, in := range map[string]string{
+		"bad length": "zzzz",
+		"bad ref":    string(pktLine(git.ZeroOID+" "+oid('1')+" refs/heads/a..b\n")) + pktFlush,
+		"truncated":  "00",
+	} {
+		_, _, err := ReadPushCommands(strings.NewReader(in), 2048, 10)
+		if r, ok := outcome.Of(err); !ok || r.Kind != outcome.Invalid || strings.HasPrefix(r.Msg, "invalid") {
+			t.Errorf("%s: %v is %+v (typed %v), want an invalid: outcome", name, err, r, ok)
+		}
+	}
 }

@@ -260,7 +260,7 @@ func (p *push) takeSlot() bool {
 	if refused != nil {
 		p.h.m.refused.WithLabelValues(refused.reason).Inc()
 		p.refused(refused.reason)
-		p.refuseAll(refused.msg)
+		p.refuseAll(refused.Error())
 		return false
 	}
 	p.hold(release)

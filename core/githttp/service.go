@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/grasp-dev/grasp/core/git"
+	"github.com/grasp-dev/grasp/core/outcome"
 )
 
 var errBodyTooLarge = errors.New("request body too large")
@@ -106,13 +107,13 @@ func (h *handler) requestBody(w http.ResponseWriter, r *http.Request, max int64,
 	case "gzip", "x-gzip":
 		zr, err := gzip.NewReader(wire)
 		if err != nil {
-			return nil, nil, nil, nil, fmt.Errorf("invalid: gzip request body: %w", err)
+			return nil, nil, nil, nil, outcome.Errorf(outcome.Invalid, "gzip request body: %w", err)
 		}
 		closer = func() { _ = zr.Close() }
 		lim.r = zr
 		lim.tighten(h.opts.MaxGzipBytes, "a decompressed request body may hold "+sizeText(h.opts.MaxGzipBytes))
 	default:
-		return nil, nil, nil, nil, fmt.Errorf("invalid: unsupported Content-Encoding %q", enc)
+		return nil, nil, nil, nil, outcome.Errorf(outcome.Invalid, "unsupported Content-Encoding %q", enc)
 	}
 	return lim, wire, lim, closer, nil
 }
@@ -444,7 +445,7 @@ func (h *handler) serveUploadPack(w http.ResponseWriter, r *http.Request, dir st
 	release, refused := h.slots.acquire(r.Context(), h.clientIP(r))
 	if refused != nil {
 		h.m.refused.WithLabelValues(refused.reason).Inc()
-		errPkt(contentType)(w, refused.status, refused.msg)
+		errPkt(contentType)(w, refused.status, refused.Error())
 		h.finish("fetch", start, runResult{rejected: true})
 		return
 	}

@@ -142,7 +142,7 @@ func (h *handler) streamSlot(w http.ResponseWriter, r *http.Request, kind string
 		if refused.status == http.StatusServiceUnavailable {
 			w.Header().Set("Retry-After", "60")
 		}
-		http.Error(w, refused.msg, refused.status)
+		http.Error(w, refused.Error(), refused.status)
 		h.finish(kind, start, runResult{rejected: true})
 		return nil, false
 	}
