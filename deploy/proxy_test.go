@@ -20,7 +20,7 @@ import (
 
 	"github.com/grasp-dev/grasp/core/config"
 	coreenv "github.com/grasp-dev/grasp/core/env"
-	"github.com/grasp-dev/grasp/core/sync/catchup"
+	"github.com/grasp-dev/grasp/core/relaysync/catchup"
 	"github.com/grasp-dev/grasp/internal/testkit"
 	"github.com/grasp-dev/grasp/internal/testwait"
 )

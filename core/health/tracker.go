@@ -13,7 +13,7 @@ import (
 	"github.com/grasp-dev/grasp/core/config"
 	"github.com/grasp-dev/grasp/core/env"
 	"github.com/grasp-dev/grasp/core/nip34"
-	gsync "github.com/grasp-dev/grasp/core/sync"
+	"github.com/grasp-dev/grasp/core/relaysync"
 )
 
 // KV is the durable table the tracker persists to (store.Side satisfies it).
@@ -183,9 +183,9 @@ func (t *Tracker) RateLimited(url string, now time.Time) {
 }
 
 // Health is the value relay selectors see in their candidates.
-func (t *Tracker) Health(url string) gsync.Health {
+func (t *Tracker) Health(url string) relaysync.Health {
 	st, _ := t.State(url)
-	return gsync.Health{OK: t.s.StatusOf(st) == Healthy, Failures: st.Failures, LatencyMs: st.LatencyMs, LastOK: st.LastOK}
+	return relaysync.Health{OK: t.s.StatusOf(st) == Healthy, Failures: st.Failures, LatencyMs: st.LatencyMs, LastOK: st.LastOK}
 }
 
 func (t *Tracker) update(url string, now time.Time, f func(State) State) {
@@ -326,4 +326,4 @@ func (t *Tracker) Close() {
 	t.Flush()
 }
 
-var _ gsync.HealthTracker = (*Tracker)(nil)
+var _ relaysync.HealthTracker = (*Tracker)(nil)

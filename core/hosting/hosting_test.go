@@ -6,7 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	stdsync "sync"
+	"sync"
 	"testing"
 	"time"
 
@@ -29,7 +29,7 @@ import (
 // countingStore is the main store, counting the queries by kind so a test
 // can tell how often an operation read announcements and states.
 type countingStore struct {
-	mu      stdsync.Mutex
+	mu      sync.Mutex
 	inner   *slicestore.SliceStore
 	queries map[int]int
 }
