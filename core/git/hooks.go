@@ -17,15 +17,16 @@ import (
 const hooksDirName = ".grasp-hooks"
 
 // The push gate's hooks (receive-pack runs them with core.hooksPath set to
-// their directory, and with the two pipes of pushgate.go as fds 3 and 4).
-// They use shell builtins only. pre-receive runs once the pack is in git's
-// quarantine and before any ref moves: it asks the server, which checks
-// the whole push and takes the repository lock, whether to go on.
+// their directory, and with the two pipes of StartService as fds 3 and 4,
+// answered by a Gate: core/githttp/pushgate.go). They use shell builtins
+// only. pre-receive runs once the pack is in git's quarantine and before
+// any ref moves: it asks the server, which checks the whole push and takes
+// the repository lock, whether to go on.
 // reference-transaction tells the server when the refs have moved (or
 // not), so the lock is given back at once.
 var gateHooks = map[string]string{
 	"pre-receive": `#!/bin/sh
-# grasp push gate (core/git/pushgate.go): the server checks the push as a
+# grasp push gate (core/githttp/pushgate.go): the server checks the push as a
 # whole and takes the repository lock before any ref moves.
 [ -n "$GRASP_HOOK_SELFTEST" ] && exit 0
 while IFS= read -r _; do :; done
@@ -37,7 +38,7 @@ printf '%s\n' "${answer#no }" >&2
 exit 1
 `,
 	"reference-transaction": `#!/bin/sh
-# grasp push gate (core/git/pushgate.go): the refs have moved, or failed to;
+# grasp push gate (core/githttp/pushgate.go): the refs have moved, or failed to;
 # the server gives the repository lock back.
 [ -n "$GRASP_HOOK_SELFTEST" ] && exit 0
 while IFS= read -r _; do :; done

@@ -13,18 +13,15 @@ import (
 	"github.com/grasp-dev/grasp/core/outcome"
 )
 
-// GRASP-06: /prs/<signer npub>/<percent-encoded d>.git.
-//
-// Every well-formed path answers as an empty bare repository until a
-// refs/nostr/<event-id> is pushed to it (G06-1): reads of a path with no
-// repository are served from one shared empty repository, so reading never
-// creates a directory. Only refs/nostr/<64-hex> may be pushed (G06-2/3); the
-// repository is created when such a push has been authorised and admitted
-// by the placeholder and /prs/ data quotas (prs_quota.go), and removed
-// again whenever it is left without a ref (G06-8) or its data expires
-// unused (core/hosting). These repositories live under <root>/prs/, which is not an
-// npub: List, maintenance, the integrity check and alternates never see
-// them.
+// GRASP-06 repositories on disk (core/githttp serves them at
+// /prs/<signer npub>/<percent-encoded d>.git). They live under
+// <root>/prs/, which is not an npub: List, maintenance, the integrity check
+// and alternates never see them. Reads of a path without a repository are
+// served from one shared empty repository (EmptyDir), so reading never
+// creates a directory; a repository is created for a push that has been
+// authorised and admitted (OpenPRs), and removed again whenever it is left
+// without a ref (G06-8) or its data expires unused (RemovePRs,
+// core/hosting).
 
 // prsDirName is where GRASP-06 repositories live under the root.
 const prsDirName = "prs"
