@@ -342,7 +342,7 @@ func (p *push) accepted(res Result, rr *runResult) {
 	h := p.h
 	h.m.auth.WithLabelValues("accepted", res.Class).Inc()
 	if p.prsRsv != nil {
-		if err := p.prsRsv.Commit(); err != nil {
+		if err := p.prsRsv.Commit(p.ctx); err != nil {
 			h.log.Error("record what a /prs/ push brought", "repo", p.repo.URLPath(), "error", err)
 		}
 	}

@@ -58,7 +58,7 @@ func (r *subRig) store(evts ...*nostr.Event) {
 func TestG02_SubscriberFollowsPurgatoryThroughItsHooks(t *testing.T) {
 	r := newSubRig(t)
 	ann := announcement(0, selfURL, r1)
-	if err := r.purg.Hold(purgatory.Entry{Event: ann, Repo: nip34.RepoRef{Pubkey: pubkey(0), Identifier: "repo0"}}); err != nil {
+	if err := r.purg.Hold(context.Background(), purgatory.Entry{Event: ann, Repo: nip34.RepoRef{Pubkey: pubkey(0), Identifier: "repo0"}}); err != nil {
 		t.Fatal(err)
 	}
 	r.observe()
@@ -68,7 +68,7 @@ func TestG02_SubscriberFollowsPurgatoryThroughItsHooks(t *testing.T) {
 	}
 	// expired without git data: forgotten
 	r.clk.Advance(2 * time.Minute)
-	if _, _, err := r.purg.Sweep(); err != nil {
+	if _, _, err := r.purg.Sweep(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	r.observe()
@@ -101,7 +101,7 @@ func TestG02_SubscriberForgetsADeletedRepo(t *testing.T) {
 	// repo 1 is deleted from the store but a version of it is still held
 	held := announcement(1, selfURL, r1)
 	held.ID = hexID(3 << 40)
-	if err := r.purg.Hold(purgatory.Entry{Event: held, Repo: nip34.RepoRef{Pubkey: pubkey(1), Identifier: "repo1"}}); err != nil {
+	if err := r.purg.Hold(context.Background(), purgatory.Entry{Event: held, Repo: nip34.RepoRef{Pubkey: pubkey(1), Identifier: "repo1"}}); err != nil {
 		t.Fatal(err)
 	}
 	for i, ann := range []*nostr.Event{ann0, ann1} {
@@ -133,7 +133,7 @@ func TestG02_SubscriberStartsFromHistoryAndPurgatory(t *testing.T) {
 	r.store(announcement(0, selfURL, r1), rootEvent(1617, 1, 0))
 	held := announcement(1, selfURL, r1)
 	held.ID = hexID(2 << 40)
-	if err := r.purg.Hold(purgatory.Entry{Event: held, Repo: nip34.RepoRef{Pubkey: pubkey(1), Identifier: "repo1"}}); err != nil {
+	if err := r.purg.Hold(context.Background(), purgatory.Entry{Event: held, Repo: nip34.RepoRef{Pubkey: pubkey(1), Identifier: "repo1"}}); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -166,7 +166,7 @@ func TestG08_7_SubscriberNeverSyncsPrivateRepositories(t *testing.T) {
 	held := announcement(2, selfURL, r1)
 	held.ID = hexID(3 << 40)
 	private[held.ID] = true
-	if err := r.purg.Hold(purgatory.Entry{Event: held, Repo: nip34.RepoRef{Pubkey: pubkey(2), Identifier: "repo2"}}); err != nil {
+	if err := r.purg.Hold(context.Background(), purgatory.Entry{Event: held, Repo: nip34.RepoRef{Pubkey: pubkey(2), Identifier: "repo2"}}); err != nil {
 		t.Fatal(err)
 	}
 	r.observe()
