@@ -14,7 +14,7 @@ import (
 // lock like a push does: a fetch never writes while another write (push,
 // alignment, deletion) is under way, and only objects arrive, no ref moves.
 func TestFetchTakesTheRepositoryLock(t *testing.T) {
-	ts := newTestServer(t, Options{})
+	ts := newTestStore(t)
 	_, srcURL, _, x := pushedRepo(t, ts, "proj")
 	dst, _ := ts.newRepo("proj")
 	repo := ref(dst, "proj")
@@ -56,7 +56,7 @@ func TestFetchTakesTheRepositoryLock(t *testing.T) {
 
 // Fetch runs http(s) only and names what the remote lacks in English.
 func TestFetchRefusesOtherTransportsAndReportsMissingObjects(t *testing.T) {
-	ts := newTestServer(t, Options{})
+	ts := newTestStore(t)
 	_, srcURL, _, _ := pushedRepo(t, ts, "proj")
 	dst, _ := ts.newRepo("proj")
 	repo := ref(dst, "proj")
@@ -76,7 +76,7 @@ func TestFetchRefusesOtherTransportsAndReportsMissingObjects(t *testing.T) {
 
 // List is the one listing of hosted repositories.
 func TestListNamesEveryHostedRepository(t *testing.T) {
-	ts := newTestServer(t, Options{})
+	ts := newTestStore(t)
 	a, _ := ts.newRepo("one")
 	b, _ := ts.newRepo("my repo 🚀")
 	if err := ts.repos.Create(context.Background(), ref(a, "two")); err != nil {
@@ -92,20 +92,5 @@ func TestListNamesEveryHostedRepository(t *testing.T) {
 	sort.Slice(want, func(i, j int) bool { return key(want[i]) < key(want[j]) })
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("List = %v, want %v", got, want)
-	}
-}
-
-func TestRoutedPaths(t *testing.T) {
-	n := "npub180cvv07tjdrrgpa0j7j7tmnyl2yr6yr7l8j4s3evf6u64th6gkwsyjh6w6"
-	for p, want := range map[string]bool{
-		RepoURLPath(n, "x") + "/info/refs": true,
-		"/prs/" + n + "/x.git/info/refs":   true,
-		"/" + n + "/x":                     false,
-		"/":                                false,
-		"/metrics":                         false,
-	} {
-		if got := Routed(p); got != want {
-			t.Errorf("Routed(%q) = %v, want %v", p, got, want)
-		}
 	}
 }

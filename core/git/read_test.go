@@ -40,7 +40,7 @@ func TestRead_BoundedAndReadOnly(t *testing.T) {
 // TestRefsStamp_ChangesWithRefsAndHead: the stamp pages cache by stays
 // while nothing changes and moves with every ref or HEAD change.
 func TestRefsStamp_ChangesWithRefsAndHead(t *testing.T) {
-	ts := newTestServer(t, Options{})
+	ts := newTestStore(t)
 	owner, _ := ts.newRepo("s")
 	hex, _ := DecodeNpub(owner)
 	repo := nip34.RepoRef{Pubkey: hex, Identifier: "s"}
