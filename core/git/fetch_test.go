@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/grasp-dev/grasp/core/nip34"
+	"github.com/grasp-dev/grasp/internal/testwait"
 )
 
 // The hunter's fetch into a hosted repository waits for the repository's
@@ -34,7 +35,7 @@ func TestFetchTakesTheRepositoryLock(t *testing.T) {
 		done <- result{stderr, err}
 	}()
 	// the fetch is queued on the lock the test holds
-	waitFor(t, func() bool {
+	testwait.For(t, "the fetch to queue on the lock", func() bool {
 		ts.repos.locks.mu.Lock()
 		defer ts.repos.locks.mu.Unlock()
 		return ts.repos.locks.locks[dir] != nil && ts.repos.locks.locks[dir].refs == 2

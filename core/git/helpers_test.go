@@ -16,7 +16,6 @@ import (
 
 	"github.com/grasp-dev/grasp/core/env"
 	"github.com/grasp-dev/grasp/core/nip34"
-	"github.com/grasp-dev/grasp/internal/testwait"
 )
 
 // testStore is a Repos whose repositories are also served over HTTP by
@@ -70,13 +69,6 @@ func pushedRepo(t *testing.T, ts *testStore, id string) (owner, url, work, x str
 	dir, _ := ts.repos.Path(ref(owner, id))
 	gitRun(t, work, "push", "-q", dir, "main")
 	return owner, url, work, x
-}
-
-// waitFor polls a condition that another goroutine makes true; the bound
-// only guards against a hung test, it asserts nothing about speed.
-func waitFor(t *testing.T, cond func() bool) {
-	t.Helper()
-	testwait.For(t, "condition", cond)
 }
 
 // ref names the repository of an npub (as in a URL) and identifier.

@@ -71,7 +71,7 @@ func startPartialPush(t *testing.T, ts *testServer, owner, id string) net.Conn {
 // repository's lock.
 func waitIdle(t *testing.T, ts *testServer, owner, id string) {
 	t.Helper()
-	waitFor(t, func() bool { return ts.h.slots.inUse() == 0 })
+	testwait.For(t, "every process slot free", func() bool { return ts.h.slots.inUse() == 0 })
 	dir, _ := ts.repos.Path(ref(owner, id))
 	unlock, err := ts.repos.Lock(testwait.Context(t), dir)
 	if err != nil {
@@ -106,7 +106,7 @@ func TestClientAbortMidPackLeavesNothing(t *testing.T) {
 	owner, _ := ts.newRepo("proj")
 	conn := startPartialPush(t, ts, owner, "proj")
 	dir, _ := ts.repos.Path(ref(owner, "proj"))
-	waitFor(t, func() bool { return len(quarantines(dir)) > 0 })
+	testwait.For(t, "a quarantine directory", func() bool { return len(quarantines(dir)) > 0 })
 	conn.Close()
 	waitIdle(t, ts, owner, "proj")
 	assertNothingWritten(t, ts, owner, "proj")
@@ -121,7 +121,7 @@ func TestStalledPushStoppedAfterMaxDuration(t *testing.T) {
 	conn := startPartialPush(t, ts, owner, "proj")
 	defer conn.Close()
 	dir, _ := ts.repos.Path(ref(owner, "proj"))
-	waitFor(t, func() bool { return len(quarantines(dir)) > 0 })
+	testwait.For(t, "a quarantine directory", func() bool { return len(quarantines(dir)) > 0 })
 	if !fake.BlockUntil(2, testwait.Limit(t)) {
 		t.Fatal("no MaxDuration timer armed")
 	}

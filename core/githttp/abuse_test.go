@@ -58,7 +58,7 @@ func TestAbuse_F04(t *testing.T) {
 	defer conn.Close()
 	answer := readAll(t, conn)
 	dir, _ := ts.repos.Path(ref(owner, "proj"))
-	waitFor(t, func() bool { return len(quarantines(dir)) > 0 })
+	testwait.For(t, "a quarantine directory", func() bool { return len(quarantines(dir)) > 0 })
 
 	// the lock is free: what the relay's state OK (Align) and every push take
 	unlock, err := ts.repos.Lock(testwait.Context(t), dir)
@@ -120,7 +120,7 @@ func TestAbuse_F08(t *testing.T) {
 	defer c1.Close()
 	defer c2.Close()
 	a1, a2 := readAll(t, c1), readAll(t, c2)
-	waitFor(t, func() bool { return ts.h.slots.inUse() == 2 })
+	testwait.For(t, "two process slots in use", func() bool { return ts.h.slots.inUse() == 2 })
 
 	path := git.RepoURLPath(owner, "proj") + "/info/refs?service=git-upload-pack"
 	resp, body := ts.get(path)
@@ -137,7 +137,7 @@ func TestAbuse_F08(t *testing.T) {
 			t.Fatalf("trickling fetch answer: %q", git.Clip(string(got), 400))
 		}
 	}
-	waitFor(t, func() bool { return ts.h.slots.inUse() == 0 })
+	testwait.For(t, "every process slot free", func() bool { return ts.h.slots.inUse() == 0 })
 	if resp, body := ts.get(path); resp.StatusCode != http.StatusOK {
 		t.Fatalf("after the tricklers were cut = %d %q", resp.StatusCode, body)
 	}

@@ -373,7 +373,7 @@ func TestConcurrentPushesSerialised(t *testing.T) {
 		wg.Add(1)
 		go func() { defer wg.Done(); outs[i], results[i] = gitTry(work, "push", url, "main") }()
 	}
-	waitFor(t, func() bool {
+	testwait.For(t, "both pushes to be asked for authorisation", func() bool {
 		ts.auth.mu.Lock()
 		defer ts.auth.mu.Unlock()
 		return len(ts.auth.asked) == 2
@@ -381,7 +381,7 @@ func TestConcurrentPushesSerialised(t *testing.T) {
 	close(pre)
 	// One push holds the lock and is being authorised; the other waits for
 	// the lock.
-	waitFor(t, func() bool {
+	testwait.For(t, "one push to hold the lock and the other to wait for it", func() bool {
 		return ts.repos.LockHolders(dir) == 2
 	})
 	ts.auth.mu.Lock()
@@ -405,13 +405,6 @@ func TestConcurrentPushesSerialised(t *testing.T) {
 	if results[lost] == nil || !strings.Contains(outs[lost], "fetch and retry") {
 		t.Fatalf("second push: err=%v\n%s", results[lost], outs[lost])
 	}
-}
-
-// waitFor polls a condition that another goroutine makes true; the bound
-// only guards against a hung test, it asserts nothing about speed.
-func waitFor(t *testing.T, cond func() bool) {
-	t.Helper()
-	testwait.For(t, "condition", cond)
 }
 
 // A push that moves one ref and deletes another is one applied push: git
