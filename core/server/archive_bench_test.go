@@ -222,16 +222,16 @@ func runArchiveFollows(b *testing.B) {
 		if err := srv.Hosting().CountArchived(ctx); err != nil {
 			return false
 		}
-		awaiting = benchMetric(reg, "grasp_archive_repos", archive.StateAwaiting)
-		mirrored = benchMetric(reg, "grasp_archive_repos", archive.StateMirrored)
+		awaiting = metricIn(b, reg, "grasp_archive_repos", archive.StateAwaiting)
+		mirrored = metricIn(b, reg, "grasp_archive_repos", archive.StateMirrored)
 		if polls++; polls%10 == 0 {
 			fetchesSoFar := 0
 			for _, ts := range flog.byDomSnapshot() {
 				fetchesSoFar += ts
 			}
 			b.Logf("%s: %v awaiting, %v mirrored, %d fetches %v, %v held in purgatory, hunt queue %v, attempts %v ok %v, throttled %v, naughty %v", time.Since(start).Round(time.Second), awaiting, mirrored, fetchesSoFar, flog.byDomSnapshot(),
-				benchMetric(reg, "grasp_purgatory_entries", ""), benchMetric(reg, "grasp_hunt_queue_repos", ""), benchMetric(reg, "grasp_hunt_fetch_attempts_total", ""),
-				benchMetric(reg, "grasp_hunt_fetch_attempts_total", "ok"), benchMetric(reg, "grasp_hunt_throttled_waits_total", ""), benchMetric(reg, "grasp_hunt_naughty_hosts", ""))
+				metricIn(b, reg, "grasp_purgatory_entries", ""), metricIn(b, reg, "grasp_hunt_queue_repos", ""), metricIn(b, reg, "grasp_hunt_fetch_attempts_total", ""),
+				metricIn(b, reg, "grasp_hunt_fetch_attempts_total", "ok"), metricIn(b, reg, "grasp_hunt_throttled_waits_total", ""), metricIn(b, reg, "grasp_hunt_naughty_hosts", ""))
 		}
 		return int(mirrored) == archBenchWithData && int(awaiting+mirrored) == total
 	})

@@ -81,26 +81,6 @@ func seedRepo(tb testing.TB, sk, d string, servers ...*benchServer) string {
 	return "30617:" + pk + ":" + d
 }
 
-func benchMetric(reg *metrics.Registry, name, label string) float64 {
-	mfs, _ := reg.Gatherer().Gather()
-	sum := 0.0
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			match := label == ""
-			for _, l := range m.GetLabel() {
-				match = match || l.GetValue() == label
-			}
-			if match {
-				sum += m.GetGauge().GetValue() + m.GetCounter().GetValue()
-			}
-		}
-	}
-	return sum
-}
-
 // BenchmarkLivePropagation: an event published on one instance reaches a
 // live subscriber of a second instance that syncs from it. Reported next
 // to the baseline of the same event reaching a subscriber of the instance
@@ -113,7 +93,7 @@ func BenchmarkLivePropagation(b *testing.B) {
 	addr := seedRepo(b, sk, "bench", peer, sut)
 	testwait.For(b, "sync connected", func() bool {
 		return relaySnapshot(sut.srv, peer.ws).Status == relaysync.Connected &&
-			benchMetric(sut.reg, "grasp_sync_pending_batches", "") == 0 && relaySnapshot(sut.srv, peer.ws).Filters >= 4
+			metricIn(b, sut.reg, "grasp_sync_pending_batches", "") == 0 && relaySnapshot(sut.srv, peer.ws).Filters >= 4
 	})
 	ctx := testwait.Context(b)
 	pub, err := nostr.RelayConnect(ctx, peer.ws)

@@ -17,6 +17,7 @@ import (
 	"github.com/fiatjaf/eventstore/slicestore"
 	"github.com/fiatjaf/khatru"
 	"github.com/grasp-dev/grasp/core/config"
+	"github.com/grasp-dev/grasp/core/metrics"
 	"github.com/grasp-dev/grasp/core/relaysync"
 	"github.com/grasp-dev/grasp/core/server"
 	"github.com/grasp-dev/grasp/internal/testwait"
@@ -81,11 +82,18 @@ func (e *testServer) relayUp(url string) bool {
 func (e *testServer) relayFilters(url string) int { return relaySnapshot(e.srv, url).Filters }
 
 // metric is the value of name with the given label value ("" for none),
-// summed over matching series.
+// summed over matching series, in e's registry.
 func (e *testServer) metric(name, labelValue string) float64 {
-	mfs, err := e.reg.Gatherer().Gather()
+	e.t.Helper()
+	return metricIn(e.t, e.reg, name, labelValue)
+}
+
+// metricIn is metric in the registry reg, for a server a benchmark built.
+func metricIn(tb testing.TB, reg *metrics.Registry, name, labelValue string) float64 {
+	tb.Helper()
+	mfs, err := reg.Gatherer().Gather()
 	if err != nil {
-		e.t.Fatal(err)
+		tb.Fatal(err)
 	}
 	sum := 0.0
 	for _, mf := range mfs {
