@@ -2,5 +2,5 @@
 
 package store
 
-// adviseSmallPages is Linux-only (see advise_linux.go).
+// adviseSmallPages is Linux-only (see badger_advise_linux.go).
 func adviseSmallPages(string) {}

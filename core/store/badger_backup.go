@@ -13,20 +13,8 @@ import (
 	"github.com/grasp-dev/grasp/core/env"
 )
 
-// Backup writes a consistent dump of the badger database (events and side
-// tables; with backend postgres neither: both live in PostgreSQL) to w while
-// the store serves. It reads one snapshot: every write committed before the
-// snapshot is in the dump, none after it. A held event being released is
-// then in purgatory, in the store or in both (purgatory.Published removes
-// it only after it is stored), never in neither; a restored server releases
-// what is still held. Load it with Restore.
-func (s *Store) Backup(w io.Writer) error {
-	if s.closed.Load() {
-		return errors.New("store: backup of a closed store")
-	}
-	if s.db == nil {
-		return nil // postgres: no local database, pg_dump has it all
-	}
+// backup dumps the database from one snapshot (Store.Backup).
+func (s *badgerStore) backup(w io.Writer) error {
 	// One producer, so one read transaction: with badger's default of
 	// several, each key range is read at its own instant.
 	stream := s.db.NewStream()
@@ -92,7 +80,7 @@ func openRaw(opts Options, e env.Env, fresh bool) (*badger.DB, error) {
 	if err := opts.validate(); err != nil {
 		return nil, err
 	}
-	s := &Store{opts: opts, log: e.Log, dbDir: filepath.Join(opts.Dir, "store"),
+	s := &badgerStore{opts: opts, log: e.Log, dbDir: filepath.Join(opts.Dir, "store"),
 		vthreshold: valueThreshold(int64(opts.MemTableMB) << 20)}
 	if opts.ValueThreshold > 0 {
 		s.vthreshold = min(opts.ValueThreshold, s.vthreshold)

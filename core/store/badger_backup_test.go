@@ -24,7 +24,7 @@ func TestBackupWhileOpenRestoresEveryEvent(t *testing.T) {
 	for i := range 50 {
 		content := "event " + strings.Repeat("x", i)
 		if i == 7 {
-			content = strings.Repeat("large ", 20000) // the two-record form (large.go)
+			content = strings.Repeat("large ", 20000) // the two-record form (badger_large.go)
 		}
 		evt := signed(t, testKey(i), 1, nostr.Timestamp(1700000000+i), content)
 		mustSave(t, s.Events(), evt)

@@ -18,7 +18,7 @@ const (
 	eventstoreVersion    = 5
 )
 
-func (s *Store) stampFresh() error {
+func (s *badgerStore) stampFresh() error {
 	db, err := badger.Open(s.badgerOptions(badger.DefaultOptions(s.dbDir)))
 	if err != nil {
 		return fmt.Errorf("store: create badger at %s: %w", s.dbDir, err)

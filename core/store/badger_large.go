@@ -153,7 +153,7 @@ func splitContent(evt *nostr.Event, pack bool) (stored *nostr.Event, rec []byte,
 }
 
 // putContent writes a content record; the writer calls it before the event.
-func (s *Store) putContent(prefix byte, id string, rec []byte) error {
+func (s *badgerStore) putContent(prefix byte, id string, rec []byte) error {
 	k, err := contentKey(prefix, id)
 	if err != nil {
 		return err
@@ -166,7 +166,7 @@ func (s *Store) putContent(prefix byte, id string, rec []byte) error {
 }
 
 // putLarge writes a large-content record (the content as it is).
-func (s *Store) putLarge(id string, content []byte) error {
+func (s *badgerStore) putLarge(id string, content []byte) error {
 	return s.putContent(largePrefix, id, content)
 }
 
@@ -200,7 +200,7 @@ const sweepBatch = 20_000
 // continuing where the previous sweep stopped (s.sweepFrom, nil at the
 // start). It runs on the writer goroutine, so no write is between an
 // event's two records.
-func (s *Store) sweepLarge() (removed int, err error) {
+func (s *badgerStore) sweepLarge() (removed int, err error) {
 	var orphans [][]byte
 	from := s.sweepFrom
 	if from == nil {

@@ -40,7 +40,7 @@ func hasLargeRecord(t *testing.T, s *Store, id string) bool {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := s.db.View(func(txn *badger.Txn) error {
+		if err := s.badger().db.View(func(txn *badger.Txn) error {
 			_, err := txn.Get(k)
 			found = found || err == nil
 			return nil
@@ -141,7 +141,7 @@ func TestLargeEventDeleteReplaceAndSweep(t *testing.T) {
 	sameEvent(t, "after an older replace", query(t, ctx, s.Events(), nostr.Filter{Kinds: []int{30617}}), v2)
 
 	crashed := bigPatch(t, testKey(2), 2000)
-	if err := s.putLarge(crashed.ID, []byte(crashed.Content)); err != nil {
+	if err := s.badger().putLarge(crashed.ID, []byte(crashed.Content)); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Maintain(ctx); err != nil {
@@ -175,7 +175,7 @@ func TestLargeEventsLeaveOrdinaryStoresAlone(t *testing.T) {
 	sameEvent(t, "an event of an earlier store", query(t, context.Background(), s.Events(), nostr.Filter{IDs: []string{before.ID}}), before)
 	e := signed(t, testKey(3), 1, 1000, largeStub)
 	mustSave(t, s.Events(), e)
-	if s.hasLarge.Load() {
+	if s.badger().hasLarge.Load() {
 		t.Fatal("an ordinary save marked the store as holding large contents")
 	}
 	sameEvent(t, "stub-looking content", query(t, context.Background(), s.Events(), nostr.Filter{IDs: []string{e.ID}}), e)

@@ -36,13 +36,9 @@ type negIndex struct {
 	done chan struct{}
 }
 
-// ErrTooManyEvents is NegentropyStorage's answer to a filter matching more
-// events than a session may reconcile.
-var ErrTooManyEvents = negindex.ErrTooMany
-
 // startNegIndex takes the snapshot and starts loading it; call before the
 // writer runs.
-func (s *Store) startNegIndex() {
+func (s *badgerStore) startNegIndex() {
 	n := &negIndex{ix: negindex.New(nil), building: true, stop: make(chan struct{}), done: make(chan struct{})}
 	s.neg = n
 	txn := s.db.NewTransaction(false)
@@ -96,7 +92,7 @@ func (n *negIndex) record(add bool, evt *nostr.Event) {
 }
 
 // indexed feeds one applied write to the negentropy index, if any.
-func (s *Store) indexed(add bool, evt *nostr.Event) {
+func (s *badgerStore) indexed(add bool, evt *nostr.Event) {
 	if s.neg != nil {
 		s.neg.record(add, evt)
 	}
@@ -129,19 +125,18 @@ func (n *negIndex) usableSoon() bool {
 	return n.usable()
 }
 
-// NegentropyStorage answers a NEG-OPEN filter from the index: the sealed
-// (created_at, id) pairs of the matching events. ok is false when the index
-// cannot answer (PostgreSQL backend, index not loaded within indexLoadWait
-// or broken, a filter it does not cover); the caller then queries. err is ErrTooManyEvents past max.
-func (e *events) NegentropyStorage(f nostr.Filter, max int) (st negentropy.Storage, ok bool, err error) {
-	if e.direct || e.s.neg == nil || !e.s.neg.usableSoon() {
+// negentropyStorage answers from the index once it is loaded (waiting up
+// to indexLoadWait for it); not while it is broken, nor for a filter it
+// does not cover.
+func (s *badgerStore) negentropyStorage(f nostr.Filter, max int) (st negentropy.Storage, ok bool, err error) {
+	if s.neg == nil || !s.neg.usableSoon() {
 		return nil, false, nil
 	}
-	snap, ok, err := e.s.neg.ix.Select(f, max)
+	snap, ok, err := s.neg.ix.Select(f, max)
 	if !ok || err != nil {
 		return nil, ok, err
 	}
-	e.s.m.queries.WithLabelValues("negentropy_index").Inc()
+	s.m.queries.WithLabelValues("negentropy_index").Inc()
 	return snap, true, nil
 }
 

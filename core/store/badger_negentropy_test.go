@@ -203,7 +203,7 @@ func testNegentropyIndexMatchesScan(t *testing.T, seed int64) {
 func waitIndexReady(t *testing.T, s *Store) {
 	t.Helper()
 	deadline := time.Now().Add(3 * time.Minute)
-	for !s.neg.usable() {
+	for !s.badger().neg.usable() {
 		if time.Now().After(deadline) {
 			t.Fatal("negentropy index never became ready")
 		}

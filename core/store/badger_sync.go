@@ -171,6 +171,6 @@ func syncDir(dir string) error {
 // commit several times slower than an fdatasync of each, and it syncs only
 // the newest value-log file, while badger without SyncWrites does not sync
 // a value-log file it rotates away from.
-func (s *Store) syncDurable(vlog bool) error {
+func (s *badgerStore) syncDurable(vlog bool) error {
 	return s.wals.sync(vlog)
 }

@@ -9,43 +9,12 @@ import (
 	"github.com/grasp-dev/grasp/core/outcome"
 )
 
-// errClosed is returned for writes submitted after Close began.
-var errClosed = outcome.Errorf(outcome.Error, "store is closed")
-
-type opKind uint8
-
-const (
-	opSave opKind = iota
-	opReplace
-	opDelete
-	// opBarrier carries no write: the side tables commit their own
-	// transaction and then wait on a barrier for the next group fsync.
-	opBarrier
-	// opSweep removes orphaned large-content records; it runs on the writer
-	// so that no write is between an event's two records (large.go).
-	opSweep
-)
-
-func (k opKind) String() string {
-	switch k {
-	case opSave:
-		return "save"
-	case opReplace:
-		return "replace"
-	case opDelete:
-		return "delete"
-	case opSweep:
-		return "sweep"
-	default:
-		return "barrier"
-	}
-}
-
+// op is one entry of the writer's queue.
 type op struct {
 	kind opKind
 	ctx  context.Context
 	evt  *nostr.Event
-	// content is the content record of evt (large.go) under contentPrefix,
+	// content is the content record of evt (badger_large.go) under contentPrefix,
 	// written before evt, whose content is then a stub.
 	content       []byte
 	contentPrefix byte
@@ -66,7 +35,7 @@ type op struct {
 // with each other, so concurrent identical or competing events could both be
 // stored.
 type writer struct {
-	s     *Store
+	s     *badgerStore
 	max   int
 	queue chan *op
 
@@ -81,7 +50,7 @@ type writer struct {
 	syncFn func(vlog bool) error
 }
 
-func newWriter(s *Store, max int) *writer {
+func newWriter(s *badgerStore, max int) *writer {
 	w := &writer{
 		s:       s,
 		max:     max,

@@ -27,10 +27,10 @@ func TestGroupCommitSharesOneSyncAndAnswersAfterIt(t *testing.T) {
 	s := openTest(t, Options{})
 	entered := make(chan struct{}, 4)
 	release := make(chan struct{})
-	s.w.syncFn = func(vlog bool) error {
+	s.badger().w.syncFn = func(vlog bool) error {
 		entered <- struct{}{}
 		<-release
-		return s.syncDurable(vlog)
+		return s.badger().syncDurable(vlog)
 	}
 	results := make(chan error, 16)
 	save := func(i int) {
@@ -43,7 +43,7 @@ func TestGroupCommitSharesOneSyncAndAnswersAfterIt(t *testing.T) {
 	for i := 1; i < 16; i++ {
 		go save(i)
 	}
-	waitFor(t, "15 queued saves", func() bool { return len(s.w.queue) == 15 })
+	waitFor(t, "15 queued saves", func() bool { return len(s.badger().w.queue) == 15 })
 	if len(results) != 0 {
 		t.Fatalf("a save returned before its sync finished")
 	}
@@ -53,7 +53,7 @@ func TestGroupCommitSharesOneSyncAndAnswersAfterIt(t *testing.T) {
 		t.Fatalf("first save: %v", err)
 	}
 	<-entered // batch 2 is syncing: it must hold all 15 queued saves
-	if n := len(s.w.queue); n != 0 {
+	if n := len(s.badger().w.queue); n != 0 {
 		t.Fatalf("%d saves left out of the second batch", n)
 	}
 	if len(results) != 0 {
@@ -77,12 +77,12 @@ func TestFailedSyncFailsTheWholeBatch(t *testing.T) {
 	s := openTest(t, Options{})
 	boom := errors.New("disk on fire")
 	var fail = true
-	s.w.syncFn = func(vlog bool) error {
+	s.badger().w.syncFn = func(vlog bool) error {
 		if fail {
 			fail = false
 			return boom
 		}
-		return s.syncDurable(vlog)
+		return s.badger().syncDurable(vlog)
 	}
 	err := s.Events().SaveEvent(context.Background(), signed(t, testKey(0), 1, 1000, "x"))
 	if !errors.Is(err, boom) || !strings.HasPrefix(err.Error(), "error: ") {
@@ -97,7 +97,7 @@ func TestSaveGivesUpWhenContextEnds(t *testing.T) {
 	s := openTest(t, Options{})
 	release := make(chan struct{})
 	entered := make(chan struct{}, 1)
-	s.w.syncFn = func(vlog bool) error {
+	s.badger().w.syncFn = func(vlog bool) error {
 		entered <- struct{}{}
 		<-release
 		return nil
@@ -110,7 +110,7 @@ func TestSaveGivesUpWhenContextEnds(t *testing.T) {
 	if err := <-done; !errors.Is(err, context.Canceled) || !strings.HasPrefix(err.Error(), "error: ") {
 		t.Fatalf("got %v, want an \"error: \" wrapping context.Canceled", err)
 	}
-	s.w.syncFn = func(vlog bool) error { return nil }
+	s.badger().w.syncFn = func(vlog bool) error { return nil }
 	close(release)
 }
 

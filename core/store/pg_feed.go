@@ -15,7 +15,7 @@ import (
 	"github.com/nbd-wtf/go-nostr"
 )
 
-// LISTEN/NOTIFY channels of the postgres backend. Triggers (pgschema.go)
+// LISTEN/NOTIFY channels of the postgres backend. Triggers (pg_schema.go)
 // notify at commit, in the writing transaction, whichever instance wrote.
 const (
 	pgChanEvents = "grasp_events" // payload: the id of an inserted event
@@ -36,24 +36,8 @@ const (
 	pgReconnectMax   = 10 * time.Second
 )
 
-// Follower receives what other instances on the same PostgreSQL database
-// change.
-type Follower struct {
-	// Stored gets each event another instance stored, once, in the order
-	// they committed. Required.
-	Stored func(evt *nostr.Event)
-	// SideChanged gets each side-table entry (bucket, key) another
-	// instance (or this one) put or deleted; nil: not followed.
-	SideChanged func(bucket, key string)
-	// Resync runs after the connection was lost and re-established:
-	// side-table notifications may have been missed meanwhile. Events are
-	// caught up by the store itself.
-	Resync func()
-}
-
-// Shared reports whether other grasp instances may write the same store
-// (backend postgres): then Follow delivers what they write.
-func (s *Store) Shared() bool { return s.pg != nil }
+// shared is true: every grasp instance on the database writes it.
+func (s *pgStore) shared() bool { return true }
 
 // idRing remembers the last n ids: what this instance wrote (never
 // delivered back to it) and what was delivered (never delivered twice).
@@ -91,17 +75,9 @@ func (r *idRing) add(id string) bool {
 	return true
 }
 
-// Follow delivers, until ctx ends, the events other instances store and the
-// side-table changes, through one LISTEN connection that reconnects by
-// itself. A notification carries only the id; the event is loaded here, a
-// batch at a time. After a lost connection the events stored meanwhile are
-// caught up by their stored_at (the database's clock), at most pgCatchUpMax
-// of them, and every event is delivered at most once. With badger it
-// returns an error at once: a badger store has no other writers.
-func (s *Store) Follow(ctx context.Context, f Follower) error {
-	if s.pg == nil {
-		return errors.New("store: Follow needs the postgres backend")
-	}
+// follow listens on one connection of its own (lib/pq's Listener, outside
+// the pools) and delivers as Follow says.
+func (s *pgStore) follow(ctx context.Context, f Follower) error {
 	if f.Stored == nil {
 		return errors.New("store: Follower.Stored is required")
 	}
@@ -150,7 +126,7 @@ func (s *Store) Follow(ctx context.Context, f Follower) error {
 }
 
 type feed struct {
-	s       *Store
+	s       *pgStore
 	f       Follower
 	last    time.Time // newest stored_at seen
 	lastRow time.Time // stored_at of the last row scanned (catch-up paging)

@@ -127,7 +127,7 @@ func TestPostgresFollowCatchesUpAfterLostConnection(t *testing.T) {
 	}, func() bool { return got.count(probe(i).ID) == 1 })
 
 	// Kill B's listening session from the server side.
-	res, err := a.pgDB().Exec(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+	res, err := a.pg().pgDB().Exec(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity
 		WHERE datname = current_database() AND query LIKE 'LISTEN%'`)
 	if err != nil {
 		t.Fatal(err)

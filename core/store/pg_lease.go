@@ -11,44 +11,15 @@ import (
 // pgLockLeader is the advisory lock whose holder is the leader (see Lead).
 const pgLockLeader int64 = 0x67727370_00000003
 
-// LeadOptions configure Lead.
-type LeadOptions struct {
-	// Lease bounds how long a dead or cut-off leader keeps the singletons:
-	// the leader confirms its session every Lease/3 and steps down when it
-	// cannot, a follower asks for the lease every Lease/3. Required.
-	Lease time.Duration
-	// OnChange is told when this instance becomes leader (true) and when
-	// it stops being one (false); nil: not told.
-	OnChange func(leader bool)
-}
-
-// Lead runs lead while this instance is the leader of the instances sharing
-// the store, until ctx ends: lead gets a context that ends when leadership
-// is lost, and must return then. With badger the store has one process,
-// which leads at once and for good.
-//
-// With PostgreSQL the lease is a session advisory lock held on one
-// connection: when the leader's process dies or its session is closed, the
-// server drops the lock and a follower takes it at its next try, within
-// Lease/3; a leader that cannot confirm its session within Lease/3 stops
-// its singletons first. Times are on the store's clock.
-func (s *Store) Lead(ctx context.Context, o LeadOptions, lead func(ctx context.Context)) error {
-	if o.OnChange == nil {
-		o.OnChange = func(bool) {}
-	}
-	if s.pg == nil {
-		o.OnChange(true)
-		lead(ctx)
-		o.OnChange(false)
-		return nil
-	}
+// lead asks for the lease every Lease/3 and runs a term while it holds it.
+func (s *pgStore) lead(ctx context.Context, o LeadOptions, lead func(ctx context.Context)) error {
 	if o.Lease <= 0 {
 		return errors.New("store: LeadOptions.Lease must be positive")
 	}
 	every := o.Lease / 3
 	clk := s.env.Clock
 	for {
-		if conn, err := s.pg.pools.lease.Conn(ctx); err == nil {
+		if conn, err := s.pools.lease.Conn(ctx); err == nil {
 			var got bool
 			err := conn.QueryRowContext(ctx, `SELECT pg_try_advisory_lock($1)`, pgLockLeader).Scan(&got)
 			if err == nil && got {
@@ -70,7 +41,7 @@ func (s *Store) Lead(ctx context.Context, o LeadOptions, lead func(ctx context.C
 
 // leadTerm runs lead on conn's lease until ctx ends, the session cannot be
 // confirmed, or lead returns; it gives the lease back.
-func (s *Store) leadTerm(ctx context.Context, conn *sql.Conn, every time.Duration, o LeadOptions, lead func(ctx context.Context)) {
+func (s *pgStore) leadTerm(ctx context.Context, conn *sql.Conn, every time.Duration, o LeadOptions, lead func(ctx context.Context)) {
 	term, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
 	o.OnChange(true)

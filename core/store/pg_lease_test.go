@@ -60,7 +60,7 @@ func TestPostgresLeaderFailover(t *testing.T) {
 	if lb.leading.Load() || lb.terms.Load() != 0 {
 		t.Fatal("B leads while A holds the lease")
 	}
-	if res, err := b.pgDB().Exec(`SELECT pg_terminate_backend(l.pid) FROM pg_locks l
+	if res, err := b.pg().pgDB().Exec(`SELECT pg_terminate_backend(l.pid) FROM pg_locks l
 		WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 1 AND l.objid::bigint = $1`, pgLockLeader&0xffffffff); err != nil {
 		t.Fatal(err)
 	} else if n, _ := res.RowsAffected(); n != 1 {

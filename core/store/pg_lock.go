@@ -13,30 +13,15 @@ import (
 
 // pgLockClassRepo is the first key of the two-key advisory locks that guard
 // git repositories; the second is a hash of the repository's path. The
-// two-key locks live apart from the one-key locks of pgschema.go, and a
+// two-key locks live apart from the one-key locks of pg_schema.go, and a
 // hash collision only makes two repositories take turns.
 const pgLockClassRepo int32 = 0x67727370 // "grsp"
 
-// RepoLocker is the per-repository write lock shared by every grasp
-// instance on the database (git.Locker): a PostgreSQL session advisory
-// lock. If the instance dies, its sessions end and the server releases its
-// locks. nil with badger, whose store is single-process.
-//
-// Every lock no other instance holds is taken on one session (the lock
-// session), whatever the number of repositories written at once: a
-// connection per lock let pushes take as many connections as they liked
-// (audit 2026-11b, F25). Only a lock another instance holds is waited for,
-// on a connection of the small lock pool (pgpool.go), blocked in the
-// server until it is granted.
-func (s *Store) RepoLocker() *PGRepoLocker {
-	if s.pg == nil {
-		return nil
-	}
-	return &PGRepoLocker{s: s}
-}
+// repoLocker is the repository lock on this database's advisory locks.
+func (s *pgStore) repoLocker() *PGRepoLocker { return &PGRepoLocker{s: s} }
 
 // PGRepoLocker implements git.Locker on PostgreSQL advisory locks.
-type PGRepoLocker struct{ s *Store }
+type PGRepoLocker struct{ s *pgStore }
 
 // Lock blocks until the lock of key is held or ctx ends (a wait is
 // cancelled on the server).
@@ -47,7 +32,7 @@ func (l *PGRepoLocker) Lock(ctx context.Context, key string) (func(), error) {
 	h := fnv.New32a()
 	h.Write([]byte(key))
 	k2 := int32(h.Sum32())
-	sess := &l.s.pg.session
+	sess := &l.s.session
 	if unlock, got, err := sess.tryLock(l.s, k2); err != nil {
 		l.s.log.Warn("the repository lock session failed; waiting on a connection of its own", "lock", key, "error", err)
 	} else if got {
@@ -59,7 +44,7 @@ func (l *PGRepoLocker) Lock(ctx context.Context, key string) (func(), error) {
 // wait takes the lock on a connection of the lock pool, blocking in the
 // server while another instance holds it.
 func (l *PGRepoLocker) wait(ctx context.Context, key string, k2 int32) (func(), error) {
-	conn, err := l.s.pg.pools.locks.Conn(ctx)
+	conn, err := l.s.pools.locks.Conn(ctx)
 	if err != nil {
 		return nil, outcome.Errorf(outcome.Error, "repository lock %s: %w", key, err)
 	}
@@ -105,11 +90,11 @@ type pgLockSession struct {
 // tryLock takes the lock k2 on the session if no one else holds it. The
 // round trip is not cancelled: a try-lock cancelled after the server
 // granted it would leave it held.
-func (ls *pgLockSession) tryLock(s *Store, k2 int32) (unlock func(), got bool, err error) {
+func (ls *pgLockSession) tryLock(s *pgStore, k2 int32) (unlock func(), got bool, err error) {
 	ls.mu.Lock()
 	defer ls.mu.Unlock()
 	if ls.conn == nil {
-		if ls.conn, err = s.pg.pools.session.Conn(context.Background()); err != nil {
+		if ls.conn, err = s.pools.session.Conn(context.Background()); err != nil {
 			ls.conn = nil
 			return nil, false, err
 		}
@@ -127,7 +112,7 @@ func (ls *pgLockSession) tryLock(s *Store, k2 int32) (unlock func(), got bool, e
 	return func() { once.Do(func() { ls.unlock(s, gen, k2) }) }, true, nil
 }
 
-func (ls *pgLockSession) unlock(s *Store, gen int, k2 int32) {
+func (ls *pgLockSession) unlock(s *pgStore, gen int, k2 int32) {
 	ls.mu.Lock()
 	defer ls.mu.Unlock()
 	if ls.conn == nil || ls.gen != gen {
@@ -139,7 +124,7 @@ func (ls *pgLockSession) unlock(s *Store, gen int, k2 int32) {
 }
 
 // drop ends a failed session: every lock on it is released by the server.
-func (ls *pgLockSession) drop(s *Store, err error) {
+func (ls *pgLockSession) drop(s *pgStore, err error) {
 	s.log.Error("the repository lock session failed: the locks it held are released", "error", err)
 	discard(ls.conn)
 	ls.conn = nil

@@ -23,11 +23,11 @@ import (
 //   - 1 for the leader lease (Lead);
 //   - 1 session holding this instance's repository locks, and a sixteenth
 //     of the pool (at least 1) to wait for a lock another instance holds
-//     (pglock.go);
+//     (pg_lock.go);
 //   - a quarter (at least 3) reserved for event writes, side tables, the
 //     server's own reads and the fan-out's loads;
 //   - the rest for clients' stored queries (REQ, COUNT, NEG-OPEN), which
-//     take a connection for one bounded page at a time (pgquery.go), at
+//     take a connection for one bounded page at a time (pg_query.go), at
 //     most PostgresQueriesPerIP of them per client address.
 const (
 	// pgPoolCap bounds the derived pool: beyond it more connections only

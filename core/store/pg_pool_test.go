@@ -82,7 +82,7 @@ func TestAbuse_F25_QueryHoldsNoConnectionWhileItsReaderWaits(t *testing.T) {
 	}
 	first := <-ch
 	testwait.For(t, "the query's connection to go back to the pool while its reader waits", func() bool {
-		return s.pg.pools.queries.Stats().InUse == 0
+		return s.pg().pools.queries.Stats().InUse == 0
 	})
 	got := []*nostr.Event{first}
 	for e := range ch {
@@ -156,7 +156,7 @@ func waitingOnEvents(t *testing.T, db *sql.DB) int {
 func TestAbuse_F25_QueriesPerAddressAndInTotal(t *testing.T) {
 	url := pgtest.DB(t)
 	s := openTest(t, Options{Backend: BackendPostgres, PostgresURL: url, PostgresPool: 10, PostgresQueriesPerIP: 2})
-	sizes := s.pg.pools.sizes
+	sizes := s.pg().pools.sizes
 	if sizes.Queries != 3 {
 		t.Fatalf("a pool of 10 gives %d query connections, want 3", sizes.Queries)
 	}
@@ -181,14 +181,14 @@ func TestAbuse_F25_QueriesPerAddressAndInTotal(t *testing.T) {
 	testwait.For(t, "two queries of one address to reach the server", func() bool { return waitingOnEvents(t, db) == 2 })
 	run("198.51.100.9") // another client is not behind the first one's queue
 	testwait.For(t, "another address's query to reach the server", func() bool { return waitingOnEvents(t, db) == 3 })
-	if n := s.pg.pools.perClient.inUse("203.0.113.7"); n != 2 {
+	if n := s.pg().pools.perClient.inUse("203.0.113.7"); n != 2 {
 		t.Fatalf("the first address runs %d queries, want its 2", n)
 	}
 	// The query share is full: a third address waits for a connection,
 	// and what writes need is still there.
 	run("192.0.2.1")
 	testwait.For(t, "the third address to wait for a query connection", func() bool {
-		return s.pg.pools.queries.Stats().WaitCount > 0
+		return s.pg().pools.queries.Stats().WaitCount > 0
 	})
 	if n := waitingOnEvents(t, db); n != sizes.Queries {
 		t.Fatalf("%d queries reached the server, want the query share of %d", n, sizes.Queries)
@@ -230,7 +230,7 @@ func TestAbuse_F25_RepositoryLocksShareOneSession(t *testing.T) {
 		}
 		unlocks = append(unlocks, unlock)
 	}
-	if st, lk := a.pg.pools.session.Stats(), a.pg.pools.locks.Stats(); st.OpenConnections != 1 || lk.OpenConnections != 0 {
+	if st, lk := a.pg().pools.session.Stats(), a.pg().pools.locks.Stats(); st.OpenConnections != 1 || lk.OpenConnections != 0 {
 		t.Fatalf("20 locks hold %d session and %d lock-pool connections, want 1 and 0", st.OpenConnections, lk.OpenConnections)
 	}
 	got := make(chan func(), 1)
@@ -243,7 +243,7 @@ func TestAbuse_F25_RepositoryLocksShareOneSession(t *testing.T) {
 		got <- unlock
 	}()
 	testwait.For(t, "B to wait for the lock A holds on a lock-pool connection", func() bool {
-		return b.pg.pools.locks.Stats().InUse == 1
+		return b.pg().pools.locks.Stats().InUse == 1
 	})
 	select {
 	case <-got:

@@ -30,10 +30,10 @@ const (
 	pgPageBytes = 256 << 10
 )
 
-// pgQuery answers QueryEvents on PostgreSQL: up to limit events matching
+// query answers QueryEvents on PostgreSQL: up to limit events matching
 // f, newest first (ties by id). The first page is read before it returns,
 // so a failing query is an error, not an empty channel.
-func (s *Store) pgQuery(ctx context.Context, f nostr.Filter, limit int) (chan *nostr.Event, error) {
+func (s *pgStore) query(ctx context.Context, f nostr.Filter, limit int) (chan *nostr.Event, error) {
 	pg := &pgPager{s: s, f: f, left: limit}
 	pg.client, pg.isClient = clientip.FromContext(ctx)
 	page, err := pg.next(ctx)
@@ -67,7 +67,7 @@ func (s *Store) pgQuery(ctx context.Context, f nostr.Filter, limit int) (chan *n
 
 // pgPager reads one query's pages.
 type pgPager struct {
-	s        *Store
+	s        *pgStore
 	f        nostr.Filter
 	left     int // events still to send
 	client   string
@@ -105,7 +105,7 @@ func (p *pgPager) next(ctx context.Context) ([]*nostr.Event, error) {
 			FROM event WHERE ` + where + ` ORDER BY created_at DESC, id LIMIT ` + a.add(rows) + `
 		) page
 	) sized WHERE upto - sz < ` + a.add(pgPageBytes) + ` ORDER BY created_at DESC, id`
-	db, release, err := p.s.pg.pools.forQuery(ctx, p.client, p.isClient)
+	db, release, err := p.s.pools.forQuery(ctx, p.client, p.isClient)
 	if err != nil {
 		return nil, outcome.Errorf(outcome.Error, "query events: %w", err)
 	}
@@ -130,14 +130,14 @@ func (p *pgPager) next(ctx context.Context) ([]*nostr.Event, error) {
 	return page, nil
 }
 
-// pgCount answers CountEvents on PostgreSQL, on the pool of pgQuery.
-func (s *Store) pgCount(ctx context.Context, f nostr.Filter) (int64, error) {
+// count answers CountEvents on PostgreSQL, on the pool of query.
+func (s *pgStore) count(ctx context.Context, f nostr.Filter) (int64, error) {
 	where, args, ok := pgWhere(f)
 	if !ok {
 		return 0, nil
 	}
 	client, isClient := clientip.FromContext(ctx)
-	db, release, err := s.pg.pools.forQuery(ctx, client, isClient)
+	db, release, err := s.pools.forQuery(ctx, client, isClient)
 	if err != nil {
 		return 0, err
 	}

@@ -38,7 +38,7 @@ var pgMigrations = []string{
 	CREATE INDEX event_stored_at ON event (stored_at);`,
 	// 3: live fan-out between instances: every inserted event and every
 	// side-table change is announced at commit by id or key, whoever
-	// wrote it (pgfeed.go). Keys too long for a NOTIFY payload are not
+	// wrote it (pg_feed.go). Keys too long for a NOTIFY payload are not
 	// announced (no grasp bucket has such keys).
 	`CREATE FUNCTION grasp_notify_event() RETURNS trigger LANGUAGE plpgsql AS $$
 	BEGIN

@@ -35,7 +35,7 @@ type pgSideTx struct {
 var _ SideTx = (*pgSideTx)(nil)
 
 func (tx *pgSideTx) Get(bucket, key string) ([]byte, bool, error) {
-	if _, err := sideKey(bucket, key); err != nil {
+	if err := checkSideKey(bucket, key); err != nil {
 		return nil, false, err
 	}
 	var (
@@ -60,7 +60,7 @@ func (tx *pgSideTx) Put(bucket, key string, val []byte, ttl time.Duration) error
 	if tx.readOnly {
 		return outcome.Errorf(outcome.Error, "side-table write in a read-only transaction")
 	}
-	if _, err := sideKey(bucket, key); err != nil {
+	if err := checkSideKey(bucket, key); err != nil {
 		return err
 	}
 	if ttl < 0 {
@@ -91,7 +91,7 @@ func (tx *pgSideTx) Delete(bucket, key string) error {
 	if tx.readOnly {
 		return outcome.Errorf(outcome.Error, "side-table delete in a read-only transaction")
 	}
-	if _, err := sideKey(bucket, key); err != nil {
+	if err := checkSideKey(bucket, key); err != nil {
 		return err
 	}
 	if _, err := tx.q.ExecContext(context.Background(),
@@ -103,7 +103,7 @@ func (tx *pgSideTx) Delete(bucket, key string) error {
 }
 
 func (tx *pgSideTx) Scan(bucket string, fn func(key string, val []byte, expires time.Time) error) error {
-	if _, err := bucketPrefix(bucket); err != nil {
+	if err := checkBucket(bucket); err != nil {
 		return err
 	}
 	after := []byte{}
@@ -153,13 +153,13 @@ func nsTime(ns int64) time.Time {
 	return time.Unix(0, ns)
 }
 
-// pgUpdate runs fn in one transaction that first takes the side-table
+// sideUpdate runs fn in one transaction that first takes the side-table
 // advisory lock: side transactions of every instance on the database run one
 // at a time, so read-modify-write is safe, as Update promises. The commit is
 // durable when it returns (synchronous_commit is the server's default).
-func (sd *Side) pgUpdate(fn func(tx SideTx) error) error {
+func (s *pgStore) sideUpdate(fn func(tx SideTx) error) error {
 	ctx := context.Background()
-	tx, err := sd.s.pgDB().BeginTx(ctx, nil)
+	tx, err := s.pgDB().BeginTx(ctx, nil)
 	if err != nil {
 		return outcome.Errorf(outcome.Error, "begin side-table update: %w", err)
 	}
@@ -167,7 +167,7 @@ func (sd *Side) pgUpdate(fn func(tx SideTx) error) error {
 	if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock($1)`, pgLockSide); err != nil {
 		return outcome.Errorf(outcome.Error, "lock side tables: %w", err)
 	}
-	ptx := &pgSideTx{q: tx, now: sd.s.env.Clock.Now()}
+	ptx := &pgSideTx{q: tx, now: s.env.Clock.Now()}
 	if err := fn(ptx); err != nil {
 		return err
 	}
@@ -180,9 +180,14 @@ func (sd *Side) pgUpdate(fn func(tx SideTx) error) error {
 	return nil
 }
 
-// pgRemoveExpired deletes the side entries whose expiry has passed and
+// sideView runs fn on the reserved pool, outside a transaction.
+func (s *pgStore) sideView(fn func(tx SideTx) error) error {
+	return fn(&pgSideTx{q: s.pgDB(), now: s.env.Clock.Now(), readOnly: true})
+}
+
+// removeExpired deletes the side entries whose expiry has passed and
 // counts the live ones: Maintain's side-table part on PostgreSQL.
-func (s *Store) pgRemoveExpired(ctx context.Context) (live, removed int, err error) {
+func (s *pgStore) removeExpired(ctx context.Context) (live, removed int, err error) {
 	now := s.env.Clock.Now().UnixNano()
 	tx, err := s.pgDB().BeginTx(ctx, nil)
 	if err != nil {

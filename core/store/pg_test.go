@@ -184,7 +184,7 @@ func TestPostgresMaintainRemovesExpiredSideEntries(t *testing.T) {
 		t.Fatalf("maintain: %v", err)
 	}
 	var rows int
-	if err := s.pgDB().QueryRow(`SELECT count(*) FROM grasp_side`).Scan(&rows); err != nil {
+	if err := s.pg().pgDB().QueryRow(`SELECT count(*) FROM grasp_side`).Scan(&rows); err != nil {
 		t.Fatal(err)
 	}
 	if rows != 1 {
