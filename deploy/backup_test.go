@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/grasp-dev/grasp/internal/testkit"
+	"github.com/grasp-dev/grasp/internal/testwait"
 	"github.com/nbd-wtf/go-nostr"
 )
 
@@ -205,7 +206,7 @@ func TestBackupWhileServing(t *testing.T) {
 			return nil
 		}
 	}
-	waitFor(t, "the first issues and pushes", func() (bool, error) {
+	testwait.ForErr(t, "the first issues and pushes", func() (bool, error) {
 		return issues.count() >= 20 && pushes.count() >= 2, running()
 	})
 
@@ -235,7 +236,7 @@ func TestBackupWhileServing(t *testing.T) {
 		t.Errorf("backup.sh --keep 2 left %v, %v", gens, err)
 	}
 	// The server carries on: more issues and pushes after the backups.
-	waitFor(t, "an issue and a push acknowledged after the backup", func() (bool, error) {
+	testwait.ForErr(t, "an issue and a push acknowledged after the backup", func() (bool, error) {
 		return issues.count() > issuesAfter && pushes.count() > pushesAfter, running()
 	})
 	close(stop)
@@ -339,7 +340,7 @@ func checkRestored(ctx context.Context, t *testing.T, data, public string, k key
 		onDisk, _ := pushes.stated(mustGit(t, repo, env, "rev-parse", "main"))
 		var served int
 		var waited bool
-		waitFor(t, "the restored server to serve a state of "+name+" as new as its refs", func() (bool, error) {
+		testwait.ForErr(t, "the restored server to serve a state of "+name+" as new as its refs", func() (bool, error) {
 			id, st, err := r.subscribe(ctx, nostr.Filter{Authors: []string{k.PK}, Kinds: []int{30618}, Tags: nostr.TagMap{"d": {name}}})
 			if err == nil {
 				closeSub := nostr.CloseEnvelope(id)

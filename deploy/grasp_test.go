@@ -75,7 +75,7 @@ format = "json"
 			p.dumpLog(t)
 		}
 	})
-	waitFor(t, "grasp to listen", func() (bool, error) {
+	testwait.ForErr(t, "grasp to listen", func() (bool, error) {
 		if p.exited() {
 			return false, fmt.Errorf("grasp exited: %s", p.tail())
 		}

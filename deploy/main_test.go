@@ -8,8 +8,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-
-	"github.com/grasp-dev/grasp/internal/testwait"
 )
 
 // repoRoot is the module root, where the shipped files and cmd/grasp live.
@@ -100,22 +98,6 @@ func render(t testing.TB, name, src string, subs [][2]string) string {
 		src = strings.ReplaceAll(src, s[0], s[1])
 	}
 	return src
-}
-
-// waitFor polls cond until it holds or the process behind it has failed
-// (cond returns an error), within testwait's bound: a hang detector, not a
-// speed requirement.
-func waitFor(t testing.TB, what string, cond func() (bool, error)) {
-	t.Helper()
-	var err error
-	testwait.For(t, what, func() bool {
-		var ok bool
-		ok, err = cond()
-		return ok || err != nil
-	})
-	if err != nil {
-		t.Fatalf("waiting for %s: %v", what, err)
-	}
 }
 
 func writeFile(t testing.TB, path, body string) {

@@ -20,7 +20,7 @@ import (
 
 	"github.com/grasp-dev/grasp/core/config"
 	coreenv "github.com/grasp-dev/grasp/core/env"
-	"github.com/grasp-dev/grasp/core/sync/catchup"
+	"github.com/grasp-dev/grasp/core/relaysync/catchup"
 	"github.com/grasp-dev/grasp/internal/testkit"
 	"github.com/grasp-dev/grasp/internal/testwait"
 )
@@ -131,7 +131,7 @@ func tailLines(s string, n int) string {
 // throwaway CA signed, or the proxy process has exited.
 func waitTLS(t *testing.T, c certs, addr string, exited func() error) {
 	t.Helper()
-	waitFor(t, "the proxy to serve TLS on "+addr, func() (bool, error) {
+	testwait.ForErr(t, "the proxy to serve TLS on "+addr, func() (bool, error) {
 		if err := exited(); err != nil {
 			return false, err
 		}
@@ -213,7 +213,7 @@ func graspThrough(t *testing.T, c certs, fp *frontProxy) {
 			t.Fatalf("announcement over wss: ok=%v %q %v", ok, msg, err)
 		}
 		url := cloneURL(fp.URL, k, d)
-		waitFor(t, "the announced repository to answer info/refs", func() (bool, error) {
+		testwait.ForErr(t, "the announced repository to answer info/refs", func() (bool, error) {
 			resp, err := h2.Get(url + "/info/refs?service=git-upload-pack")
 			if err != nil {
 				return false, nil

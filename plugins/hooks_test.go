@@ -12,14 +12,14 @@ import (
 	"github.com/grasp-dev/grasp/core/clock"
 	"github.com/grasp-dev/grasp/core/policy"
 	"github.com/grasp-dev/grasp/core/purgatory"
-	gsync "github.com/grasp-dev/grasp/core/sync"
+	"github.com/grasp-dev/grasp/core/relaysync"
 	"github.com/grasp-dev/grasp/internal/testlog"
 )
 
-func cands(urls ...string) []gsync.Candidate {
-	out := make([]gsync.Candidate, len(urls))
+func cands(urls ...string) []relaysync.Candidate {
+	out := make([]relaysync.Candidate, len(urls))
 	for i, u := range urls {
-		out[i] = gsync.Candidate{URL: u, Source: gsync.FromConfig, Health: gsync.Health{OK: true, Failures: i, LatencyMs: int64(10 * i), LastOK: t0}}
+		out[i] = relaysync.Candidate{URL: u, Source: relaysync.FromConfig, Health: relaysync.Health{OK: true, Failures: i, LatencyMs: int64(10 * i), LastOK: t0}}
 	}
 	return out
 }
@@ -38,7 +38,7 @@ func TestSelectRelaysFold(t *testing.T) {
 		{Name: "rev", File: "rev.js"}, {Name: "none", File: "none.js"}, {Name: "bad", File: "bad.js"},
 		{Name: "drop", File: "drop.js", Config: map[string]any{"drop": "wss://b"}},
 	}})
-	got, err := s.SelectRelays(context.Background(), gsync.RepoInfo{Pubkey: "pk", Identifier: "d", Address: "30617:pk:d"}, cands("wss://a", "wss://b", "wss://c"))
+	got, err := s.SelectRelays(context.Background(), relaysync.RepoInfo{Pubkey: "pk", Identifier: "d", Address: "30617:pk:d"}, cands("wss://a", "wss://b", "wss://c"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,7 +50,7 @@ func TestSelectRelaysFold(t *testing.T) {
 	}
 	// on_error = reject returns the error.
 	s = mustSet(t, Options{Dir: dir, PoolSize: 1, RelaySelection: []Spec{{Name: "bad", File: "bad.js", OnError: OnErrorReject}}})
-	if _, err := s.SelectRelays(context.Background(), gsync.RepoInfo{}, cands("wss://a")); err == nil {
+	if _, err := s.SelectRelays(context.Background(), relaysync.RepoInfo{}, cands("wss://a")); err == nil {
 		t.Fatal("failing selection with on_error=reject returned no error")
 	}
 }
@@ -251,8 +251,8 @@ func TestG03_7_SelectionSeesAndVetoesOutboxCandidates(t *testing.T) {
 		return c.filter(x => x.reason !== "outbox").map(x => x.url);
 	} };`)
 	s := mustSet(t, Options{Dir: dir, PoolSize: 1, RelaySelection: []Spec{{Name: "nooutbox", File: "nooutbox.js", OnError: OnErrorReject}}})
-	in := []gsync.Candidate{{URL: "wss://listed", Source: gsync.FromAnnouncement}, {URL: "wss://outbox", Source: gsync.FromOutbox}}
-	got, err := s.SelectRelays(context.Background(), gsync.RepoInfo{Pubkey: "pk", Identifier: "d", Address: "30617:pk:d"}, in)
+	in := []relaysync.Candidate{{URL: "wss://listed", Source: relaysync.FromAnnouncement}, {URL: "wss://outbox", Source: relaysync.FromOutbox}}
+	got, err := s.SelectRelays(context.Background(), relaysync.RepoInfo{Pubkey: "pk", Identifier: "d", Address: "30617:pk:d"}, in)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -274,7 +274,7 @@ func TestG05_SelectRelaysSeesArchivedFlag(t *testing.T) {
 		archived bool
 		want     string
 	}{{false, "wss://a wss://b"}, {true, "wss://a"}} {
-		got, err := s.SelectRelays(context.Background(), gsync.RepoInfo{Pubkey: "pk", Identifier: "d", Address: "30617:pk:d", Archived: c.archived}, cands("wss://a", "wss://b"))
+		got, err := s.SelectRelays(context.Background(), relaysync.RepoInfo{Pubkey: "pk", Identifier: "d", Address: "30617:pk:d", Archived: c.archived}, cands("wss://a", "wss://b"))
 		if err != nil || strings.Join(got, " ") != c.want {
 			t.Fatalf("archived=%v: got %v %v, want %s", c.archived, got, err, c.want)
 		}

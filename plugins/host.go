@@ -17,11 +17,11 @@ import (
 
 	"github.com/grasp-dev/grasp/core/policy"
 	"github.com/grasp-dev/grasp/core/purgatory"
-	gsync "github.com/grasp-dev/grasp/core/sync"
+	"github.com/grasp-dev/grasp/core/relaysync"
 )
 
 // Host owns the running plugin Set and swaps it on Reload. It implements
-// policy.Acceptor, sync.RelaySelector and purgatory.ThrottleTuner by
+// policy.Acceptor, relaysync.RelaySelector and purgatory.ThrottleTuner by
 // delegating to whichever Set is current, so core is wired once. The
 // grasp.kv and grasp.ratelimit state and the metrics outlive reloads.
 type Host struct {
@@ -38,10 +38,10 @@ type Host struct {
 // Compile-time checks: Host and Set are what core consumes.
 var (
 	_ policy.Acceptor         = (*Host)(nil)
-	_ gsync.RelaySelector     = (*Host)(nil)
+	_ relaysync.RelaySelector = (*Host)(nil)
 	_ purgatory.ThrottleTuner = (*Host)(nil)
 	_ policy.Acceptor         = (*Set)(nil)
-	_ gsync.RelaySelector     = (*Set)(nil)
+	_ relaysync.RelaySelector = (*Set)(nil)
 	_ purgatory.ThrottleTuner = (*Set)(nil)
 )
 
@@ -112,8 +112,8 @@ func (h *Host) Accept(ctx context.Context, evt *nostr.Event, meta policy.Meta) p
 	return h.cur.Load().Accept(ctx, evt, meta)
 }
 
-// SelectRelays implements sync.RelaySelector with the current Set.
-func (h *Host) SelectRelays(ctx context.Context, repo gsync.RepoInfo, cands []gsync.Candidate) ([]string, error) {
+// SelectRelays implements relaysync.RelaySelector with the current Set.
+func (h *Host) SelectRelays(ctx context.Context, repo relaysync.RepoInfo, cands []relaysync.Candidate) ([]string, error) {
 	return h.cur.Load().SelectRelays(ctx, repo, cands)
 }
 

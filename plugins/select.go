@@ -8,7 +8,7 @@ import (
 	"github.com/dop251/goja"
 
 	"github.com/grasp-dev/grasp/core/nip34"
-	gsync "github.com/grasp-dev/grasp/core/sync"
+	"github.com/grasp-dev/grasp/core/relaysync"
 )
 
 // SelectRelays folds the relay_selection chain: each plugin gets the
@@ -16,9 +16,9 @@ import (
 // URLs. URLs that were not candidates are dropped with a warning; plugins can
 // filter and order, never add. A failing plugin with on_error "skip" leaves
 // the list unchanged; with "reject" the chain returns the error. Set
-// implements sync.RelaySelector.
-func (s *Set) SelectRelays(ctx context.Context, repo gsync.RepoInfo, cands []gsync.Candidate) ([]string, error) {
-	cur := append([]gsync.Candidate(nil), cands...)
+// implements relaysync.RelaySelector.
+func (s *Set) SelectRelays(ctx context.Context, repo relaysync.RepoInfo, cands []relaysync.Candidate) ([]string, error) {
+	cur := append([]relaysync.Candidate(nil), cands...)
 	if len(s.selection) > 0 {
 		sl, err := s.acquire(ctx, s.opts.QueueTimeout)
 		if err != nil {
@@ -50,7 +50,7 @@ func (s *Set) SelectRelays(ctx context.Context, repo gsync.RepoInfo, cands []gsy
 	return out, nil
 }
 
-func (sl *slot) runSelect(ctx context.Context, p *plugin, repo gsync.RepoInfo, cands []gsync.Candidate) ([]gsync.Candidate, error) {
+func (sl *slot) runSelect(ctx context.Context, p *plugin, repo relaysync.RepoInfo, cands []relaysync.Candidate) ([]relaysync.Candidate, error) {
 	vm := sl.vm
 	clk := sl.set.opts.Clock
 	start := clk.Now()
@@ -69,7 +69,7 @@ func (sl *slot) runSelect(ctx context.Context, p *plugin, repo gsync.RepoInfo, c
 		_ = o.Set("url", c.URL)
 		_ = o.Set("source", string(c.Source))
 		reason := "listed"
-		if c.Source == gsync.FromOutbox {
+		if c.Source == relaysync.FromOutbox {
 			reason = "outbox"
 		}
 		_ = o.Set("reason", reason)
@@ -102,11 +102,11 @@ func (sl *slot) runSelect(ctx context.Context, p *plugin, repo gsync.RepoInfo, c
 	if !ok {
 		return nil, &callError{"bad-return", fmt.Errorf("selectRelays must return an array of URLs, got %s", res.String())}
 	}
-	byURL := make(map[string]gsync.Candidate, len(cands))
+	byURL := make(map[string]relaysync.Candidate, len(cands))
 	for _, c := range cands {
 		byURL[c.URL] = c
 	}
-	out := make([]gsync.Candidate, 0, len(list))
+	out := make([]relaysync.Candidate, 0, len(list))
 	seen := map[string]bool{}
 	for _, item := range list {
 		var u string

@@ -14,7 +14,7 @@ import (
 
 	"github.com/grasp-dev/grasp/core/policy"
 	"github.com/grasp-dev/grasp/core/purgatory"
-	gsync "github.com/grasp-dev/grasp/core/sync"
+	"github.com/grasp-dev/grasp/core/relaysync"
 )
 
 // Tester is `grasp plugin test`: one chain of a Set run over input lines,
@@ -183,32 +183,32 @@ type selectionLine struct {
 	} `json:"candidates"`
 }
 
-func parseSelectionLine(b []byte) (gsync.RepoInfo, []gsync.Candidate, error) {
+func parseSelectionLine(b []byte) (relaysync.RepoInfo, []relaysync.Candidate, error) {
 	var l selectionLine
 	if err := strictJSON(b, &l); err != nil {
-		return gsync.RepoInfo{}, nil, err
+		return relaysync.RepoInfo{}, nil, err
 	}
-	repo := gsync.RepoInfo{Pubkey: l.Repo.Pubkey, Identifier: l.Repo.Identifier, Address: l.Repo.Address}
+	repo := relaysync.RepoInfo{Pubkey: l.Repo.Pubkey, Identifier: l.Repo.Identifier, Address: l.Repo.Address}
 	if repo.Address == "" {
 		repo.Address = fmt.Sprintf("30617:%s:%s", repo.Pubkey, repo.Identifier)
 	}
 	if len(l.Candidates) == 0 {
 		return repo, nil, errors.New("no candidates")
 	}
-	cands := make([]gsync.Candidate, len(l.Candidates))
+	cands := make([]relaysync.Candidate, len(l.Candidates))
 	for i, c := range l.Candidates {
 		if c.URL == "" {
 			return repo, nil, fmt.Errorf("candidate %d has no url", i)
 		}
-		src := gsync.CandidateSource(c.Source)
+		src := relaysync.CandidateSource(c.Source)
 		if src == "" {
-			src = gsync.FromAnnouncement
+			src = relaysync.FromAnnouncement
 		}
-		h := gsync.Health{OK: c.Health.OK, Failures: c.Health.Failures, LatencyMs: c.Health.LatencyMs}
+		h := relaysync.Health{OK: c.Health.OK, Failures: c.Health.Failures, LatencyMs: c.Health.LatencyMs}
 		if c.Health.LastOK > 0 {
 			h.LastOK = time.Unix(c.Health.LastOK, 0)
 		}
-		cands[i] = gsync.Candidate{URL: c.URL, Source: src, Health: h}
+		cands[i] = relaysync.Candidate{URL: c.URL, Source: src, Health: h}
 	}
 	return repo, cands, nil
 }

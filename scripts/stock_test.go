@@ -12,7 +12,7 @@ import (
 	"github.com/grasp-dev/grasp/core/clock"
 	"github.com/grasp-dev/grasp/core/policy"
 	"github.com/grasp-dev/grasp/core/purgatory"
-	gsync "github.com/grasp-dev/grasp/core/sync"
+	"github.com/grasp-dev/grasp/core/relaysync"
 	"github.com/grasp-dev/grasp/plugins"
 )
 
@@ -163,10 +163,10 @@ func TestRepoQuota(t *testing.T) {
 
 func TestPreferHealthy(t *testing.T) {
 	s := set(t, plugins.Options{RelaySelection: []plugins.Spec{{Name: "ph", File: "prefer_healthy.js", Config: map[string]any{"max_failures": 3, "max_relays": 2}}}})
-	c := func(u string, ok bool, fails int, lat int64) gsync.Candidate {
-		return gsync.Candidate{URL: u, Source: gsync.FromAnnouncement, Health: gsync.Health{OK: ok, Failures: fails, LatencyMs: lat}}
+	c := func(u string, ok bool, fails int, lat int64) relaysync.Candidate {
+		return relaysync.Candidate{URL: u, Source: relaysync.FromAnnouncement, Health: relaysync.Health{OK: ok, Failures: fails, LatencyMs: lat}}
 	}
-	got, err := s.SelectRelays(context.Background(), gsync.RepoInfo{Address: "30617:x:y"}, []gsync.Candidate{
+	got, err := s.SelectRelays(context.Background(), relaysync.RepoInfo{Address: "30617:x:y"}, []relaysync.Candidate{
 		c("wss://dead", false, 9, 0), c("wss://slow", true, 0, 900), c("wss://flaky", false, 1, 50), c("wss://fast", true, 0, 20),
 	})
 	if err != nil {
@@ -175,7 +175,7 @@ func TestPreferHealthy(t *testing.T) {
 	if strings.Join(got, " ") != "wss://fast wss://slow" {
 		t.Fatalf("got %v", got)
 	}
-	got, _ = s.SelectRelays(context.Background(), gsync.RepoInfo{}, []gsync.Candidate{c("wss://a", false, 5, 0), c("wss://b", false, 4, 0)})
+	got, _ = s.SelectRelays(context.Background(), relaysync.RepoInfo{}, []relaysync.Candidate{c("wss://a", false, 5, 0), c("wss://b", false, 4, 0)})
 	if strings.Join(got, " ") != "wss://b" {
 		t.Fatalf("all dead: got %v, want the least bad one", got)
 	}

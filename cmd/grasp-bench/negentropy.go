@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/grasp-dev/grasp/core/env"
-	"github.com/grasp-dev/grasp/core/sync/catchup"
+	"github.com/grasp-dev/grasp/core/relaysync/catchup"
 	"github.com/nbd-wtf/go-nostr"
 )
 
@@ -35,7 +35,7 @@ type countSink struct{ n atomic.Int64 }
 func (s *countSink) Deliver(context.Context, *nostr.Event) bool { s.n.Add(1); return true }
 
 // runNegentropy reconciles the whole store (an empty filter) with grasp's
-// own NIP-77 client (core/sync/catchup, as GRASP-02 sync uses it) and
+// own NIP-77 client (core/relaysync/catchup, as GRASP-02 sync uses it) and
 // fetches what is missing. It checks the outcome: exactly the events left
 // out must be found, and the server must lack none of the client's.
 func runNegentropy(ctx context.Context, url string, c *corpus, n, missEvery int) (negResult, error) {

@@ -98,9 +98,9 @@ func importViolations(imports map[string][]string) []string {
 				bad = append(bad, pkg+" imports "+dep+": archive imports only core/nip34 and core/env")
 			case pkg == "core/roster" && !slices.Contains([]string{"core/nip34", "core/env", "core/clock"}, dep):
 				bad = append(bad, pkg+" imports "+dep+": roster imports only core/nip34, core/env and core/clock")
-			case under(pkg, "core/sync") && under(dep, "core/git"), under(pkg, "core/git") && under(dep, "core/sync"):
+			case under(pkg, "core/relaysync") && under(dep, "core/git"), under(pkg, "core/git") && under(dep, "core/relaysync"):
 				bad = append(bad, pkg+" imports "+dep+": sync and git do not import each other")
-			case pkg == "core/hosting" && under(dep, "core/sync"):
+			case pkg == "core/hosting" && under(dep, "core/relaysync"):
 				bad = append(bad, pkg+" imports "+dep+": hosting never touches sync state")
 			case testHelper(dep) && !testHelper(pkg):
 				bad = append(bad, pkg+" imports "+dep+" outside its tests")
@@ -132,16 +132,16 @@ func TestImportRules(t *testing.T) {
 // TestImportRulesCatchViolations proves each rule can fail.
 func TestImportRulesCatchViolations(t *testing.T) {
 	bad := importViolations(map[string][]string{
-		"core/relay":     {"plugins"},
-		"core/nip34":     {"core/clock"},
-		"core/policy":    {"core/store"},
-		"core/roster":    {"core/policy"},
-		"core/sync/conn": {"core/git"},
-		"core/git":       {"core/sync"},
-		"core/hosting":   {"core/sync"},
-		"core/store":     {"internal/testwait"},
-		"scripts":        {"plugins"},
-		"cmd/grasp":      {"plugins", "core/server"},
+		"core/relay":          {"plugins"},
+		"core/nip34":          {"core/clock"},
+		"core/policy":         {"core/store"},
+		"core/roster":         {"core/policy"},
+		"core/relaysync/conn": {"core/git"},
+		"core/git":            {"core/relaysync"},
+		"core/hosting":        {"core/relaysync"},
+		"core/store":          {"internal/testwait"},
+		"scripts":             {"plugins"},
+		"cmd/grasp":           {"plugins", "core/server"},
 	})
 	if len(bad) != 9 {
 		t.Fatalf("want 9 violations, got %d:\n%s", len(bad), strings.Join(bad, "\n"))

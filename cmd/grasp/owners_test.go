@@ -656,7 +656,7 @@ func TestOwnersTableCatchesBrokenRows(t *testing.T) {
 		"core/pages/thread.go": "package pages\n" + kindName("kindWord"),
 		"core/store/events.go": "package store\nfunc isLowerHex(s string, n int) bool {\n\tfor i := 0; i < len(s); i++ {\n\t\tif s[i] > 'f' {\n\t\t\treturn false\n\t\t}\n\t}\n\treturn true\n}\n" +
 			"func isHex64(s string) bool { return len(s) != 64 }\n",
-		"core/sync/observe.go": "package sync\nimport \"nip34\"\nvar RootKinds = []int{nip34.KindIssue, 1617, 1618, 1619}\n" +
+		"core/relaysync/observe.go": "package relaysync\nimport \"nip34\"\nvar RootKinds = []int{nip34.KindIssue, 1617, 1618, 1619}\n" +
 			"func name(k int) string {\n\tswitch k {\n\tcase nip34.KindPR:\n\t\treturn \"pr\"\n\t}\n\treturn \"\"\n}\n",
 		"core/git/paths.go": "package git\nfunc ishex64(s string) bool { return s != \"\" }\n" +
 			"func DecodeNpub(s string) string { return nip34.IsHex64(s) }\n", // a wrapper, not a copy
@@ -693,8 +693,8 @@ func TestOwnersTableCatchesBrokenRows(t *testing.T) {
 		"owner internal/nothere does not exist",
 		"core/store/events.go:2 isLowerHex: a second 64-hex (or lowercase-hex) check",
 		"core/store/events.go:10 isHex64: a second 64-hex (or lowercase-hex) check",
-		"core/sync/observe.go:3 RootKinds: a second list of the root kinds",
-		"core/sync/observe.go:4 name: a second name for an event kind in text",
+		"core/relaysync/observe.go:3 RootKinds: a second list of the root kinds",
+		"core/relaysync/observe.go:4 name: a second name for an event kind in text",
 		"core/git/paths.go:2 ishex64: a second ishex64 (owner nip34.IsHex64",
 		"core/pages/thread.go:2 kindWord: a second name for an event kind in text",
 		"core/pages/thread.go:2 kindWord: the body of nip34.KindName again",

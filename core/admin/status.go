@@ -15,7 +15,7 @@ import (
 	"github.com/grasp-dev/grasp/core/nip34"
 	"github.com/grasp-dev/grasp/core/purgatory"
 	"github.com/grasp-dev/grasp/core/purgatory/hunt"
-	gsync "github.com/grasp-dev/grasp/core/sync"
+	"github.com/grasp-dev/grasp/core/relaysync"
 )
 
 // StatusPath is where the metrics listener serves the report.
@@ -30,7 +30,7 @@ type Sources struct {
 	Private      func() int
 	Held         func() []purgatory.Entry
 	Placeholders func() int
-	Sync         func(ctx context.Context) (gsync.Snapshot, error)
+	Sync         func(ctx context.Context) (relaysync.Snapshot, error)
 	Health       func(url string) string // "healthy" | "backoff" | "dead"
 	Hunter       func() hunt.Stats
 	Clock        clock.Clock

@@ -6,7 +6,7 @@
 // [grasp] archive_all, archive_whitelist, archive_hosts and
 // archive_read_only (Options) and asked per announcement (Scope.Decide).
 //
-// The acceptance rules (core/policy), GRASP-02 sync targets (core/sync,
+// The acceptance rules (core/policy), GRASP-02 sync targets (core/relaysync,
 // through the server's hosted-here callback), push refusal (core/git,
 // through Options.ReadOnly), hosting's log and gauge (core/hosting) and
 // NIP-11 all call it, so "is this repository archived" has one answer.

@@ -21,6 +21,7 @@ import (
 	"github.com/grasp-dev/grasp/core/env"
 	"github.com/grasp-dev/grasp/core/negindex"
 	"github.com/grasp-dev/grasp/core/policy"
+	"github.com/grasp-dev/grasp/internal/testkit"
 	"github.com/grasp-dev/grasp/internal/testwait"
 )
 
@@ -329,11 +330,9 @@ func fakeEvent(ts int64) *nostr.Event {
 	return &nostr.Event{ID: randHex(32), PubKey: randHex(32), CreatedAt: nostr.Timestamp(ts), Kind: 1, Tags: nostr.Tags{}, Sig: randHex(64)}
 }
 
+// signedEvent is a kind-1-style event by sk at ts, as a value (the frames
+// and the union take it so); testkit signs it.
 func signedEvent(t testing.TB, sk string, kind int, content string, ts int64) nostr.Event {
 	t.Helper()
-	evt := nostr.Event{CreatedAt: nostr.Timestamp(ts), Kind: kind, Tags: nostr.Tags{}, Content: content}
-	if err := evt.Sign(sk); err != nil {
-		t.Fatalf("sign: %v", err)
-	}
-	return evt
+	return *testkit.Sign(t, sk, &nostr.Event{CreatedAt: nostr.Timestamp(ts), Kind: kind, Tags: nostr.Tags{}, Content: content})
 }

@@ -31,7 +31,7 @@ type PRsReservation interface {
 	// text is what the client sees).
 	Charge(n int64) error
 	// Commit keeps what the applied push brought counted.
-	Commit() error
+	Commit(ctx context.Context) error
 	// Release ends the reservation (idempotent): what was not committed is
 	// given back.
 	Release()

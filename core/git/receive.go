@@ -216,7 +216,7 @@ func (h *handler) serveReceivePack(w http.ResponseWriter, r *http.Request, repo 
 	case applied:
 		h.m.auth.WithLabelValues("accepted", gres.Class).Inc()
 		if prsRsv != nil {
-			if err := prsRsv.Commit(); err != nil {
+			if err := prsRsv.Commit(ctx); err != nil {
 				h.log.Error("record what a /prs/ push brought", "repo", repo.URLPath(), "error", err)
 			}
 		}

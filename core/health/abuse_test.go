@@ -1,6 +1,7 @@
 package health
 
 import (
+	"context"
 	"fmt"
 	"strings"
 
@@ -23,10 +24,10 @@ type blockingKV struct {
 	puts    atomic.Int64
 }
 
-func (b *blockingKV) Put(bucket, key string, val []byte, ttl time.Duration) error {
+func (b *blockingKV) Put(ctx context.Context, bucket, key string, val []byte, ttl time.Duration) error {
 	<-b.release
 	b.puts.Add(1)
-	return b.memKV.Put(bucket, key, val, ttl)
+	return b.memKV.Put(ctx, bucket, key, val, ttl)
 }
 
 // Audit F14: one announcement listing 1000 relays added 1000 health

@@ -1,6 +1,7 @@
 package health
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"sync"
@@ -13,14 +14,14 @@ import (
 	"github.com/grasp-dev/grasp/core/config"
 	"github.com/grasp-dev/grasp/core/env"
 	"github.com/grasp-dev/grasp/core/nip34"
-	gsync "github.com/grasp-dev/grasp/core/sync"
+	"github.com/grasp-dev/grasp/core/relaysync"
 )
 
 // KV is the durable table the tracker persists to (store.Side satisfies it).
 type KV interface {
-	Put(bucket, key string, val []byte, ttl time.Duration) error
-	Delete(bucket, key string) error
-	Scan(bucket string, fn func(key string, val []byte, expires time.Time) error) error
+	Put(ctx context.Context, bucket, key string, val []byte, ttl time.Duration) error
+	Delete(ctx context.Context, bucket, key string) error
+	Scan(ctx context.Context, bucket string, fn func(key string, val []byte, expires time.Time) error) error
 }
 
 // Options configure a Tracker.
@@ -111,7 +112,7 @@ func New(opts Options, e env.Env) (*Tracker, error) {
 		}
 	}
 	if t.kv != nil {
-		err := t.kv.Scan(t.bucket, func(key string, val []byte, expires time.Time) error {
+		err := t.kv.Scan(context.Background(), t.bucket, func(key string, val []byte, expires time.Time) error {
 			var st State
 			if err := json.Unmarshal(val, &st); err != nil {
 				// One corrupt record must not lose the others; the relay
@@ -183,9 +184,9 @@ func (t *Tracker) RateLimited(url string, now time.Time) {
 }
 
 // Health is the value relay selectors see in their candidates.
-func (t *Tracker) Health(url string) gsync.Health {
+func (t *Tracker) Health(url string) relaysync.Health {
 	st, _ := t.State(url)
-	return gsync.Health{OK: t.s.StatusOf(st) == Healthy, Failures: st.Failures, LatencyMs: st.LatencyMs, LastOK: st.LastOK}
+	return relaysync.Health{OK: t.s.StatusOf(st) == Healthy, Failures: st.Failures, LatencyMs: st.LatencyMs, LastOK: st.LastOK}
 }
 
 func (t *Tracker) update(url string, now time.Time, f func(State) State) {
@@ -307,10 +308,10 @@ func (t *Tracker) Flush() {
 			if put {
 				var val []byte
 				if val, err = json.Marshal(vals[u]); err == nil {
-					err = t.kv.Put(t.bucket, u, val, t.ttl)
+					err = t.kv.Put(context.Background(), t.bucket, u, val, t.ttl)
 				}
 			} else {
-				err = t.kv.Delete(t.bucket, u)
+				err = t.kv.Delete(context.Background(), t.bucket, u)
 			}
 			if err != nil {
 				t.log.Warn("persisting relay health failed", "relay", u, "error", err)
@@ -326,4 +327,4 @@ func (t *Tracker) Close() {
 	t.Flush()
 }
 
-var _ gsync.HealthTracker = (*Tracker)(nil)
+var _ relaysync.HealthTracker = (*Tracker)(nil)

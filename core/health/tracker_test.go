@@ -1,6 +1,7 @@
 package health
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"sync"
@@ -19,7 +20,7 @@ type memKV struct {
 	fail error
 }
 
-func (m *memKV) Put(bucket, key string, val []byte, ttl time.Duration) error {
+func (m *memKV) Put(_ context.Context, bucket, key string, val []byte, ttl time.Duration) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.fail != nil {
@@ -38,14 +39,14 @@ func (m *memKV) Put(bucket, key string, val []byte, ttl time.Duration) error {
 	return nil
 }
 
-func (m *memKV) Delete(bucket, key string) error {
+func (m *memKV) Delete(_ context.Context, bucket, key string) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	delete(m.data[bucket], key)
 	return nil
 }
 
-func (m *memKV) Scan(bucket string, fn func(string, []byte, time.Time) error) error {
+func (m *memKV) Scan(_ context.Context, bucket string, fn func(string, []byte, time.Time) error) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for k, v := range m.data[bucket] {
@@ -116,9 +117,9 @@ func TestTrackerSkipsCorruptRecordAndReportsLoadError(t *testing.T) {
 
 type scanErrKV struct{}
 
-func (scanErrKV) Put(string, string, []byte, time.Duration) error { return nil }
-func (scanErrKV) Delete(string, string) error                     { return nil }
-func (scanErrKV) Scan(string, func(string, []byte, time.Time) error) error {
+func (scanErrKV) Put(context.Context, string, string, []byte, time.Duration) error { return nil }
+func (scanErrKV) Delete(context.Context, string, string) error                     { return nil }
+func (scanErrKV) Scan(context.Context, string, func(string, []byte, time.Time) error) error {
 	return errors.New("disk gone")
 }
 

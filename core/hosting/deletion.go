@@ -22,7 +22,7 @@ func (o *op) deletion(del *nostr.Event) {
 			addrs = append(addrs, t[1])
 		}
 	}
-	removed, err := o.purg.DeleteRequested(del.PubKey, ids, addrs, del.CreatedAt.Time())
+	removed, err := o.purg.DeleteRequested(o.ctx, del.PubKey, ids, addrs, del.CreatedAt.Time())
 	if err != nil {
 		o.log.Error("apply deletion to purgatory", "id", del.ID, "error", err)
 	}

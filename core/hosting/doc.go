@@ -19,5 +19,5 @@
 // It never decides acceptance (core/policy does; releases are re-checked
 // through it), never runs git itself (every read and write of a bare repo
 // goes through git.Repos and its per-repository lock), and never touches
-// GRASP-02 sync state (core/sync follows purgatory through its hooks).
+// GRASP-02 sync state (core/relaysync follows purgatory through its hooks).
 package hosting

@@ -55,7 +55,7 @@ func (h *Hosting) Hold(ctx context.Context, evt *nostr.Event, d policy.Decision,
 		entry.Relay = meta.Remote
 	}
 	entry.Invited = d.Invited
-	if err := h.purg.Hold(entry); err != nil {
+	if err := h.purg.Hold(ctx, entry); err != nil {
 		if errors.Is(err, purgatory.ErrDuplicate) {
 			return policy.MsgInPurgatory, nil
 		}
@@ -77,7 +77,7 @@ func (h *Hosting) Hold(ctx context.Context, evt *nostr.Event, d policy.Decision,
 		// means the repository answers git (issue 10 part 4).
 		if err := h.repos.Create(ctx, entry.Repo); err != nil {
 			h.log.Error("create bare repo; the announcement is refused", "repo", entry.Repo.URLPath(), "error", err)
-			if _, rerr := h.purg.Remove(evt.ID, "evicted"); rerr != nil {
+			if _, rerr := h.purg.Remove(ctx, evt.ID, "evicted"); rerr != nil {
 				h.log.Error("dropping the held announcement whose repo could not be made", "id", evt.ID, "error", rerr)
 			}
 			return "", &policy.Refusal{Msg: "error: could not create the repository here; try again later"}

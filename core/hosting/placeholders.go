@@ -11,7 +11,7 @@ import (
 // tip "" means the tip is not present (the PR is held): every placeholder
 // ref that does not point at the PR's `c` is deleted.
 func (o *op) settlePlaceholders(evt *nostr.Event, tip string) {
-	phs, err := o.purg.TakePlaceholders(evt.ID)
+	phs, err := o.purg.TakePlaceholders(o.ctx, evt.ID)
 	if err != nil {
 		o.log.Error("take placeholders", "id", evt.ID, "error", err)
 		return
@@ -40,7 +40,7 @@ func (o *op) settlePlaceholders(evt *nostr.Event, tip string) {
 		}
 		// its data must go too, or a PR event naming another commit would
 		// free the placeholder's quota and keep its bytes (F02)
-		o.schedulePrune(ph.Repo)
+		o.schedulePrune(o.ctx, ph.Repo)
 	}
 }
 

@@ -57,7 +57,7 @@ func (o *op) bindPRs(prs nip34.RepoRef, evt *nostr.Event, tip string) {
 		return
 	}
 	// a served PR uses its data: its expiry starts again (F20)
-	if err := o.purg.TouchPRs(prs); err != nil {
+	if err := o.purg.TouchPRs(o.ctx, prs); err != nil {
 		o.log.Error("record a use of /prs/ data", "repo", prs.URLPath(), "error", err)
 	}
 	o.prsEvents.WithLabelValues("released").Inc()
@@ -88,7 +88,7 @@ func (h *Hosting) removeIfEmptyPRs(ctx context.Context, r nip34.RepoRef, why str
 		return false
 	}
 	if removed {
-		h.dropPRs(r)
+		h.dropPRs(ctx, r)
 		h.prsEvents.WithLabelValues("removed").Inc()
 		h.log.Info("/prs/ repository without refs removed", "repo", r.URLPath(), "why", why)
 	}
@@ -106,12 +106,12 @@ func (h *Hosting) ScanPRs(ctx context.Context) error {
 	}
 	for _, r := range repos {
 		if !h.removeIfEmptyPRs(ctx, r, "start-up scan") {
-			h.adoptPRs(r)
+			h.adoptPRs(ctx, r)
 		}
 	}
 	for _, d := range h.purg.PRsRecords() {
 		if !h.repos.Exists(d.Repo) {
-			h.dropPRs(d.Repo)
+			h.dropPRs(ctx, d.Repo)
 		}
 	}
 	return nil

@@ -37,14 +37,14 @@ func (h *Hosting) expirePRs(ctx context.Context) {
 		}
 		if !h.repos.Exists(d.Repo) {
 			// removed meanwhile: a push that created it failed (G06-8)
-			h.dropPRs(d.Repo)
+			h.dropPRs(ctx, d.Repo)
 			continue
 		}
 		if h.prsTTL <= 0 || now.Sub(d.Active) < h.prsTTL {
 			continue
 		}
 		if h.prsKept(ctx, d.Repo) {
-			if err := h.purg.TouchPRs(d.Repo); err != nil {
+			if err := h.purg.TouchPRs(ctx, d.Repo); err != nil {
 				h.log.Error("keep /prs/ data whose PR is merged", "repo", d.Repo.URLPath(), "error", err)
 			}
 			h.log.Info("/prs/ data kept past its TTL: its PR is merged or mirrored into a repository hosted here", "repo", d.Repo.URLPath())
@@ -58,7 +58,7 @@ func (h *Hosting) expirePRs(ctx context.Context) {
 		case !removed:
 			continue // a push is writing into it: it is used
 		}
-		h.dropPRs(d.Repo)
+		h.dropPRs(ctx, d.Repo)
 		h.prsEvents.WithLabelValues("expired").Inc()
 		h.log.Info("/prs/ repository removed: its data was not used or merged within the TTL", "repo", d.Repo.URLPath(),
 			"bytes", d.Total(), "last_used", d.Active, "ttl", h.prsTTL)
@@ -66,8 +66,8 @@ func (h *Hosting) expirePRs(ctx context.Context) {
 }
 
 // dropPRs frees what the removed /prs/ repository r was charged.
-func (h *Hosting) dropPRs(r nip34.RepoRef) {
-	if err := h.purg.DropPRs(r); err != nil {
+func (h *Hosting) dropPRs(ctx context.Context, r nip34.RepoRef) {
+	if err := h.purg.DropPRs(ctx, r); err != nil {
 		h.log.Error("free the /prs/ quota of a removed repository", "repo", r.URLPath(), "error", err)
 	}
 }
@@ -105,7 +105,7 @@ func (h *Hosting) prsKept(ctx context.Context, r nip34.RepoRef) bool {
 // adoptPRs charges a /prs/ repository found on disk without a record its
 // size (start-up: a crash between a push and its record, or data pushed
 // before the /prs/ quotas).
-func (h *Hosting) adoptPRs(r nip34.RepoRef) {
+func (h *Hosting) adoptPRs(ctx context.Context, r nip34.RepoRef) {
 	n, err := h.repos.DiskBytes(r)
 	if errors.Is(err, git.ErrNotFound) {
 		return
@@ -113,7 +113,7 @@ func (h *Hosting) adoptPRs(r nip34.RepoRef) {
 	if err != nil {
 		h.log.Warn("measure a /prs/ repository", "repo", r.URLPath(), "error", err)
 	}
-	if err := h.purg.AdoptPRs(r, n); err != nil {
+	if err := h.purg.AdoptPRs(ctx, r, n); err != nil {
 		h.log.Error("charge a /prs/ repository found on disk", "repo", r.URLPath(), "error", err)
 	}
 }

@@ -30,7 +30,7 @@ func (h *Hosting) OnPush(ctx context.Context, res git.PushResult) {
 		if i == 0 {
 			share += res.PlaceholderBytes % int64(len(res.Placeholders))
 		}
-		if err := h.purg.AddPlaceholder(purgatory.Placeholder{
+		if err := h.purg.AddPlaceholder(ctx, purgatory.Placeholder{
 			Repo: res.Repo, EventID: ph.EventID, Commit: ph.Tip, Remote: res.Remote, Bytes: share,
 		}); err != nil {
 			h.log.Error("record refs/nostr placeholder", "id", ph.EventID, "error", err)

@@ -38,7 +38,7 @@ func (o *op) release(r nip34.RepoRef) {
 	// an event acknowledged OK is in purgatory or in the store at every
 	// moment, for a crash as for a push or roster read meanwhile.
 	defer func() {
-		if err := o.purg.Published(evs); err != nil {
+		if err := o.purg.Published(o.ctx, evs); err != nil {
 			o.log.Error("remove released events from purgatory", "repo", r.URLPath(), "error", err)
 		}
 	}()

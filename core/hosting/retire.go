@@ -34,7 +34,7 @@ func (o *op) retire(r nip34.RepoRef, why string) {
 // this server) and retires r's empty repo.
 func (o *op) evict(r nip34.RepoRef) {
 	for _, e := range o.purg.HeldAnnouncements(r) {
-		if _, err := o.purg.Remove(e.Event.ID, "evicted"); err != nil {
+		if _, err := o.purg.Remove(o.ctx, e.Event.ID, "evicted"); err != nil {
 			o.log.Error("evict held announcement", "repo", r.URLPath(), "error", err)
 		}
 	}
@@ -49,7 +49,7 @@ func (h *Hosting) Evict(ctx context.Context, keep func(e *purgatory.Entry) bool,
 	o := h.begin(ctx)
 	n := 0
 	for _, e := range h.purg.Find(keep) {
-		ok, err := h.purg.Remove(e.Event.ID, "evicted")
+		ok, err := h.purg.Remove(ctx, e.Event.ID, "evicted")
 		if err != nil {
 			h.log.Error("evict a held event", "id", e.Event.ID, "why", why, "error", err)
 			continue

@@ -15,7 +15,7 @@ import (
 // placeholder ref deleted (G01-G5f).
 func (h *Hosting) Sweep(ctx context.Context) error {
 	o := h.begin(ctx)
-	expired, phs, err := h.purg.Sweep()
+	expired, phs, err := h.purg.Sweep(ctx)
 	for _, e := range expired {
 		h.log.Info("expired from purgatory without git data", "id", e.Event.ID, "kind", e.Event.Kind, "repo", e.Repo.URLPath())
 		if h.hunter != nil {
@@ -35,7 +35,7 @@ func (h *Hosting) Sweep(ctx context.Context) error {
 		if ph.Repo.PRs && h.removeIfEmptyPRs(ctx, ph.Repo, "placeholder expired") {
 			continue
 		}
-		h.schedulePrune(ph.Repo)
+		h.schedulePrune(ctx, ph.Repo)
 	}
 	h.expirePRs(ctx)
 	h.prune(ctx)
@@ -66,8 +66,8 @@ const pruneGrace = 10 * time.Minute
 
 // schedulePrune puts r on purgatory's durable prune schedule: it lost
 // data now.
-func (h *Hosting) schedulePrune(r nip34.RepoRef) {
-	if err := h.purg.SchedulePrune(r, h.clk.Now()); err != nil {
+func (h *Hosting) schedulePrune(ctx context.Context, r nip34.RepoRef) {
+	if err := h.purg.SchedulePrune(ctx, r, h.clk.Now()); err != nil {
 		h.log.Error("schedule a prune of placeholder data", "repo", r.URLPath(), "error", err)
 	}
 }
@@ -81,7 +81,7 @@ func (h *Hosting) schedulePrune(r nip34.RepoRef) {
 // prune at expiry kept everything and the repository was never pruned
 // again). A repository borrowed from is left to git's gc.
 func (h *Hosting) prune(ctx context.Context) {
-	due, err := h.purg.DuePrunes()
+	due, err := h.purg.DuePrunes(ctx)
 	if err != nil {
 		h.log.Error("read the prune schedule", "error", err)
 		return
@@ -107,7 +107,7 @@ func (h *Hosting) prune(ctx context.Context) {
 		default:
 			h.log.Debug("pruned placeholder data", "repo", d.Repo.URLPath())
 		}
-		if err := h.purg.Pruned(d); err != nil {
+		if err := h.purg.Pruned(ctx, d); err != nil {
 			h.log.Error("take a repository off the prune schedule", "repo", d.Repo.URLPath(), "error", err)
 		}
 	}

@@ -62,18 +62,13 @@ func accept(s *State, evt *nostr.Event, remote string) policy.Verdict {
 	return s.Accept(context.Background(), evt, policy.Meta{Source: policy.SourceClient, Remote: remote})
 }
 
-// signed is an event of kind by a fresh key.
-func signed(t *testing.T, kind int) *nostr.Event {
-	t.Helper()
-	return testkit.NewKey(t).Event(t, kind, nostr.Now(), nil, "")
-}
-
 // Issue 25 part 3: the lists NIP-86 edits refuse at acceptance, list back
 // what was set, swap between ban and allow as NIP-86 says, and survive a
 // restart (a new State on the same side table).
 func TestNIP86_ListsRefuseAndPersist(t *testing.T) {
 	r := newRig(t)
-	a, b := signed(t, 1621), signed(t, 1621)
+	a := testkit.NewKey(t).Event(t, 1621, nostr.Now(), nil, "")
+	b := testkit.NewKey(t).Event(t, 1621, nostr.Now(), nil, "")
 	r.call(t, "banpubkey", a.PubKey, "spam")
 	if v := accept(r.state, a, ""); v.Action != policy.Reject || !strings.HasPrefix(v.Msg, "blocked:") || !strings.Contains(v.Msg, "spam") {
 		t.Fatalf("a banned key's event: %+v", v)

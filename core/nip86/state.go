@@ -24,10 +24,10 @@ import (
 // KV is the side table the lists live in (store.Side satisfies it): in the
 // store's database, or on PostgreSQL shared by every instance.
 type KV interface {
-	Get(bucket, key string) ([]byte, bool, error)
-	Put(bucket, key string, val []byte, ttl time.Duration) error
-	Delete(bucket, key string) error
-	Scan(bucket string, fn func(key string, val []byte, expires time.Time) error) error
+	Get(ctx context.Context, bucket, key string) ([]byte, bool, error)
+	Put(ctx context.Context, bucket, key string, val []byte, ttl time.Duration) error
+	Delete(ctx context.Context, bucket, key string) error
+	Scan(ctx context.Context, bucket string, fn func(key string, val []byte, expires time.Time) error) error
 }
 
 // Bucket is the side-table bucket of the operator's lists; another
@@ -113,7 +113,7 @@ func (s *State) load() error {
 	for _, l := range lists {
 		next[l] = map[string]Entry{}
 	}
-	err := s.kv.Scan(Bucket, func(key string, val []byte, _ time.Time) error {
+	err := s.kv.Scan(context.Background(), Bucket, func(key string, val []byte, _ time.Time) error {
 		list, item, ok := strings.Cut(key, ":")
 		if !ok || next[list] == nil {
 			return nil
@@ -168,7 +168,7 @@ func (s *State) Put(list, item, reason, by string) error {
 	}
 	e := Entry{Item: item, Reason: reason, By: by, At: s.clk.Now().Unix()}
 	val, _ := json.Marshal(e)
-	if err := s.kv.Put(Bucket, list+":"+item, val, 0); err != nil {
+	if err := s.kv.Put(context.Background(), Bucket, list+":"+item, val, 0); err != nil {
 		return fmt.Errorf("error: could not save the change: %w", err)
 	}
 	s.mu.Lock()
@@ -187,7 +187,7 @@ func (s *State) Remove(list, item string) error {
 	if !known {
 		return fmt.Errorf("nip86: unknown list %q", list)
 	}
-	if err := s.kv.Delete(Bucket, list+":"+item); err != nil {
+	if err := s.kv.Delete(context.Background(), Bucket, list+":"+item); err != nil {
 		return fmt.Errorf("error: could not save the change: %w", err)
 	}
 	s.mu.Lock()
@@ -208,7 +208,7 @@ func (s *State) Reload(key string) error {
 	if !ok {
 		return nil
 	}
-	val, present, err := s.kv.Get(Bucket, key)
+	val, present, err := s.kv.Get(context.Background(), Bucket, key)
 	if err != nil {
 		return fmt.Errorf("nip86: reload %s: %w", key, err)
 	}

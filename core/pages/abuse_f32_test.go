@@ -23,7 +23,7 @@ func TestAbuse_F32_DotDotAndNULPathsAre404(t *testing.T) {
 	owner := newKey(t)
 	r.announce(owner, "dots", 100, nil)
 	r.push(owner, "dots", workTree(t, map[string]string{"docs/a.md": "a\n", "b.txt": "b\n"}, "first"))
-	base := git.RepoURLPath(nip34.Npub(owner.pk), "dots")
+	base := git.RepoURLPath(nip34.Npub(owner.PK), "dots")
 	for _, p := range []string{
 		"/tree/main/%2e%2e", "/tree/main/docs/%2e%2e/%2e%2e", "/blob/main/%2e%2e%2fetc%2fpasswd", "/blob/main/docs/..%2f..%2fb.txt",
 		"/tree/main/%2e", "/blob/main/b.txt%00", "/tree/main/docs%00x", "/blob/main/%00",

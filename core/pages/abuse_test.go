@@ -46,7 +46,7 @@ func TestAbuse_F30_PathologicalMarkdownNeverReachesTheParser(t *testing.T) {
 		files[name] = src
 	}
 	r.push(owner, "md", workTree(t, files, "markdown"))
-	base := git.RepoURLPath(nip34.Npub(owner.pk), "md")
+	base := git.RepoURLPath(nip34.Npub(owner.PK), "md")
 
 	_, body := r.get(base + "/blob/main/ok.md")
 	mustContain(t, "ordinary Markdown", body, "<h1>Fine</h1>", "<blockquote>")
@@ -84,7 +84,7 @@ func TestAbuse_F30_MarkdownIsRenderedOncePerBlob(t *testing.T) {
 	owner := newKey(t)
 	r.announce(owner, "md", 100, nil)
 	r.push(owner, "md", workTree(t, map[string]string{"README.md": "# Read me\n", "docs/guide.md": "# Guide\n"}, "docs"))
-	base := git.RepoURLPath(nip34.Npub(owner.pk), "md")
+	base := git.RepoURLPath(nip34.Npub(owner.PK), "md")
 	for range 3 {
 		_, body := r.get(base)
 		mustContain(t, "summary", body, "<h1>Read me</h1>")
@@ -133,7 +133,7 @@ func TestAbuse_F30_RendersAreBoundedAndOutliveNoBudget(t *testing.T) {
 		files[n+".md"] = "# File " + n + "\n"
 	}
 	r.push(owner, "md", workTree(t, files, "four files"))
-	base := git.RepoURLPath(nip34.Npub(owner.pk), "md")
+	base := git.RepoURLPath(nip34.Npub(owner.PK), "md")
 	release := make(chan struct{})
 	r.pages.renders.beforeRender = func(string) { <-release }
 	view := func(ctx context.Context, client, name string) chan string {
@@ -195,7 +195,7 @@ func TestAbuse_F30_RendersAreBoundedAndOutliveNoBudget(t *testing.T) {
 // whose directory wide/ holds n files (one blob, n names), and a README.
 func wideTree(t *testing.T, r *rig, owner key, d string, n int) nip34.RepoRef {
 	t.Helper()
-	repo := nip34.RepoRef{Pubkey: owner.pk, Identifier: d}
+	repo := nip34.RepoRef{Pubkey: owner.PK, Identifier: d}
 	if err := r.repos.Create(t.Context(), repo); err != nil {
 		t.Fatal(err)
 	}
@@ -236,7 +236,7 @@ func TestAbuse_F29_TreeListingsArePaginated(t *testing.T) {
 	owner := newKey(t)
 	r.announce(owner, "wide", 100, nil)
 	wideTree(t, r, owner, "wide", 2500)
-	base := git.RepoURLPath(nip34.Npub(owner.pk), "wide")
+	base := git.RepoURLPath(nip34.Npub(owner.PK), "wide")
 	rows := func(body string) int { return strings.Count(body, `<tr><td><a href="`+base+`/blob/main/wide/file`) }
 
 	status, first := r.get(base + "/tree/main/wide")
@@ -269,7 +269,7 @@ func TestAbuse_F29_ParallelViewsOfATreeReadItOnce(t *testing.T) {
 	owner := newKey(t)
 	r.announce(owner, "wide", 100, nil)
 	wideTree(t, r, owner, "wide", 3000)
-	base := git.RepoURLPath(nip34.Npub(owner.pk), "wide")
+	base := git.RepoURLPath(nip34.Npub(owner.PK), "wide")
 	if status, _ := r.get(base); status != http.StatusOK { // the refs and the root are read
 		t.Fatalf("summary: %d", status)
 	}

@@ -73,7 +73,7 @@ func BenchmarkPages_LargeRepo(b *testing.B) {
 	r := newRig(b, "https://git.example.org", nil)
 	owner := newKey(b)
 	r.announce(owner, "large", 100, nil)
-	repo := nip34.RepoRef{Pubkey: owner.pk, Identifier: "large"}
+	repo := nip34.RepoRef{Pubkey: owner.PK, Identifier: "large"}
 	if err := r.repos.Create(b.Context(), repo); err != nil {
 		b.Fatal(err)
 	}

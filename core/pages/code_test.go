@@ -44,7 +44,7 @@ func codeRepo(t *testing.T, r *rig, owner key) (base, first, second string) {
 		"docs/b.md": "# B\n"}, "second: greet better")
 	gitIn(t, work, "tag", "v1.0")
 	r.push(owner, "code", work)
-	return git.RepoURLPath(nip34.Npub(owner.pk), "code"), first, second
+	return git.RepoURLPath(nip34.Npub(owner.PK), "code"), first, second
 }
 
 // TestPages_FileLinesAnchorsAndColours: a file is numbered lines, each
@@ -237,7 +237,7 @@ func TestPages_AtomFeeds(t *testing.T) {
 	r := newRig(t, "https://git.example.org/base", nil)
 	owner, reporter := newKey(t), newKey(t)
 	base, first, second := codeRepo(t, r, owner)
-	coord := nip34.RepoRef{Pubkey: owner.pk, Identifier: "code"}.String()
+	coord := nip34.RepoRef{Pubkey: owner.PK, Identifier: "code"}.String()
 	issue := reporter.sign(t, nip34.KindIssue, 1_700_000_100, nostr.Tags{{"a", coord}, {"subject", "It <breaks> & bends"}}, "Steps: run it.\x01")
 	pr := reporter.sign(t, nip34.KindPR, 1_700_000_200, nostr.Tags{{"a", coord}, {"subject", "Fix it"}, {"c", second}}, "This fixes it.")
 	r.save(issue)
@@ -321,16 +321,16 @@ func TestPages_CloneBoxNostrURLAndNaddr(t *testing.T) {
 		d := "my repo:x"
 		r.announce(owner, d, 100, nostr.Tags{{"relays", "wss://relay.example.com"}})
 		r.push(owner, d, workTree(t, map[string]string{"a": "a"}, "a"))
-		_, body := r.get(r.svc.Path + git.RepoURLPath(nip34.Npub(owner.pk), d))
-		nostrURL := "nostr://" + nip34.Npub(owner.pk) + "/" + c.hint + "/my%20repo%3Ax"
-		mustContain(t, "clone box", body, `<code class="copy">`+r.svc.CloneURL(owner.pk, d)+`</code>`, `<code class="copy">`+nostrURL+`</code>`)
+		_, body := r.get(r.svc.Path + git.RepoURLPath(nip34.Npub(owner.PK), d))
+		nostrURL := "nostr://" + nip34.Npub(owner.PK) + "/" + c.hint + "/my%20repo%3Ax"
+		mustContain(t, "clone box", body, `<code class="copy">`+r.svc.CloneURL(owner.PK, d)+`</code>`, `<code class="copy">`+nostrURL+`</code>`)
 		m := regexp.MustCompile(`<code class="copy">(naddr1[0-9a-z]+)</code>`).FindStringSubmatch(body)
 		if m == nil {
 			t.Fatalf("%s: no naddr in the clone box", c.public)
 		}
 		prefix, data, err := nip19.Decode(m[1])
 		ep, ok := data.(nostr.EntityPointer)
-		if err != nil || prefix != "naddr" || !ok || ep.PublicKey != owner.pk || ep.Kind != nip34.KindAnnouncement || ep.Identifier != d ||
+		if err != nil || prefix != "naddr" || !ok || ep.PublicKey != owner.PK || ep.Kind != nip34.KindAnnouncement || ep.Identifier != d ||
 			len(ep.Relays) != 2 || ep.Relays[0] != r.svc.RelayURL() || ep.Relays[1] != "wss://relay.example.com" {
 			t.Errorf("%s: naddr decodes to %s %+v %v", c.public, prefix, data, err)
 		}
@@ -350,7 +350,7 @@ func TestAbuse_F30_ColouringIsBoundedAndCached(t *testing.T) {
 		"big.go":   "package big\n\n" + strings.Repeat("var x = \"((((((((((((((((((((\"\n", (maxHighlightBytes/30)+10),
 		"long.go":  "package long\n\nvar x = \"" + strings.Repeat("(", maxHighlightLine) + "\"\n",
 	}, "files"))
-	base := git.RepoURLPath(nip34.Npub(owner.pk), "big")
+	base := git.RepoURLPath(nip34.Npub(owner.PK), "big")
 	for range 3 {
 		_, body := r.get(base + "/blob/main/small.go")
 		mustContain(t, "small file", body, `<span class="kn">package</span>`)

@@ -19,13 +19,13 @@ import (
 func TestPages_IssuesAndPRsWithStatus(t *testing.T) {
 	r := newRig(t, "https://git.example.org", nil)
 	owner, maint, reporter, stranger := newKey(t), newKey(t), newKey(t), newKey(t)
-	r.announce(owner, "proj", 100, nostr.Tags{{"maintainers", maint.pk}})
-	r.announce(maint, "proj", 100, nostr.Tags{{"maintainers", owner.pk}})
+	r.announce(owner, "proj", 100, nostr.Tags{{"maintainers", maint.PK}})
+	r.announce(maint, "proj", 100, nostr.Tags{{"maintainers", owner.PK}})
 	r.push(owner, "proj", workTree(t, map[string]string{"a": "a"}, "a"))
-	coord := nip34.RepoRef{Pubkey: owner.pk, Identifier: "proj"}.String()
-	maintCoord := nip34.RepoRef{Pubkey: maint.pk, Identifier: "proj"}.String()
+	coord := nip34.RepoRef{Pubkey: owner.PK, Identifier: "proj"}.String()
+	maintCoord := nip34.RepoRef{Pubkey: maint.PK, Identifier: "proj"}.String()
 	issue := func(k key, at int64, subject, a string) *nostr.Event {
-		e := k.sign(t, nip34.KindIssue, at, nostr.Tags{{"a", a}, {"p", owner.pk}, {"subject", subject}}, "body of "+subject)
+		e := k.sign(t, nip34.KindIssue, at, nostr.Tags{{"a", a}, {"p", owner.PK}, {"subject", subject}}, "body of "+subject)
 		r.save(e)
 		return e
 	}
@@ -40,7 +40,7 @@ func TestPages_IssuesAndPRsWithStatus(t *testing.T) {
 	resolvedThenReopened := issue(reporter, 203, "Came back", coord)
 	status(owner, nip34.KindStatusMerged, 300, resolvedThenReopened)
 	status(reporter, nip34.KindStatusOpen, 301, resolvedThenReopened)
-	issue(reporter, 204, "Other repository", nip34.RepoRef{Pubkey: stranger.pk, Identifier: "proj"}.String())
+	issue(reporter, 204, "Other repository", nip34.RepoRef{Pubkey: stranger.PK, Identifier: "proj"}.String())
 
 	pr := reporter.sign(t, nip34.KindPR, 210, nostr.Tags{{"a", coord}, {"subject", "Add feature"}, {"c", strings.Repeat("a", 40)}}, "")
 	r.save(pr)
@@ -54,11 +54,11 @@ func TestPages_IssuesAndPRsWithStatus(t *testing.T) {
 	r.save(merged)
 	status(maint, nip34.KindStatusMerged, 231, merged)
 
-	base := git.RepoURLPath(nip34.Npub(owner.pk), "proj")
+	base := git.RepoURLPath(nip34.Npub(owner.PK), "proj")
 	_, body := r.get(base + "/issues")
 	mustContain(t, "open issues", body, "Crash on start", "Stranger cannot close me", "Came back", `st-open`)
 	mustNotContain(t, "open issues", body, "Typo in docs", "Other repository")
-	nevent, _ := nip19.EncodeEvent(open.ID, []string{r.svc.RelayURL()}, reporter.pk)
+	nevent, _ := nip19.EncodeEvent(open.ID, []string{r.svc.RelayURL()}, reporter.PK)
 	mustContain(t, "open issues", body, "/issues/"+nevent+`"`, "https://gitworkshop.dev/naddr1")
 
 	_, body = r.get(base + "/issues?state=all")

@@ -25,20 +25,15 @@ import (
 	"github.com/grasp-dev/grasp/internal/testwait"
 )
 
-type key struct{ sk, pk string }
+// key is testkit's throwaway identity; its sign takes the Unix seconds the
+// pages tests compute with.
+type key struct{ testkit.Key }
 
-func newKey(t testing.TB) key {
-	k := testkit.NewKey(t)
-	return key{k.SK, k.PK}
-}
+func newKey(t testing.TB) key { return key{testkit.NewKey(t)} }
 
 func (k key) sign(t testing.TB, kind int, at int64, tags nostr.Tags, content string) *nostr.Event {
 	t.Helper()
-	evt := &nostr.Event{Kind: kind, CreatedAt: nostr.Timestamp(at), Tags: tags, Content: content}
-	if err := evt.Sign(k.sk); err != nil {
-		t.Fatal(err)
-	}
-	return evt
+	return k.Sign(t, &nostr.Event{Kind: kind, CreatedAt: nostr.Timestamp(at), Tags: tags, Content: content})
 }
 
 // rig is a Pages over a temporary git root and an in-memory store.
@@ -106,7 +101,7 @@ func (r *rig) save(evt *nostr.Event) {
 
 // announce stores owner's announcement of d listing this service.
 func (r *rig) announce(owner key, d string, at int64, extra nostr.Tags) *nostr.Event {
-	tags := nostr.Tags{{"d", d}, {"clone", r.svc.CloneURL(owner.pk, d)}, {"relays", r.svc.RelayURL()}}
+	tags := nostr.Tags{{"d", d}, {"clone", r.svc.CloneURL(owner.PK, d)}, {"relays", r.svc.RelayURL()}}
 	evt := owner.sign(r.t, nip34.KindAnnouncement, at, append(tags, extra...), "")
 	r.save(evt)
 	return evt
@@ -128,7 +123,7 @@ func (r *rig) get(path string) (int, string) {
 // (straight into the bare repository: these tests are about reading).
 func (r *rig) push(owner key, d, work string) nip34.RepoRef {
 	r.t.Helper()
-	repo := nip34.RepoRef{Pubkey: owner.pk, Identifier: d}
+	repo := nip34.RepoRef{Pubkey: owner.PK, Identifier: d}
 	if err := r.repos.Create(context.Background(), repo); err != nil {
 		r.t.Fatal(err)
 	}

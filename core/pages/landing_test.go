@@ -28,7 +28,7 @@ func TestPages_LandingListsSearchesAndPaginates(t *testing.T) {
 		t.Fatalf("landing: %d", status)
 	}
 	mustContain(t, "landing page 1", body, "4 repositories, page 1 of 2", ">Name alpha</a>", ">Name beta</a>", "Description 0",
-		`href="`+git.RepoURLPath(nip34.Npub(owner.pk), "alpha")+`"`, "wss://git.example.org", `href="/nip11.json"`,
+		`href="`+git.RepoURLPath(nip34.Npub(owner.PK), "alpha")+`"`, "wss://git.example.org", `href="/nip11.json"`,
 		"v9.8.7", `rel="icon" type="image/png" href="/icon.png"`, `href="/?page=2#repositories"`)
 	mustNotContain(t, "landing page 1", body, "Name gamma-tools")
 	if n := strings.Count(body, "A server for tests"); n != 1 {
@@ -46,8 +46,8 @@ func TestPages_LandingListsSearchesAndPaginates(t *testing.T) {
 	mustContain(t, "search", body, "1 matching repository", ">Name gamma-tools</a>")
 	mustNotContain(t, "search", body, ">Name alpha</a>")
 	// a repository page's owner link lists the owner's repositories
-	_, repoPage := r.get(git.RepoURLPath(nip34.Npub(owner.pk), "beta"))
-	ownerLink := "/?q=" + nip34.Npub(owner.pk) + "#repositories"
+	_, repoPage := r.get(git.RepoURLPath(nip34.Npub(owner.PK), "beta"))
+	ownerLink := "/?q=" + nip34.Npub(owner.PK) + "#repositories"
 	mustContain(t, "repo page", repoPage, `href="`+ownerLink+`"`)
 	_, body = r.get(strings.TrimSuffix(ownerLink, "#repositories"))
 	mustContain(t, "owner's repositories", body, "4 matching repositories")
@@ -70,7 +70,7 @@ func TestBasePath_PagesLinkUnderThePath(t *testing.T) {
 	owner := newKey(t)
 	r.announce(owner, "r", 100, nil)
 	r.push(owner, "r", workTree(t, map[string]string{"README.md": "# Under a path\n"}, "c"))
-	repo := "/git" + git.RepoURLPath(nip34.Npub(owner.pk), "r")
+	repo := "/git" + git.RepoURLPath(nip34.Npub(owner.PK), "r")
 	_, body := r.get("/git/")
 	mustContain(t, "landing", body, `href="`+repo+`"`, `href="/git/nip11.json"`, `href="/git/icon.png"`, "wss://example.org/git",
 		"https://example.org/git/&lt;npub&gt;")
@@ -79,6 +79,6 @@ func TestBasePath_PagesLinkUnderThePath(t *testing.T) {
 		t.Fatalf("repo page under the path: %d", status)
 	}
 	mustContain(t, "repo page", body, "Under a path", `href="`+repo+`/tree"`, `href="/git/"`,
-		"git clone https://example.org/git/"+nip34.Npub(owner.pk)+"/r.git")
+		"git clone https://example.org/git/"+nip34.Npub(owner.PK)+"/r.git")
 	mustNotContain(t, "repo page", body, `href="/npub1`, `href="/"`)
 }

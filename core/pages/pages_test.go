@@ -27,7 +27,7 @@ func TestPages_RepoPageShowsReadme(t *testing.T) {
 	r.announce(owner, "hello", 100, nostr.Tags{{"name", "Hello World"}, {"description", "A repository for tests"}})
 	r.push(owner, "hello", workTree(t, map[string]string{"README.md": readme, "src/main.go": "package main\n",
 		"docs/guide.md": "# Guide\n\nBack to [the README](../README.md).\n"}, "first commit"))
-	base := git.RepoURLPath(nip34.Npub(owner.pk), "hello")
+	base := git.RepoURLPath(nip34.Npub(owner.PK), "hello")
 	status, body := r.get(base)
 	if status != http.StatusOK {
 		t.Fatalf("repo page: %d\n%s", status, body)
@@ -49,8 +49,8 @@ func TestPages_RepoPageShowsAnnouncementPeopleAndRefs(t *testing.T) {
 	r := newRig(t, "https://git.example.org", nil)
 	owner, confirmed, invited := newKey(t), newKey(t), newKey(t)
 	r.announce(owner, "proj", 100, nostr.Tags{{"name", "Project X"}, {"description", "Does X"}, {"web", "https://x.example"},
-		{"maintainers", confirmed.pk, invited.pk}})
-	r.announce(confirmed, "proj", 101, nostr.Tags{{"maintainers", owner.pk}})
+		{"maintainers", confirmed.PK, invited.PK}})
+	r.announce(confirmed, "proj", 101, nostr.Tags{{"maintainers", owner.PK}})
 	work := workTree(t, map[string]string{"a.txt": "a\n"}, "add a")
 	gitIn(t, work, "tag", "v1.0")
 	gitIn(t, work, "checkout", "-q", "-b", "feature/two")
@@ -58,21 +58,21 @@ func TestPages_RepoPageShowsAnnouncementPeopleAndRefs(t *testing.T) {
 	gitIn(t, work, "checkout", "-q", "main")
 	r.push(owner, "proj", work)
 
-	status, body := r.get(git.RepoURLPath(nip34.Npub(owner.pk), "proj"))
+	status, body := r.get(git.RepoURLPath(nip34.Npub(owner.PK), "proj"))
 	if status != http.StatusOK {
 		t.Fatalf("repo page: %d", status)
 	}
 	mustContain(t, "repo page", body,
 		"<h1>Project X</h1>", "Does X", `href="https://x.example"`,
-		"git clone https://git.example.org/"+nip34.Npub(owner.pk)+"/proj.git", "wss://git.example.org",
-		"Owner: <code", nip34.Npub(owner.pk),
-		"Maintainer: <code>"+nip34.Npub(confirmed.pk),
-		"Invited maintainer (has not listed back yet): <code>"+nip34.Npub(invited.pk),
+		"git clone https://git.example.org/"+nip34.Npub(owner.PK)+"/proj.git", "wss://git.example.org",
+		"Owner: <code", nip34.Npub(owner.PK),
+		"Maintainer: <code>"+nip34.Npub(confirmed.PK),
+		"Invited maintainer (has not listed back yet): <code>"+nip34.Npub(invited.PK),
 		`>main</a> <span class="badge head">HEAD</span>`, ">feature/two</a>", ">v1.0</a>",
 		"add a", "Ada Author", "https://gitworkshop.dev/naddr1")
-	mustNotContain(t, "repo page", body, "Maintainer: <code>"+nip34.Npub(invited.pk))
+	mustNotContain(t, "repo page", body, "Maintainer: <code>"+nip34.Npub(invited.PK))
 	// links between the views
-	base := git.RepoURLPath(nip34.Npub(owner.pk), "proj")
+	base := git.RepoURLPath(nip34.Npub(owner.PK), "proj")
 	for _, href := range []string{base + "/tree", base + "/commits", base + "/refs", base + "/issues", base + "/prs", base + "/tree/feature/two"} {
 		mustContain(t, "repo page", body, `href="`+href+`"`)
 	}
@@ -88,7 +88,7 @@ func TestPages_BrowseTreeFileCommitHistoryRefs(t *testing.T) {
 		"blob.bin": "\x00\x01\x02binary", "big.txt": strings.Repeat("x", 5000)}, "first")
 	second := commitFiles(t, work, map[string]string{"main.go": "package main\n\nfunc main() { println(\"bye\") }\n"}, "second: say bye")
 	r.push(owner, "b", work)
-	base := git.RepoURLPath(nip34.Npub(owner.pk), "b")
+	base := git.RepoURLPath(nip34.Npub(owner.PK), "b")
 
 	_, body := r.get(base + "/tree")
 	mustContain(t, "root tree", body, `href="`+base+`/tree/main/docs">docs/</a>`, `href="`+base+`/blob/main/main.go">main.go</a>`)
@@ -124,7 +124,7 @@ func TestPages_CacheFollowsThePush(t *testing.T) {
 	r.announce(owner, "c", 100, nil)
 	work := workTree(t, map[string]string{"README.md": "# Version one\n"}, "one")
 	r.push(owner, "c", work)
-	base := git.RepoURLPath(nip34.Npub(owner.pk), "c")
+	base := git.RepoURLPath(nip34.Npub(owner.PK), "c")
 	_, body := r.get(base)
 	mustContain(t, "first view", body, "Version one")
 	commitFiles(t, work, map[string]string{"README.md": "# Version two\n"}, "two")
@@ -139,7 +139,7 @@ func TestPages_CacheFollowsThePush(t *testing.T) {
 func TestPages_UnknownRepositoryIs404(t *testing.T) {
 	r := newRig(t, "http://127.0.0.1:7334", nil)
 	owner := newKey(t)
-	for _, p := range []string{git.RepoURLPath(nip34.Npub(owner.pk), "none"), "/npub1nope/x.git", git.RepoURLPath(nip34.Npub(owner.pk), "<script>"), "/nope"} {
+	for _, p := range []string{git.RepoURLPath(nip34.Npub(owner.PK), "none"), "/npub1nope/x.git", git.RepoURLPath(nip34.Npub(owner.PK), "<script>"), "/nope"} {
 		status, body := r.get(p)
 		if status != http.StatusNotFound || !strings.Contains(body, "<h1>Not found</h1>") || strings.Contains(body, "<script>") {
 			t.Errorf("%s: %d\n%s", p, status, body)
@@ -156,7 +156,7 @@ func TestPages_AnnouncedButEmptyRepository(t *testing.T) {
 	r := newRig(t, "http://127.0.0.1:7334", nil)
 	owner := newKey(t)
 	r.announce(owner, "fresh", 100, nostr.Tags{{"name", "Fresh"}})
-	repo := nip34.RepoRef{Pubkey: owner.pk, Identifier: "fresh"}
+	repo := nip34.RepoRef{Pubkey: owner.PK, Identifier: "fresh"}
 	if err := r.repos.Create(t.Context(), repo); err != nil {
 		t.Fatal(err)
 	}
@@ -201,7 +201,7 @@ func TestPages_GitReadsAreBounded(t *testing.T) {
 		r.push(owner, d, workTree(t, map[string]string{"a": "a"}, "a"))
 	}
 	view := func(ctx context.Context, d string) chan int {
-		path := git.RepoURLPath(nip34.Npub(owner.pk), d)
+		path := git.RepoURLPath(nip34.Npub(owner.PK), d)
 		done := make(chan int, 1)
 		go func() {
 			rec := httptest.NewRecorder()

@@ -28,7 +28,7 @@ import (
 func TestPages_OnThisServer(t *testing.T) {
 	at := time.Date(2026, 11, 27, 10, 0, 0, 0, time.UTC)
 	owner, maint, invitee, reporter := newKey(t), newKey(t), newKey(t), newKey(t)
-	other := "https://other.example/" + nip34.Npub(owner.pk) + "/proj.git"
+	other := "https://other.example/" + nip34.Npub(owner.PK) + "/proj.git"
 	mirror := "https://mirror.example/proj.git"
 	heldState := maint.sign(t, nip34.KindState, at.Unix(), nostr.Tags{{"d", "proj"}, {"refs/heads/main", strings.Repeat("e", 40)}}, "")
 	heldPR := reporter.sign(t, nip34.KindPR, at.Unix(), nostr.Tags{{"c", strings.Repeat("c", 40)}}, "")
@@ -38,10 +38,10 @@ func TestPages_OnThisServer(t *testing.T) {
 		Served: func(_ context.Context, repo nip34.RepoRef, refs map[string]string) (hosting.Served, error) {
 			asked = append(asked, refs["refs/heads/main"])
 			return hosting.Served{
-				Signed:  &hosting.SignedState{EventID: strings.Repeat("5", 64), Author: maint.pk, Signed: at, Refs: 1},
+				Signed:  &hosting.SignedState{EventID: strings.Repeat("5", 64), Author: maint.PK, Signed: at, Refs: 1},
 				Differs: []hosting.RefDiff{{Ref: "refs/heads/main", Signed: strings.Repeat("f", 40), Served: strings.Repeat("a", 40)}},
 				Missing: 1,
-				Held:    []hosting.SignedState{{EventID: heldState.ID, Author: maint.pk, Signed: at, HeldSince: at.Add(time.Minute), Refs: 1}},
+				Held:    []hosting.SignedState{{EventID: heldState.ID, Author: maint.PK, Signed: at, HeldSince: at.Add(time.Minute), Refs: 1}},
 			}, nil
 		},
 		Waiting: func(repo nip34.RepoRef, max int) ([]purgatory.Entry, int) {
@@ -76,11 +76,11 @@ func TestPages_OnThisServer(t *testing.T) {
 			return nil
 		}
 	})
-	r.announce(owner, "proj", 100, nostr.Tags{{"maintainers", maint.pk, invitee.pk}, {"clone", other}, {"clone", mirror}, {"relays", "wss://other.example"}})
-	r.announce(maint, "proj", 100, nostr.Tags{{"maintainers", owner.pk}})
+	r.announce(owner, "proj", 100, nostr.Tags{{"maintainers", maint.PK, invitee.PK}, {"clone", other}, {"clone", mirror}, {"relays", "wss://other.example"}})
+	r.announce(maint, "proj", 100, nostr.Tags{{"maintainers", owner.PK}})
 	work := workTree(t, map[string]string{"a": "a"}, "a")
 	r.push(owner, "proj", work)
-	base := git.RepoURLPath(nip34.Npub(owner.pk), "proj")
+	base := git.RepoURLPath(nip34.Npub(owner.PK), "proj")
 
 	status, body := r.get(base + "/status")
 	if status != http.StatusOK {
@@ -95,8 +95,8 @@ func TestPages_OnThisServer(t *testing.T) {
 		"2 objects missing.", "3 rounds left objects missing; next round at 2026-11-27 10:05.",
 		"<code>"+other+"</code></td><td>partial, 2026-11-27 10:03", "network, 2026-11-27 10:04 · <span class=\"badge st-closed\">host unreachable",
 		`other.example <span class="badge">GRASP</span>`, `<span class="badge st-draft">backoff</span> last connected 2026-11-27 09:00, 2 failures since 2026-11-27 10:00`,
-		"mirror.example</td>", "Confirmed maintainer (lists the owner's repository and is listed back): <code>"+nip34.Npub(maint.pk),
-		"Invited (named by a maintainer, has not listed back yet; their states do not count): <code>"+nip34.Npub(invitee.pk),
+		"mirror.example</td>", "Confirmed maintainer (lists the owner's repository and is listed back): <code>"+nip34.Npub(maint.PK),
+		"Invited (named by a maintainer, has not listed back yet; their states do not count): <code>"+nip34.Npub(invitee.PK),
 		"2026-11-27 10:10: the pushed branches and tags were not those of the latest signed state (2 refs)",
 		"2026-11-27 10:00: no state signed by a maintainer was known")
 	mustNotContain(t, "status page", body, secret.ID[:12], "git.example.org</td>")
@@ -121,7 +121,7 @@ func TestPages_OnThisServerWithoutParts(t *testing.T) {
 	owner := newKey(t)
 	r.announce(owner, "proj", 100, nil)
 	r.push(owner, "proj", workTree(t, map[string]string{"a": "a"}, "a"))
-	_, body := r.get(git.RepoURLPath(nip34.Npub(owner.pk), "proj") + "/status")
+	_, body := r.get(git.RepoURLPath(nip34.Npub(owner.PK), "proj") + "/status")
 	mustContain(t, "status page", body, `st-open">in sync</span>`, "The hunter does not run on this instance",
 		"Purgatory is not readable from here.", "Refused pushes are not recorded here.", "The announcement lists no other server")
 }

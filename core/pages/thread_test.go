@@ -33,17 +33,17 @@ type discussRig struct {
 func newDiscussRig(t *testing.T, mod func(*Options), e env.Env) *discussRig {
 	r := newRigEnv(t, "https://git.example.org", mod, e)
 	d := &discussRig{rig: r, owner: newKey(t), maint: newKey(t)}
-	r.announce(d.owner, "proj", 100, nostr.Tags{{"maintainers", d.maint.pk}})
-	r.announce(d.maint, "proj", 100, nostr.Tags{{"maintainers", d.owner.pk}})
+	r.announce(d.owner, "proj", 100, nostr.Tags{{"maintainers", d.maint.PK}})
+	r.announce(d.maint, "proj", 100, nostr.Tags{{"maintainers", d.owner.PK}})
 	d.work = workTree(t, map[string]string{"README.md": "# proj\n", "src/main.go": "package main\n\nfunc main() {}\n"}, "first")
 	r.push(d.owner, "proj", d.work)
-	d.coord = nip34.RepoRef{Pubkey: d.owner.pk, Identifier: "proj"}.String()
-	d.base = git.RepoURLPath(nip34.Npub(d.owner.pk), "proj")
+	d.coord = nip34.RepoRef{Pubkey: d.owner.PK, Identifier: "proj"}.String()
+	d.base = git.RepoURLPath(nip34.Npub(d.owner.PK), "proj")
 	return d
 }
 
 func (d *discussRig) issue(k key, at int64, subject, body string, extra ...nostr.Tag) *nostr.Event {
-	e := k.sign(d.t, nip34.KindIssue, at, append(nostr.Tags{{"a", d.coord}, {"p", d.owner.pk}, {"subject", subject}}, extra...), body)
+	e := k.sign(d.t, nip34.KindIssue, at, append(nostr.Tags{{"a", d.coord}, {"p", d.owner.PK}, {"subject", subject}}, extra...), body)
 	d.save(e)
 	return e
 }
@@ -97,7 +97,7 @@ func TestPages_IssuePage(t *testing.T) {
 	c1 := d.comment(helper, 210, iss, iss, "Which *version*?")
 	c2 := d.comment(reporter, 220, iss, c1, "Version 1.2, reply to the question")
 	c3 := d.comment(d.maint, 230, iss, iss, "Confirmed here.")
-	legacy := reporter.sign(t, nip34.KindNote, 240, nostr.Tags{{"e", iss.ID, "", "root"}, {"p", d.owner.pk}}, "A legacy kind-1 reply")
+	legacy := reporter.sign(t, nip34.KindNote, 240, nostr.Tags{{"e", iss.ID, "", "root"}, {"p", d.owner.PK}}, "A legacy kind-1 reply")
 	d.save(legacy)
 	d.status(d.maint, nip34.KindStatusClosed, 300, iss)
 	d.status(reporter, nip34.KindStatusOpen, 310, iss)
@@ -110,7 +110,7 @@ func TestPages_IssuePage(t *testing.T) {
 	label(d.owner, 252, "#subject", "Crash on start with an empty config")
 	label(stranger, 253, "#subject", "Stranger's title")
 	cover := func(k key, at int64, text string) {
-		d.save(k.sign(t, nip34.KindCoverNote, at, nostr.Tags{{"e", iss.ID, "", "root"}, {"p", reporter.pk}, {"k", "1621"}}, text))
+		d.save(k.sign(t, nip34.KindCoverNote, at, nostr.Tags{{"e", iss.ID, "", "root"}, {"p", reporter.PK}, {"k", "1621"}}, text))
 	}
 	cover(d.maint, 260, "Blocked on **the config rewrite**.")
 	cover(stranger, 261, "Stranger's cover note")
@@ -127,19 +127,19 @@ func TestPages_IssuePage(t *testing.T) {
 	// threaded: a reply directly under what it answers, siblings oldest first
 	order(t, "comments", body, "Which <em>version</em>?", "Version 1.2, reply to the question", "Confirmed here.", "A legacy kind-1 reply")
 	// history: the maintainer's close and the author's reopen, not the stranger's close
-	order(t, "history", body, "<h2>History</h2>", `st-closed">closed</span> by <code title="`+nip34.Npub(d.maint.pk),
-		`st-open">open</span> by <code title="`+nip34.Npub(reporter.pk), "</ul>")
+	order(t, "history", body, "<h2>History</h2>", `st-closed">closed</span> by <code title="`+nip34.Npub(d.maint.PK),
+		`st-open">open</span> by <code title="`+nip34.Npub(reporter.PK), "</ul>")
 	hist := body[strings.Index(body, "<h2>History</h2>"):]
 	hist = hist[:strings.Index(hist, "</ul>")]
-	if strings.Contains(hist, nip34.Npub(stranger.pk)) {
+	if strings.Contains(hist, nip34.Npub(stranger.PK)) {
 		t.Errorf("the stranger's status is in the history:\n%s", hist)
 	}
 	// the link to the same discussion in the web client stays
-	nevent, _ := nip19.EncodeEvent(iss.ID, []string{d.svc.RelayURL()}, reporter.pk)
+	nevent, _ := nip19.EncodeEvent(iss.ID, []string{d.svc.RelayURL()}, reporter.PK)
 	mustContain(t, "issue page", body, "/issues/"+nevent+`" rel="nofollow">open in a git-nostr client`)
 
 	// not an issue of this repository, not an issue, not an id: 404
-	other := reporter.sign(t, nip34.KindIssue, 200, nostr.Tags{{"a", nip34.RepoRef{Pubkey: stranger.pk, Identifier: "proj"}.String()}}, "elsewhere")
+	other := reporter.sign(t, nip34.KindIssue, 200, nostr.Tags{{"a", nip34.RepoRef{Pubkey: stranger.PK, Identifier: "proj"}.String()}}, "elsewhere")
 	d.save(other)
 	for _, path := range []string{"/issues/" + other.ID, "/issues/" + c1.ID, "/issues/nothex", "/prs/" + iss.ID} {
 		if status, _ := d.get(d.base + path); status != http.StatusNotFound {
@@ -166,7 +166,7 @@ func TestPages_ListsLinkToPagesAndCount(t *testing.T) {
 	body := d.page(d.base + "/issues")
 	mustContain(t, "issues list", body, `href="`+d.base+`/issues/`+a.ID+`">First</a>`, `href="`+d.base+`/issues/`+b.ID+`">Second</a>`,
 		`>Issues <span class="count">2</span>`, `>Pull requests and patches <span class="count">1</span>`, "web client</a>")
-	nevent, _ := nip19.EncodeEvent(a.ID, []string{d.svc.RelayURL()}, reporter.pk)
+	nevent, _ := nip19.EncodeEvent(a.ID, []string{d.svc.RelayURL()}, reporter.PK)
 	mustContain(t, "issues list", body, "/issues/"+nevent+`" rel="nofollow">web client`)
 	body = d.page(d.base + "/prs")
 	mustContain(t, "PR list", body, `href="`+d.base+`/prs/`+pr.ID+`">Add feature</a>`)
@@ -235,7 +235,7 @@ func (d *discussRig) prWork(t *testing.T) (base, tip string) {
 
 // pushRef puts oid of the work tree at ref in the served repository.
 func (d *discussRig) pushRef(t *testing.T, oid, ref string) {
-	dir, _ := d.repos.Path(nip34.RepoRef{Pubkey: d.owner.pk, Identifier: "proj"})
+	dir, _ := d.repos.Path(nip34.RepoRef{Pubkey: d.owner.PK, Identifier: "proj"})
 	gitIn(t, d.work, "push", "-q", dir, oid+":"+ref)
 }
 
@@ -252,7 +252,7 @@ func TestPages_PRPage(t *testing.T) {
 	d.save(pr)
 	d.pushRef(t, tip, "refs/nostr/"+pr.ID)
 	review := func(k key, at int64, verdict, text string) {
-		d.save(k.sign(t, nip34.KindReview, at, nostr.Tags{{"e", pr.ID, "", "root"}, {"p", author.pk}, {"s", verdict}}, text))
+		d.save(k.sign(t, nip34.KindReview, at, nostr.Tags{{"e", pr.ID, "", "root"}, {"p", author.PK}, {"s", verdict}}, text))
 	}
 	review(rev1, 510, "NACK", "Old verdict")
 	review(rev1, 520, "ACK", "Looks *good* now")
@@ -261,7 +261,7 @@ func TestPages_PRPage(t *testing.T) {
 
 	body := d.page(d.base + "/prs/" + pr.ID)
 	mustContain(t, "PR page", body, "Add run", "This adds <code>run</code>.", "<li>call it</li>",
-		"Commits (2)", ">Call run<", ">Add run<", "/commit/"+tip, "git fetch "+d.svc.CloneURL(d.owner.pk, "proj")+" refs/nostr/"+pr.ID,
+		"Commits (2)", ">Call run<", ">Add run<", "/commit/"+tip, "git fetch "+d.svc.CloneURL(d.owner.PK, "proj")+" refs/nostr/"+pr.ID,
 		"2 files changed", `<a href="#f-0">src/main.go</a>`, `<a href="#f-1">src/run.go</a>`, `id="f-1">diff --git a/src/run.go b/src/run.go`,
 		`<span class="add">+3</span>`, `<span class="add">+1</span> <span class="del">−1</span>`, `<span class="add">&#43;func run() {}</span>`,
 		"Reviews (2)", `st-open">ACK</span>`, "Looks <em>good</em> now", `st-draft">Changes Required</span>`, "Please add a test",
@@ -273,7 +273,7 @@ func TestPages_PRPage(t *testing.T) {
 	gitIn(t, d.work, "checkout", "-q", "feature")
 	tip2 := commitFiles(t, d.work, map[string]string{"src/run.go": "package main\n\nfunc run() { println(1) }\n"}, "Print in run")
 	gitIn(t, d.work, "checkout", "-q", "main")
-	upd := author.sign(t, nip34.KindPRUpdate, 600, nostr.Tags{{"a", d.coord}, {"E", pr.ID}, {"P", author.pk}, {"c", tip2}}, "")
+	upd := author.sign(t, nip34.KindPRUpdate, 600, nostr.Tags{{"a", d.coord}, {"E", pr.ID}, {"P", author.PK}, {"c", tip2}}, "")
 	d.save(upd)
 	d.pushRef(t, tip2, "refs/nostr/"+upd.ID)
 	body = d.page(d.base + "/prs/" + pr.ID)
@@ -335,7 +335,7 @@ func TestPages_PatchPage(t *testing.T) {
 		`href="`+d.base+`/prs/`+revision.ID+`">Print one, better</a>`, "Nice series", "Comments (1)")
 	mustNotContain(t, "patch page", body, "Injected", "evil", `<span class="badge">root</span>`)
 	order(t, "patch page", body, "Patch 1: Print one", "Patch 2: Add notes")
-	if !regexp.MustCompile(`patch by <code title="` + nip34.Npub(author.pk)).MatchString(body) {
+	if !regexp.MustCompile(`patch by <code title="` + nip34.Npub(author.PK)).MatchString(body) {
 		t.Error("the patch page does not name its author")
 	}
 }
@@ -352,7 +352,7 @@ func TestG08_DiscussionPagesShowNoPrivateEvent(t *testing.T) {
 	}, env.Env{})
 	secretOwner, reporter := newKey(t), newKey(t)
 	secret := d.announce(secretOwner, "secret", 100, nostr.Tags{{"private", "true"}})
-	secretCoord := nip34.RepoRef{Pubkey: secretOwner.pk, Identifier: "secret"}.String()
+	secretCoord := nip34.RepoRef{Pubkey: secretOwner.PK, Identifier: "secret"}.String()
 	src, err := roster.New(roster.Options{Events: d.store}, env.Env{})
 	if err != nil {
 		t.Fatal(err)

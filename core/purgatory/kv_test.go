@@ -1,6 +1,7 @@
 package purgatory
 
 import (
+	"context"
 	"testing"
 
 	"github.com/nbd-wtf/go-nostr"
@@ -59,30 +60,30 @@ func TestReloadFollowsAnotherInstance(t *testing.T) {
 		pk, _ := nostr.GetPublicKey(sk)
 		repo := nip34.RepoRef{Pubkey: pk, Identifier: "r"}
 		st := signed(t, sk, 30618, t0, nostr.Tags{{"d", "r"}, {"refs/heads/main", "aa"}})
-		if err := a.Hold(Entry{Event: st, Repo: repo, Needs: []string{"aa"}}); err != nil {
+		if err := a.Hold(context.Background(), Entry{Event: st, Repo: repo, Needs: []string{"aa"}}); err != nil {
 			t.Fatal(err)
 		}
 		if len(b.States("r")) != 0 {
 			t.Fatal("B saw A's hold before being told")
 		}
-		if got, err := b.Reload(bucketHeld, st.ID); err != nil || got == nil || got.Event.ID != st.ID {
+		if got, err := b.Reload(context.Background(), bucketHeld, st.ID); err != nil || got == nil || got.Event.ID != st.ID {
 			t.Fatalf("B's reload returned %v, %v; want the newly held state", got, err)
 		}
 		if got := b.States("r"); len(got) != 1 || got[0].ID != st.ID || len(bHeld) != 1 {
 			t.Fatalf("B after reload: states %v, OnHold %v", got, bHeld)
 		}
 		// a second notification of the same change changes nothing
-		if got, err := b.Reload(bucketHeld, st.ID); err != nil || got != nil || len(bHeld) != 1 {
+		if got, err := b.Reload(context.Background(), bucketHeld, st.ID); err != nil || got != nil || len(bHeld) != 1 {
 			t.Fatalf("repeated reload: %v %v, OnHold %v", got, err, bHeld)
 		}
 		evs, err := b.Release(repo, true, func([]string) bool { return true })
 		if err != nil || len(evs) != 1 {
 			t.Fatalf("B released %v, %v", evs, err)
 		}
-		if err := b.Published(evs); err != nil { // B stored it: now it leaves purgatory
+		if err := b.Published(context.Background(), evs); err != nil { // B stored it: now it leaves purgatory
 			t.Fatal(err)
 		}
-		if _, err := a.Reload(bucketHeld, st.ID); err != nil {
+		if _, err := a.Reload(context.Background(), bucketHeld, st.ID); err != nil {
 			t.Fatal(err)
 		}
 		if a.Len() != 0 || len(aGone) != 1 || aGone[0] != st.ID+" elsewhere" {

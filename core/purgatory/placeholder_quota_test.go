@@ -1,6 +1,7 @@
 package purgatory
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"time"
@@ -52,10 +53,10 @@ func testPlaceholderQuotas(t *testing.T, newKV func() KV) {
 	if _, err := p.ReservePlaceholders(r1, "2.2.2.2", []string{hexID('4')}); err == nil {
 		t.Fatal("a third placeholder while two are being pushed")
 	}
-	if err := p.AddPlaceholder(Placeholder{Repo: r1, EventID: hexID('1'), Commit: "c1", Remote: "1.1.1.1", Bytes: 450}); err != nil {
+	if err := p.AddPlaceholder(context.Background(), Placeholder{Repo: r1, EventID: hexID('1'), Commit: "c1", Remote: "1.1.1.1", Bytes: 450}); err != nil {
 		t.Fatal(err)
 	}
-	if err := p.AddPlaceholder(Placeholder{Repo: r1, EventID: hexID('2'), Commit: "c2", Remote: "1.1.1.1", Bytes: 450}); err != nil {
+	if err := p.AddPlaceholder(context.Background(), Placeholder{Repo: r1, EventID: hexID('2'), Commit: "c2", Remote: "1.1.1.1", Bytes: 450}); err != nil {
 		t.Fatal(err)
 	}
 	rv.Release()
@@ -71,7 +72,7 @@ func testPlaceholderQuotas(t *testing.T, newKV func() KV) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := p.AddPlaceholder(Placeholder{Repo: r2, EventID: hexID('5'), Commit: "c5", Remote: "2.2.2.2"}); err != nil {
+	if err := p.AddPlaceholder(context.Background(), Placeholder{Repo: r2, EventID: hexID('5'), Commit: "c5", Remote: "2.2.2.2"}); err != nil {
 		t.Fatal(err)
 	}
 	rv.Release()
@@ -95,7 +96,7 @@ func testPlaceholderQuotas(t *testing.T, newKV func() KV) {
 	}
 	// expiry frees them
 	clk.Advance(21 * time.Minute)
-	if _, phs, err := p.Sweep(); err != nil || len(phs) != 3 {
+	if _, phs, err := p.Sweep(context.Background()); err != nil || len(phs) != 3 {
 		t.Fatalf("sweep: %d placeholders, %v", len(phs), err)
 	}
 	rv, err = p.ReservePlaceholders(r1, "1.1.1.1", []string{hexID('1'), hexID('2')})

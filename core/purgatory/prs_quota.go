@@ -1,6 +1,7 @@
 package purgatory
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"sort"
@@ -171,11 +172,11 @@ func (p *Purgatory) prsGauges() []prometheus.Collector {
 	}
 }
 
-func (p *Purgatory) loadPRs() error {
+func (p *Purgatory) loadPRs(ctx context.Context) error {
 	l := p.prs
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return p.kv.Scan(bucketPRs, func(key string, val []byte, _ time.Time) error {
+	return p.kv.Scan(ctx, bucketPRs, func(key string, val []byte, _ time.Time) error {
 		var d PRsData
 		if err := json.Unmarshal(val, &d); err != nil || !d.Repo.PRs {
 			p.log.Warn("dropping unreadable /prs/ record", "key", key, "error", err)
@@ -186,12 +187,12 @@ func (p *Purgatory) loadPRs() error {
 	})
 }
 
-func (p *Purgatory) persistPRs(key string, d *PRsData) error {
+func (p *Purgatory) persistPRs(ctx context.Context, key string, d *PRsData) error {
 	b, err := json.Marshal(d)
 	if err != nil {
 		return err
 	}
-	if err := p.kv.Put(bucketPRs, key, b, 0); err != nil {
+	if err := p.kv.Put(ctx, bucketPRs, key, b, 0); err != nil {
 		return fmt.Errorf("purgatory: persist the /prs/ record %s: %w", key, err)
 	}
 	return nil
@@ -264,7 +265,7 @@ func (rv *PRsReservation) Charge(b int64) error {
 // record gets the bytes (and is made, charged to this push's address, if
 // the push created the repository), and its last use is now. What is
 // committed stays counted until DropPRs.
-func (rv *PRsReservation) Commit() error {
+func (rv *PRsReservation) Commit(ctx context.Context) error {
 	rv.mu.Lock()
 	defer rv.mu.Unlock()
 	if rv.released || rv.committed {
@@ -286,7 +287,7 @@ func (rv *PRsReservation) Commit() error {
 	}
 	d.Bytes[rv.remote] += rv.bytes
 	d.Active = now
-	err := p.persistPRs(rv.key, &d)
+	err := p.persistPRs(ctx, rv.key, &d)
 	// Counted even if it could not be written: the data is on disk, and
 	// the start-up scan charges a repository without a record.
 	l.putLocked(rv.key, &d)
@@ -330,7 +331,7 @@ func (rv *PRsReservation) unreserveLocked() {
 
 // TouchPRs records a use of the /prs/ repository r now (its PR event was
 // served with its ref): its data's expiry starts again.
-func (p *Purgatory) TouchPRs(r nip34.RepoRef) error {
+func (p *Purgatory) TouchPRs(ctx context.Context, r nip34.RepoRef) error {
 	l := p.prs
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -341,7 +342,7 @@ func (p *Purgatory) TouchPRs(r nip34.RepoRef) error {
 	}
 	d := *cur
 	d.Active = p.clk.Now()
-	if err := p.persistPRs(key, &d); err != nil {
+	if err := p.persistPRs(ctx, key, &d); err != nil {
 		return err
 	}
 	l.records[key] = &d // same counts
@@ -351,7 +352,7 @@ func (p *Purgatory) TouchPRs(r nip34.RepoRef) error {
 // AdoptPRs charges a /prs/ repository found on disk without a record (a
 // crash between its push and Commit, or data from before these quotas) its
 // size on disk, to no address; its last use is now.
-func (p *Purgatory) AdoptPRs(r nip34.RepoRef, bytes int64) error {
+func (p *Purgatory) AdoptPRs(ctx context.Context, r nip34.RepoRef, bytes int64) error {
 	l := p.prs
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -361,7 +362,7 @@ func (p *Purgatory) AdoptPRs(r nip34.RepoRef, bytes int64) error {
 	}
 	now := p.clk.Now()
 	d := PRsData{Repo: r, Bytes: map[string]int64{"": bytes}, Created: now, Active: now}
-	if err := p.persistPRs(key, &d); err != nil {
+	if err := p.persistPRs(ctx, key, &d); err != nil {
 		return err
 	}
 	l.putLocked(key, &d)
@@ -370,7 +371,7 @@ func (p *Purgatory) AdoptPRs(r nip34.RepoRef, bytes int64) error {
 
 // DropPRs frees what the /prs/ repository r was charged: it has been
 // removed from disk.
-func (p *Purgatory) DropPRs(r nip34.RepoRef) error {
+func (p *Purgatory) DropPRs(ctx context.Context, r nip34.RepoRef) error {
 	l := p.prs
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -378,7 +379,7 @@ func (p *Purgatory) DropPRs(r nip34.RepoRef) error {
 	if _, ok := l.records[key]; !ok {
 		return nil
 	}
-	if err := p.kv.Delete(bucketPRs, key); err != nil {
+	if err := p.kv.Delete(ctx, bucketPRs, key); err != nil {
 		return fmt.Errorf("purgatory: drop the /prs/ record %s: %w", key, err)
 	}
 	l.dropLocked(key)
@@ -421,8 +422,8 @@ func (p *Purgatory) PRsUsage(pubkey, remote string) (ip, pk, total PRsUse, q PRs
 
 // reloadPRs brings one /prs/ record in line with the KV after another
 // instance changed it.
-func (p *Purgatory) reloadPRs(g Getter, key string) error {
-	val, ok, err := g.Get(bucketPRs, key)
+func (p *Purgatory) reloadPRs(ctx context.Context, g Getter, key string) error {
+	val, ok, err := g.Get(ctx, bucketPRs, key)
 	if err != nil {
 		return fmt.Errorf("purgatory: reload /prs/ record %s: %w", key, err)
 	}

@@ -1,6 +1,7 @@
 package purgatory
 
 import (
+	"context"
 	"testing"
 
 	"github.com/grasp-dev/grasp/core/clock"
@@ -28,7 +29,7 @@ func push(t *testing.T, p *Purgatory, r nip34.RepoRef, remote string, n int64) e
 	if err := rv.Charge(n); err != nil {
 		return err
 	}
-	return rv.Commit()
+	return rv.Commit(context.Background())
 }
 
 // F20: /prs/ data counts per address, per npub and in total; what an
@@ -53,7 +54,7 @@ func testPRsQuotas(t *testing.T, newKV func() KV) {
 		// a restart keeps the charges; dropping a repository frees them
 		p2 := newPRsP(t, kv, clock.NewFake(t0), PRsQuotas{BytesPerPubkey: 3 * mib, Bytes: 5 * mib})
 		wantQuota(t, push(t, p2, nip34.PRsRepo("cc", "x"), "198.51.100.4", mib), "on this server in all")
-		if err := p2.DropPRs(nip34.PRsRepo("bb", "x")); err != nil {
+		if err := p2.DropPRs(context.Background(), nip34.PRsRepo("bb", "x")); err != nil {
 			t.Fatal(err)
 		}
 		if err := push(t, p2, nip34.PRsRepo("cc", "x"), "198.51.100.4", mib); err != nil {
@@ -87,7 +88,7 @@ func testPRsQuotas(t *testing.T, newKV func() KV) {
 		wantQuota(t, b.Charge(2*mib), "pushed from your address may take 4 MiB")
 		// a Content-Length past the room is refused before anything
 		wantQuota(t, func() error { _, err := p.ReservePRs(nip34.PRsRepo("aa", "x"), ip, 2*mib); return err }(), "your address")
-		if err := a.Commit(); err != nil {
+		if err := a.Commit(context.Background()); err != nil {
 			t.Fatal(err)
 		}
 		b.Release()
@@ -114,14 +115,14 @@ func TestPRsQuotasFollowAnotherInstance(t *testing.T) {
 		if err := push(t, a, r, "", 10); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := b.Reload(bucketPRs, pruneKey(r)); err != nil {
+		if _, err := b.Reload(context.Background(), bucketPRs, pruneKey(r)); err != nil {
 			t.Fatal(err)
 		}
 		wantQuota(t, push(t, b, nip34.PRsRepo("aa", "y"), "", 10), "limit 1")
-		if err := a.DropPRs(r); err != nil {
+		if err := a.DropPRs(context.Background(), r); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := b.Reload(bucketPRs, pruneKey(r)); err != nil {
+		if _, err := b.Reload(context.Background(), bucketPRs, pruneKey(r)); err != nil {
 			t.Fatal(err)
 		}
 		if err := push(t, b, nip34.PRsRepo("aa", "y"), "", 10); err != nil {

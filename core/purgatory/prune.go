@@ -1,6 +1,7 @@
 package purgatory
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"sort"
@@ -34,12 +35,12 @@ func pruneKey(r nip34.RepoRef) string {
 // in-memory list at the first sweep after its placeholder expired kept the
 // data for good when nostr_ref_ttl was shorter than the prune grace). A
 // later at replaces an earlier one: the prune must cover the newest loss.
-func (p *Purgatory) SchedulePrune(r nip34.RepoRef, at time.Time) error {
+func (p *Purgatory) SchedulePrune(ctx context.Context, r nip34.RepoRef, at time.Time) error {
 	p.pruneMu.Lock()
 	defer p.pruneMu.Unlock()
 	key := pruneKey(r)
 	if g, ok := p.kv.(Getter); ok {
-		if val, ok, err := g.Get(bucketPrune, key); err == nil && ok {
+		if val, ok, err := g.Get(ctx, bucketPrune, key); err == nil && ok {
 			var cur PruneDue
 			if json.Unmarshal(val, &cur) == nil && !cur.Since.Before(at) {
 				return nil
@@ -50,17 +51,17 @@ func (p *Purgatory) SchedulePrune(r nip34.RepoRef, at time.Time) error {
 	if err != nil {
 		return err
 	}
-	if err := p.kv.Put(bucketPrune, key, b, 0); err != nil {
+	if err := p.kv.Put(ctx, bucketPrune, key, b, 0); err != nil {
 		return fmt.Errorf("purgatory: schedule a prune of %s: %w", key, err)
 	}
 	return nil
 }
 
 // DuePrunes returns the scheduled repositories, oldest loss first.
-func (p *Purgatory) DuePrunes() ([]PruneDue, error) {
+func (p *Purgatory) DuePrunes(ctx context.Context) ([]PruneDue, error) {
 	var out []PruneDue
 	var bad []string
-	err := p.kv.Scan(bucketPrune, func(key string, val []byte, _ time.Time) error {
+	err := p.kv.Scan(ctx, bucketPrune, func(key string, val []byte, _ time.Time) error {
 		var d PruneDue
 		if err := json.Unmarshal(val, &d); err != nil {
 			p.log.Warn("dropping unreadable prune schedule entry", "key", key, "error", err)
@@ -74,7 +75,7 @@ func (p *Purgatory) DuePrunes() ([]PruneDue, error) {
 		return nil, fmt.Errorf("purgatory: read the prune schedule: %w", err)
 	}
 	for _, key := range bad {
-		if err := p.kv.Delete(bucketPrune, key); err != nil {
+		if err := p.kv.Delete(ctx, bucketPrune, key); err != nil {
 			return nil, fmt.Errorf("purgatory: drop prune schedule entry %s: %w", key, err)
 		}
 	}
@@ -84,19 +85,19 @@ func (p *Purgatory) DuePrunes() ([]PruneDue, error) {
 
 // Pruned takes d off the schedule once a prune covering d.Since has run
 // (or the repository is gone), unless a later loss was scheduled meanwhile.
-func (p *Purgatory) Pruned(d PruneDue) error {
+func (p *Purgatory) Pruned(ctx context.Context, d PruneDue) error {
 	p.pruneMu.Lock()
 	defer p.pruneMu.Unlock()
 	key := pruneKey(d.Repo)
 	if g, ok := p.kv.(Getter); ok {
-		if val, ok, err := g.Get(bucketPrune, key); err == nil && ok {
+		if val, ok, err := g.Get(ctx, bucketPrune, key); err == nil && ok {
 			var cur PruneDue
 			if json.Unmarshal(val, &cur) == nil && cur.Since.After(d.Since) {
 				return nil
 			}
 		}
 	}
-	if err := p.kv.Delete(bucketPrune, key); err != nil {
+	if err := p.kv.Delete(ctx, bucketPrune, key); err != nil {
 		return fmt.Errorf("purgatory: take %s off the prune schedule: %w", key, err)
 	}
 	return nil

@@ -1,6 +1,7 @@
 package purgatory
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -25,12 +26,12 @@ func testPruneSchedule(t *testing.T, newKV func() KV) {
 		r  nip34.RepoRef
 		at time.Time
 	}{{hosted, t0}, {prs, t0.Add(time.Minute)}, {hosted, t0.Add(2 * time.Minute)}, {hosted, t0.Add(time.Second)}} {
-		if err := p.SchedulePrune(s.r, s.at); err != nil {
+		if err := p.SchedulePrune(context.Background(), s.r, s.at); err != nil {
 			t.Fatal(err)
 		}
 	}
 	// restart: another purgatory over the same table
-	due, err := newP(t, kv, clk).DuePrunes()
+	due, err := newP(t, kv, clk).DuePrunes(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,20 +40,20 @@ func testPruneSchedule(t *testing.T, newKV func() KV) {
 		t.Fatalf("schedule after restart: %+v", due)
 	}
 	// a prune covering an older loss than the one scheduled since keeps it
-	if err := p.Pruned(PruneDue{Repo: hosted, Since: t0}); err != nil {
+	if err := p.Pruned(context.Background(), PruneDue{Repo: hosted, Since: t0}); err != nil {
 		t.Fatal(err)
 	}
-	if err := p.Pruned(due[0]); err != nil {
+	if err := p.Pruned(context.Background(), due[0]); err != nil {
 		t.Fatal(err)
 	}
-	due, _ = p.DuePrunes()
+	due, _ = p.DuePrunes(context.Background())
 	if len(due) != 1 || due[0].Repo != hosted {
 		t.Fatalf("schedule after the prunes: %+v", due)
 	}
-	if err := p.Pruned(due[0]); err != nil {
+	if err := p.Pruned(context.Background(), due[0]); err != nil {
 		t.Fatal(err)
 	}
-	if due, _ = p.DuePrunes(); len(due) != 0 {
+	if due, _ = p.DuePrunes(context.Background()); len(due) != 0 {
 		t.Fatalf("schedule not empty: %+v", due)
 	}
 }

@@ -20,11 +20,13 @@ import (
 
 // KV is the durable side table purgatory writes through. Every Put must be
 // durable (fsynced) before it returns: an OK true for a held event means the
-// entry survives kill -9. store.Side satisfies it.
+// entry survives kill -9. store.Side satisfies it. ctx is the caller's
+// (the request or ingest that changes purgatory): the PostgreSQL queries
+// run on it.
 type KV interface {
-	Put(bucket, key string, val []byte, ttl time.Duration) error
-	Delete(bucket, key string) error
-	Scan(bucket string, fn func(key string, val []byte, expires time.Time) error) error
+	Put(ctx context.Context, bucket, key string, val []byte, ttl time.Duration) error
+	Delete(ctx context.Context, bucket, key string) error
+	Scan(ctx context.Context, bucket string, fn func(key string, val []byte, expires time.Time) error) error
 }
 
 const (
@@ -202,14 +204,15 @@ func New(opts Options, e env.Env) (*Purgatory, error) {
 			return nil, fmt.Errorf("register purgatory metrics: %w", err)
 		}
 	}
-	if err := p.load(); err != nil {
+	// Start-up, before anything is served: no caller to cancel it.
+	if err := p.load(context.Background()); err != nil {
 		return nil, err
 	}
 	return p, nil
 }
 
-func (p *Purgatory) load() error {
-	err := p.kv.Scan(bucketHeld, func(key string, val []byte, _ time.Time) error {
+func (p *Purgatory) load(ctx context.Context) error {
+	err := p.kv.Scan(ctx, bucketHeld, func(key string, val []byte, _ time.Time) error {
 		var e Entry
 		if err := json.Unmarshal(val, &e); err != nil || e.Event == nil {
 			p.log.Warn("dropping unreadable purgatory entry", "id", key, "error", err)
@@ -233,7 +236,7 @@ func (p *Purgatory) load() error {
 					p.idx.add(e)
 				}
 				delete(p.held, loser.Event.ID)
-				if err := p.kv.Delete(bucketHeld, loser.Event.ID); err != nil {
+				if err := p.kv.Delete(ctx, bucketHeld, loser.Event.ID); err != nil {
 					return fmt.Errorf("load purgatory: drop replaced %s: %w", loser.Event.ID, err)
 				}
 				continue
@@ -241,7 +244,7 @@ func (p *Purgatory) load() error {
 		}
 		p.idx.add(e)
 	}
-	err = p.kv.Scan(bucketPlaceholder, func(key string, val []byte, _ time.Time) error {
+	err = p.kv.Scan(ctx, bucketPlaceholder, func(key string, val []byte, _ time.Time) error {
 		var ph Placeholder
 		if err := json.Unmarshal(val, &ph); err != nil {
 			p.log.Warn("dropping unreadable placeholder", "id", key, "error", err)
@@ -253,7 +256,7 @@ func (p *Purgatory) load() error {
 	if err != nil {
 		return fmt.Errorf("load placeholders: %w", err)
 	}
-	err = p.kv.Scan(bucketExpired, func(key string, val []byte, _ time.Time) error {
+	err = p.kv.Scan(ctx, bucketExpired, func(key string, val []byte, _ time.Time) error {
 		var at time.Time
 		if err := at.UnmarshalText(val); err == nil {
 			p.expired[key] = at
@@ -263,7 +266,7 @@ func (p *Purgatory) load() error {
 	if err != nil {
 		return fmt.Errorf("load expired ids: %w", err)
 	}
-	if err := p.loadPRs(); err != nil {
+	if err := p.loadPRs(ctx); err != nil {
 		return fmt.Errorf("load /prs/ records: %w", err)
 	}
 	p.log.Info("purgatory loaded", "held", len(p.held), "placeholders", len(p.placeholders))
@@ -278,7 +281,7 @@ var ErrDuplicate = errors.New("purgatory: event already held")
 // A held announcement (or state) with the same address and author is
 // replaced when e is newer, and the replacement gets a fresh TTL; an older
 // replaceable event than the one held is refused as a duplicate.
-func (p *Purgatory) Hold(e Entry) error {
+func (p *Purgatory) Hold(ctx context.Context, e Entry) error {
 	if e.Event == nil {
 		return errors.New("purgatory: nil event")
 	}
@@ -286,12 +289,12 @@ func (p *Purgatory) Hold(e Entry) error {
 	e.HeldAt = now
 	e.Expires = now.Add(p.opts.TTL)
 
-	cs, err := p.hold(e)
+	cs, err := p.hold(ctx, e)
 	p.notify(cs)
 	return err
 }
 
-func (p *Purgatory) hold(e Entry) ([]change, error) {
+func (p *Purgatory) hold(ctx context.Context, e Entry) ([]change, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if _, ok := p.held[e.Event.ID]; ok {
@@ -312,12 +315,12 @@ func (p *Purgatory) hold(e Entry) ([]change, error) {
 			return nil, err
 		}
 	}
-	if err := p.put(&e); err != nil {
+	if err := p.put(ctx, &e); err != nil {
 		return nil, err
 	}
 	cs := []change{{e: e}}
 	for _, old := range replaced {
-		if err := p.kv.Delete(bucketHeld, old.Event.ID); err != nil {
+		if err := p.kv.Delete(ctx, bucketHeld, old.Event.ID); err != nil {
 			return cs, fmt.Errorf("purgatory: drop replaced %s: %w", old.Event.ID, err)
 		}
 		delete(p.held, old.Event.ID)
@@ -330,14 +333,14 @@ func (p *Purgatory) hold(e Entry) ([]change, error) {
 	return cs, nil
 }
 
-func (p *Purgatory) put(e *Entry) error {
+func (p *Purgatory) put(ctx context.Context, e *Entry) error {
 	b, err := json.Marshal(e)
 	if err != nil {
 		return fmt.Errorf("purgatory: encode %s: %w", e.Event.ID, err)
 	}
 	// The KV TTL is only a safety net for entries a crashed sweep left
 	// behind; expiry itself follows e.Expires on the injected clock.
-	if err := p.kv.Put(bucketHeld, e.Event.ID, b, 0); err != nil {
+	if err := p.kv.Put(ctx, bucketHeld, e.Event.ID, b, 0); err != nil {
 		return fmt.Errorf("purgatory: persist %s: %w", e.Event.ID, err)
 	}
 	p.held[e.Event.ID] = e
@@ -458,22 +461,22 @@ func (p *Purgatory) HasAnnouncement(r nip34.RepoRef) bool {
 
 // Remove drops a held event (it was released through another path, or
 // superseded). It reports whether anything was held.
-func (p *Purgatory) Remove(id, why string) (bool, error) {
+func (p *Purgatory) Remove(ctx context.Context, id, why string) (bool, error) {
 	var cs []change
 	p.mu.Lock()
-	ok, err := p.removeLocked(id, why, &cs)
+	ok, err := p.removeLocked(ctx, id, why, &cs)
 	p.mu.Unlock()
 	p.notify(cs)
 	return ok, err
 }
 
 // removeLocked drops a held event and records the hook call in cs.
-func (p *Purgatory) removeLocked(id, why string, cs *[]change) (bool, error) {
+func (p *Purgatory) removeLocked(ctx context.Context, id, why string, cs *[]change) (bool, error) {
 	e, ok := p.held[id]
 	if !ok {
 		return false, nil
 	}
-	if err := p.kv.Delete(bucketHeld, id); err != nil {
+	if err := p.kv.Delete(ctx, bucketHeld, id); err != nil {
 		return false, fmt.Errorf("purgatory: remove %s: %w", id, err)
 	}
 	delete(p.held, id)
@@ -576,13 +579,13 @@ func (p *Purgatory) release(r nip34.RepoRef, repoHasData bool, has func(oids []s
 // Published ends the release of events Release handed out: the caller
 // has stored each (or dropped it on re-check), and now they leave
 // purgatory, with why "released".
-func (p *Purgatory) Published(evs []*nostr.Event) error {
+func (p *Purgatory) Published(ctx context.Context, evs []*nostr.Event) error {
 	var cs []change
 	var first error
 	p.mu.Lock()
 	for _, evt := range evs {
 		delete(p.releasing, evt.ID)
-		if _, err := p.removeLocked(evt.ID, "released", &cs); err != nil && first == nil {
+		if _, err := p.removeLocked(ctx, evt.ID, "released", &cs); err != nil && first == nil {
 			first = err
 		}
 	}
@@ -623,7 +626,7 @@ func releaseOrder(e *Entry) int64 {
 // of ids, or at one of addrs ("<kind>:<pubkey>:<d>") with created_at not
 // after the deletion, are dropped. Entries of other authors are untouched.
 // It returns the removed entries.
-func (p *Purgatory) DeleteRequested(author string, ids, addrs []string, at time.Time) ([]Entry, error) {
+func (p *Purgatory) DeleteRequested(ctx context.Context, author string, ids, addrs []string, at time.Time) ([]Entry, error) {
 	idset := map[string]bool{}
 	for _, id := range ids {
 		idset[id] = true
@@ -643,7 +646,7 @@ func (p *Purgatory) DeleteRequested(author string, ids, addrs []string, at time.
 			hit = true
 		}
 		if hit {
-			if _, err := p.removeLocked(id, "deleted", &cs); err != nil {
+			if _, err := p.removeLocked(ctx, id, "deleted", &cs); err != nil {
 				return out, err
 			}
 			out = append(out, *e)
@@ -655,7 +658,7 @@ func (p *Purgatory) DeleteRequested(author string, ids, addrs []string, at time.
 // Sweep drops entries whose TTL has passed and placeholders whose TTL has
 // passed, and forgets old expired ids. Expired event ids are remembered for
 // ExpiredMemory so a sync peer cannot feed the same dataless event back.
-func (p *Purgatory) Sweep() (expired []Entry, placeholders []Placeholder, err error) {
+func (p *Purgatory) Sweep(ctx context.Context) (expired []Entry, placeholders []Placeholder, err error) {
 	now := p.clk.Now()
 	var cs []change
 	p.mu.Lock()
@@ -665,12 +668,12 @@ func (p *Purgatory) Sweep() (expired []Entry, placeholders []Placeholder, err er
 		if now.Before(e.Expires) {
 			continue
 		}
-		if _, err := p.removeLocked(id, "expired", &cs); err != nil {
+		if _, err := p.removeLocked(ctx, id, "expired", &cs); err != nil {
 			return expired, placeholders, err
 		}
 		forget := now.Add(p.opts.ExpiredMemory)
 		b, _ := forget.MarshalText()
-		if err := p.kv.Put(bucketExpired, id, b, 0); err != nil {
+		if err := p.kv.Put(ctx, bucketExpired, id, b, 0); err != nil {
 			return expired, placeholders, fmt.Errorf("purgatory: remember expired %s: %w", id, err)
 		}
 		p.expired[id] = forget
@@ -680,7 +683,7 @@ func (p *Purgatory) Sweep() (expired []Entry, placeholders []Placeholder, err er
 		if now.Before(ph.Expires) {
 			continue
 		}
-		if err := p.kv.Delete(bucketPlaceholder, id); err != nil {
+		if err := p.kv.Delete(ctx, bucketPlaceholder, id); err != nil {
 			return expired, placeholders, fmt.Errorf("purgatory: drop placeholder %s: %w", id, err)
 		}
 		p.dropPlaceholderLocked(id)
@@ -688,7 +691,7 @@ func (p *Purgatory) Sweep() (expired []Entry, placeholders []Placeholder, err er
 	}
 	for id, at := range p.expired {
 		if !now.Before(at) {
-			if err := p.kv.Delete(bucketExpired, id); err != nil {
+			if err := p.kv.Delete(ctx, bucketExpired, id); err != nil {
 				return expired, placeholders, fmt.Errorf("purgatory: forget expired %s: %w", id, err)
 			}
 			delete(p.expired, id)
@@ -710,7 +713,7 @@ func (p *Purgatory) Expired(id string) bool {
 // (ph.Repo, EventID, Commit, and Remote and Bytes for the quotas); it
 // expires after PlaceholderTTL. A placeholder pushed again replaces the
 // old one.
-func (p *Purgatory) AddPlaceholder(ph Placeholder) error {
+func (p *Purgatory) AddPlaceholder(ctx context.Context, ph Placeholder) error {
 	ph.Expires = p.clk.Now().Add(p.opts.PlaceholderTTL)
 	b, err := json.Marshal(&ph)
 	if err != nil {
@@ -719,7 +722,7 @@ func (p *Purgatory) AddPlaceholder(ph Placeholder) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	key := placeholderKey(ph.Repo, ph.EventID)
-	if err := p.kv.Put(bucketPlaceholder, key, b, 0); err != nil {
+	if err := p.kv.Put(ctx, bucketPlaceholder, key, b, 0); err != nil {
 		return fmt.Errorf("purgatory: persist placeholder %s: %w", ph.EventID, err)
 	}
 	p.putPlaceholderLocked(key, &ph)
@@ -743,7 +746,7 @@ func (p *Purgatory) dropPlaceholderLocked(key string) {
 
 // TakePlaceholders removes and returns the placeholders for eventID (one per
 // repo it was pushed to): a PR event has arrived and binds or deletes them.
-func (p *Purgatory) TakePlaceholders(eventID string) ([]Placeholder, error) {
+func (p *Purgatory) TakePlaceholders(ctx context.Context, eventID string) ([]Placeholder, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	var out []Placeholder
@@ -751,7 +754,7 @@ func (p *Purgatory) TakePlaceholders(eventID string) ([]Placeholder, error) {
 		if ph.EventID != eventID {
 			continue
 		}
-		if err := p.kv.Delete(bucketPlaceholder, key); err != nil {
+		if err := p.kv.Delete(ctx, bucketPlaceholder, key); err != nil {
 			return out, fmt.Errorf("purgatory: take placeholder %s: %w", eventID, err)
 		}
 		p.dropPlaceholderLocked(key)
@@ -822,7 +825,7 @@ func events(es []Entry) []*nostr.Event {
 // Getter is what Reload needs of the KV beyond Put/Delete/Scan; store.Side
 // has it.
 type Getter interface {
-	Get(bucket, key string) ([]byte, bool, error)
+	Get(ctx context.Context, bucket, key string) ([]byte, bool, error)
 }
 
 // Reload brings one entry of the index in line with the KV, after another
@@ -832,17 +835,17 @@ type Getter interface {
 // follow. It reads under purgatory's lock, so it never undoes a local
 // change made meanwhile; a change this instance made itself is a no-op.
 // It returns the entry when the reload newly held one.
-func (p *Purgatory) Reload(bucket, key string) (*Entry, error) {
+func (p *Purgatory) Reload(ctx context.Context, bucket, key string) (*Entry, error) {
 	g, ok := p.kv.(Getter)
 	if !ok {
 		return nil, errors.New("purgatory: Reload needs a KV with Get")
 	}
 	if bucket == bucketPRs {
-		return nil, p.reloadPRs(g, key)
+		return nil, p.reloadPRs(ctx, g, key)
 	}
 	var cs []change
 	p.mu.Lock()
-	err := p.reloadLocked(g, bucket, key, &cs)
+	err := p.reloadLocked(ctx, g, bucket, key, &cs)
 	p.mu.Unlock()
 	p.notify(cs)
 	for _, c := range cs {
@@ -854,13 +857,13 @@ func (p *Purgatory) Reload(bucket, key string) (*Entry, error) {
 	return nil, err
 }
 
-func (p *Purgatory) reloadLocked(g Getter, bucket, key string, cs *[]change) error {
+func (p *Purgatory) reloadLocked(ctx context.Context, g Getter, bucket, key string, cs *[]change) error {
 	switch bucket {
 	case bucketHeld, bucketPlaceholder, bucketExpired:
 	default:
 		return nil
 	}
-	val, ok, err := g.Get(bucket, key)
+	val, ok, err := g.Get(ctx, bucket, key)
 	if err != nil {
 		return fmt.Errorf("purgatory: reload %s/%s: %w", bucket, key, err)
 	}
@@ -914,13 +917,13 @@ func (p *Purgatory) reloadLocked(g Getter, bucket, key string, cs *[]change) err
 
 // Resync reloads every entry from the KV, after notifications of another
 // instance's changes may have been lost.
-func (p *Purgatory) Resync() error {
+func (p *Purgatory) Resync(ctx context.Context) error {
 	if _, ok := p.kv.(Getter); !ok {
 		return errors.New("purgatory: Resync needs a KV with Get")
 	}
 	keys := map[string][]string{}
 	for _, b := range []string{bucketHeld, bucketPlaceholder, bucketExpired, bucketPRs} {
-		if err := p.kv.Scan(b, func(key string, _ []byte, _ time.Time) error {
+		if err := p.kv.Scan(ctx, b, func(key string, _ []byte, _ time.Time) error {
 			keys[b] = append(keys[b], key)
 			return nil
 		}); err != nil {
@@ -945,7 +948,7 @@ func (p *Purgatory) Resync() error {
 	p.prs.mu.Unlock()
 	for b, ks := range keys {
 		for _, k := range ks {
-			if _, err := p.Reload(b, k); err != nil {
+			if _, err := p.Reload(ctx, b, k); err != nil {
 				return err
 			}
 		}

@@ -1,6 +1,7 @@
 package purgatory
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -12,18 +13,16 @@ import (
 	"github.com/grasp-dev/grasp/core/env"
 	"github.com/grasp-dev/grasp/core/internal/memkv"
 	"github.com/grasp-dev/grasp/core/nip34"
+	"github.com/grasp-dev/grasp/internal/testkit"
 	"github.com/nbd-wtf/go-nostr"
 )
 
 var t0 = time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
 
+// signed is an event by sk dated at on the test clock; testkit signs it.
 func signed(t *testing.T, sk string, kind int, at time.Time, tags nostr.Tags) *nostr.Event {
 	t.Helper()
-	e := &nostr.Event{Kind: kind, CreatedAt: nostr.Timestamp(at.Unix()), Tags: tags}
-	if err := e.Sign(sk); err != nil {
-		t.Fatal(err)
-	}
-	return e
+	return testkit.Sign(t, sk, &nostr.Event{Kind: kind, CreatedAt: nostr.Timestamp(at.Unix()), Tags: tags})
 }
 
 func newP(t *testing.T, kv KV, clk clock.Clock) *Purgatory {
@@ -44,15 +43,15 @@ func testG01P6_DuplicateAndReplacement(t *testing.T, newKV func() KV) {
 	pk, _ := nostr.GetPublicKey(sk)
 	repo := nip34.RepoRef{Pubkey: pk, Identifier: "r"}
 	a1 := signed(t, sk, 30617, t0, nostr.Tags{{"d", "r"}})
-	if err := p.Hold(Entry{Event: a1, Repo: repo}); err != nil {
+	if err := p.Hold(context.Background(), Entry{Event: a1, Repo: repo}); err != nil {
 		t.Fatal(err)
 	}
-	if err := p.Hold(Entry{Event: a1, Repo: repo}); !errors.Is(err, ErrDuplicate) {
+	if err := p.Hold(context.Background(), Entry{Event: a1, Repo: repo}); !errors.Is(err, ErrDuplicate) {
 		t.Fatalf("second hold: %v, want ErrDuplicate", err)
 	}
 	clk.Advance(20 * time.Minute)
 	a2 := signed(t, sk, 30617, t0.Add(time.Minute), nostr.Tags{{"d", "r"}, {"name", "v2"}})
-	if err := p.Hold(Entry{Event: a2, Repo: repo}); err != nil {
+	if err := p.Hold(context.Background(), Entry{Event: a2, Repo: repo}); err != nil {
 		t.Fatal(err)
 	}
 	if _, ok := p.Get(a1.ID); ok {
@@ -60,11 +59,11 @@ func testG01P6_DuplicateAndReplacement(t *testing.T, newKV func() KV) {
 	}
 	// the replacement got a fresh window: 20 more minutes is not enough to expire it
 	clk.Advance(20 * time.Minute)
-	if exp, _, _ := p.Sweep(); len(exp) != 0 {
+	if exp, _, _ := p.Sweep(context.Background()); len(exp) != 0 {
 		t.Fatalf("replacement expired early: %v", exp)
 	}
 	// an older replacement than the one held is refused
-	if err := p.Hold(Entry{Event: a1, Repo: repo}); !errors.Is(err, ErrDuplicate) {
+	if err := p.Hold(context.Background(), Entry{Event: a1, Repo: repo}); !errors.Is(err, ErrDuplicate) {
 		t.Fatalf("older replacement: %v", err)
 	}
 }
@@ -80,7 +79,7 @@ func testG01P5_ExpiryOnTheClockSurvivesRestart(t *testing.T, newKV func() KV) {
 	sk := nostr.GeneratePrivateKey()
 	pk, _ := nostr.GetPublicKey(sk)
 	st := signed(t, sk, 30618, t0, nostr.Tags{{"d", "r"}, {"refs/heads/main", "aa"}})
-	if err := p.Hold(Entry{Event: st, Repo: nip34.RepoRef{Pubkey: pk, Identifier: "r"}, Needs: []string{"aa"}}); err != nil {
+	if err := p.Hold(context.Background(), Entry{Event: st, Repo: nip34.RepoRef{Pubkey: pk, Identifier: "r"}, Needs: []string{"aa"}}); err != nil {
 		t.Fatal(err)
 	}
 	clk.Advance(29 * time.Minute)
@@ -89,11 +88,11 @@ func testG01P5_ExpiryOnTheClockSurvivesRestart(t *testing.T, newKV func() KV) {
 	if got := p2.States("r"); len(got) != 1 || got[0].ID != st.ID {
 		t.Fatalf("after restart states=%v", got)
 	}
-	if exp, _, _ := p2.Sweep(); len(exp) != 0 {
+	if exp, _, _ := p2.Sweep(context.Background()); len(exp) != 0 {
 		t.Fatal("expired before its TTL")
 	}
 	clk.Advance(time.Minute)
-	exp, _, err := p2.Sweep()
+	exp, _, err := p2.Sweep(context.Background())
 	if err != nil || len(exp) != 1 || exp[0].Event.ID != st.ID {
 		t.Fatalf("sweep at TTL: %v %v", exp, err)
 	}
@@ -104,7 +103,7 @@ func testG01P5_ExpiryOnTheClockSurvivesRestart(t *testing.T, newKV func() KV) {
 		t.Fatal("expiry not durable")
 	}
 	clk.Advance(time.Hour)
-	p2.Sweep()
+	p2.Sweep(context.Background())
 	if p2.Expired(st.ID) {
 		t.Fatal("expired id remembered past ExpiredMemory")
 	}
@@ -132,7 +131,7 @@ func testG01P3_ReleaseOrderAndConditions(t *testing.T, newKV func() KV) {
 		{Event: pr, Repo: repo, Needs: []string{"cc"}},
 		{Event: ann, Repo: repo},
 	} {
-		if err := p.Hold(e); err != nil {
+		if err := p.Hold(context.Background(), e); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -169,7 +168,7 @@ func testG01P3_ReleaseOrderAndConditions(t *testing.T, newKV func() KV) {
 	if again, _ := p.Release(repo, true, has); len(again) != 0 {
 		t.Fatalf("a second release handed out %d events being published", len(again))
 	}
-	if err := p.Published(got); err != nil {
+	if err := p.Published(context.Background(), got); err != nil {
 		t.Fatal(err)
 	}
 	if p.Len() != 2 {
@@ -191,20 +190,20 @@ func testG01P7_DeletionByAuthorOnly(t *testing.T, newKV func() KV) {
 	other, _ := nostr.GetPublicKey(nostr.GeneratePrivateKey())
 	ann := signed(t, sk, 30617, t0, nostr.Tags{{"d", "r"}})
 	st := signed(t, sk, 30618, t0, nostr.Tags{{"d", "r"}})
-	p.Hold(Entry{Event: ann, Repo: nip34.RepoRef{Pubkey: pk, Identifier: "r"}})
-	p.Hold(Entry{Event: st, Repo: nip34.RepoRef{Pubkey: pk, Identifier: "r"}})
-	if got, _ := p.DeleteRequested(other, []string{ann.ID}, []string{"30618:" + pk + ":r"}, t0.Add(time.Hour)); len(got) != 0 {
+	p.Hold(context.Background(), Entry{Event: ann, Repo: nip34.RepoRef{Pubkey: pk, Identifier: "r"}})
+	p.Hold(context.Background(), Entry{Event: st, Repo: nip34.RepoRef{Pubkey: pk, Identifier: "r"}})
+	if got, _ := p.DeleteRequested(context.Background(), other, []string{ann.ID}, []string{"30618:" + pk + ":r"}, t0.Add(time.Hour)); len(got) != 0 {
 		t.Fatal("someone else's deletion removed entries")
 	}
-	got, err := p.DeleteRequested(pk, nil, []string{"30617:" + pk + ":r"}, t0.Add(time.Second))
+	got, err := p.DeleteRequested(context.Background(), pk, nil, []string{"30617:" + pk + ":r"}, t0.Add(time.Second))
 	if err != nil || len(got) != 1 || got[0].Event.ID != ann.ID {
 		t.Fatalf("deletion by address: %v %v", got, err)
 	}
 	// a deletion older than the event does not remove it
-	if got, _ := p.DeleteRequested(pk, nil, []string{"30618:" + pk + ":r"}, t0.Add(-time.Second)); len(got) != 0 {
+	if got, _ := p.DeleteRequested(context.Background(), pk, nil, []string{"30618:" + pk + ":r"}, t0.Add(-time.Second)); len(got) != 0 {
 		t.Fatal("deletion older than the event removed it")
 	}
-	if got, _ := p.DeleteRequested(pk, []string{st.ID}, nil, t0); len(got) != 1 {
+	if got, _ := p.DeleteRequested(context.Background(), pk, []string{st.ID}, nil, t0); len(got) != 1 {
 		t.Fatal("deletion by id failed")
 	}
 }
@@ -220,15 +219,15 @@ func testG01G5f_PlaceholdersExpireAndBind(t *testing.T, newKV func() KV) {
 	repo := nip34.RepoRef{Pubkey: "ab", Identifier: "r"}
 	id1 := "1111111111111111111111111111111111111111111111111111111111111111"
 	id2 := "2222222222222222222222222222222222222222222222222222222222222222"
-	p.AddPlaceholder(Placeholder{Repo: repo, EventID: id1, Commit: "c1"})
-	p.AddPlaceholder(Placeholder{Repo: repo, EventID: id2, Commit: "c2"})
+	p.AddPlaceholder(context.Background(), Placeholder{Repo: repo, EventID: id1, Commit: "c1"})
+	p.AddPlaceholder(context.Background(), Placeholder{Repo: repo, EventID: id2, Commit: "c2"})
 	p = newP(t, kv, clk) // restart
-	got, err := p.TakePlaceholders(id1)
+	got, err := p.TakePlaceholders(context.Background(), id1)
 	if err != nil || len(got) != 1 || got[0].Commit != "c1" {
 		t.Fatalf("take: %v %v", got, err)
 	}
 	clk.Advance(20 * time.Minute)
-	_, phs, _ := p.Sweep()
+	_, phs, _ := p.Sweep(context.Background())
 	if len(phs) != 1 || phs[0].EventID != id2 {
 		t.Fatalf("expired placeholders %v", phs)
 	}
@@ -245,9 +244,9 @@ func testAwaitEventReleasedWithItsRoot(t *testing.T, newKV func() KV) {
 	pr := signed(t, sk, 1618, t0, nostr.Tags{{"a", repo.String()}, {"c", "cc"}})
 	comment := signed(t, sk, 1111, t0.Add(time.Second), nostr.Tags{{"E", pr.ID}})
 	reply := signed(t, sk, 1111, t0.Add(2*time.Second), nostr.Tags{{"e", comment.ID}})
-	p.Hold(Entry{Event: reply, Repo: repo, AwaitEvent: comment.ID})
-	p.Hold(Entry{Event: comment, Repo: repo, AwaitEvent: pr.ID})
-	p.Hold(Entry{Event: pr, Repo: repo, Needs: []string{"cc"}})
+	p.Hold(context.Background(), Entry{Event: reply, Repo: repo, AwaitEvent: comment.ID})
+	p.Hold(context.Background(), Entry{Event: comment, Repo: repo, AwaitEvent: pr.ID})
+	p.Hold(context.Background(), Entry{Event: pr, Repo: repo, Needs: []string{"cc"}})
 	if got, _ := p.Release(repo, true, func([]string) bool { return false }); len(got) != 0 {
 		t.Fatalf("released without data: %v", got)
 	}
@@ -269,8 +268,8 @@ func testStateWithItsDataReleasesTheEmptyRepoAnnouncementFirst(t *testing.T, new
 	repo := nip34.RepoRef{Pubkey: pk, Identifier: "r"}
 	ann := signed(t, sk, 30617, t0, nostr.Tags{{"d", "r"}})
 	st := signed(t, sk, 30618, t0.Add(time.Second), nostr.Tags{{"d", "r"}, {"refs/heads/main", "aa"}})
-	p.Hold(Entry{Event: st, Repo: repo, Needs: []string{"aa"}})
-	p.Hold(Entry{Event: ann, Repo: repo})
+	p.Hold(context.Background(), Entry{Event: st, Repo: repo, Needs: []string{"aa"}})
+	p.Hold(context.Background(), Entry{Event: ann, Repo: repo})
 	// fetched objects, no refs yet: the state's data releases both
 	got, _ := p.Release(repo, false, func([]string) bool { return true })
 	if len(got) != 2 || got[0].ID != ann.ID || got[1].ID != st.ID {
@@ -290,7 +289,7 @@ func testHeldEntryFormatSurvivesUpgrade(t *testing.T, newKV func() KV) {
 	evt, _ := st.MarshalJSON()
 	kv := newKV()
 	old := `{"event":` + string(evt) + `,"repo":{"owner":"` + pk + `","d":"r"},"also":[{"owner":"` + pk + `","d":"r2"}],"needs":["aa"],"expires":"2026-11-22T12:30:00Z","held_at":"2026-11-22T12:00:00Z"}`
-	if err := kv.Put(bucketHeld, st.ID, []byte(old), 0); err != nil {
+	if err := kv.Put(context.Background(), bucketHeld, st.ID, []byte(old), 0); err != nil {
 		t.Fatal(err)
 	}
 	p := newP(t, kv, clock.NewFake(t0))
@@ -339,31 +338,31 @@ func testHooksSeeEveryHoldAndRemoval(t *testing.T, newKV func() KV) {
 	}
 	a1, a2 := ann("a1", t0), ann("a2", t0.Add(time.Second))
 	for _, e := range []*nostr.Event{a1, a2} {
-		if err := p.Hold(Entry{Event: e, Repo: repo}); err != nil {
+		if err := p.Hold(context.Background(), Entry{Event: e, Repo: repo}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if _, err := p.Remove(a2.ID, "evicted"); err != nil {
+	if _, err := p.Remove(context.Background(), a2.ID, "evicted"); err != nil {
 		t.Fatal(err)
 	}
 	a3 := ann("a3", t0.Add(2*time.Second))
-	p.Hold(Entry{Event: a3, Repo: repo})
+	p.Hold(context.Background(), Entry{Event: a3, Repo: repo})
 	rel, err := p.Release(repo, true, func([]string) bool { return true })
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := p.Published(rel); err != nil {
+	if err := p.Published(context.Background(), rel); err != nil {
 		t.Fatal(err)
 	}
 	a4 := ann("a4", t0.Add(3*time.Second))
-	p.Hold(Entry{Event: a4, Repo: repo})
-	if _, err := p.DeleteRequested(pk, []string{a4.ID}, nil, t0.Add(time.Hour)); err != nil {
+	p.Hold(context.Background(), Entry{Event: a4, Repo: repo})
+	if _, err := p.DeleteRequested(context.Background(), pk, []string{a4.ID}, nil, t0.Add(time.Hour)); err != nil {
 		t.Fatal(err)
 	}
 	a5 := ann("a5", t0.Add(4*time.Second))
-	p.Hold(Entry{Event: a5, Repo: repo})
+	p.Hold(context.Background(), Entry{Event: a5, Repo: repo})
 	clk.Advance(time.Hour)
-	if _, _, err := p.Sweep(); err != nil {
+	if _, _, err := p.Sweep(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	want := []string{
@@ -395,7 +394,7 @@ func TestWaitingForLists(t *testing.T) {
 		{Event: pr, Repo: elsewhere, Also: []nip34.RepoRef{repo}, Needs: []string{"cc"}},
 		{Event: theirs, Repo: elsewhere, Needs: []string{"dd"}},
 	} {
-		if err := p.Hold(e); err != nil {
+		if err := p.Hold(context.Background(), e); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -32,7 +32,7 @@ func announce(t *testing.T, p *Purgatory, sk, d, remote string) error {
 	t.Helper()
 	pk, _ := nostr.GetPublicKey(sk)
 	a := signed(t, sk, 30617, t0, nostr.Tags{{"d", d}})
-	return p.Hold(Entry{Event: a, Repo: nip34.RepoRef{Pubkey: pk, Identifier: d}, Remote: remote})
+	return p.Hold(context.Background(), Entry{Event: a, Repo: nip34.RepoRef{Pubkey: pk, Identifier: d}, Remote: remote})
 }
 
 func wantQuota(t *testing.T, err error, words ...string) {
@@ -77,7 +77,7 @@ func testHeldAnnouncementQuotas(t *testing.T, newKV func() KV) {
 			t.Fatalf("held %d, want 4 (the refused one written nowhere)", n)
 		}
 		held := 0
-		_ = kv.Scan(bucketHeld, func(string, []byte, time.Time) error { held++; return nil })
+		_ = kv.Scan(context.Background(), bucketHeld, func(string, []byte, time.Time) error { held++; return nil })
 		if held != 4 {
 			t.Fatalf("KV holds %d entries, want 4", held)
 		}
@@ -92,11 +92,11 @@ func testHeldAnnouncementQuotas(t *testing.T, newKV func() KV) {
 		}
 		wantQuota(t, announce(t, p, sk, "two", ""), nip34.Npub(pk), "limit 1")
 		newer := signed(t, sk, 30617, t0.Add(time.Second), nostr.Tags{{"d", "one"}, {"name", "v2"}})
-		if err := p.Hold(Entry{Event: newer, Repo: nip34.RepoRef{Pubkey: pk, Identifier: "one"}}); err != nil {
+		if err := p.Hold(context.Background(), Entry{Event: newer, Repo: nip34.RepoRef{Pubkey: pk, Identifier: "one"}}); err != nil {
 			t.Fatalf("replacing the held announcement: %v", err)
 		}
 		clk.Advance(31 * time.Minute)
-		if _, _, err := p.Sweep(); err != nil {
+		if _, _, err := p.Sweep(context.Background()); err != nil {
 			t.Fatal(err)
 		}
 		if err := announce(t, p, sk, "two", ""); err != nil {
@@ -126,11 +126,11 @@ func testHeldAnnouncementQuotas(t *testing.T, newKV func() KV) {
 		sk := nostr.GeneratePrivateKey()
 		pk, _ := nostr.GetPublicKey(sk)
 		st := signed(t, sk, 30618, t0, nostr.Tags{{"d", "s"}, {"refs/heads/main", "aa"}})
-		if err := p.Hold(Entry{Event: st, Repo: nip34.RepoRef{Pubkey: pk, Identifier: "s"}, Needs: []string{"aa"}}); err != nil {
+		if err := p.Hold(context.Background(), Entry{Event: st, Repo: nip34.RepoRef{Pubkey: pk, Identifier: "s"}, Needs: []string{"aa"}}); err != nil {
 			t.Fatal(err)
 		}
 		pr := signed(t, sk, 1618, t0, nostr.Tags{{"c", "bb"}})
-		wantQuota(t, p.Hold(Entry{Event: pr, Repo: nip34.RepoRef{Pubkey: pk, Identifier: "s"}, Needs: []string{"bb"}}), "events already wait")
+		wantQuota(t, p.Hold(context.Background(), Entry{Event: pr, Repo: nip34.RepoRef{Pubkey: pk, Identifier: "s"}, Needs: []string{"bb"}}), "events already wait")
 	})
 	t.Run("held events per address", func(t *testing.T) {
 		p := newQuotaP(t, newKV(), clock.NewFake(t0), Quotas{MaxHeldPerRemote: 1})
@@ -138,7 +138,7 @@ func testHeldAnnouncementQuotas(t *testing.T, newKV func() KV) {
 		pk, _ := nostr.GetPublicKey(sk)
 		for i, want := range []bool{true, false} {
 			pr := signed(t, sk, 1618, t0.Add(time.Duration(i)*time.Second), nostr.Tags{{"c", "bb"}})
-			err := p.Hold(Entry{Event: pr, Repo: nip34.RepoRef{Pubkey: pk, Identifier: "s"}, Needs: []string{"bb"}, Remote: "203.0.113.9"})
+			err := p.Hold(context.Background(), Entry{Event: pr, Repo: nip34.RepoRef{Pubkey: pk, Identifier: "s"}, Needs: []string{"bb"}, Remote: "203.0.113.9"})
 			if want && err != nil {
 				t.Fatal(err)
 			}
@@ -203,16 +203,16 @@ func testIndexAnswersAsAScan(t *testing.T, newKV func() KV) {
 			switch rng.Intn(3) {
 			case 0:
 				rel, _ := p.Release(repo, rng.Intn(2) == 0, func([]string) bool { return rng.Intn(2) == 0 })
-				_ = p.Published(rel)
+				_ = p.Published(context.Background(), rel)
 			case 1:
-				_, _ = p.DeleteRequested(pks[i], ids[max(0, len(ids)-3):], []string{"30617:" + pks[i] + ":" + d}, at)
+				_, _ = p.DeleteRequested(context.Background(), pks[i], ids[max(0, len(ids)-3):], []string{"30617:" + pks[i] + ":" + d}, at)
 			case 2:
 				clk.Advance(time.Duration(rng.Intn(10)) * time.Minute)
-				_, _, _ = p.Sweep()
+				_, _, _ = p.Sweep(context.Background())
 			}
 			continue
 		}
-		if err := p.Hold(e); err != nil && !errors.Is(err, ErrDuplicate) {
+		if err := p.Hold(context.Background(), e); err != nil && !errors.Is(err, ErrDuplicate) {
 			t.Fatal(err)
 		}
 		ids = append(ids, e.Event.ID)
@@ -275,7 +275,7 @@ func TestInvitedAnnouncementsOutsideTheIdentifierCap(t *testing.T) {
 		sk := nostr.GeneratePrivateKey()
 		pk, _ := nostr.GetPublicKey(sk)
 		a := signed(t, sk, 30617, t0, nostr.Tags{{"d", "victim"}})
-		return p.Hold(Entry{Event: a, Repo: nip34.RepoRef{Pubkey: pk, Identifier: "victim"}, Invited: true})
+		return p.Hold(context.Background(), Entry{Event: a, Repo: nip34.RepoRef{Pubkey: pk, Identifier: "victim"}, Invited: true})
 	}
 	for i := 0; i < 3; i++ {
 		if err := invite(p); err != nil {
@@ -297,7 +297,7 @@ func TestHeldPerRelay(t *testing.T) {
 		sk := nostr.GeneratePrivateKey()
 		pk, _ := nostr.GetPublicKey(sk)
 		evt := signed(t, sk, kind, t0, nostr.Tags{{"d", d}})
-		return p.Hold(Entry{Event: evt, Repo: nip34.RepoRef{Pubkey: pk, Identifier: d}, Relay: relay})
+		return p.Hold(context.Background(), Entry{Event: evt, Repo: nip34.RepoRef{Pubkey: pk, Identifier: d}, Relay: relay})
 	}
 	const bad = "wss://attacker.example"
 	for i := 0; i < 2; i++ {

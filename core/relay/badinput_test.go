@@ -259,10 +259,10 @@ func TestSubscriptionReplacementAndChurn(t *testing.T) {
 	tr := startRelay(t, Options{})
 	a, b := newKey(t), newKey(t)
 	sub := connect(t, tr.ws)
-	sub.send(fmt.Sprintf(`["REQ","s",{"authors":[%q]}]`, a.pk))
+	sub.send(fmt.Sprintf(`["REQ","s",{"authors":[%q]}]`, a.PK))
 	sub.readUntil(func(m []json.RawMessage) bool { return label(m) == "EOSE" })
 	// NIP-01: same id replaces the subscription.
-	sub.send(fmt.Sprintf(`["REQ","s",{"authors":[%q]}]`, b.pk))
+	sub.send(fmt.Sprintf(`["REQ","s",{"authors":[%q]}]`, b.PK))
 	sub.readUntil(func(m []json.RawMessage) bool { return label(m) == "EOSE" })
 
 	pub := connect(t, tr.ws)

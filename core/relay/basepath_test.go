@@ -90,7 +90,7 @@ func TestBasePath_EverythingLivesUnderThePath(t *testing.T) {
 	auth := func(relay string) bool {
 		evt := nostr.Event{Kind: nostr.KindClientAuthentication, CreatedAt: nostr.Now(),
 			Tags: nostr.Tags{{"relay", relay}, {"challenge", challenge}}}
-		if err := evt.Sign(k.sk); err != nil {
+		if err := evt.Sign(k.SK); err != nil {
 			t.Fatal(err)
 		}
 		b, _ := json.Marshal([]any{"AUTH", evt})

@@ -36,7 +36,7 @@ func BenchmarkIngestDurableOK(b *testing.B) {
 	for i := range evts {
 		k := keys[i%len(keys)]
 		e := k.event(b, 1621, now-int64(i%3600), nostr.Tags{
-			{"a", "30617:" + keys[0].pk + ":bench-repo"}, {"p", keys[0].pk}, {"subject", fmt.Sprintf("issue %d", i)},
+			{"a", "30617:" + keys[0].PK + ":bench-repo"}, {"p", keys[0].PK}, {"subject", fmt.Sprintf("issue %d", i)},
 		}, fmt.Sprintf("benchmark issue body %d with a little text to look like a real one", i))
 		evts[i], _ = json.Marshal([]any{"EVENT", e})
 	}

@@ -183,7 +183,7 @@ func BenchmarkBridgeReq(b *testing.B) {
 		c := conns[i]
 		for j := from; j < to; j++ {
 			sub := fmt.Sprintf("s%d", j)
-			req := fmt.Sprintf(`["REQ","%s",{"kinds":[1],"authors":["%s"],"limit":%d}]`, sub, k.pk, limit)
+			req := fmt.Sprintf(`["REQ","%s",{"kinds":[1],"authors":["%s"],"limit":%d}]`, sub, k.PK, limit)
 			if err := c.WriteMessage(websocket.TextMessage, []byte(req)); err != nil {
 				b.Fatal(err)
 			}

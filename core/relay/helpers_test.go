@@ -98,24 +98,15 @@ func startRelayEnv(tb testing.TB, opts Options, e env.Env) *testRelay {
 	return tr
 }
 
-type key struct{ sk, pk string }
+// key is testkit's throwaway identity; its event takes the Unix seconds
+// the relay tests compute with.
+type key struct{ testkit.Key }
 
-func newKey(tb testing.TB) key {
-	tb.Helper()
-	k := testkit.NewKey(tb)
-	return key{k.SK, k.PK}
-}
+func newKey(tb testing.TB) key { return key{testkit.NewKey(tb)} }
 
 func (k key) event(tb testing.TB, kind int, created int64, tags nostr.Tags, content string) *nostr.Event {
 	tb.Helper()
-	if tags == nil {
-		tags = nostr.Tags{}
-	}
-	evt := &nostr.Event{Kind: kind, CreatedAt: nostr.Timestamp(created), Tags: tags, Content: content}
-	if err := evt.Sign(k.sk); err != nil {
-		tb.Fatalf("sign: %v", err)
-	}
-	return evt
+	return k.Event(tb, kind, nostr.Timestamp(created), tags, content)
 }
 
 // client is a minimal Nostr client over a raw websocket. go-nostr's Relay

@@ -43,7 +43,7 @@ func TestN34_5_OneMebibytePatchEndToEnd(t *testing.T) {
 	a := newKey(t)
 	sig := "-----BEGIN PGP SIGNATURE-----\n\n" + strings.Repeat("iQIzBAABCAAdFiEE", 60) + "\n-----END PGP SIGNATURE-----\n"
 	patch := a.event(t, 1617, time.Now().Unix(), nostr.Tags{
-		{"a", "30617:" + a.pk + ":repo"}, {"commit", strings.Repeat("1", 40)},
+		{"a", "30617:" + a.PK + ":repo"}, {"commit", strings.Repeat("1", 40)},
 		{"commit-pgp-sig", sig}, {"t", "root"},
 	}, realDiff(1<<20))
 	want, err := patch.MarshalJSON()

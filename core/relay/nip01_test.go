@@ -30,26 +30,26 @@ func TestFindOrderingLimitAndTimeWindow(t *testing.T) {
 		sent = append(sent, e)
 	}
 
-	got := query(t, r, nostr.Filter{Authors: []string{a.pk}})
+	got := query(t, r, nostr.Filter{Authors: []string{a.PK}})
 	want := []string{sent[4].ID, sent[3].ID, sent[2].ID, sent[1].ID, sent[0].ID}
 	if !slices.Equal(ids(got), want) {
 		t.Fatalf("newest→oldest: got %v want %v", ids(got), want)
 	}
 
-	got = query(t, r, nostr.Filter{Authors: []string{a.pk}, Limit: 2})
+	got = query(t, r, nostr.Filter{Authors: []string{a.PK}, Limit: 2})
 	if !slices.Equal(ids(got), want[:2]) {
 		t.Fatalf("limit 2 must return the newest two: got %v want %v", ids(got), want[:2])
 	}
 
 	since, until := sent[1].CreatedAt, sent[3].CreatedAt
-	got = query(t, r, nostr.Filter{Authors: []string{a.pk}, Since: &since, Until: &until})
+	got = query(t, r, nostr.Filter{Authors: []string{a.PK}, Since: &since, Until: &until})
 	if !slices.Equal(ids(got), want[1:4]) {
 		t.Fatalf("since/until must be inclusive: got %v want %v", ids(got), want[1:4])
 	}
 
 	// limit 0: EOSE and nothing else.
 	rc := dialRaw(t, tr.ws)
-	rc.send(fmt.Sprintf(`["REQ","z",{"authors":[%q],"limit":0}]`, a.pk))
+	rc.send(fmt.Sprintf(`["REQ","z",{"authors":[%q],"limit":0}]`, a.PK))
 	seen := rc.readUntil(func(m []json.RawMessage) bool { return label(m) == "EOSE" })
 	if len(seen) != 1 {
 		t.Fatalf("limit 0 must send only EOSE, got %s", describe(seen))
@@ -61,8 +61,8 @@ func TestFindByIDAuthorKindAndTags(t *testing.T) {
 	r := connect(t, tr.ws)
 	a, b := newKey(t), newKey(t)
 	now := time.Now().Unix()
-	e1 := a.event(t, 1, now-30, nostr.Tags{{"t", "git"}, {"p", b.pk}}, "one")
-	e2 := a.event(t, 1621, now-20, nostr.Tags{{"t", "git"}, {"a", "30617:" + b.pk + ":repo"}}, "issue")
+	e1 := a.event(t, 1, now-30, nostr.Tags{{"t", "git"}, {"p", b.PK}}, "one")
+	e2 := a.event(t, 1621, now-20, nostr.Tags{{"t", "git"}, {"a", "30617:" + b.PK + ":repo"}}, "issue")
 	e3 := b.event(t, 1, now-10, nostr.Tags{{"t", "other"}}, "three")
 	for _, e := range []*nostr.Event{e1, e2, e3} {
 		mustPublish(t, r, e)
@@ -73,12 +73,12 @@ func TestFindByIDAuthorKindAndTags(t *testing.T) {
 		want []string
 	}{
 		{"by id", nostr.Filter{IDs: []string{e2.ID}}, []string{e2.ID}},
-		{"by author", nostr.Filter{Authors: []string{b.pk}}, []string{e3.ID}},
-		{"by author and kind", nostr.Filter{Authors: []string{a.pk}, Kinds: []int{1621}}, []string{e2.ID}},
-		{"by author and tag", nostr.Filter{Authors: []string{a.pk}, Tags: nostr.TagMap{"p": {b.pk}}}, []string{e1.ID}},
+		{"by author", nostr.Filter{Authors: []string{b.PK}}, []string{e3.ID}},
+		{"by author and kind", nostr.Filter{Authors: []string{a.PK}, Kinds: []int{1621}}, []string{e2.ID}},
+		{"by author and tag", nostr.Filter{Authors: []string{a.PK}, Tags: nostr.TagMap{"p": {b.PK}}}, []string{e1.ID}},
 		{"by kind and tag", nostr.Filter{Kinds: []int{1}, Tags: nostr.TagMap{"t": {"git"}}}, []string{e1.ID}},
 		{"by tag", nostr.Filter{Tags: nostr.TagMap{"t": {"git"}}}, []string{e2.ID, e1.ID}},
-		{"by multiple tags", nostr.Filter{Tags: nostr.TagMap{"t": {"git"}, "a": {"30617:" + b.pk + ":repo"}}}, []string{e2.ID}},
+		{"by multiple tags", nostr.Filter{Tags: nostr.TagMap{"t": {"git"}, "a": {"30617:" + b.PK + ":repo"}}}, []string{e2.ID}},
 		{"scrape", nostr.Filter{}, []string{e3.ID, e2.ID, e1.ID}},
 	}
 	for _, c := range cases {
@@ -94,7 +94,7 @@ func TestReplaceableSemantics(t *testing.T) {
 	a := newKey(t)
 	now := time.Now().Unix()
 	latest := func(kind int, d string) []string {
-		f := nostr.Filter{Authors: []string{a.pk}, Kinds: []int{kind}}
+		f := nostr.Filter{Authors: []string{a.PK}, Kinds: []int{kind}}
 		if d != "" {
 			f.Tags = nostr.TagMap{"d": {d}}
 		}
@@ -117,8 +117,8 @@ func TestReplaceableSemantics(t *testing.T) {
 	}
 
 	// Contact list (kind 3) and equal created_at: the lower id wins.
-	c1 := a.event(t, 3, now-40, nostr.Tags{{"p", a.pk}}, "x")
-	c2 := a.event(t, 3, now-40, nostr.Tags{{"p", a.pk}}, "y")
+	c1 := a.event(t, 3, now-40, nostr.Tags{{"p", a.PK}}, "x")
+	c2 := a.event(t, 3, now-40, nostr.Tags{{"p", a.PK}}, "y")
 	low, high := c1, c2
 	if high.ID < low.ID {
 		low, high = high, low
@@ -171,10 +171,10 @@ func TestNIP09Deletion(t *testing.T) {
 	}
 	baddr := b.event(t, 30617, now-100, nostr.Tags{{"d", "b-repo"}}, "")
 	mustPublish(t, r, baddr)
-	if err := publish(t, r, a.event(t, 5, now-90, nostr.Tags{{"a", "30617:" + b.pk + ":b-repo"}}, "")); err == nil {
+	if err := publish(t, r, a.event(t, 5, now-90, nostr.Tags{{"a", "30617:" + b.PK + ":b-repo"}}, "")); err == nil {
 		t.Fatal("deleting someone else's event by address must be refused")
 	}
-	if got := ids(query(t, r, nostr.Filter{Authors: []string{b.pk}})); len(got) != 2 {
+	if got := ids(query(t, r, nostr.Filter{Authors: []string{b.PK}})); len(got) != 2 {
 		t.Fatalf("others' events must be untouched, got %v", got)
 	}
 
@@ -190,7 +190,7 @@ func TestNIP09Deletion(t *testing.T) {
 	// By address: only versions not newer than the deletion.
 	v1 := a.event(t, 30617, now-70, nostr.Tags{{"d", "repo"}}, "")
 	mustPublish(t, r, v1)
-	mustPublish(t, r, a.event(t, 5, now-60, nostr.Tags{{"a", "30617:" + a.pk + ":repo"}}, ""))
+	mustPublish(t, r, a.event(t, 5, now-60, nostr.Tags{{"a", "30617:" + a.PK + ":repo"}}, ""))
 	if got := query(t, r, nostr.Filter{IDs: []string{v1.ID}}); len(got) != 0 {
 		t.Fatal("addressable event deleted by address is still served")
 	}
@@ -204,7 +204,7 @@ func TestNIP09Deletion(t *testing.T) {
 	// deletion is bound to its own address.
 	w := a.event(t, 30617, now-40, nostr.Tags{{"d", "w"}}, "")
 	mustPublish(t, r, w)
-	mustPublish(t, r, a.event(t, 5, now-45, nostr.Tags{{"a", "30617:" + a.pk + ":w"}}, ""))
+	mustPublish(t, r, a.event(t, 5, now-45, nostr.Tags{{"a", "30617:" + a.PK + ":w"}}, ""))
 	if got := query(t, r, nostr.Filter{IDs: []string{w.ID, newer.ID}}); len(got) != 2 {
 		t.Fatalf("newer versions must survive an older address deletion, got %v", ids(got))
 	}
@@ -217,7 +217,7 @@ func TestWrongIDWithValidSignature(t *testing.T) {
 	a := newKey(t)
 	evt := a.event(t, 1, time.Now().Unix(), nil, "hello")
 	fake := sha256.Sum256([]byte("cafebabe"))
-	skb, _ := hex.DecodeString(a.sk)
+	skb, _ := hex.DecodeString(a.SK)
 	priv, _ := btcec.PrivKeyFromBytes(skb)
 	sig, err := schnorr.Sign(priv, fake[:])
 	if err != nil {
@@ -248,7 +248,7 @@ func TestWrongIDWithValidSignature(t *testing.T) {
 		t.Fatalf("zeroed signature must be refused, got %s", describe(seen))
 	}
 	r := connect(t, tr.ws)
-	if got := query(t, r, nostr.Filter{Authors: []string{a.pk}}); len(got) != 0 {
+	if got := query(t, r, nostr.Filter{Authors: []string{a.PK}}); len(got) != 0 {
 		t.Fatalf("nothing may be stored, got %v", ids(got))
 	}
 }

@@ -83,7 +83,7 @@ func TestG10_IDsPerFilterAndFiltersPerREQBoundedAndAdvertised(t *testing.T) {
 	if _, closed := reqFrames(t, c, "over", nostr.Filter{IDs: idList(601)}); !strings.HasPrefix(closed, "blocked:") || !strings.Contains(closed, "600") {
 		t.Fatalf("601 ids: CLOSED %q, want blocked: naming 600", closed)
 	}
-	three := []nostr.Filter{{IDs: []string{stored.ID}}, {Kinds: []int{1}}, {Authors: []string{k.pk}}}
+	three := []nostr.Filter{{IDs: []string{stored.ID}}, {Kinds: []int{1}}, {Authors: []string{k.PK}}}
 	if _, closed := reqFrames(t, c, "f3", three...); closed != "" {
 		t.Fatalf("3 filters: CLOSED %q, want EOSE", closed)
 	}
@@ -151,7 +151,7 @@ func authAs(t *testing.T, c *client, relayURL, challenge string, k key) {
 	c.send(string(frame))
 	seen := c.readUntil(func(m []json.RawMessage) bool { return label(m) == "OK" && str(m, 1) == evt.ID })
 	if m := seen[len(seen)-1]; string(m[2]) != "true" {
-		t.Fatalf("AUTH as %s refused: %s", k.pk[:8], str(m, 3))
+		t.Fatalf("AUTH as %s refused: %s", k.PK[:8], str(m, 3))
 	}
 }
 
@@ -223,7 +223,7 @@ func TestAbuse_F18c_PanicInTheWritePathAnsweredError(t *testing.T) {
 	// Control: the same connection, the next event is stored and served.
 	fine := k.event(t, 1, 1_700_000_022, nil, "fine")
 	mustPublish(t, c, fine)
-	if got := query(t, c, nostr.Filter{Authors: []string{k.pk}}); len(got) != 1 || got[0].ID != fine.ID {
+	if got := query(t, c, nostr.Filter{Authors: []string{k.PK}}); len(got) != 1 || got[0].ID != fine.ID {
 		t.Fatalf("served %v, want only the stored event", ids(got))
 	}
 }

@@ -126,7 +126,7 @@ func nextEvent(t *testing.T, c *client) string {
 func TestG01P1_HoldAnswersOKTrueAndIsNeitherServedNorBroadcast(t *testing.T) {
 	rig := newPipelineRig(t)
 	a := newKey(t)
-	sub := live(t, rig.tr.ws, nostr.Filter{Authors: []string{a.pk}})
+	sub := live(t, rig.tr.ws, nostr.Filter{Authors: []string{a.PK}})
 	c := connect(t, rig.tr.ws)
 
 	held := a.event(t, 30617, time.Now().Unix(), nostr.Tags{{"d", "repo"}}, "hold me")
@@ -209,7 +209,7 @@ func TestPipelineRejectShadowAndDuplicate(t *testing.T) {
 	if err := publish(t, c, shadow); err != nil {
 		t.Fatalf("Shadow must answer OK true: %v", err)
 	}
-	if got := query(t, c, nostr.Filter{Authors: []string{a.pk}}); len(got) != 0 {
+	if got := query(t, c, nostr.Filter{Authors: []string{a.PK}}); len(got) != 0 {
 		t.Fatalf("rejected and shadowed events must not be stored, got %v", ids(got))
 	}
 
@@ -264,7 +264,7 @@ func TestIngestChecksIDAndSignatureThenTakesClientPath(t *testing.T) {
 	a := newKey(t)
 	ctx := context.Background()
 	meta := policy.Meta{Source: policy.SourceSync, Remote: "wss://peer.example"}
-	sub := live(t, rig.tr.ws, nostr.Filter{Authors: []string{a.pk}})
+	sub := live(t, rig.tr.ws, nostr.Filter{Authors: []string{a.PK}})
 
 	bad := a.event(t, 1, time.Now().Unix(), nil, "tampered")
 	bad.Content = "changed after signing"
@@ -325,7 +325,7 @@ func TestPublishBypassesPipelineAndKeepsReplaceSemantics(t *testing.T) {
 	var stored []string
 	tr.srv.OnStored(func(_ context.Context, evt *nostr.Event) { stored = append(stored, evt.ID) })
 	a := newKey(t)
-	sub := live(t, tr.ws, nostr.Filter{Authors: []string{a.pk}})
+	sub := live(t, tr.ws, nostr.Filter{Authors: []string{a.PK}})
 	now := time.Now().Unix()
 
 	state := a.event(t, 30618, now-10, nostr.Tags{{"d", "repo"}}, "released")

@@ -16,6 +16,7 @@ import (
 
 	"github.com/grasp-dev/grasp/core/config"
 	"github.com/grasp-dev/grasp/core/diskspace"
+	"github.com/grasp-dev/grasp/internal/testkit"
 	"github.com/grasp-dev/grasp/internal/testlog"
 )
 
@@ -42,7 +43,7 @@ func TestAbuse_F12_StartOnFullDisk(t *testing.T) {
 	for _, minFree := range []int{8, 0} {
 		t.Run(fmt.Sprintf("min_free_mb=%d", minFree), func(t *testing.T) {
 			data := filepath.Join(disk, fmt.Sprint("data", minFree))
-			port := freePort(t)
+			port := testkit.FreePort(t)
 			cfg := config.Default()
 			cfg.Server.Listen = fmt.Sprintf("127.0.0.1:%d", port)
 			cfg.Server.PublicURL = "http://" + cfg.Server.Listen
@@ -57,7 +58,7 @@ func TestAbuse_F12_StartOnFullDisk(t *testing.T) {
 			w := newWork(t)
 			tip := w.commit("one")
 			ann := e.release(k, "repo", w, tip)
-			issue := e.sign(k, 1621, nostr.Tags{{"a", "30617:" + k.pk + ":repo"}, {"subject", "kept"}}, "an issue")
+			issue := e.sign(k, 1621, nostr.Tags{{"a", "30617:" + k.PK + ":repo"}, {"subject", "kept"}}, "an issue")
 			e.dial().mustAccept(issue, "")
 			// a state for a commit not pushed yet: held, so that the push
 			// below is authorised and meets the full disk
@@ -85,7 +86,7 @@ func TestAbuse_F12_StartOnFullDisk(t *testing.T) {
 			// an EVENT and a push: refused with the reason, nothing written
 			refused := "error: this server is " // low on disk space / read-only
 			e.clk.Advance(time.Second)
-			cl.mustReject(e.sign(k, 1621, nostr.Tags{{"a", "30617:" + k.pk + ":repo"}, {"subject", "refused"}}, "no room"), refused)
+			cl.mustReject(e.sign(k, 1621, nostr.Tags{{"a", "30617:" + k.PK + ":repo"}, {"subject", "refused"}}, "no room"), refused)
 			if out, err := w.push(e.cloneURL(k, "repo"), "main:refs/heads/main"); err == nil || !strings.Contains(out, refused) {
 				t.Fatalf("a push on a full disk: %v\n%s", err, out)
 			}
@@ -111,7 +112,7 @@ func TestAbuse_F12_StartOnFullDisk(t *testing.T) {
 			e = startEnv(t, cfg, nil, Extensions{})
 			cl = e.dial()
 			e.clk.Advance(2 * time.Second)
-			cl.mustAccept(e.sign(k, 1621, nostr.Tags{{"a", "30617:" + k.pk + ":repo"}, {"subject", "after"}}, "room again"), "")
+			cl.mustAccept(e.sign(k, 1621, nostr.Tags{{"a", "30617:" + k.PK + ":repo"}, {"subject", "after"}}, "room again"), "")
 			if out, err := w.push(e.cloneURL(k, "repo"), "main:refs/heads/main"); err != nil {
 				t.Fatalf("a push once space was freed: %v\n%s", err, out)
 			}

@@ -42,7 +42,7 @@ func TestAbuse_F12(t *testing.T) {
 	}
 	// an event to store
 	e.clk.Advance(time.Second)
-	cl.mustReject(e.sign(a, 1621, nostr.Tags{{"a", "30617:" + a.pk + ":repo"}, {"subject", "s"}}, "issue"), full)
+	cl.mustReject(e.sign(a, 1621, nostr.Tags{{"a", "30617:" + a.PK + ":repo"}, {"subject", "s"}}, "issue"), full)
 	// a new announcement (would be held, with a bare repository)
 	b := newKey(t)
 	cl.mustReject(e.announcement(b, "other"), full)

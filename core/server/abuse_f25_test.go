@@ -48,7 +48,7 @@ func TestAbuse_F25_PostgresCannotBePinned(t *testing.T) {
 	owner := newKey(t)
 	w := newWork(t)
 	a.release(owner, "repo", w, w.commit("one"))
-	repoTag := nostr.Tag{"a", "30617:" + owner.pk + ":repo"}
+	repoTag := nostr.Tag{"a", "30617:" + owner.PK + ":repo"}
 	cl := a.dialFrom("198.51.100.9")
 	for i := range 25 {
 		a.clk.Advance(time.Second)

@@ -23,7 +23,7 @@ func TestAbuse_F31_InviteeListsBackPastTheIdentifierCap(t *testing.T) {
 	a, b, c := newKey(t), newKey(t), newKey(t)
 	w := newWork(t)
 	x := w.commit("x")
-	e.release(a, "victim", w, x, nostr.Tag{"maintainers", b.pk, c.pk})
+	e.release(a, "victim", w, x, nostr.Tag{"maintainers", b.PK, c.PK})
 
 	cl := e.dial()
 	for i := 0; i < 20; i++ {
@@ -34,9 +34,9 @@ func TestAbuse_F31_InviteeListsBackPastTheIdentifierCap(t *testing.T) {
 
 	// the invited maintainer lists back (its own copy here, waiting for its
 	// first push), and so does the second one: neither is counted
-	annB := e.announcement(b, "victim", nostr.Tag{"maintainers", a.pk})
+	annB := e.announcement(b, "victim", nostr.Tag{"maintainers", a.PK})
 	cl.mustAccept(annB, purg)
-	cl.mustAccept(e.announcement(c, "victim", nostr.Tag{"maintainers", a.pk}), purg)
+	cl.mustAccept(e.announcement(c, "victim", nostr.Tag{"maintainers", a.PK}), purg)
 	cl.mustReject(e.announcement(newKey(t), "victim"), `rate-limited: 20 announcements of repository "victim" already wait`)
 
 	// the maintainer's copy takes its push once its state is there

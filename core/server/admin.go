@@ -11,7 +11,7 @@ import (
 	"github.com/grasp-dev/grasp/core/hosting"
 	"github.com/grasp-dev/grasp/core/nip34"
 	"github.com/grasp-dev/grasp/core/purgatory"
-	gsync "github.com/grasp-dev/grasp/core/sync"
+	"github.com/grasp-dev/grasp/core/relaysync"
 )
 
 // loopbackHandler serves the metrics listener bound at addr: /metrics and,
@@ -47,10 +47,10 @@ func (s *Server) adminSources() admin.Sources {
 		Clock:        s.clk,
 	}
 	if s.cfg.Sync.Enabled {
-		src.Sync = func(ctx context.Context) (gsync.Snapshot, error) {
+		src.Sync = func(ctx context.Context) (relaysync.Snapshot, error) {
 			t := s.syncNow.Load()
 			if t == nil {
-				return gsync.Snapshot{}, errors.New("sync runs on the leader instance, not this one")
+				return relaysync.Snapshot{}, errors.New("sync runs on the leader instance, not this one")
 			}
 			return t.mgr.Snapshot(ctx)
 		}

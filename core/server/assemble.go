@@ -432,7 +432,7 @@ func (s *Server) assembleFanout() {
 					}
 					return
 				}
-				held, err := s.purg.Reload(bucket, key)
+				held, err := s.purg.Reload(ctx, bucket, key)
 				if err != nil {
 					s.log.Error("following another instance's purgatory change", "bucket", bucket, "error", err)
 				}
@@ -449,7 +449,7 @@ func (s *Server) assembleFanout() {
 				if err := s.operator.Resync(); err != nil {
 					s.log.Error("reloading the NIP-86 lists after a lost LISTEN connection", "error", err)
 				}
-				if err := s.purg.Resync(); err != nil {
+				if err := s.purg.Resync(ctx); err != nil {
 					s.log.Error("reloading purgatory after a lost LISTEN connection", "error", err)
 				}
 			},

@@ -39,7 +39,7 @@ func TestBasePath_ServerEndToEnd(t *testing.T) {
 	if code, body := get(e.cloneURL(a, "repo")); code != 200 || !strings.Contains(body, "under a path") {
 		t.Errorf("repository page under /git: %d", code)
 	}
-	rootClone := root + "/" + a.npub + "/repo.git"
+	rootClone := root + "/" + a.Npub + "/repo.git"
 	for _, u := range []string{root + "/", rootClone, rootClone + "/info/refs?service=git-upload-pack"} {
 		if code, _ := get(u); code != http.StatusNotFound {
 			t.Errorf("GET %s = %d, want 404: the root is not grasp's", u, code)

@@ -159,10 +159,10 @@ func TestPages_BrowserShowsPages(t *testing.T) {
 	tip := mustGit(t, w.dir, "rev-parse", "HEAD")
 	e.release(a, "demo", w, tip, nostr.Tag{"name", "Demo project"}, nostr.Tag{"description", "A repository shown in a browser"})
 	cl := e.dial()
-	coord := nip34.RepoRef{Pubkey: a.pk, Identifier: "demo"}.String()
-	issue := e.sign(reporter, nip34.KindIssue, nostr.Tags{{"a", coord}, {"p", a.pk}, {"subject", "The button is blue"}}, "It should be **purple**.")
+	coord := nip34.RepoRef{Pubkey: a.PK, Identifier: "demo"}.String()
+	issue := e.sign(reporter, nip34.KindIssue, nostr.Tags{{"a", coord}, {"p", a.PK}, {"subject", "The button is blue"}}, "It should be **purple**.")
 	cl.mustAccept(issue, "")
-	cl.mustAccept(e.sign(a, nip34.KindComment, nostr.Tags{{"E", issue.ID}, {"K", "1621"}, {"P", reporter.pk}, {"e", issue.ID}, {"k", "1621"}, {"p", reporter.pk}},
+	cl.mustAccept(e.sign(a, nip34.KindComment, nostr.Tags{{"E", issue.ID}, {"K", "1621"}, {"P", reporter.PK}, {"e", issue.ID}, {"k", "1621"}, {"p", reporter.PK}},
 		"Which shade of purple?"), "")
 	// a PR whose commit is pushed to refs/nostr/<id> first, and a patch
 	mustGit(t, w.dir, "checkout", "-q", "-b", "purple")
@@ -172,24 +172,24 @@ func TestPages_BrowserShowsPages(t *testing.T) {
 	prTip := mustGit(t, w.dir, "rev-parse", "HEAD")
 	patchText := mustGit(t, w.dir, "format-patch", "-1", "--stdout", "HEAD")
 	mustGit(t, w.dir, "checkout", "-q", "main")
-	pr := e.sign(reporter, nip34.KindPR, nostr.Tags{{"a", coord}, {"p", a.pk}, {"subject", "Purple button"}, {"c", prTip}, {"clone", e.cloneURL(a, "demo")}},
+	pr := e.sign(reporter, nip34.KindPR, nostr.Tags{{"a", coord}, {"p", a.PK}, {"subject", "Purple button"}, {"c", prTip}, {"clone", e.cloneURL(a, "demo")}},
 		"Makes the button purple, as asked.")
 	if out, err := w.push(e.cloneURL(a, "demo"), prTip+":refs/nostr/"+pr.ID); err != nil {
 		t.Fatalf("push the PR's commit: %v\n%s", err, out)
 	}
 	cl.mustAccept(pr, "")
-	patch := e.sign(reporter, nip34.KindPatch, nostr.Tags{{"a", coord}, {"p", a.pk}, {"t", "root"}, {"commit", prTip}}, patchText)
+	patch := e.sign(reporter, nip34.KindPatch, nostr.Tags{{"a", coord}, {"p", a.PK}, {"t", "root"}, {"commit", prTip}}, patchText)
 	cl.mustAccept(patch, "")
 
-	repo := e.base + "/" + a.npub + "/demo.git"
+	repo := e.base + "/" + a.Npub + "/demo.git"
 	pages := []struct {
 		name, url string
 		want      []string
 	}{
 		{"landing", e.base + "/", []string{"Browser test GRASP", "Hosted repositories", "1 repository", "Demo project", "grasp test"}},
 		{"repo", repo, []string{"Demo project", "A repository shown in a browser", "Hello from the README", "git clone " + repo,
-			"nostr://" + a.npub + "/", "naddr1",
-			"main HEAD", "add the library", "Owner: " + a.npub}},
+			"nostr://" + a.Npub + "/", "naddr1",
+			"main HEAD", "add the library", "Owner: " + a.Npub}},
 		{"tree", repo + "/tree/main/src", []string{"lib.go", "Branch main"}},
 		{"commits", repo + "/commits", []string{"add the library"}},
 		{"file-history", repo + "/commits/main/src/lib.go", []string{"that change", "src/lib.go", "add the library"}},
@@ -205,7 +205,7 @@ func TestPages_BrowserShowsPages(t *testing.T) {
 		{"prs", repo + "/prs", []string{"Purple button", "make the button purple"}},
 		{"pr", repo + "/prs/" + pr.ID, []string{"Purple button", "Makes the button purple, as asked.", "Commits (1)", "1 file changed",
 			"src/color.go", `+const Color = "purple"`}},
-		{"status", repo + "/status", []string{"Signed state and served refs", "in sync", "Nothing waits", "Maintainers", "Owner: " + a.npub}},
+		{"status", repo + "/status", []string{"Signed state and served refs", "in sync", "Nothing waits", "Maintainers", "Owner: " + a.Npub}},
 		{"publishing", e.base + "/publishing", []string{"Publishing a repository to a grasp server", "Without ngit", "This server is " + e.base}},
 		{"patch", repo + "/prs/" + patch.ID, []string{"make the button purple", "Patches (1)", "src/color.go", `+const Color = "purple"`}},
 	}

@@ -100,7 +100,7 @@ func corsItems(v string) map[string]bool {
 // with GET and POST, and the full header set, real git traffic included.
 func TestG01C1_CORSOnEveryPath(t *testing.T) {
 	op := newKey(t)
-	e := newPRsEnv(t, func(c *config.Config) { c.Relay.Pubkey = op.pk })
+	e := newPRsEnv(t, func(c *config.Config) { c.Relay.Pubkey = op.PK })
 	rec := newCORSRecorder(t, e.base)
 	cl := e.dial()
 	a, pr := newKey(t), newKey(t)
@@ -108,7 +108,7 @@ func TestG01C1_CORSOnEveryPath(t *testing.T) {
 	x := w.commit("x")
 	cl.mustAccept(e.announcement(a, "repo"), purg)
 	cl.mustAccept(e.state(a, "repo", map[string]string{"refs/heads/main": x}, "refs/heads/main"), purg)
-	viaProxy := rec.base + "/" + a.npub + "/repo.git"
+	viaProxy := rec.base + "/" + a.Npub + "/repo.git"
 
 	// receive-pack accepted (info/refs for receive-pack, then the POST).
 	if out, err := w.push(viaProxy, "main:refs/heads/main"); err != nil {
@@ -123,7 +123,7 @@ func TestG01C1_CORSOnEveryPath(t *testing.T) {
 	mustGit(t, t.TempDir(), "clone", "-q", viaProxy, "c")
 	// GRASP-06: a PR's tip pushed to /prs/.
 	evt := e.prEvent(pr, a, "repo", x, e.prsURL(pr, "repo"))
-	if out, err := w.push(rec.base+"/prs/"+pr.npub+"/repo.git", x+":refs/nostr/"+evt.ID); err != nil {
+	if out, err := w.push(rec.base+"/prs/"+pr.Npub+"/repo.git", x+":refs/nostr/"+evt.ID); err != nil {
 		t.Fatalf("push to /prs/: %v\n%s", err, out)
 	}
 	// NIP-11, NIP-05, pages (landing, repository, 404), OPTIONS anywhere.
@@ -132,12 +132,12 @@ func TestG01C1_CORSOnEveryPath(t *testing.T) {
 		{"GET", "/nip11.json", ""},
 		{"GET", "/.well-known/nostr.json?name=_", ""},
 		{"GET", "/", "text/html"},
-		{"GET", "/" + a.npub + "/repo.git", "text/html"},
+		{"GET", "/" + a.Npub + "/repo.git", "text/html"},
 		{"GET", "/nope", "text/html"},
 		{"OPTIONS", "/", ""},
-		{"OPTIONS", "/" + a.npub + "/repo.git/git-receive-pack", ""},
-		{"OPTIONS", "/" + a.npub + "/repo.git/info/refs", ""},
-		{"OPTIONS", "/prs/" + pr.npub + "/repo.git/git-receive-pack", ""},
+		{"OPTIONS", "/" + a.Npub + "/repo.git/git-receive-pack", ""},
+		{"OPTIONS", "/" + a.Npub + "/repo.git/info/refs", ""},
+		{"OPTIONS", "/prs/" + pr.Npub + "/repo.git/git-receive-pack", ""},
 		{"OPTIONS", "/.well-known/nostr.json", ""},
 	} {
 		req, _ := http.NewRequest(r.method, rec.base+r.path, nil)

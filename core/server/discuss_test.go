@@ -22,7 +22,7 @@ func TestG08_DiscussionPagesAskTheReaderCheck(t *testing.T) {
 	p := e.releasePrivate(owner, "vault")
 	w := newWork(t)
 	e.release(a, "demo", w, w.commit("first"))
-	coord := nip34.RepoRef{Pubkey: a.pk, Identifier: "demo"}.String()
+	coord := nip34.RepoRef{Pubkey: a.PK, Identifier: "demo"}.String()
 	cl := e.dial()
 	public := e.sign(reporter, nip34.KindIssue, nostr.Tags{{"a", coord}, {"subject", "Public issue"}}, "public body")
 	cl.mustAccept(public, "")
@@ -32,7 +32,7 @@ func TestG08_DiscussionPagesAskTheReaderCheck(t *testing.T) {
 	p.conn.mustAccept(crossover, "")
 	p.conn.mustAccept(e.sign(owner, nip34.KindComment, nostr.Tags{{"E", public.ID}, {"K", "1621"}, {"e", public.ID}, {"k", "1621"}, {"a", p.coordinate}}, "vault comment"), "")
 
-	repo := e.base + "/" + a.npub + "/demo.git"
+	repo := e.base + "/" + a.Npub + "/demo.git"
 	status, _, body := httpGet(t, repo+"/issues")
 	if status != http.StatusOK || !strings.Contains(body, "Public issue") || !strings.Contains(body, `Issues <span class="count">1</span>`) {
 		t.Fatalf("issues list: %d\n%.3000s", status, body)
@@ -63,7 +63,7 @@ func TestPages_OnThisServerFromTheRealParts(t *testing.T) {
 	a := newKey(t)
 	w := newWork(t)
 	e.release(a, "demo", w, w.commit("first"))
-	page := e.base + "/" + a.npub + "/demo.git/status"
+	page := e.base + "/" + a.Npub + "/demo.git/status"
 	get := func() string {
 		t.Helper()
 		status, _, body := httpGet(t, page)

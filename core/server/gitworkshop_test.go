@@ -42,9 +42,9 @@ func newGWRepoWith(t *testing.T, mutate func(c *config.Config)) *gwRepo {
 	// M accepts; O acknowledges (self-o plus a record naming A).
 	g.cl.mustAccept(e.sign(g.m, 30617, nostr.Tags{{"d", "repo"}, role("M", g.a), role("m", g.m)}, ""), "")
 	g.cl.mustAccept(e.sign(g.o, 30617, nostr.Tags{{"d", "repo"}, role("M", g.a), role("o", g.o)}, ""), "")
-	g.issue = e.sign(g.r, 1621, nostr.Tags{{"a", g.coord}, {"p", g.a.pk}, {"subject", "it breaks"}, {"t", "bug"}}, "details")
+	g.issue = e.sign(g.r, 1621, nostr.Tags{{"a", g.coord}, {"p", g.a.PK}, {"subject", "it breaks"}, {"t", "bug"}}, "details")
 	g.cl.mustAccept(g.issue, "")
-	g.pr = e.sign(g.r, 1618, nostr.Tags{{"a", g.coord}, {"p", g.a.pk}, {"subject", "fix"}, {"c", g.tip}, {"clone", e.cloneURL(g.a, "repo")}}, "")
+	g.pr = e.sign(g.r, 1618, nostr.Tags{{"a", g.coord}, {"p", g.a.PK}, {"subject", "fix"}, {"c", g.tip}, {"clone", e.cloneURL(g.a, "repo")}}, "")
 	g.cl.mustAccept(g.pr, "")
 	return g
 }
@@ -74,15 +74,15 @@ func TestGitWorkshop_1111InlineCommentAndResolution(t *testing.T) {
 	g := newGWRepo(t)
 	e := g.e
 	inline := e.sign(g.s, 1111, nostr.Tags{
-		{"E", g.pr.ID, e.ws, g.r.pk}, {"K", "1618"}, {"P", g.r.pk, e.ws},
-		{"e", g.pr.ID, e.ws, g.r.pk}, {"k", "1618"}, {"p", g.r.pk},
+		{"E", g.pr.ID, e.ws, g.r.PK}, {"K", "1618"}, {"P", g.r.PK, e.ws},
+		{"e", g.pr.ID, e.ws, g.r.PK}, {"k", "1618"}, {"p", g.r.PK},
 		{"q", g.coord, e.ws}, {"q", repoCoord(g.m, "repo"), e.ws},
 		{"f", "src/parser/mod.rs"}, {"c", g.tip}, {"line", "42-48"},
 	}, "```suggestion\n    let result = compute(x, y);\n```")
 	g.cl.mustAccept(inline, "")
 	resolve := e.sign(g.r, 1111, nostr.Tags{
-		{"E", g.pr.ID, e.ws, g.r.pk}, {"K", "1618"}, {"P", g.r.pk, e.ws},
-		{"e", inline.ID, e.ws, g.s.pk}, {"k", "1111"}, {"p", g.s.pk}, {"l", "resolved"},
+		{"E", g.pr.ID, e.ws, g.r.PK}, {"K", "1618"}, {"P", g.r.PK, e.ws},
+		{"e", inline.ID, e.ws, g.s.PK}, {"k", "1111"}, {"p", g.s.PK}, {"l", "resolved"},
 	}, "marked as resolved")
 	g.cl.mustAccept(resolve, "")
 	g.mustServeBy(t, "inline comment", inline,
@@ -100,13 +100,13 @@ func TestGitWorkshop_1111InlineCommentAndResolution(t *testing.T) {
 func TestGitWorkshop_7321Review(t *testing.T) {
 	g := newGWRepo(t)
 	e := g.e
-	own := e.sign(g.s, 1111, nostr.Tags{{"E", g.pr.ID}, {"K", "1618"}, {"P", g.r.pk}, {"e", g.pr.ID}, {"k", "1618"}, {"p", g.r.pk},
+	own := e.sign(g.s, 1111, nostr.Tags{{"E", g.pr.ID}, {"K", "1618"}, {"P", g.r.PK}, {"e", g.pr.ID}, {"k", "1618"}, {"p", g.r.PK},
 		{"q", g.coord}, {"f", "a.go"}, {"c", g.tip}, {"line", "3"}}, "nit")
-	other := e.sign(g.m, 1111, nostr.Tags{{"E", g.pr.ID}, {"K", "1618"}, {"P", g.r.pk}, {"e", g.pr.ID}, {"k", "1618"}, {"p", g.r.pk}}, "lgtm")
+	other := e.sign(g.m, 1111, nostr.Tags{{"E", g.pr.ID}, {"K", "1618"}, {"P", g.r.PK}, {"e", g.pr.ID}, {"k", "1618"}, {"p", g.r.PK}}, "lgtm")
 	g.cl.mustAccept(own, "")
 	g.cl.mustAccept(other, "")
 	review := func(k key, verdict string, q ...string) *nostr.Event {
-		tags := nostr.Tags{{"e", g.pr.ID, e.ws, "root"}, {"p", g.r.pk}, {"s", verdict}, {"alt", "Pull request review: " + verdict}}
+		tags := nostr.Tags{{"e", g.pr.ID, e.ws, "root"}, {"p", g.r.PK}, {"s", verdict}, {"alt", "Pull request review: " + verdict}}
 		for _, id := range q {
 			tags = append(tags, nostr.Tag{"q", id, e.ws})
 		}
@@ -180,7 +180,7 @@ func TestGitWorkshop_StatusAuthorityFollowsV3Roles(t *testing.T) {
 	g := newGWRepo(t)
 	e := g.e
 	status := func(k key, kind int) *nostr.Event {
-		return e.sign(k, kind, nostr.Tags{{"e", g.issue.ID, "", "root"}, {"a", g.coord}, {"p", g.r.pk}}, "")
+		return e.sign(k, kind, nostr.Tags{{"e", g.issue.ID, "", "root"}, {"a", g.coord}, {"p", g.r.PK}}, "")
 	}
 	g.cl.mustAccept(status(g.o, 1632), "")
 	g.cl.mustAccept(status(g.r, 1630), "")
@@ -198,16 +198,16 @@ func TestGitWorkshop_10617PinsOnlyOwnRepositories(t *testing.T) {
 	e.release(g.a, "second", w, w.commit("y"))
 	pins := e.sign(g.a, 10617, nostr.Tags{{"a", repoCoord(g.a, "second")}, {"a", g.coord}}, "")
 	g.cl.mustAccept(pins, "")
-	got := g.cl.query(nostr.Filter{Kinds: []int{10617}, Authors: []string{g.a.pk}})
+	got := g.cl.query(nostr.Filter{Kinds: []int{10617}, Authors: []string{g.a.PK}})
 	if len(got) != 1 || got[0].Tags[0][1] != repoCoord(g.a, "second") || got[0].Tags[1][1] != g.coord {
 		t.Fatalf("pinned list served as %v, want the same order", got)
 	}
 	g.mustServeBy(t, "pinned list", pins, nostr.Filter{Kinds: []int{10617}, Tags: nostr.TagMap{"a": {g.coord}}})
 	g.cl.mustReject(e.sign(g.r, 10617, nostr.Tags{{"a", g.coord}}, ""), "invalid: a pinned-repositories list (kind 10617) pins only its author's own repositories")
 	e.clk.Advance(time.Second)
-	g.cl.mustReject(e.sign(g.a, 10617, nostr.Tags{{"a", g.coord}, {"a", "30617:" + g.m.pk + ":repo"}}, ""), "invalid: a pinned-repositories list (kind 10617)")
+	g.cl.mustReject(e.sign(g.a, 10617, nostr.Tags{{"a", g.coord}, {"a", "30617:" + g.m.PK + ":repo"}}, ""), "invalid: a pinned-repositories list (kind 10617)")
 
-	follows := e.sign(g.r, 10018, nostr.Tags{{"a", g.coord}, {"a", "30617:" + g.s.pk + ":elsewhere"}}, "")
+	follows := e.sign(g.r, 10018, nostr.Tags{{"a", g.coord}, {"a", "30617:" + g.s.PK + ":elsewhere"}}, "")
 	g.cl.mustAccept(follows, "")
 	g.mustServeBy(t, "repository follow list", follows, nostr.Filter{Kinds: []int{10018}, Tags: nostr.TagMap{"a": {g.coord}}})
 }
@@ -219,7 +219,7 @@ func TestGitWorkshop_CIKindsReferenceTheirRepository(t *testing.T) {
 	g := newGWRepo(t)
 	e := g.e
 	ctx := nostr.Tags{{"a", g.coord}, {"c", g.tip}, {"w", ".github/workflows/ci.yml", "ab"}, {"o", "pull_request"},
-		{"E", g.pr.ID}, {"K", "1618"}, {"P", g.r.pk}}
+		{"E", g.pr.ID}, {"K", "1618"}, {"P", g.r.PK}}
 	job := e.sign(g.s, 9841, append(cloneTags(ctx), nostr.Tag{"job", "test"}, nostr.Tag{"conclusion", "success"}), "ok")
 	g.cl.mustAccept(job, "")
 	wf := e.sign(g.s, 9842, append(cloneTags(ctx), nostr.Tag{"conclusion", "success"}, nostr.Tag{"q", job.ID}), "")
@@ -232,7 +232,7 @@ func TestGitWorkshop_CIKindsReferenceTheirRepository(t *testing.T) {
 	g.mustServeBy(t, "workflow progress", progress, nostr.Filter{Kinds: []int{39842}, Tags: nostr.TagMap{"a": {g.coord}}})
 	g.mustServeBy(t, "job result", job, nostr.Filter{Kinds: []int{1111, 1619, 9841, 9842, 39842}, Tags: nostr.TagMap{"E": {g.pr.ID}}})
 	// Not about a repository here: refused like any orphan.
-	g.cl.mustReject(e.sign(g.s, 9841, nostr.Tags{{"a", "30617:" + g.s.pk + ":nowhere"}, {"c", g.tip}}, ""), "invalid:")
+	g.cl.mustReject(e.sign(g.s, 9841, nostr.Tags{{"a", "30617:" + g.s.PK + ":nowhere"}, {"c", g.tip}}, ""), "invalid:")
 }
 
 func cloneTags(ts nostr.Tags) nostr.Tags {
@@ -256,7 +256,7 @@ func TestG03_ParticipantPinnedAndFollowListsSynced(t *testing.T) {
 	w := newWork(t)
 	e.release(a, "repo", w, w.commit("one"), nostr.Tag{"relays", listed.url})
 	pins := e.sign(a, 10617, nostr.Tags{{"a", repoCoord(a, "elsewhere")}}, "")
-	issue := e.sign(b, 1621, nostr.Tags{{"a", repoCoord(a, "repo")}, {"p", a.pk}, {"subject", "bug"}}, "it breaks")
+	issue := e.sign(b, 1621, nostr.Tags{{"a", repoCoord(a, "repo")}, {"p", a.PK}, {"subject", "bug"}}, "it breaks")
 	follows := e.sign(b, 10018, nostr.Tags{{"a", repoCoord(newKey(t), "other")}}, "")
 	listed.put(pins, follows)
 	cl.mustAccept(issue, "")

@@ -31,7 +31,7 @@ func TestG01R2_AnnouncementMustListService(t *testing.T) {
 	e := newEnv(t, nil)
 	cl := e.dial()
 	a := newKey(t)
-	other := "http://example.com/" + a.npub + "/x.git"
+	other := "http://example.com/" + a.Npub + "/x.git"
 	cases := []struct {
 		name string
 		tags nostr.Tags
@@ -78,7 +78,7 @@ func TestG01P3_StateFirstThenPushReleasesToLiveSubscribers(t *testing.T) {
 	cl := e.dial()
 	live := e.dial()
 	a := newKey(t)
-	live.send("REQ", "live", nostr.Filter{Kinds: []int{30617, 30618}, Authors: []string{a.pk}})
+	live.send("REQ", "live", nostr.Filter{Kinds: []int{30617, 30618}, Authors: []string{a.PK}})
 	live.next(func(m []jsonMsg) bool { return label(m) == "EOSE" })
 
 	w := newWork(t)
@@ -178,8 +178,8 @@ func TestG01G3_G4_MaintainerStateAndPropagation(t *testing.T) {
 	w := newWork(t)
 	x := w.commit("x")
 	// A lists B; B has an announcement here too, listing A and C.
-	cl.mustAccept(e.announcement(a, "repo", nostr.Tag{"maintainers", b.pk}), purg)
-	cl.mustAccept(e.announcement(b, "repo", nostr.Tag{"maintainers", a.pk, c.pk}), purg)
+	cl.mustAccept(e.announcement(a, "repo", nostr.Tag{"maintainers", b.PK}), purg)
+	cl.mustAccept(e.announcement(b, "repo", nostr.Tag{"maintainers", a.PK, c.PK}), purg)
 	// Changed by maintainers-v3.md §3 ("G01-G3 'B state-only, no
 	// announcement → authorised' now rejects"): C, listed but silent, may
 	// not publish a state...
@@ -187,7 +187,7 @@ func TestG01G3_G4_MaintainerStateAndPropagation(t *testing.T) {
 	// ...until C lists B back (recursion through confirmed B, §5 case 5).
 	// The rejected state is re-evaluated when C's announcement arrives; C
 	// republishes a newer one as ngit would.
-	cl.mustAccept(e.announcement(c, "repo", nostr.Tag{"maintainers", b.pk}), purg)
+	cl.mustAccept(e.announcement(c, "repo", nostr.Tag{"maintainers", b.PK}), purg)
 	e.clk.Advance(time.Second)
 	cl.mustAccept(e.state(c, "repo", map[string]string{"refs/heads/main": x}, "refs/heads/main"), purg)
 	if out, err := w.push(e.cloneURL(a, "repo"), "main:refs/heads/main"); err != nil {
@@ -270,7 +270,7 @@ func TestG01P5_ExpiryOnTheServersClock(t *testing.T) {
 	for i := 0; i < 70; i++ {
 		e.clk.Advance(time.Second)
 	}
-	waitFor(t, func() bool { return infoRefsStatus(t, url) == 404 })
+	testwait.For(t, "info/refs of "+url+" to answer 404", func() bool { return infoRefsStatus(t, url) == 404 })
 	if out, err := w.push(url, "main:refs/heads/main"); err == nil {
 		t.Fatalf("push after expiry accepted:\n%s", out)
 	}
@@ -287,14 +287,14 @@ func TestG01P7_DeletionByAuthorRemovesHeldAnnouncement(t *testing.T) {
 	ann := e.announcement(a, "repo")
 	cl.mustAccept(ann, purg)
 	url := e.cloneURL(a, "repo")
-	coord := "30617:" + a.pk + ":repo"
+	coord := "30617:" + a.PK + ":repo"
 	// someone else's deletion has no effect
 	cl.mustAccept(e.sign(m, 5, nostr.Tags{{"a", coord}}, ""), "")
 	if infoRefsStatus(t, url) != 200 {
 		t.Fatal("a stranger's deletion removed the repo")
 	}
 	cl.mustAccept(e.sign(a, 5, nostr.Tags{{"a", coord}}, ""), "")
-	waitFor(t, func() bool { return infoRefsStatus(t, url) == 404 })
+	testwait.For(t, "info/refs of "+url+" to answer 404", func() bool { return infoRefsStatus(t, url) == 404 })
 }
 
 func TestG01G5_PRGitFirstThenEvent(t *testing.T) {
@@ -305,7 +305,7 @@ func TestG01G5_PRGitFirstThenEvent(t *testing.T) {
 	x := w.commit("x")
 	url := e.cloneURL(a, "repo")
 	e.release(a, "repo", w, x)
-	coord := "30617:" + a.pk + ":repo"
+	coord := "30617:" + a.PK + ":repo"
 
 	// G5a: not an event id
 	if out, err := w.push(url, "main:refs/nostr/123"); err == nil {
@@ -350,7 +350,7 @@ func TestG01G5_PRGitFirstThenEvent(t *testing.T) {
 	if out, err := w.push(url, q+":refs/nostr/"+pr2.ID); err != nil {
 		t.Fatalf("push of the PR tip: %v\n%s", err, out)
 	}
-	waitFor(t, func() bool { return cl.served(pr2.ID) })
+	testwait.For(t, "pr2 to be served", func() bool { return cl.served(pr2.ID) })
 }
 
 func TestG01R4_EventsMustReferenceAcceptedRepo(t *testing.T) {
@@ -359,7 +359,7 @@ func TestG01R4_EventsMustReferenceAcceptedRepo(t *testing.T) {
 	a, u := newKey(t), newKey(t)
 	w := newWork(t)
 	x := w.commit("x")
-	coord := "30617:" + a.pk + ":repo"
+	coord := "30617:" + a.PK + ":repo"
 	cl.mustAccept(e.announcement(a, "repo"), purg)
 	// an issue for a repo still in purgatory is held with it (our choice,
 	// friendlier than ngit-grasp's rejection; see core/policy docs)
@@ -369,7 +369,7 @@ func TestG01R4_EventsMustReferenceAcceptedRepo(t *testing.T) {
 	if out, err := w.push(e.cloneURL(a, "repo"), "main:refs/heads/main"); err != nil {
 		t.Fatalf("push: %v\n%s", err, out)
 	}
-	waitFor(t, func() bool { return cl.served(early.ID) })
+	testwait.For(t, "early to be served", func() bool { return cl.served(early.ID) })
 
 	issue := e.sign(u, 1621, nostr.Tags{{"a", coord}, {"subject", "bug"}}, "")
 	cl.mustAccept(issue, "")
@@ -380,17 +380,12 @@ func TestG01R4_EventsMustReferenceAcceptedRepo(t *testing.T) {
 	status := e.sign(a, 1632, nostr.Tags{{"e", issue.ID, "", "root"}}, "")
 	cl.mustAccept(status, "")
 	cl.mustReject(e.sign(u, 1621, nostr.Tags{{"subject", "orphan"}}, ""), "invalid:")
-	cl.mustReject(e.sign(u, 1621, nostr.Tags{{"a", "30617:" + u.pk + ":elsewhere"}}, ""), "invalid:")
+	cl.mustReject(e.sign(u, 1621, nostr.Tags{{"a", "30617:" + u.PK + ":elsewhere"}}, ""), "invalid:")
 	for _, evt := range []*nostr.Event{issue, comment, note, status} {
 		if !cl.served(evt.ID) {
 			t.Fatalf("kind %d not served", evt.Kind)
 		}
 	}
-}
-
-func waitFor(t *testing.T, cond func() bool) {
-	t.Helper()
-	testwait.For(t, "condition", cond)
 }
 
 func TestG01P6_ReplacementDroppingServiceEvicts(t *testing.T) {
@@ -405,7 +400,7 @@ func TestG01P6_ReplacementDroppingServiceEvicts(t *testing.T) {
 	e.clk.Advance(time.Second)
 	gone := e.sign(a, 30617, nostr.Tags{{"d", "repo"}, {"clone", "https://elsewhere.example/x.git"}, {"relays", "wss://elsewhere.example"}}, "")
 	cl.mustReject(gone, "")
-	waitFor(t, func() bool { return infoRefsStatus(t, url) == 404 })
+	testwait.For(t, "info/refs of "+url+" to answer 404", func() bool { return infoRefsStatus(t, url) == 404 })
 	if cl.served(v2.ID) {
 		t.Fatal("evicted announcement served")
 	}
@@ -425,7 +420,7 @@ func TestG01G5c_PRWhoseTipIsAlreadyHereIsServedAndBound(t *testing.T) {
 	if out, err := w.push(url, "main~2:refs/heads/main"); err != nil {
 		t.Fatalf("push: %v\n%s", err, out)
 	}
-	pr := e.sign(k, 1618, nostr.Tags{{"a", "30617:" + a.pk + ":repo"}, {"c", q}, {"clone", url}}, "")
+	pr := e.sign(k, 1618, nostr.Tags{{"a", "30617:" + a.PK + ":repo"}, {"c", q}, {"clone", url}}, "")
 	if out, err := w.push(url, wrong+":refs/nostr/"+pr.ID); err != nil {
 		t.Fatalf("git-first push: %v\n%s", err, out)
 	}
@@ -484,7 +479,7 @@ func TestG01G2e_AnnotatedTagWithPeeledEntry(t *testing.T) {
 	if refs["refs/tags/v1"] != tagObj || refs["refs/tags/v1^{}"] != x {
 		t.Fatalf("refs %v", refs)
 	}
-	waitFor(t, func() bool { return cl.served(st.ID) })
+	testwait.For(t, "st to be served", func() bool { return cl.served(st.ID) })
 }
 
 // grasp.md §10 item 6: the latest stored state authorises a push too, so a
@@ -521,10 +516,10 @@ func TestG01G4_LateMaintainerRepoIsBroughtToTheState(t *testing.T) {
 	a, b := newKey(t), newKey(t)
 	w := newWork(t)
 	x := w.commit("x")
-	e.release(a, "repo", w, x, nostr.Tag{"maintainers", b.pk})
-	annB := e.announcement(b, "repo", nostr.Tag{"maintainers", a.pk})
+	e.release(a, "repo", w, x, nostr.Tag{"maintainers", b.PK})
+	annB := e.announcement(b, "repo", nostr.Tag{"maintainers", a.PK})
 	cl.mustAccept(annB, purg)
-	waitFor(t, func() bool { return cl.served(annB.ID) })
+	testwait.For(t, "annB to be served", func() bool { return cl.served(annB.ID) })
 	if refs := lsRemote(t, e.cloneURL(b, "repo")); refs["refs/heads/main"] != x {
 		t.Fatalf("late maintainer's repo: %v, want main=%s", refs, x)
 	}
@@ -540,11 +535,11 @@ func TestG01P1_ReannouncedRepoWithDataIsServedAtOnce(t *testing.T) {
 	x := w.commit("x")
 	e.release(a, "repo", w, x)
 	e.clk.Advance(time.Second)
-	cl.mustAccept(e.sign(a, 5, nostr.Tags{{"a", "30617:" + a.pk + ":repo"}}, ""), "")
+	cl.mustAccept(e.sign(a, 5, nostr.Tags{{"a", "30617:" + a.PK + ":repo"}}, ""), "")
 	e.clk.Advance(time.Second)
 	again := e.announcement(a, "repo", nostr.Tag{"name", "back"})
 	cl.mustAccept(again, purg)
-	waitFor(t, func() bool { return cl.served(again.ID) })
+	testwait.For(t, "again to be served", func() bool { return cl.served(again.ID) })
 	if lsRemote(t, e.cloneURL(a, "repo"))["refs/heads/main"] != x {
 		t.Fatal("repo data lost")
 	}

@@ -20,7 +20,7 @@ func countServed(cl *client, ids []string) int {
 	return n
 }
 
-func repoCoord(k key, d string) string { return "30617:" + k.pk + ":" + d }
+func repoCoord(k key, d string) string { return "30617:" + k.PK + ":" + d }
 
 // servedAll reports whether every id is served by e.
 func servedAll(cl *client, ids ...string) bool {
@@ -45,13 +45,13 @@ func TestG02_1_G02_7_HistoricSyncFromListedRelay(t *testing.T) {
 	ann := e.announcement(a, "repo", nostr.Tag{"relays", u.url})
 	st2 := e.sign(a, 30618, nostr.Tags{{"d", "repo"}, {"refs/heads/main", c1}, {"refs/tags/v1", c1}, {"HEAD", "ref: refs/heads/main"}}, "")
 	st2.CreatedAt += 5
-	st2.Sign(a.sk)
-	issue := e.sign(b, 1621, nostr.Tags{{"a", repoCoord(a, "repo")}, {"p", a.pk}, {"subject", "bug"}}, "it breaks")
-	comment := e.sign(a, 1111, nostr.Tags{{"E", issue.ID, "", b.pk}, {"K", "1621"}, {"P", b.pk}, {"e", issue.ID, "", b.pk}, {"k", "1621"}, {"p", b.pk}}, "thanks")
+	st2.Sign(a.SK)
+	issue := e.sign(b, 1621, nostr.Tags{{"a", repoCoord(a, "repo")}, {"p", a.PK}, {"subject", "bug"}}, "it breaks")
+	comment := e.sign(a, 1111, nostr.Tags{{"E", issue.ID, "", b.PK}, {"K", "1621"}, {"P", b.PK}, {"e", issue.ID, "", b.PK}, {"k", "1621"}, {"p", b.PK}}, "thanks")
 	quote := e.sign(b, 1, nostr.Tags{{"q", repoCoord(a, "repo")}}, "look at this repo")
-	upper := e.sign(b, 1111, nostr.Tags{{"A", repoCoord(a, "repo")}, {"K", "30617"}, {"P", a.pk}, {"a", repoCoord(a, "repo")}, {"k", "30617"}, {"p", a.pk}}, "nice repo")
+	upper := e.sign(b, 1111, nostr.Tags{{"A", repoCoord(a, "repo")}, {"K", "30617"}, {"P", a.PK}, {"a", repoCoord(a, "repo")}, {"k", "30617"}, {"p", a.PK}}, "nice repo")
 	// B's repository lists only other relays, not this server
-	foreign := e.sign(b, 30617, nostr.Tags{{"d", "theirs"}, {"clone", "http://example.com/" + b.npub + "/theirs.git"}, {"relays", u.url, elsewhere.url}}, "")
+	foreign := e.sign(b, 30617, nostr.Tags{{"d", "theirs"}, {"clone", "http://example.com/" + b.Npub + "/theirs.git"}, {"relays", u.url, elsewhere.url}}, "")
 	foreignIssue := e.sign(b, 1621, nostr.Tags{{"a", repoCoord(b, "theirs")}}, "not ours")
 	u.put(ann, st2, issue, comment, quote, upper, foreign, foreignIssue)
 
@@ -91,7 +91,7 @@ func TestG02_5_NegentropyFallbackPagesPastTheRelayCap(t *testing.T) {
 	for i := 0; i < n; i++ {
 		evt := &nostr.Event{Kind: 1, CreatedAt: nostr.Timestamp(base.Add(time.Duration(i/3) * time.Second).Unix()),
 			Tags: nostr.Tags{{"a", repoCoord(a, "repo")}}, Content: fmt.Sprintf("note %d", i)}
-		if err := evt.Sign(a.sk); err != nil {
+		if err := evt.Sign(a.SK); err != nil {
 			t.Fatal(err)
 		}
 		u.put(evt)
@@ -139,7 +139,7 @@ func TestG02_2_G02_6_LiveSyncOfLayers2And3FromADiscoveredRelay(t *testing.T) {
 			e.relayFilters(peer.ws) >= 4
 	})
 
-	issue := e.sign(b, 1621, nostr.Tags{{"a", repoCoord(a, "repo")}, {"p", a.pk}}, "live issue")
+	issue := e.sign(b, 1621, nostr.Tags{{"a", repoCoord(a, "repo")}, {"p", a.PK}}, "live issue")
 	pcl.mustAccept(issue, "")
 	e.eventually("live issue", 0, func() bool { return cl.served(issue.ID) })
 
@@ -147,7 +147,7 @@ func TestG02_2_G02_6_LiveSyncOfLayers2And3FromADiscoveredRelay(t *testing.T) {
 	e.eventually("layer 3 subscription for the issue", syncStep, func() bool {
 		return e.relayFilters(peer.ws) >= 7 && e.metric("grasp_sync_pending_batches", "") == 0
 	})
-	comment := e.sign(a, 1111, nostr.Tags{{"E", issue.ID, "", b.pk}, {"K", "1621"}, {"P", b.pk}, {"e", issue.ID}, {"k", "1621"}, {"p", b.pk}}, "on it")
+	comment := e.sign(a, 1111, nostr.Tags{{"E", issue.ID, "", b.PK}, {"K", "1621"}, {"P", b.PK}, {"e", issue.ID}, {"k", "1621"}, {"p", b.PK}}, "on it")
 	pcl.mustAccept(comment, "")
 	quote := e.sign(b, 1, nostr.Tags{{"q", issue.ID}}, "see this issue")
 	pcl.mustAccept(quote, "")
@@ -316,7 +316,7 @@ func TestG02_ReturningRepoGetsItsRootEventsBack(t *testing.T) {
 		return !e.relayUp(u.url)
 	})
 	// a comment on the old issue appears upstream while the repo is gone
-	comment := e.sign(b, 1111, nostr.Tags{{"E", issue.ID, "", b.pk}, {"K", "1621"}, {"P", b.pk}}, "still broken")
+	comment := e.sign(b, 1111, nostr.Tags{{"E", issue.ID, "", b.PK}, {"K", "1621"}, {"P", b.PK}}, "still broken")
 	u.put(comment)
 	// announced again, with new data pushed: stored, and synced in full
 	e.clk.Advance(time.Second)

@@ -17,17 +17,6 @@ import (
 	"github.com/grasp-dev/grasp/core/policy"
 )
 
-// signed is an event by k dated now, built before any server exists (the
-// foreign relays hold them from the start).
-func signed(t *testing.T, k key, kind int, tags nostr.Tags) *nostr.Event {
-	t.Helper()
-	evt := &nostr.Event{Kind: kind, Tags: tags, CreatedAt: nostr.Now()}
-	if err := evt.Sign(k.sk); err != nil {
-		t.Fatal(err)
-	}
-	return evt
-}
-
 // foreignRepo is a repository announced only elsewhere: its data on a
 // foreign git server (plainGit) and its events on foreign relays.
 type foreignRepo struct {
@@ -40,8 +29,8 @@ func newForeignRepo(t *testing.T, k key, d, gitRoot, cloneBase string, relays ..
 	w := newWork(t)
 	tip := w.commit("archived " + d)
 	seedBare(t, gitRoot, d, w, "main:refs/heads/main")
-	ann := signed(t, k, 30617, nostr.Tags{{"d", d}, {"clone", cloneBase + "/" + d + ".git"}, append(nostr.Tag{"relays"}, relays...)})
-	st := signed(t, k, 30618, nostr.Tags{{"d", d}, {"refs/heads/main", tip}, {"HEAD", "ref: refs/heads/main"}})
+	ann := k.Event(t, 30617, nostr.Now(), nostr.Tags{{"d", d}, {"clone", cloneBase + "/" + d + ".git"}, append(nostr.Tag{"relays"}, relays...)}, "")
+	st := k.Event(t, 30618, nostr.Now(), nostr.Tags{{"d", d}, {"refs/heads/main", tip}, {"HEAD", "ref: refs/heads/main"}}, "")
 	return foreignRepo{ann: ann, state: st, tip: tip}
 }
 
@@ -75,7 +64,7 @@ func TestG05_1_ArchiveAllMirrorsARepositoryFromForeignRelayAndGitServer(t *testi
 	theirs := newKhatruPeer(t, khatruOpts{negentropy: true})
 	a, b, c := newKey(t), newKey(t), newKey(t)
 	repo := newForeignRepo(t, a, "repo", gitRoot, gitURL, theirs.url)
-	issue := signed(t, b, 1621, nostr.Tags{{"a", "30617:" + a.pk + ":repo"}, {"p", a.pk}, {"subject", "bug"}})
+	issue := b.Event(t, 1621, nostr.Now(), nostr.Tags{{"a", "30617:" + a.PK + ":repo"}, {"p", a.PK}, {"subject", "bug"}}, "")
 	other := newForeignRepo(t, c, "other", gitRoot, gitURL, theirs.url)
 	boot.put(repo.ann, repo.state)
 	theirs.put(issue, other.ann, other.state)
@@ -143,7 +132,7 @@ func TestG05_1_WithoutArchiveAForeignRepositoryIsRefused(t *testing.T) {
 // error.
 func TestG05_2_ReadOnlyArchiveRefusesPushesAndUnlistedRepos(t *testing.T) {
 	a, x := newKey(t), newKey(t)
-	e := newSyncEnv(t, func(cfg *config.Config) { cfg.Grasp.ArchiveWhitelist = []string{a.npub} })
+	e := newSyncEnv(t, func(cfg *config.Config) { cfg.Grasp.ArchiveWhitelist = []string{a.Npub} })
 	cl := e.dial()
 	ann := e.sign(a, 30617, nostr.Tags{{"d", "repo"}, {"clone", "https://git.example.org/repo.git"}, {"relays", "wss://relay.example.org"}}, "")
 	cl.mustAccept(ann, purg)
@@ -161,7 +150,7 @@ func TestG05_2_ReadOnlyArchiveRefusesPushesAndUnlistedRepos(t *testing.T) {
 	if err == nil {
 		t.Fatalf("push to a read-only archive succeeded:\n%s", out)
 	}
-	if !strings.Contains(out, "read-only archive") || !strings.Contains(out, a.npub+"/repo") {
+	if !strings.Contains(out, "read-only archive") || !strings.Contains(out, a.Npub+"/repo") {
 		t.Fatalf("the git error does not say why:\n%s", out)
 	}
 	if refs := lsRemote(t, e.cloneURL(a, "repo")); len(refs) != 0 {
@@ -328,22 +317,22 @@ func TestG05_1_LiveDiscoveryFromABootstrapRelay(t *testing.T) {
 // the owner back), not those that merely name it.
 func TestG05_1_WhitelistedMaintainerArchivesTheRepositoriesItMaintains(t *testing.T) {
 	m, o, x := newKey(t), newKey(t), newKey(t)
-	e := newSyncEnv(t, func(cfg *config.Config) { cfg.Grasp.ArchiveWhitelist = []string{m.npub} })
+	e := newSyncEnv(t, func(cfg *config.Config) { cfg.Grasp.ArchiveWhitelist = []string{m.Npub} })
 	cl := e.dial()
 	foreign := func(k key, d string, maintainers ...string) *nostr.Event {
-		tags := nostr.Tags{{"d", d}, {"clone", "https://git.example.org/" + k.npub + "/" + d + ".git"}, {"relays", "wss://relay.example.org"}}
+		tags := nostr.Tags{{"d", d}, {"clone", "https://git.example.org/" + k.Npub + "/" + d + ".git"}, {"relays", "wss://relay.example.org"}}
 		if len(maintainers) > 0 {
 			tags = append(tags, append(nostr.Tag{"maintainers"}, maintainers...))
 		}
 		return e.sign(k, 30617, tags, "")
 	}
 	// x names m without m listing x back: not m's repository
-	cl.mustReject(foreign(x, "proj", m.pk), "invalid: announcement must list this service")
-	cl.mustAccept(foreign(m, "proj", o.pk), purg)
-	cl.mustAccept(foreign(o, "proj", m.pk), purg)
+	cl.mustReject(foreign(x, "proj", m.PK), "invalid: announcement must list this service")
+	cl.mustAccept(foreign(m, "proj", o.PK), purg)
+	cl.mustAccept(foreign(o, "proj", m.PK), purg)
 	for _, k := range []key{m, o} {
 		if st := infoRefsStatus(t, e.cloneURL(k, "proj")); st != http.StatusOK {
-			t.Fatalf("%s/proj info/refs: %d, want 200", k.npub, st)
+			t.Fatalf("%s/proj info/refs: %d, want 200", k.Npub, st)
 		}
 	}
 	if st := infoRefsStatus(t, e.cloneURL(x, "proj")); st != http.StatusNotFound {

@@ -19,6 +19,7 @@ import (
 	"github.com/grasp-dev/grasp/core/config"
 	"github.com/grasp-dev/grasp/core/nip34"
 	"github.com/grasp-dev/grasp/core/policy"
+	"github.com/grasp-dev/grasp/internal/testwait"
 )
 
 // GRASP-06 /prs/ hosting end to end (grasp.md §3.9): the real git binary
@@ -36,13 +37,13 @@ func newPRsEnv(t *testing.T, mutate func(c *config.Config)) *testServer {
 
 // prsURL is k's GRASP-06 endpoint for identifier d on e.
 func (e *testServer) prsURL(k key, d string) string {
-	return e.base + nip34.PRsRepo(k.pk, d).URLPath()
+	return e.base + nip34.PRsRepo(k.PK, d).URLPath()
 }
 
 // prsDir is where k's /prs/ repository d would live on disk.
 func (e *testServer) prsDir(k key, d string) string {
 	e.t.Helper()
-	dir, err := e.srv.repos.Path(nip34.PRsRepo(k.pk, d))
+	dir, err := e.srv.repos.Path(nip34.PRsRepo(k.PK, d))
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -56,7 +57,7 @@ func exists(path string) bool {
 
 // prEvent is a PR by k for owner's repository d whose clone names url.
 func (e *testServer) prEvent(k key, owner key, d, tip, url string) *nostr.Event {
-	return e.sign(k, 1618, nostr.Tags{{"a", "30617:" + owner.pk + ":" + d}, {"c", tip}, {"clone", url}, {"subject", "s"}}, "")
+	return e.sign(k, 1618, nostr.Tags{{"a", "30617:" + owner.PK + ":" + d}, {"c", tip}, {"clone", url}, {"subject", "s"}}, "")
 }
 
 func TestG06_0_DisabledIs404AndNotInNIP11(t *testing.T) {
@@ -120,7 +121,7 @@ func TestG06_1_AnyWellFormedPathIsAnEmptyRepositoryWithoutADirectory(t *testing.
 		t.Fatal("reading /prs/ paths created a directory")
 	}
 	// a hex pubkey is not a well-formed path
-	if status := infoRefsStatus(t, e.base+"/prs/"+k.pk+"/anything.git"); status != http.StatusNotFound {
+	if status := infoRefsStatus(t, e.base+"/prs/"+k.PK+"/anything.git"); status != http.StatusNotFound {
 		t.Fatalf("hex pubkey in a /prs/ path: %d, want 404", status)
 	}
 }
@@ -208,19 +209,19 @@ func TestG06_4_EventFirstIsHeldThenReleasedByThePush(t *testing.T) {
 		t.Fatal("a held PR created a /prs/ directory")
 	}
 	// a PR update for the same path is accepted the same way
-	up := e.sign(k, 1619, nostr.Tags{{"a", "30617:" + owner.pk + ":repo"}, {"E", pr.ID}, {"c", p}, {"clone", url}}, "")
+	up := e.sign(k, 1619, nostr.Tags{{"a", "30617:" + owner.PK + ":repo"}, {"E", pr.ID}, {"c", p}, {"clone", url}}, "")
 	cl.mustAccept(up, purg)
 	if out, err := w.push(url, p+":refs/nostr/"+pr.ID); err != nil {
 		t.Fatalf("push: %v\n%s", err, out)
 	}
-	waitFor(t, func() bool { return cl.served(pr.ID) })
+	testwait.For(t, "pr to be served", func() bool { return cl.served(pr.ID) })
 	if got := lsRemote(t, url)["refs/nostr/"+pr.ID]; got != p {
 		t.Fatalf("refs/nostr/%s = %q after the release", pr.ID, got)
 	}
 	if out, err := w.push(url, p+":refs/nostr/"+up.ID); err != nil {
 		t.Fatalf("push of the update: %v\n%s", err, out)
 	}
-	waitFor(t, func() bool { return cl.served(up.ID) })
+	testwait.For(t, "up to be served", func() bool { return cl.served(up.ID) })
 }
 
 func TestG06_5_RelaxationOnlyForThisEndpointSignerAndD(t *testing.T) {
@@ -230,7 +231,7 @@ func TestG06_5_RelaxationOnlyForThisEndpointSignerAndD(t *testing.T) {
 	w := newWork(t)
 	p := w.commit("p")
 	for name, clone := range map[string]string{
-		"another host":         "http://elsewhere.example" + nip34.PRsRepo(k.pk, "repo").URLPath(),
+		"another host":         "http://elsewhere.example" + nip34.PRsRepo(k.PK, "repo").URLPath(),
 		"another npub":         e.prsURL(other, "repo"),
 		"a d in no 'a' tag":    e.prsURL(k, "nope"),
 		"the owner's own path": e.cloneURL(owner, "repo"),
@@ -289,7 +290,7 @@ func TestG06_6_TipMismatchDeletesTheRefAndKeepsTheEventHeld(t *testing.T) {
 	hosted := newKey(t)
 	hw := newWork(t)
 	e.release(hosted, "repo", hw, hw.commit("h"))
-	noClone := e.sign(k, 1618, nostr.Tags{{"a", "30617:" + hosted.pk + ":repo"}, {"c", x}, {"clone", e.cloneURL(hosted, "repo")}}, "")
+	noClone := e.sign(k, 1618, nostr.Tags{{"a", "30617:" + hosted.PK + ":repo"}, {"c", x}, {"clone", e.cloneURL(hosted, "repo")}}, "")
 	cl.mustAccept(noClone, purg)
 	if out, err := w.push(url, x+":refs/nostr/"+noClone.ID); err == nil || !strings.Contains(out, "no 'clone' tag naming") {
 		t.Fatalf("PR without a clone tag for this endpoint: err=%v\n%s", err, out)
@@ -313,7 +314,7 @@ func TestG06_7_ReleasedPRIsMirroredIntoTheHostedOwnerRepository(t *testing.T) {
 	if out, err := w.push(url, p+":refs/nostr/"+pr.ID); err != nil {
 		t.Fatalf("push to /prs/: %v\n%s", err, out)
 	}
-	waitFor(t, func() bool { return cl.served(pr.ID) })
+	testwait.For(t, "pr to be served", func() bool { return cl.served(pr.ID) })
 	if got := lsRemote(t, e.cloneURL(owner, "repo"))["refs/nostr/"+pr.ID]; got != p {
 		t.Fatalf("owner's repository: refs/nostr/%s = %q, want %s", pr.ID, got, p)
 	}
@@ -350,7 +351,7 @@ func TestG06_8_ZeroRefRepositoriesAreRemoved(t *testing.T) {
 	// start-up scan: an empty /prs/ repository a crash left behind
 	data := t.TempDir()
 	k := newKey(t)
-	stale := filepath.Join(data, "git", "prs", k.npub, "stale.git")
+	stale := filepath.Join(data, "git", "prs", k.Npub, "stale.git")
 	if err := os.MkdirAll(filepath.Dir(stale), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -427,7 +428,7 @@ func TestG06_Limits_PerPubkeyAndIPRefusedBeforeWriting(t *testing.T) {
 
 	// per pubkey, count: three placeholders under one npub, two allowed
 	out, err := w.push(e.prsURL(k, "a"), p+":refs/nostr/"+id("1"), p+":refs/nostr/"+id("2"), p+":refs/nostr/"+id("3"))
-	if err == nil || !strings.Contains(out, "rate-limited:") || !strings.Contains(out, "under /prs/"+k.npub) || !strings.Contains(out, "(limit 2)") {
+	if err == nil || !strings.Contains(out, "rate-limited:") || !strings.Contains(out, "under /prs/"+k.Npub) || !strings.Contains(out, "(limit 2)") {
 		t.Fatalf("3 placeholders under one npub where 2 are allowed: err=%v\n%s", err, out)
 	}
 	if exists(filepath.Join(root, "prs")) {
@@ -549,7 +550,7 @@ func TestG06_8_ExcludedFromListingsAndCleanup(t *testing.T) {
 	}
 	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	if strings.Contains(string(body), k.npub) || strings.Contains(string(body), "listed") {
+	if strings.Contains(string(body), k.Npub) || strings.Contains(string(body), "listed") {
 		t.Fatal("the landing page lists a /prs/ repository")
 	}
 	st, err := admin.Build(t.Context(), e.srv.adminSources())
@@ -591,7 +592,7 @@ func TestG06_4_UnderABasePath(t *testing.T) {
 	if out, err := w.push(url, p+":refs/nostr/"+pr.ID); err != nil {
 		t.Fatalf("push: %v\n%s", err, out)
 	}
-	waitFor(t, func() bool { return cl.served(pr.ID) })
+	testwait.For(t, "pr to be served", func() bool { return cl.served(pr.ID) })
 	if status := infoRefsStatus(t, strings.Replace(url, "/git/prs/", "/prs/", 1)); status != http.StatusNotFound {
 		t.Fatalf("/prs/ at the root answers %d, want 404", status)
 	}
@@ -623,7 +624,7 @@ func TestG06_7_MirroredWhenTheHeldOwnerRepositoryIsReleased(t *testing.T) {
 	if out, err := ow.push(e.cloneURL(owner, "repo"), "main:refs/heads/main"); err != nil {
 		t.Fatalf("owner's push: %v\n%s", err, out)
 	}
-	waitFor(t, func() bool { return cl.served(ann.ID) && cl.served(pr.ID) })
+	testwait.For(t, "ann and pr to be served", func() bool { return cl.served(ann.ID) && cl.served(pr.ID) })
 	if got := lsRemote(t, e.cloneURL(owner, "repo"))["refs/nostr/"+pr.ID]; got != p {
 		t.Fatalf("owner's repository: refs/nostr/%s = %q, want %s", pr.ID, got, p)
 	}

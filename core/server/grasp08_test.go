@@ -34,7 +34,7 @@ func (e *testServer) nip98(k key, u string) string {
 // extra header (k zero: no header).
 func (e *testServer) gitAs(k key, u, dir string, args ...string) (string, error) {
 	e.t.Helper()
-	if k.sk != "" {
+	if k.SK != "" {
 		args = append([]string{"-c", "http.extraHeader=Authorization: " + e.nip98(k, u)}, args...)
 	}
 	return gitRun(e.t, dir, args...)
@@ -56,8 +56,8 @@ func (e *testServer) authed(k key) *client {
 func (e *testServer) authRaw(cl *client, k key) {
 	e.t.Helper()
 	m := cl.next(func(m []json.RawMessage) bool { return label(m) == "AUTH" })
-	evt := nip42.CreateUnsignedAuthEvent(str(m[1]), k.pk, e.ws)
-	if err := evt.Sign(k.sk); err != nil {
+	evt := nip42.CreateUnsignedAuthEvent(str(m[1]), k.PK, e.ws)
+	if err := evt.Sign(k.SK); err != nil {
 		e.t.Fatal(err)
 	}
 	cl.send("AUTH", evt)
@@ -167,13 +167,13 @@ func (e *testServer) releasePrivate(owner key, d string) *privateRepo {
 		e.t.Fatalf("member's NIP-98 push: %v\n%s", err, out)
 	}
 	e.eventually("private announcement released", 0, func() bool { return p.conn.served(p.ann.ID) })
-	p.coordinate = nip34.RepoRef{Pubkey: owner.pk, Identifier: d}.String()
+	p.coordinate = nip34.RepoRef{Pubkey: owner.PK, Identifier: d}.String()
 	p.issue = e.sign(owner, 1621, nostr.Tags{{"a", p.coordinate}, {"subject", "secret issue"}}, "secret issue body")
 	p.conn.mustAccept(p.issue, "")
-	p.comment = e.sign(owner, 1111, nostr.Tags{{"E", p.issue.ID}, {"K", "1621"}, {"P", owner.pk}, {"e", p.issue.ID}, {"k", "1621"}, {"p", owner.pk}}, "secret comment")
+	p.comment = e.sign(owner, 1111, nostr.Tags{{"E", p.issue.ID}, {"K", "1621"}, {"P", owner.PK}, {"e", p.issue.ID}, {"k", "1621"}, {"p", owner.PK}}, "secret comment")
 	p.conn.mustAccept(p.comment, "")
 	p.privateIDs = []string{p.ann.ID, p.state.ID, p.issue.ID, p.comment.ID}
-	p.npubID = owner.npub + "/" + d
+	p.npubID = owner.Npub + "/" + d
 	return p
 }
 
@@ -232,7 +232,7 @@ func TestG08_3_PrivateRepoNIP42AndNIP98(t *testing.T) {
 		}(),
 		func() string {
 			evt := &nostr.Event{Kind: 27235, Tags: nostr.Tags{{"u", p.clone}, {"method", "GET"}}, CreatedAt: nostr.Timestamp(e.clk.Now().Unix() - 61)}
-			evt.Sign(owner.sk)
+			evt.Sign(owner.SK)
 			b, _ := json.Marshal(evt)
 			return "Nostr " + base64.StdEncoding.EncodeToString(b)
 		}(),
@@ -292,16 +292,16 @@ func TestG08_4_NoReadPathLeaksAPrivateRepository(t *testing.T) {
 	silent := map[string]nostr.Filter{
 		"kinds":   {Kinds: privateKinds},
 		"all":     {},
-		"author":  {Authors: []string{owner.pk}},
+		"author":  {Authors: []string{owner.PK}},
 		"#d":      {Tags: nostr.TagMap{"d": {p.d}}},
-		"#p":      {Tags: nostr.TagMap{"p": {owner.pk}}},
+		"#p":      {Tags: nostr.TagMap{"p": {owner.PK}}},
 		"kinds+d": {Kinds: []int{30617, 30618}, Tags: nostr.TagMap{"d": {p.d}}},
 	}
 	// the read paths that name the repository outright: refused
 	named := map[string]nostr.Filter{
 		"#a":        {Tags: nostr.TagMap{"a": {p.coordinate}}},
 		"#A":        {Tags: nostr.TagMap{"A": {p.coordinate}}},
-		"author+#d": {Authors: []string{owner.pk}, Tags: nostr.TagMap{"d": {p.d}}},
+		"author+#d": {Authors: []string{owner.PK}, Tags: nostr.TagMap{"d": {p.d}}},
 		"#e":        {Tags: nostr.TagMap{"e": {p.issue.ID}}},
 		"#E":        {Tags: nostr.TagMap{"E": {p.issue.ID}}},
 		"ids":       {IDs: p.privateIDs},
@@ -433,7 +433,7 @@ func TestG08_4_NoReadPathLeaksAPrivateRepository(t *testing.T) {
 	// metrics carry no repository labels
 	rec := httptest.NewRecorder()
 	e.srv.metrics.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
-	for _, leak := range []string{p.d, owner.npub, owner.pk, "topsecret-name"} {
+	for _, leak := range []string{p.d, owner.Npub, owner.PK, "topsecret-name"} {
 		if strings.Contains(rec.Body.String(), leak) {
 			t.Errorf("metrics mention %q", leak)
 		}
@@ -508,7 +508,7 @@ func TestG08_6_ServiceWidePrivateMode(t *testing.T) {
 	admin, invitee, stranger := newKey(t), newKey(t), newKey(t)
 	e := newEnv(t, func(c *config.Config) {
 		c.Grasp.Private = true
-		c.Grasp.PrivateMembers = []string{admin.npub}
+		c.Grasp.PrivateMembers = []string{admin.Npub}
 	})
 
 	_, _, doc := httpGet(t, e.base, "Accept", "application/nostr+json")
@@ -537,7 +537,7 @@ func TestG08_6_ServiceWidePrivateMode(t *testing.T) {
 	w := newWork(t)
 	tip := w.commit("v1")
 	admConn := e.authed(admin)
-	ann := e.announcement(admin, "team", nostr.Tag{"maintainers", invitee.pk})
+	ann := e.announcement(admin, "team", nostr.Tag{"maintainers", invitee.PK})
 	admConn.mustAccept(ann, purg)
 	st := e.state(admin, "team", map[string]string{"refs/heads/main": tip}, "refs/heads/main")
 	admConn.mustAccept(st, purg)
@@ -552,7 +552,7 @@ func TestG08_6_ServiceWidePrivateMode(t *testing.T) {
 	// the invitee, not yet a member, may publish its own announcement
 	// listing back, and then reads and clones as a confirmed maintainer
 	invConn := e.authed(invitee)
-	back := e.announcement(invitee, "team", nostr.Tag{"maintainers", admin.pk})
+	back := e.announcement(invitee, "team", nostr.Tag{"maintainers", admin.PK})
 	invConn.mustAccept(back, "")
 	e.eventually("invitee reads the repository", 0, func() bool { return invConn.served(ann.ID) })
 	if out, err := e.gitAs(invitee, clone, t.TempDir(), "clone", "-q", clone, "c"); err != nil {

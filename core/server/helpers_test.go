@@ -35,8 +35,6 @@ type testServer struct {
 	stop context.CancelFunc
 }
 
-func freePort(t *testing.T) int { return testkit.FreePort(t) }
-
 // newEnv starts a server with a fake clock (set to now) so purgatory
 // expiry can be driven without sleeping.
 func newEnv(t *testing.T, mutate func(c *config.Config)) *testServer {
@@ -60,7 +58,7 @@ func newEnvWith(t *testing.T, mutate func(c *config.Config), free func(dir strin
 // mutate applied.
 func testConfig(t *testing.T, mutate func(c *config.Config)) config.Config {
 	t.Helper()
-	port := freePort(t)
+	port := testkit.FreePort(t)
 	cfg := config.Default()
 	cfg.Server.Listen = fmt.Sprintf("127.0.0.1:%d", port)
 	cfg.Server.PublicURL = fmt.Sprintf("http://127.0.0.1:%d", port)
@@ -144,29 +142,21 @@ func serveUntilCleanup(tb testing.TB, srv *Server) {
 	})
 }
 
-type key struct {
-	sk, pk, npub string
-}
+// key is testkit's throwaway identity, with the repository it names.
+type key struct{ testkit.Key }
 
-func newKey(t *testing.T) key {
-	k := testkit.NewKey(t)
-	return key{sk: k.SK, pk: k.PK, npub: k.Npub}
-}
+func newKey(t *testing.T) key { return key{testkit.NewKey(t)} }
 
 // repo names k's repository d.
-func (k key) repo(d string) nip34.RepoRef { return nip34.RepoRef{Pubkey: k.pk, Identifier: d} }
+func (k key) repo(d string) nip34.RepoRef { return nip34.RepoRef{Pubkey: k.PK, Identifier: d} }
 
 func (e *testServer) sign(k key, kind int, tags nostr.Tags, content string) *nostr.Event {
 	e.t.Helper()
-	evt := &nostr.Event{Kind: kind, Tags: tags, Content: content, CreatedAt: nostr.Timestamp(e.clk.Now().Unix())}
-	if err := evt.Sign(k.sk); err != nil {
-		e.t.Fatal(err)
-	}
-	return evt
+	return k.Sign(e.t, &nostr.Event{Kind: kind, Tags: tags, Content: content, CreatedAt: nostr.Timestamp(e.clk.Now().Unix())})
 }
 
 func (e *testServer) cloneURL(k key, d string) string {
-	return e.base + "/" + k.npub + "/" + nip34.EscapeIdentifier(d) + ".git"
+	return e.base + "/" + k.Npub + "/" + nip34.EscapeIdentifier(d) + ".git"
 }
 
 // announcement lists this server in clone and relays, plus extra tags.

@@ -100,7 +100,7 @@ func TestG02_HuntFetchesPRTipFromItsCloneURL(t *testing.T) {
 	e.release(a, "repo", w, x)
 	p := w.commit("proposal")
 	seedBare(t, gitRoot, "fork", w, "main:refs/heads/pr")
-	pr := e.sign(k, 1618, nostr.Tags{{"a", "30617:" + a.pk + ":repo"}, {"c", p}, {"clone", gitURL + "/fork.git"}}, "")
+	pr := e.sign(k, 1618, nostr.Tags{{"a", "30617:" + a.PK + ":repo"}, {"c", p}, {"clone", gitURL + "/fork.git"}}, "")
 	cl.mustAccept(pr, purg)
 	// a client-submitted PR waits user_fetch_delay (3 min) for a push first;
 	// small steps leave the hunt's real git fetch ample time before the
@@ -161,7 +161,7 @@ func TestG02_EventExpiresCleanlyWhenNoServerHasTheData(t *testing.T) {
 	if e.srv.purg.Len() != 0 {
 		t.Fatalf("purgatory still holds %d events", e.srv.purg.Len())
 	}
-	waitFor(t, func() bool { return e.srv.hunter.Stats().Repos == 0 })
+	testwait.For(t, "the hunter to watch no repository", func() bool { return e.srv.hunter.Stats().Repos == 0 })
 }
 
 func TestG02_HourlyRecheckRestoresADriftedRepo(t *testing.T) {
@@ -203,7 +203,7 @@ func TestG02_HuntRefusesInternalSourcesByDefault(t *testing.T) {
 	if ok, _ := e.srv.relay.Ingest(context.Background(), st, policy.Meta{Source: policy.SourceSync}); !ok {
 		t.Fatal("synced state refused")
 	}
-	waitFor(t, func() bool {
+	testwait.For(t, "the hunter to fetch", func() bool {
 		e.clk.Advance(time.Second)
 		return e.srv.hunter.Stats().Fetches > 0
 	})

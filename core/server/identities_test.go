@@ -46,7 +46,7 @@ func TestServiceIdentities_EveryPublicURLIsThisServer(t *testing.T) {
 	x := w.commit("x")
 
 	// Only the .onion identity, with ngit's http:// and ws:// forms.
-	annA := e.sign(a, 30617, nostr.Tags{{"d", "repo"}, {"clone", onion + "/" + a.npub + "/repo.git"},
+	annA := e.sign(a, 30617, nostr.Tags{{"d", "repo"}, {"clone", onion + "/" + a.Npub + "/repo.git"},
 		{"relays", "ws://" + onionHost, peer.url}}, "")
 	cl.mustAccept(annA, purg)
 	cl.mustAccept(e.state(a, "repo", map[string]string{"refs/heads/main": x}, "refs/heads/main"), purg)
@@ -56,14 +56,14 @@ func TestServiceIdentities_EveryPublicURLIsThisServer(t *testing.T) {
 	e.eventually("A's announcement served", 0, func() bool { return cl.served(annA.ID) })
 
 	// Only the base-path alias; cloned through it.
-	annB := e.sign(b, 30617, nostr.Tags{{"d", "repo"}, {"clone", alias + "/" + b.npub + "/repo.git"},
+	annB := e.sign(b, 30617, nostr.Tags{{"d", "repo"}, {"clone", alias + "/" + b.Npub + "/repo.git"},
 		{"relays", "ws://" + strings.TrimPrefix(alias, "http://")}}, "")
 	cl.mustAccept(annB, purg)
 	cl.mustAccept(e.state(b, "repo", map[string]string{"refs/heads/main": x}, "refs/heads/main"), purg)
-	if out, err := w.push(alias+"/"+b.npub+"/repo.git", "main:refs/heads/main"); err != nil {
+	if out, err := w.push(alias+"/"+b.Npub+"/repo.git", "main:refs/heads/main"); err != nil {
 		t.Fatalf("push under the base-path alias: %v\n%s", err, out)
 	}
-	if refs := lsRemote(t, alias+"/"+b.npub+"/repo.git"); refs["refs/heads/main"] != x {
+	if refs := lsRemote(t, alias+"/"+b.Npub+"/repo.git"); refs["refs/heads/main"] != x {
 		t.Fatalf("ls-remote under the alias: %v", refs)
 	}
 
@@ -93,7 +93,7 @@ func TestServiceIdentities_EveryPublicURLIsThisServer(t *testing.T) {
 	}
 	_, _, page := httpGet(t, e.cloneURL(a, "repo"), "Accept", "text/html")
 	for _, base := range doc.PublicURLs {
-		if u := base + "/" + a.npub + "/repo.git"; !strings.Contains(page, u) {
+		if u := base + "/" + a.Npub + "/repo.git"; !strings.Contains(page, u) {
 			t.Errorf("the repository page does not show clone URL %s", u)
 		}
 	}
@@ -103,8 +103,8 @@ func TestServiceIdentities_EveryPublicURLIsThisServer(t *testing.T) {
 	ac.send("EVENT", e.sign(a, 30617, nostr.Tags{{"d", "secret"}, {"private", "true"},
 		{"clone", e.cloneURL(a, "secret")}, {"relays", e.ws}}, ""))
 	m := ac.next(func(m []json.RawMessage) bool { return label(m) == "AUTH" })
-	auth := nip42.CreateUnsignedAuthEvent(str(m[1]), a.pk, "ws://"+onionHost)
-	if err := auth.Sign(a.sk); err != nil {
+	auth := nip42.CreateUnsignedAuthEvent(str(m[1]), a.PK, "ws://"+onionHost)
+	if err := auth.Sign(a.SK); err != nil {
 		t.Fatal(err)
 	}
 	ac.send("AUTH", auth)

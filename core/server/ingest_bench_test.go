@@ -101,7 +101,7 @@ func fillHeld(b *testing.B, s *benchServer, n int) {
 					errs <- err
 					return
 				}
-				if err := s.srv.purg.Hold(purgatory.Entry{Event: ann, Repo: nip34.RepoRef{Pubkey: pk, Identifier: d}}); err != nil {
+				if err := s.srv.purg.Hold(context.Background(), purgatory.Entry{Event: ann, Repo: nip34.RepoRef{Pubkey: pk, Identifier: d}}); err != nil {
 					errs <- err
 					return
 				}

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/grasp-dev/grasp/internal/testwait"
 	"github.com/nbd-wtf/go-nostr"
 )
 
@@ -15,7 +16,7 @@ import (
 const notAuthorized = "invalid: author not authorized for this repository"
 
 func role(letter string, k key, bounds ...string) nostr.Tag {
-	return append(nostr.Tag{letter, k.pk}, bounds...)
+	return append(nostr.Tag{letter, k.PK}, bounds...)
 }
 
 // refused asserts that a push is refused and writes nothing.
@@ -37,7 +38,7 @@ func TestMaintainersV3_Case02_InviteeWithoutAnnouncement_E2E(t *testing.T) {
 	a, b := newKey(t), newKey(t)
 	w := newWork(t)
 	x := w.commit("x")
-	cl.mustAccept(e.announcement(a, "repo", nostr.Tag{"maintainers", b.pk}), purg)
+	cl.mustAccept(e.announcement(a, "repo", nostr.Tag{"maintainers", b.PK}), purg)
 	cl.mustReject(e.state(b, "repo", map[string]string{"refs/heads/main": x}, "refs/heads/main"), notAuthorized)
 	refused(t, w, e.cloneURL(a, "repo"), "main:refs/heads/main")
 	// Positive control: the owner's own state authorises the same push.
@@ -104,7 +105,7 @@ func TestMaintainersV3_Case20_InvitedForkCannotTakeOver_E2E(t *testing.T) {
 	yb := wb.commit("b's fork")
 	e.release(b, "repo", wb, yb)
 	e.clk.Advance(time.Second)
-	cl.mustAccept(e.announcement(a, "repo", role("M", a), role("m", b), nostr.Tag{"maintainers", a.pk, b.pk}), "")
+	cl.mustAccept(e.announcement(a, "repo", role("M", a), role("m", b), nostr.Tag{"maintainers", a.PK, b.PK}), "")
 
 	refused(t, wb, e.cloneURL(a, "repo"), "+main:refs/heads/main")
 	// B's next ordinary fork push: accepted in B's repo, not propagated.
@@ -123,7 +124,7 @@ func TestMaintainersV3_Case20_InvitedForkCannotTakeOver_E2E(t *testing.T) {
 	cl.mustAccept(e.announcement(b, "repo", role("M", a), role("m", b)), "")
 	e.clk.Advance(time.Second)
 	cl.mustAccept(e.state(b, "repo", map[string]string{"refs/heads/main": zb}, "refs/heads/main"), "")
-	waitFor(t, func() bool { return lsRemote(t, e.cloneURL(a, "repo"))["refs/heads/main"] == zb })
+	testwait.For(t, "main of the clone URL to be "+zb, func() bool { return lsRemote(t, e.cloneURL(a, "repo"))["refs/heads/main"] == zb })
 }
 
 func TestMaintainersV3_Case22_SameSecondLowerIDWins_E2E(t *testing.T) {
@@ -134,14 +135,14 @@ func TestMaintainersV3_Case22_SameSecondLowerIDWins_E2E(t *testing.T) {
 	x := w.commit("x")
 	at := nostr.Timestamp(e.clk.Now().Unix())
 	base := nostr.Tags{{"d", "repo"}, {"clone", e.cloneURL(a, "repo")}, {"relays", e.ws}}
-	withB := &nostr.Event{Kind: 30617, CreatedAt: at, Tags: append(append(nostr.Tags{}, base...), nostr.Tag{"maintainers", b.pk})}
-	if err := withB.Sign(a.sk); err != nil {
+	withB := &nostr.Event{Kind: 30617, CreatedAt: at, Tags: append(append(nostr.Tags{}, base...), nostr.Tag{"maintainers", b.PK})}
+	if err := withB.Sign(a.SK); err != nil {
 		t.Fatal(err)
 	}
 	var plain *nostr.Event
 	for n := 0; plain == nil || plain.ID > withB.ID; n++ {
 		plain = &nostr.Event{Kind: 30617, CreatedAt: at, Tags: append(append(nostr.Tags{}, base...), nostr.Tag{"nonce", fmt.Sprint(n)})}
-		if err := plain.Sign(a.sk); err != nil {
+		if err := plain.Sign(a.SK); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -149,7 +150,7 @@ func TestMaintainersV3_Case22_SameSecondLowerIDWins_E2E(t *testing.T) {
 	cl.mustAccept(plain, purg) // same second, lower id: replaces
 	// B lists A back without hosting here: kept only if A's current
 	// announcement invites B, and the lower id (no maintainers) is current.
-	accB := e.sign(b, 30617, nostr.Tags{{"d", "repo"}, {"maintainers", a.pk}}, "")
+	accB := e.sign(b, 30617, nostr.Tags{{"d", "repo"}, {"maintainers", a.PK}}, "")
 	cl.mustReject(accB, "invalid:")
 	cl.mustReject(e.state(b, "repo", map[string]string{"refs/heads/main": x}, "refs/heads/main"), notAuthorized)
 	refused(t, w, e.cloneURL(a, "repo"), "main:refs/heads/main")

@@ -60,7 +60,7 @@ func TestModeration_HiddenOnEverySurface(t *testing.T) {
 	spam := e.sign(g.s, 1621, nostr.Tags{{"a", g.coord}, {"subject", "BUY CHEAP PILLS"}}, "spam body")
 	g.cl.mustAccept(spam, "")
 	comment := func(k key, content string) *nostr.Event {
-		return e.sign(k, 1111, nostr.Tags{{"E", g.issue.ID}, {"K", "1621"}, {"P", g.r.pk}, {"e", g.issue.ID}, {"k", "1621"}, {"p", g.r.pk}}, content)
+		return e.sign(k, 1111, nostr.Tags{{"E", g.issue.ID}, {"K", "1621"}, {"P", g.r.PK}, {"e", g.issue.ID}, {"k", "1621"}, {"p", g.r.PK}}, content)
 	}
 	spamComment := comment(g.s, "spam comment")
 	good := comment(g.m, "a real comment")
@@ -89,7 +89,7 @@ func TestModeration_HiddenOnEverySurface(t *testing.T) {
 		{IDs: hiddenIDs},
 		{Kinds: []int{1621}, Tags: nostr.TagMap{"a": {g.coord}}},
 		{Kinds: []int{1111}, Tags: nostr.TagMap{"E": {g.issue.ID}}},
-		{Authors: []string{g.s.pk}},
+		{Authors: []string{g.s.PK}},
 		{},
 	} {
 		got := anon.query(f)
@@ -100,7 +100,7 @@ func TestModeration_HiddenOnEverySurface(t *testing.T) {
 	if got := secretsIn(anon.query(nostr.Filter{Kinds: []int{1621, 1111}}), []string{g.issue.ID, good.ID, marker.ID}); len(got) != 3 {
 		t.Errorf("REQ lost what was not hidden: %v", got)
 	}
-	if n := anon.count(nostr.Filter{Authors: []string{g.s.pk}, Kinds: []int{1621, 1111}}); n != 0 {
+	if n := anon.count(nostr.Filter{Authors: []string{g.s.PK}, Kinds: []int{1621, 1111}}); n != 0 {
 		t.Errorf("COUNT of the stranger's hidden events: %d, want 0", n)
 	}
 	if n := anon.count(nostr.Filter{Kinds: []int{1111}, Tags: nostr.TagMap{"E": {g.issue.ID}}}); n != 2 {
@@ -116,7 +116,7 @@ func TestModeration_HiddenOnEverySurface(t *testing.T) {
 		t.Errorf("NEG-OPEN lost the comment that is not hidden")
 	}
 
-	repo := e.base + "/" + g.a.npub + "/repo.git"
+	repo := e.base + "/" + g.a.Npub + "/repo.git"
 	_, _, list := httpGet(t, repo+"/issues")
 	if strings.Contains(list, "BUY CHEAP PILLS") || !strings.Contains(list, "it breaks") {
 		t.Errorf("issues list: hidden issue shown or real one missing\n%.2000s", list)
@@ -257,7 +257,7 @@ func TestModeration_AuthorDeletionStillWorks(t *testing.T) {
 func TestModeration_AnnouncementsAndStatesCannotBeHidden(t *testing.T) {
 	g := newGWRepo(t)
 	e := g.e
-	anns := g.cl.query(nostr.Filter{Kinds: []int{nip34.KindAnnouncement}, Authors: []string{g.a.pk}, Tags: nostr.TagMap{"d": {"repo"}}})
+	anns := g.cl.query(nostr.Filter{Kinds: []int{nip34.KindAnnouncement}, Authors: []string{g.a.PK}, Tags: nostr.TagMap{"d": {"repo"}}})
 	if len(anns) != 1 {
 		t.Fatalf("announcement: %d", len(anns))
 	}

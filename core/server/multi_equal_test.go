@@ -24,7 +24,7 @@ func TestMulti_DeletionOnAHonouredOnB(t *testing.T) {
 	k := newKey(t)
 	w := newWork(t)
 	a.release(k, "repo", w, w.commit("one"))
-	issue := a.sign(k, 1621, nostr.Tags{{"a", "30617:" + k.pk + ":repo"}, {"subject", "to delete"}}, "an issue")
+	issue := a.sign(k, 1621, nostr.Tags{{"a", "30617:" + k.PK + ":repo"}, {"subject", "to delete"}}, "an issue")
 	ca := a.dial()
 	ca.mustAccept(issue, "")
 	a.clk.Advance(time.Second)
@@ -40,7 +40,7 @@ func TestMulti_DeletionOnAHonouredOnB(t *testing.T) {
 	ann := a.announcement(k, "other")
 	ca.mustAccept(ann, purg)
 	a.clk.Advance(time.Second)
-	ca.mustAccept(a.sign(k, 5, nostr.Tags{{"a", "30617:" + k.pk + ":other"}}, ""), "")
+	ca.mustAccept(a.sign(k, 5, nostr.Tags{{"a", "30617:" + k.PK + ":other"}}, ""), "")
 	cb.mustReject(ann, "blocked: this event was deleted by its author")
 }
 

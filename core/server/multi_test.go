@@ -11,6 +11,7 @@ import (
 
 	"github.com/grasp-dev/grasp/core/config"
 	"github.com/grasp-dev/grasp/internal/pgtest"
+	"github.com/grasp-dev/grasp/internal/testkit"
 	"github.com/grasp-dev/grasp/internal/testwait"
 )
 
@@ -32,7 +33,7 @@ func newInstancesOn(t *testing.T, url string, n int, mutate func(c *config.Confi
 	gitDir := t.TempDir()
 	ports := make([]int, n)
 	for i := range ports {
-		ports[i] = freePort(t)
+		ports[i] = testkit.FreePort(t)
 	}
 	public := fmt.Sprintf("http://127.0.0.1:%d", ports[0])
 	out := make([]*testServer, n)
@@ -70,7 +71,7 @@ func TestMulti_PublishOnAReceiveLiveOnB(t *testing.T) {
 	live := b.dial()
 	live.send("REQ", "live", nostr.Filter{Kinds: []int{1621}})
 	live.next(func(m []jsonMsg) bool { return label(m) == "EOSE" })
-	issue := a.sign(k, 1621, nostr.Tags{{"a", "30617:" + k.pk + ":repo"}, {"subject", "hi"}}, "an issue")
+	issue := a.sign(k, 1621, nostr.Tags{{"a", "30617:" + k.PK + ":repo"}, {"subject", "hi"}}, "an issue")
 	a.dial().mustAccept(issue, "")
 	m := live.next(func(m []jsonMsg) bool { return label(m) == "EVENT" })
 	var got nostr.Event
@@ -83,7 +84,7 @@ func TestMulti_PublishOnAReceiveLiveOnB(t *testing.T) {
 		t.Fatal("B does not serve events stored through A")
 	}
 	// Exactly once: the next live event is a marker sent after it.
-	marker := a.sign(k, 1621, nostr.Tags{{"a", "30617:" + k.pk + ":repo"}, {"subject", "marker"}}, "marker")
+	marker := a.sign(k, 1621, nostr.Tags{{"a", "30617:" + k.PK + ":repo"}, {"subject", "marker"}}, "marker")
 	a.dial().mustAccept(marker, "")
 	m = live.next(func(m []jsonMsg) bool { return label(m) == "EVENT" })
 	unmarshal(m[2], &got)
@@ -232,7 +233,7 @@ func TestMulti_LeaderFailoverTakesOverSync(t *testing.T) {
 		t.Fatal("grasp_leader is not 1 on the new leader")
 	}
 	// B's sync brings in what is published upstream.
-	issue := b.sign(k, 1621, nostr.Tags{{"a", "30617:" + k.pk + ":repo"}, {"subject", "upstream"}}, "from the listed relay")
+	issue := b.sign(k, 1621, nostr.Tags{{"a", "30617:" + k.PK + ":repo"}, {"subject", "upstream"}}, "from the listed relay")
 	u.put(issue)
 	u.rl.BroadcastEvent(issue) // live to the subscriptions B's sync holds
 	cl := b.dial()

@@ -18,13 +18,13 @@ func TestN34_12_13_UAndBTagsQueryableNotAuthority(t *testing.T) {
 	w := newWork(t)
 	x := w.commit("x")
 	e.release(a, "repo", w, x)
-	upstream := "30617:" + a.pk + ":repo"
-	fork := e.release(f, "repo", w, x, nostr.Tag{"u", upstream, e.ws, a.pk})
+	upstream := "30617:" + a.PK + ":repo"
+	fork := e.release(f, "repo", w, x, nostr.Tag{"u", upstream, e.ws, a.PK})
 	if got := cl.query(nostr.Filter{Tags: nostr.TagMap{"u": {upstream}}}); len(got) != 1 || got[0].ID != fork.ID {
 		t.Fatalf("#u query: %d events, want the fork's announcement", len(got))
 	}
 	// Positive control: a filter on another value finds nothing.
-	if got := cl.query(nostr.Filter{Tags: nostr.TagMap{"u": {"30617:" + k.pk + ":repo"}}}); len(got) != 0 {
+	if got := cl.query(nostr.Filter{Tags: nostr.TagMap{"u": {"30617:" + k.PK + ":repo"}}}); len(got) != 0 {
 		t.Fatalf("#u query for another upstream: %d events", len(got))
 	}
 	// The fork names a as its upstream: that makes f no maintainer of a's
@@ -39,7 +39,7 @@ func TestN34_12_13_UAndBTagsQueryableNotAuthority(t *testing.T) {
 	// `u` is no invitation: an announcement that does not list this
 	// service and names a only in `u` is refused (maintainer discovery
 	// never reads it).
-	cl.mustReject(e.sign(k, 30617, nostr.Tags{{"d", "repo"}, {"u", upstream, e.ws, a.pk}}, ""), "invalid: announcement must list this service")
+	cl.mustReject(e.sign(k, 30617, nostr.Tags{{"d", "repo"}, {"u", upstream, e.ws, a.PK}}, ""), "invalid: announcement must list this service")
 
 	pr := e.sign(k, 1618, nostr.Tags{{"a", upstream}, {"c", x}, {"b", "dev"}, {"clone", e.cloneURL(a, "repo")}}, "")
 	cl.mustAccept(pr, "")
@@ -100,8 +100,8 @@ func TestN34_2_EmptyStateOfACoMaintainerEmptiesBothRepositories(t *testing.T) {
 	a, b := newKey(t), newKey(t)
 	w := newWork(t)
 	x := w.commit("x")
-	e.release(a, "repo", w, x, nostr.Tag{"maintainers", b.pk})
-	annB := e.announcement(b, "repo", nostr.Tag{"maintainers", a.pk})
+	e.release(a, "repo", w, x, nostr.Tag{"maintainers", b.PK})
+	annB := e.announcement(b, "repo", nostr.Tag{"maintainers", a.PK})
 	cl.mustAccept(annB, purg)
 	e.eventually("B's repository brought to A's state", 0, func() bool { return lsRemote(t, e.cloneURL(b, "repo"))["refs/heads/main"] == x })
 	e.clk.Advance(time.Second)
@@ -127,14 +127,14 @@ func TestN34_9_GraspListsFromAnyone(t *testing.T) {
 	e.clk.Advance(time.Second)
 	v2 := e.sign(k, 10317, nostr.Tags{{"g", "wss://other.example"}, {"g", e.ws}}, "")
 	cl.mustAccept(v2, "")
-	got := cl.query(nostr.Filter{Kinds: []int{10317}, Authors: []string{k.pk}})
+	got := cl.query(nostr.Filter{Kinds: []int{10317}, Authors: []string{k.PK}})
 	if len(got) != 1 || got[0].ID != v2.ID {
 		t.Fatalf("10317 after replacement: %d events, want the later one", len(got))
 	}
 	at := nostr.Timestamp(e.clk.Now().Unix())
 	lo := e.grind(k, 10317, nostr.Tags{{"g", "wss://tie.example"}}, at, below(v2.ID))
 	cl.mustAccept(lo, "")
-	if got := cl.query(nostr.Filter{Kinds: []int{10317}, Authors: []string{k.pk}}); len(got) != 1 || got[0].ID != lo.ID {
+	if got := cl.query(nostr.Filter{Kinds: []int{10317}, Authors: []string{k.PK}}); len(got) != 1 || got[0].ID != lo.ID {
 		t.Fatalf("10317 same-second tie: %d events, want the lower id", len(got))
 	}
 	// Positive control of the content check.
@@ -151,7 +151,7 @@ func TestN34_8_StatusesCitingPatchesWithQ(t *testing.T) {
 	w := newWork(t)
 	x := w.commit("x")
 	e.release(a, "repo", w, x)
-	coord := "30617:" + a.pk + ":repo"
+	coord := "30617:" + a.PK + ":repo"
 	root := e.sign(c, 1617, nostr.Tags{{"a", coord}, {"t", "root"}}, "From x\n")
 	cl.mustAccept(root, "")
 	rev := e.sign(c, 1617, nostr.Tags{{"a", coord}, {"e", root.ID, "", "reply"}}, "From y\n")
@@ -159,7 +159,7 @@ func TestN34_8_StatusesCitingPatchesWithQ(t *testing.T) {
 	unknown := strings.Repeat("9", 64)
 
 	// 1631 applied: e root plus q of the applied patch revision.
-	applied := e.sign(a, 1631, nostr.Tags{{"e", root.ID, "", "root"}, {"q", rev.ID, e.ws, c.pk}, {"applied-as-commits", x}}, "")
+	applied := e.sign(a, 1631, nostr.Tags{{"e", root.ID, "", "root"}, {"q", rev.ID, e.ws, c.PK}, {"applied-as-commits", x}}, "")
 	cl.mustAccept(applied, "")
 	// 1631 whose root is not here but which cites an accepted patch by q.
 	viaQ := e.sign(a, 1631, nostr.Tags{{"e", unknown, "", "root"}, {"q", rev.ID}}, "")

@@ -27,7 +27,7 @@ func (e *testServer) nip86JS(k key, method string, params ...any) (int, map[stri
 	e.t.Helper()
 	dir := jsinterop.Dir(e.t)
 	ps, _ := json.Marshal(params)
-	cmd := exec.CommandContext(testwait.Context(e.t), "node", filepath.Join(dir, "nip86.mjs"), e.base, k.sk, method, string(ps))
+	cmd := exec.CommandContext(testwait.Context(e.t), "node", filepath.Join(dir, "nip86.mjs"), e.base, k.SK, method, string(ps))
 	cmd.Dir = dir
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
@@ -48,7 +48,7 @@ func (e *testServer) nip86JS(k key, method string, params ...any) (int, map[stri
 
 func TestNIP86_ExternalClientNostrTools(t *testing.T) {
 	op := newKey(t)
-	e := newEnv(t, func(c *config.Config) { c.Relay.Pubkey = op.pk })
+	e := newEnv(t, func(c *config.Config) { c.Relay.Pubkey = op.PK })
 	x := newKey(t)
 	status, body := e.nip86JS(op, "supportedmethods")
 	if status != 200 || !strings.Contains(string(body["result"]), `"banpubkey"`) {
@@ -56,18 +56,18 @@ func TestNIP86_ExternalClientNostrTools(t *testing.T) {
 	}
 	cl := e.authedAs(x)
 	cl.subscribe("x", nostr.Filter{Kinds: []int{1621}})
-	if status, body := e.nip86JS(op, "banpubkey", x.pk, "from a panel"); status != 200 || string(body["result"]) != "true" {
+	if status, body := e.nip86JS(op, "banpubkey", x.PK, "from a panel"); status != 200 || string(body["result"]) != "true" {
 		t.Fatalf("banpubkey: %d %s", status, body)
 	}
 	if why := cl.closedWith("x"); !strings.HasPrefix(why, "blocked:") {
 		t.Fatalf("the banned key's subscription closed with %q", why)
 	}
 	_, body = e.nip86JS(op, "listbannedpubkeys")
-	if !strings.Contains(string(body["result"]), x.pk) || !strings.Contains(string(body["result"]), "from a panel") {
+	if !strings.Contains(string(body["result"]), x.PK) || !strings.Contains(string(body["result"]), "from a panel") {
 		t.Fatalf("listbannedpubkeys: %s", body["result"])
 	}
 	// nostr-tools' token from a key that is not the operator's
-	if status, body := e.nip86JS(x, "unbanpubkey", x.pk); status != 403 || !strings.HasPrefix(strings.Trim(string(body["error"]), `"`), "restricted:") {
+	if status, body := e.nip86JS(x, "unbanpubkey", x.PK); status != 403 || !strings.HasPrefix(strings.Trim(string(body["error"]), `"`), "restricted:") {
 		t.Fatalf("a non-operator's call: %d %s", status, body)
 	}
 }

@@ -22,7 +22,7 @@ import (
 // unban brings them back.
 func TestNIP86_BanWithholdsStoredEvents(t *testing.T) {
 	op := newKey(t)
-	g := newGWRepoWith(t, func(c *config.Config) { c.Relay.Pubkey = op.pk })
+	g := newGWRepoWith(t, func(c *config.Config) { c.Relay.Pubkey = op.PK })
 	e := g.e
 	spam := e.sign(g.s, 1621, nostr.Tags{{"a", g.coord}, {"subject", "spam by S"}}, "spam")
 	g.cl.mustAccept(spam, "")
@@ -40,19 +40,19 @@ func TestNIP86_BanWithholdsStoredEvents(t *testing.T) {
 		t.Fatal("control: the issues are not served")
 	}
 	e.op86(op, "banevent", g.issue.ID, "off topic")
-	e.op86(op, "banpubkey", g.s.pk, "spammer")
+	e.op86(op, "banpubkey", g.s.PK, "spammer")
 	if visible(g.issue) || visible(spam) {
 		t.Fatal("banned event or banned key's event still served")
 	}
 	if got := e.dial().query(nostr.Filter{Kinds: []int{1621}, Tags: nostr.TagMap{"a": {g.coord}}}); len(got) != 0 {
 		t.Errorf("REQ by repository serves %d banned issues", len(got))
 	}
-	_, _, list := httpGet(t, e.base+"/"+g.a.npub+"/repo.git/issues")
+	_, _, list := httpGet(t, e.base+"/"+g.a.Npub+"/repo.git/issues")
 	if strings.Contains(list, "spam by S") || strings.Contains(list, "it breaks") {
 		t.Error("the issues page lists a banned issue")
 	}
 	e.op86(op, "unbanevent", g.issue.ID)
-	e.op86(op, "unbanpubkey", g.s.pk)
+	e.op86(op, "unbanpubkey", g.s.PK)
 	if !visible(g.issue) || !visible(spam) {
 		t.Fatal("unbanned events not served again")
 	}
@@ -62,14 +62,14 @@ func TestNIP86_BanWithholdsStoredEvents(t *testing.T) {
 // repository created when B's announcement was held is removed with it.
 func TestNIP86_BannedKeysHeldAnnouncementLeavesWithItsRepository(t *testing.T) {
 	op := newKey(t)
-	e := newEnv(t, func(c *config.Config) { c.Relay.Pubkey = op.pk })
+	e := newEnv(t, func(c *config.Config) { c.Relay.Pubkey = op.PK })
 	b := newKey(t)
 	held := e.announcement(b, "held")
 	e.dial().mustAccept(held, purg)
 	if !e.srv.repos.Exists(b.repo("held")) {
 		t.Fatal("control: the held announcement's bare repository was not created")
 	}
-	e.op86(op, "banpubkey", b.pk, "spam")
+	e.op86(op, "banpubkey", b.PK, "spam")
 	e.eventually("the banned key's held announcement and its repository go", 0, func() bool {
 		return !e.held(held.ID) && !e.srv.repos.Exists(b.repo("held"))
 	})
@@ -81,20 +81,20 @@ func TestNIP86_BannedKeysHeldAnnouncementLeavesWithItsRepository(t *testing.T) {
 // nothing more.
 func TestNIP86_MembersAddedAndRemovedLive(t *testing.T) {
 	op := newKey(t)
-	e := newEnv(t, func(c *config.Config) { offerPrivate(c); c.Relay.Pubkey = op.pk })
+	e := newEnv(t, func(c *config.Config) { offerPrivate(c); c.Relay.Pubkey = op.PK })
 	owner, m := newKey(t), newKey(t)
 	p := e.releasePrivate(owner, "vault")
 	cl := e.signedIn(m)
 	if got := cl.query(nostr.Filter{IDs: p.privateIDs}); len(got) != 0 {
 		t.Fatalf("control: a stranger reads %d private events", len(got))
 	}
-	e.op86(op, "addmember", m.pk, "contractor")
+	e.op86(op, "addmember", m.PK, "contractor")
 	if got := cl.query(nostr.Filter{IDs: p.privateIDs}); len(got) != len(p.privateIDs) {
 		t.Fatalf("an added member reads %d of %d private events", len(got), len(p.privateIDs))
 	}
 	var members []map[string]string
 	json.Unmarshal(e.op86(op, "listmembers"), &members)
-	if !slices.ContainsFunc(members, func(x map[string]string) bool { return x["pubkey"] == m.pk }) {
+	if !slices.ContainsFunc(members, func(x map[string]string) bool { return x["pubkey"] == m.PK }) {
 		t.Fatalf("listmembers = %v", members)
 	}
 	var methods []string
@@ -106,7 +106,7 @@ func TestNIP86_MembersAddedAndRemovedLive(t *testing.T) {
 	}
 	cl.send("REQ", "private", nostr.Filter{IDs: p.privateIDs})
 	cl.next(func(m []json.RawMessage) bool { return label(m) == "EOSE" && str(m[1]) == "private" })
-	e.op86(op, "removemember", m.pk)
+	e.op86(op, "removemember", m.PK)
 	if why := cl.closedWith("private"); !strings.HasPrefix(why, "restricted:") {
 		t.Fatalf("the removed member's subscription closed with %q", why)
 	}
@@ -122,7 +122,7 @@ func TestNIP86_MembersAddedAndRemovedLive(t *testing.T) {
 // with auth-required: (NIP-70); deleteclaim ends the code.
 func TestNIP86_JoinWithInviteCode(t *testing.T) {
 	op := newKey(t)
-	e := newEnv(t, func(c *config.Config) { offerPrivate(c); c.Relay.Pubkey = op.pk })
+	e := newEnv(t, func(c *config.Config) { offerPrivate(c); c.Relay.Pubkey = op.PK })
 	owner, u := newKey(t), newKey(t)
 	p := e.releasePrivate(owner, "vault")
 	e.op86(op, "createclaim", "welcome-2026")

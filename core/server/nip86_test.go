@@ -17,7 +17,7 @@ import (
 // op86 calls a NIP-86 method on e as the operator key op.
 func (e *testServer) op86(op key, method string, params ...any) json.RawMessage {
 	e.t.Helper()
-	res, err := nip86.Call(context.Background(), nil, e.ws, op.sk, method, params...)
+	res, err := nip86.Call(context.Background(), nil, e.ws, op.SK, method, params...)
 	if err != nil {
 		e.t.Fatalf("NIP-86 %s %v: %v", method, params, err)
 	}
@@ -32,8 +32,8 @@ func (e *testServer) authedAs(k key) *client {
 	cl.send("EVENT", e.sign(k, 30617, nostr.Tags{{"d", "auth-probe"}, {"private", "true"},
 		{"clone", e.cloneURL(k, "auth-probe")}, {"relays", e.ws}}, ""))
 	m := cl.next(func(m []json.RawMessage) bool { return label(m) == "AUTH" })
-	auth := nip42.CreateUnsignedAuthEvent(str(m[1]), k.pk, e.srv.cfg.RelayURL()) // the public URL (an instance behind a balancer has its own listener)
-	if err := auth.Sign(k.sk); err != nil {
+	auth := nip42.CreateUnsignedAuthEvent(str(m[1]), k.PK, e.srv.cfg.RelayURL()) // the public URL (an instance behind a balancer has its own listener)
+	if err := auth.Sign(k.SK); err != nil {
 		e.t.Fatal(err)
 	}
 	cl.send("AUTH", auth)
@@ -68,7 +68,7 @@ func (cl *client) closedWith(id string) string {
 // connections, and the NIP-86 endpoint stays reachable to lift it.
 func TestNIP86_LiveBanNameAndBlockOnOneInstance(t *testing.T) {
 	op := newKey(t)
-	e := newEnv(t, func(c *config.Config) { c.Relay.Pubkey = op.pk })
+	e := newEnv(t, func(c *config.Config) { c.Relay.Pubkey = op.PK })
 	b := newKey(t)
 	cl := e.authedAs(b)
 	cl.subscribe("mine", nostr.Filter{Kinds: []int{1621}})
@@ -78,7 +78,7 @@ func TestNIP86_LiveBanNameAndBlockOnOneInstance(t *testing.T) {
 		t.Fatal("control: B's announcement is not held")
 	}
 
-	e.op86(op, "banpubkey", b.pk, "spam")
+	e.op86(op, "banpubkey", b.PK, "spam")
 	if why := cl.closedWith("mine"); !strings.HasPrefix(why, "blocked:") {
 		t.Fatalf("B's subscription closed with %q, want blocked:", why)
 	}
@@ -87,10 +87,10 @@ func TestNIP86_LiveBanNameAndBlockOnOneInstance(t *testing.T) {
 	other.mustReject(e.announcement(b, "again"), "blocked:")
 	var banned []map[string]string
 	json.Unmarshal(e.op86(op, "listbannedpubkeys"), &banned)
-	if len(banned) != 1 || banned[0]["pubkey"] != b.pk || banned[0]["reason"] != "spam" {
+	if len(banned) != 1 || banned[0]["pubkey"] != b.PK || banned[0]["reason"] != "spam" {
 		t.Fatalf("listbannedpubkeys = %v", banned)
 	}
-	e.op86(op, "unbanpubkey", b.pk)
+	e.op86(op, "unbanpubkey", b.PK)
 	other.mustAccept(e.announcement(b, "again"), purg)
 
 	// NIP-11 follows the name at once.
@@ -118,7 +118,7 @@ func TestNIP86_LiveBanNameAndBlockOnOneInstance(t *testing.T) {
 	}
 
 	// Someone else's key is not the operator's.
-	if _, err := nip86.Call(context.Background(), nil, e.ws, b.sk, "banpubkey", op.pk); err == nil || !strings.HasPrefix(err.Error(), "restricted:") {
+	if _, err := nip86.Call(context.Background(), nil, e.ws, b.SK, "banpubkey", op.PK); err == nil || !strings.HasPrefix(err.Error(), "restricted:") {
 		t.Fatalf("a non-operator's call: %v", err)
 	}
 }
@@ -128,18 +128,18 @@ func TestNIP86_LiveBanNameAndBlockOnOneInstance(t *testing.T) {
 // events there; the lists are one for both (and for a restart).
 func TestNIP86_BanThroughAClosesSubscriptionOnB(t *testing.T) {
 	op := newKey(t)
-	in := newInstances(t, 2, func(c *config.Config) { c.Relay.Pubkey = op.pk })
+	in := newInstances(t, 2, func(c *config.Config) { c.Relay.Pubkey = op.PK })
 	a, b := in[0], in[1]
 	x := newKey(t)
 	cl := b.authedAs(x)
 	cl.subscribe("x", nostr.Filter{Kinds: []int{1621}})
 
-	a.op86(op, "banpubkey", x.pk, "through A")
+	a.op86(op, "banpubkey", x.PK, "through A")
 	if why := cl.closedWith("x"); !strings.HasPrefix(why, "blocked:") {
 		t.Fatalf("X's subscription on B closed with %q, want blocked:", why)
 	}
 	b.dial().mustReject(b.announcement(x, "repo"), "blocked:")
-	if why, ok := b.srv.operator.BannedPubkey(x.pk); !ok || why != "through A" {
+	if why, ok := b.srv.operator.BannedPubkey(x.PK); !ok || why != "through A" {
 		t.Fatalf("B's list: banned %v (%q)", ok, why)
 	}
 }

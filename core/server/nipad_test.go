@@ -71,7 +71,7 @@ func TestNIPAD_RepositoryWebAddressResolvesToItsAnnouncement(t *testing.T) {
 	var base string
 	e := newEnv(t, func(c *config.Config) {
 		offerPrivate(c)
-		c.Relay.Pubkey = op.pk
+		c.Relay.Pubkey = op.PK
 		c.Server.PublicURL += "/git"
 		base = c.Server.PublicURL
 	})
@@ -79,7 +79,7 @@ func TestNIPAD_RepositoryWebAddressResolvesToItsAnnouncement(t *testing.T) {
 	w := newWork(t)
 	ann := e.release(a, "my repo", w, w.commit("x"))
 	origin := strings.TrimSuffix(base, "/git")
-	repoPath := "/git/" + a.npub + "/my%20repo.git"
+	repoPath := "/git/" + a.Npub + "/my%20repo.git"
 	decoded, _ := url.PathUnescape(repoPath)
 
 	for _, path := range []string{repoPath, decoded, decoded + "/tree/main"} {
@@ -87,7 +87,7 @@ func TestNIPAD_RepositoryWebAddressResolvesToItsAnnouncement(t *testing.T) {
 		if !ok {
 			t.Fatalf("no NIP-AD mapping for %s", path)
 		}
-		if f.Authors[0] != a.pk || f.Tags["d"][0] != "my repo" {
+		if f.Authors[0] != a.PK || f.Tags["d"][0] != "my repo" {
 			t.Fatalf("mapping for %s names %s/%s", path, f.Authors[0], f.Tags["d"][0])
 		}
 		if len(relays) == 0 || relays[0] != e.ws {
@@ -101,7 +101,7 @@ func TestNIPAD_RepositoryWebAddressResolvesToItsAnnouncement(t *testing.T) {
 	}
 	// Also answered under the base path, and the names are there.
 	_, _, body := httpGet(t, base+"/.well-known/nostr.json?path="+url.QueryEscape(decoded))
-	if !strings.Contains(body, `"names":{"_":"`+op.pk+`"}`) || !strings.Contains(body, a.pk) {
+	if !strings.Contains(body, `"names":{"_":"`+op.PK+`"}`) || !strings.Contains(body, a.PK) {
 		t.Fatalf("the document under the base path: %s", body)
 	}
 
@@ -109,14 +109,14 @@ func TestNIPAD_RepositoryWebAddressResolvesToItsAnnouncement(t *testing.T) {
 	// path, a private repository (its existence is not told).
 	p := e.releasePrivate(newKey(t), "secret")
 	for _, path := range []string{
-		"/git/" + a.npub + "/other.git",
-		"/git/" + newKey(t).npub + "/my%20repo.git",
+		"/git/" + a.Npub + "/other.git",
+		"/git/" + newKey(t).Npub + "/my%20repo.git",
 		"/git/not-a-repo",
-		"git/" + a.npub + "/my%20repo.git",
-		"/elsewhere/" + a.npub + "/my%20repo.git",
+		"git/" + a.Npub + "/my%20repo.git",
+		"/elsewhere/" + a.Npub + "/my%20repo.git",
 		strings.TrimPrefix(decoded, "/git"), // outside the base path
 
-		"/git/" + p.owner.npub + "/secret.git",
+		"/git/" + p.owner.Npub + "/secret.git",
 	} {
 		if _, _, ok := nipadLookup(t, origin, path); ok {
 			t.Errorf("NIP-AD mapped %s", path)

@@ -50,13 +50,13 @@ func TestOperatorLogsTellTheStory(t *testing.T) {
 	if ok {
 		t.Fatal("an announcement listing another server was accepted")
 	}
-	has("refused announcement", "relay: announcement refused:", `repo="/`+a.npub+`/my%20repo.git"`, "id="+elsewhere.ID, client, "reason="+strconv.Quote(msg))
+	has("refused announcement", "relay: announcement refused:", `repo="/`+a.Npub+`/my%20repo.git"`, "id="+elsewhere.ID, client, "reason="+strconv.Quote(msg))
 
 	// A push: the client's address and the refs moved, old→new.
 	w := newWork(t)
 	tip := w.commit("first")
 	e.release(a, "demo", w, tip)
-	repo := "repo=/" + a.npub + "/demo.git"
+	repo := "repo=/" + a.Npub + "/demo.git"
 	has("push", "hosting: push accepted:", repo, client, `refs="refs/heads/main 0000000000→`+tip[:10]+`"`)
 
 	// A refused push names them too.
@@ -68,7 +68,7 @@ func TestOperatorLogsTellTheStory(t *testing.T) {
 
 	// A PR: its d is empty, its line names the repository of its a tag.
 	p := w.commit("proposal")
-	pr := e.sign(k, nip34.KindPR, nostr.Tags{{"a", "30617:" + a.pk + ":demo"}, {"c", p}, {"clone", e.cloneURL(a, "demo")}, {"subject", "s"}}, "")
+	pr := e.sign(k, nip34.KindPR, nostr.Tags{{"a", "30617:" + a.PK + ":demo"}, {"c", p}, {"clone", e.cloneURL(a, "demo")}, {"subject", "s"}}, "")
 	if out, err := w.push(e.cloneURL(a, "demo"), p+":refs/nostr/"+pr.ID); err != nil {
 		t.Fatalf("git-first PR push: %v\n%s", err, out)
 	}

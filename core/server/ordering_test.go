@@ -21,7 +21,7 @@ func (e *testServer) grind(k key, kind int, tags nostr.Tags, at nostr.Timestamp,
 	e.t.Helper()
 	for n := 0; n < 10000; n++ {
 		evt := &nostr.Event{Kind: kind, CreatedAt: at, Tags: append(append(nostr.Tags{}, tags...), nostr.Tag{"nonce", fmt.Sprint(n)})}
-		if err := evt.Sign(k.sk); err != nil {
+		if err := evt.Sign(k.SK); err != nil {
 			e.t.Fatal(err)
 		}
 		if keep(evt.ID) {
@@ -69,7 +69,7 @@ func TestMaintainersV3_S4_TieInTheStore(t *testing.T) {
 			t.Fatalf("kind %d: the first same-second version is not served", hi.Kind)
 		}
 		cl.mustAccept(lo, "")
-		got := cl.query(nostr.Filter{Kinds: []int{hi.Kind}, Authors: []string{a.pk}, Tags: nostr.TagMap{"d": {"repo"}}})
+		got := cl.query(nostr.Filter{Kinds: []int{hi.Kind}, Authors: []string{a.PK}, Tags: nostr.TagMap{"d": {"repo"}}})
 		if len(got) != 1 || got[0].ID != lo.ID {
 			t.Fatalf("kind %d: store serves %d versions, want only the lower id", hi.Kind, len(got))
 		}
@@ -132,8 +132,8 @@ func TestMaintainersV3_S4_HeldStateAuthorisesOnlyIfLaterThanStored(t *testing.T)
 	a, b := newKey(t), newKey(t)
 	w := newWork(t)
 	x := w.commit("x")
-	e.release(a, "repo", w, x, nostr.Tag{"maintainers", b.pk})
-	cl.mustAccept(e.sign(b, 30617, nostr.Tags{{"d", "repo"}, {"maintainers", a.pk}}, ""), "")
+	e.release(a, "repo", w, x, nostr.Tag{"maintainers", b.PK})
+	cl.mustAccept(e.sign(b, 30617, nostr.Tags{{"d", "repo"}, {"maintainers", a.PK}}, ""), "")
 	e.clk.Advance(time.Second)
 	at := nostr.Timestamp(e.clk.Now().Unix())
 	// A's stored state at t: main and dev at x.
@@ -169,8 +169,8 @@ func TestMaintainersV3_S4_TieAuthoritativeStoredState(t *testing.T) {
 	a, b := newKey(t), newKey(t)
 	w := newWork(t)
 	x := w.commit("x")
-	e.release(a, "repo", w, x, nostr.Tag{"maintainers", b.pk})
-	cl.mustAccept(e.sign(b, 30617, nostr.Tags{{"d", "repo"}, {"maintainers", a.pk}}, ""), "")
+	e.release(a, "repo", w, x, nostr.Tag{"maintainers", b.PK})
+	cl.mustAccept(e.sign(b, 30617, nostr.Tags{{"d", "repo"}, {"maintainers", a.PK}}, ""), "")
 	e.clk.Advance(time.Second)
 	at := nostr.Timestamp(e.clk.Now().Unix())
 	lo := e.grind(b, 30618, stateTags("repo", "refs/heads/main", x, "refs/heads/dev", x), at, func(id string) bool { return id[0] < '8' })

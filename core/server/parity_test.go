@@ -54,10 +54,10 @@ func TestG10_BareRepoAnswersGitWhenTheAnnouncementOKArrives(t *testing.T) {
 // rule is wired into the server's pipeline (issue 10 part 6).
 func TestG10_RelayKeyEventsAcceptedByTheServer(t *testing.T) {
 	relayKey := newKey(t)
-	e := newEnv(t, func(c *config.Config) { c.Relay.Pubkey = relayKey.pk })
+	e := newEnv(t, func(c *config.Config) { c.Relay.Pubkey = relayKey.PK })
 	stranger := newKey(t)
 	cl := e.dial()
-	tags := nostr.Tags{{"a", "30617:" + stranger.pk + ":not-hosted-here"}}
+	tags := nostr.Tags{{"a", "30617:" + stranger.PK + ":not-hosted-here"}}
 	cl.mustReject(e.sign(stranger, 9842, tags, "job passed"), "")
 	ci := e.sign(relayKey, 9842, tags, "job passed")
 	cl.mustAccept(ci, "")
@@ -72,7 +72,7 @@ func TestG10_RelayKeyEventsAcceptedByTheServer(t *testing.T) {
 // store) every named event comes back (issue 10 part 4).
 func TestG10_IDsOnlyREQWith521IDsEndToEnd(t *testing.T) {
 	relayKey := newKey(t) // its notes are accepted without a repository
-	e := newEnv(t, func(c *config.Config) { c.Relay.Pubkey = relayKey.pk })
+	e := newEnv(t, func(c *config.Config) { c.Relay.Pubkey = relayKey.PK })
 	cl := e.dial()
 	const n = 521
 	want := map[string]bool{}
@@ -80,7 +80,7 @@ func TestG10_IDsOnlyREQWith521IDsEndToEnd(t *testing.T) {
 	for i := range n {
 		evt := e.sign(relayKey, 1, nil, "note")
 		evt.CreatedAt -= nostr.Timestamp(i) // distinct, all in the past
-		if err := evt.Sign(relayKey.sk); err != nil {
+		if err := evt.Sign(relayKey.SK); err != nil {
 			t.Fatal(err)
 		}
 		want[evt.ID] = true
@@ -106,7 +106,7 @@ func TestG10_IDsOnlyREQWith521IDsEndToEnd(t *testing.T) {
 	}
 	// Control: without ids, a filter that sets no limit still gets
 	// default_limit.
-	if got := cl.query(nostr.Filter{Authors: []string{relayKey.pk}, Kinds: []int{1}}); len(got) != config.DefaultLimits().DefaultLimit {
+	if got := cl.query(nostr.Filter{Authors: []string{relayKey.PK}, Kinds: []int{1}}); len(got) != config.DefaultLimits().DefaultLimit {
 		t.Fatalf("authors+kinds REQ without limit returned %d events, want default_limit %d", len(got), config.DefaultLimits().DefaultLimit)
 	}
 }

@@ -30,7 +30,7 @@ func strangerSees(t *testing.T, e *testServer, stranger key, owner key, clone st
 	for who, cl := range map[string]*client{"anonymous": anon, "stranger": signed} {
 		for _, f := range []nostr.Filter{
 			{Kinds: []int{30617, 30618, 1621, 1111, 1618, 1630, 5}},
-			{Authors: []string{owner.pk}},
+			{Authors: []string{owner.PK}},
 		} {
 			for _, id := range secretsIn(cl.query(f), ids) {
 				leaks = append(leaks, who+" REQ "+f.String()+": "+id)
@@ -111,7 +111,7 @@ func TestPrivate_F21_DroppedMaintainersCopyStaysPrivate(t *testing.T) {
 	w := newWork(t)
 	tip := w.commit("secret history")
 	oc := e.dial()
-	ann := e.announcement(owner, "vault", nostr.Tag{"private", "true"}, nostr.Tag{"maintainers", maint.pk})
+	ann := e.announcement(owner, "vault", nostr.Tag{"private", "true"}, nostr.Tag{"maintainers", maint.PK})
 	oc.send("EVENT", ann)
 	e.signIn(oc, owner)
 	oc.mustAccept(ann, purg)
@@ -124,13 +124,13 @@ func TestPrivate_F21_DroppedMaintainersCopyStaysPrivate(t *testing.T) {
 	// the maintainer lists back (its copy private through the roster) and
 	// gets the private history in its copy
 	mc := e.signedIn(maint)
-	back := e.announcement(maint, "vault", nostr.Tag{"maintainers", owner.pk})
+	back := e.announcement(maint, "vault", nostr.Tag{"maintainers", owner.PK})
 	mc.mustAccept(back, "")
 	e.eventually("the maintainer's copy holds the history", 0, func() bool {
 		out, err := e.gitAs(maint, maintClone, t.TempDir(), "ls-remote", maintClone)
 		return err == nil && strings.Contains(out, tip)
 	})
-	issue := e.sign(owner, 1621, nostr.Tags{{"a", nip34.RepoRef{Pubkey: owner.pk, Identifier: "vault"}.String()}, {"subject", "secret issue"}}, "")
+	issue := e.sign(owner, 1621, nostr.Tags{{"a", nip34.RepoRef{Pubkey: owner.PK, Identifier: "vault"}.String()}, {"subject", "secret issue"}}, "")
 	oc.mustAccept(issue, "")
 	if !mc.served(issue.ID) {
 		t.Fatal("the maintainer does not read the private issue before being dropped")
@@ -222,7 +222,7 @@ func TestPrivate_F28_PublicRepositoryPagesListNoPrivateIssue(t *testing.T) {
 	p := e.releasePrivate(owner, "vault")
 	w := newWork(t)
 	e.release(public, "open", w, w.commit("open"))
-	openCoord := nip34.RepoRef{Pubkey: public.pk, Identifier: "open"}.String()
+	openCoord := nip34.RepoRef{Pubkey: public.PK, Identifier: "open"}.String()
 	cross := e.sign(owner, 1621, nostr.Tags{{"a", openCoord}, {"a", p.coordinate}, {"subject", "crossed secret title"}}, "")
 	p.conn.mustAccept(cross, "")
 	visible := e.sign(public, 1621, nostr.Tags{{"a", openCoord}, {"subject", "an open issue"}}, "")
@@ -253,7 +253,7 @@ func TestAbuse_F32_AuthorReadsBackItsKind10318WhereNothingIsPrivate(t *testing.T
 	wc.mustAccept(list, "")
 
 	cl := e.dial()
-	f := nostr.Filter{Kinds: []int{nip34.KindPrivateGraspList}, Authors: []string{author.pk}}
+	f := nostr.Filter{Kinds: []int{nip34.KindPrivateGraspList}, Authors: []string{author.PK}}
 	cl.send("REQ", "r1", f)
 	var challenge, reason string
 	for challenge == "" || reason == "" {

@@ -57,7 +57,7 @@ func TestG08_PerRequestTokensCloneAndPush(t *testing.T) {
 	e := newEnv(t, offerPrivate)
 	owner := newKey(t)
 	p := e.releasePrivate(owner, "vault")
-	path := nip34.RepoRef{Pubkey: owner.pk, Identifier: "vault"}.URLPath()
+	path := nip34.RepoRef{Pubkey: owner.PK, Identifier: "vault"}.URLPath()
 	proxy, signed := signingProxy(t, e, owner, func(r *http.Request) string { return r.Method })
 	dst := t.TempDir()
 	if out, err := gitRun(t, dst, "clone", "-q", proxy+path, "c"); err != nil {

@@ -51,8 +51,8 @@ func (e *testServer) publicClone(k key, d string) string {
 func (e *testServer) signIn(cl *client, k key) {
 	e.t.Helper()
 	m := cl.next(func(m []json.RawMessage) bool { return label(m) == "AUTH" })
-	evt := nip42.CreateUnsignedAuthEvent(str(m[1]), k.pk, e.publicRelay())
-	if err := evt.Sign(k.sk); err != nil {
+	evt := nip42.CreateUnsignedAuthEvent(str(m[1]), k.PK, e.publicRelay())
+	if err := evt.Sign(k.SK); err != nil {
 		e.t.Fatal(err)
 	}
 	cl.send("AUTH", evt)
@@ -67,8 +67,8 @@ func (e *testServer) signIn(cl *client, k key) {
 // authWith authenticates cl as k over challenge (already received).
 func (e *testServer) authWith(cl *client, k key, challenge string) {
 	e.t.Helper()
-	evt := nip42.CreateUnsignedAuthEvent(challenge, k.pk, e.publicRelay())
-	if err := evt.Sign(k.sk); err != nil {
+	evt := nip42.CreateUnsignedAuthEvent(challenge, k.PK, e.publicRelay())
+	if err := evt.Sign(k.SK); err != nil {
 		e.t.Fatal(err)
 	}
 	cl.send("AUTH", evt)

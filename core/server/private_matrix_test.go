@@ -138,7 +138,7 @@ type target struct {
 }
 
 func (tg *target) coord() string {
-	return nip34.RepoRef{Pubkey: tg.owner.pk, Identifier: tg.d}.String()
+	return nip34.RepoRef{Pubkey: tg.owner.PK, Identifier: tg.d}.String()
 }
 
 // matrixConfig is the servers' configuration: privacy offered, /prs/ on,
@@ -148,7 +148,7 @@ func (m *matrix) config(staff key) func(c *config.Config) {
 	return func(c *config.Config) {
 		offerPrivate(c)
 		c.Grasp.Grasp06 = true
-		c.Grasp.PrivateMembers = []string{staff.npub}
+		c.Grasp.PrivateMembers = []string{staff.Npub}
 		c.Sync.Enabled = true
 		c.Sync.BatchWindow = config.Duration(50 * time.Millisecond)
 		c.Sync.BootstrapRelays = []string{m.peer.url}
@@ -183,7 +183,7 @@ func (m *matrix) mkTarget(t *testing.T, e *testServer, owner key, d string, extr
 	oc.mustAccept(issue, "")
 	comment := e.sign(owner, 1111, nostr.Tags{{"E", issue.ID}, {"K", "1621"}, {"e", issue.ID}, {"k", "1621"}}, "comment "+d)
 	oc.mustAccept(comment, "")
-	cross := e.sign(owner, 1621, nostr.Tags{{"a", coord}, {"a", nip34.RepoRef{Pubkey: m.public.pk, Identifier: m.pubD}.String()}, {"subject", "cross-title-" + d}}, "")
+	cross := e.sign(owner, 1621, nostr.Tags{{"a", coord}, {"a", nip34.RepoRef{Pubkey: m.public.PK, Identifier: m.pubD}.String()}, {"subject", "cross-title-" + d}}, "")
 	oc.mustAccept(cross, "")
 	p := w.commit("proposal " + d)
 	prs := e.prsURL(owner, d)
@@ -302,7 +302,7 @@ func rowEvents(t *testing.T, m *matrix, e *testServer, tg *target) {
 func broadFilters(tg *target) []nostr.Filter {
 	return []nostr.Filter{
 		{Kinds: []int{30617, 30618, 1621, 1111, 1618, 5}},
-		{Authors: []string{tg.owner.pk}},
+		{Authors: []string{tg.owner.PK}},
 		{Tags: nostr.TagMap{"d": {tg.d}}},
 		{Tags: nostr.TagMap{"k": {"1621"}}},
 		{},
@@ -317,13 +317,13 @@ func rowBroad(t *testing.T, m *matrix, e *testServer, tg *target) {
 			}
 		}
 	}
-	if got := secretsIn(member(e, tg).query(nostr.Filter{Authors: []string{tg.owner.pk}, Limit: 500}), tg.readable); len(got) == 0 {
+	if got := secretsIn(member(e, tg).query(nostr.Filter{Authors: []string{tg.owner.PK}, Limit: 500}), tg.readable); len(got) == 0 {
 		t.Errorf("member reads nothing by author")
 	}
 }
 
 func rowCount(t *testing.T, m *matrix, e *testServer, tg *target) {
-	f := nostr.Filter{Kinds: []int{1111, 1621, 1618, 30618}, Authors: []string{tg.owner.pk}}
+	f := nostr.Filter{Kinds: []int{1111, 1621, 1618, 30618}, Authors: []string{tg.owner.PK}}
 	for prefix, cl := range strangers(e, tg) {
 		if n := cl.count(f); n != 0 {
 			t.Errorf("stranger counts %d of the owner's events", n)
@@ -338,7 +338,7 @@ func rowCount(t *testing.T, m *matrix, e *testServer, tg *target) {
 }
 
 func rowNeg(t *testing.T, m *matrix, e *testServer, tg *target) {
-	f := nostr.Filter{Authors: []string{tg.owner.pk}}
+	f := nostr.Filter{Authors: []string{tg.owner.PK}}
 	for _, cl := range strangers(e, tg) {
 		l, msg := cl.negOpen(f)
 		if l != "NEG-MSG" || len(anyIn(msg, tg.secrets...)) > 0 {
@@ -400,7 +400,7 @@ func rowClone(t *testing.T, m *matrix, e *testServer, tg *target) {
 // gitAsPublic runs git with k's token for tg's public clone URL.
 func (e *testServer) gitAsPublic(k key, tg *target, dir string, args ...string) (string, error) {
 	e.t.Helper()
-	if k.sk != "" {
+	if k.SK != "" {
 		args = append([]string{"-c", "http.extraHeader=Authorization: " + e.token(k, e.publicClone(tg.owner, tg.d), "GET")}, args...)
 	}
 	return gitRun(e.t, dir, args...)
@@ -427,7 +427,7 @@ func rowPush(t *testing.T, m *matrix, e *testServer, tg *target) {
 
 func rowPRs(t *testing.T, m *matrix, e *testServer, tg *target) {
 	prs := e.prsURL(tg.owner, tg.d)
-	public := strings.TrimSuffix(e.srv.cfg.Server.PublicURL, "/") + nip34.PRsRepo(tg.owner.pk, tg.d).URLPath()
+	public := strings.TrimSuffix(e.srv.cfg.Server.PublicURL, "/") + nip34.PRsRepo(tg.owner.PK, tg.d).URLPath()
 	if code := infoRefsStatus(t, prs); code != http.StatusUnauthorized {
 		t.Errorf("anonymous /prs/ info/refs: %d, want 401", code)
 	}
@@ -441,15 +441,15 @@ func rowPRs(t *testing.T, m *matrix, e *testServer, tg *target) {
 }
 
 func rowPages(t *testing.T, m *matrix, e *testServer, tg *target) {
-	for _, path := range []string{"/" + tg.owner.npub + "/" + tg.d + ".git", "/" + tg.owner.npub + "/" + tg.d + ".git/commit/" + tg.tip,
-		"/" + tg.owner.npub + "/" + tg.d + ".git/tree/main", "/" + tg.owner.npub + "/" + tg.d + ".git/issues"} {
+	for _, path := range []string{"/" + tg.owner.Npub + "/" + tg.d + ".git", "/" + tg.owner.Npub + "/" + tg.d + ".git/commit/" + tg.tip,
+		"/" + tg.owner.Npub + "/" + tg.d + ".git/tree/main", "/" + tg.owner.Npub + "/" + tg.d + ".git/issues"} {
 		code, _, body := httpGet(t, e.base+path, "Authorization", e.token(tg.member, e.publicClone(tg.owner, tg.d), "GET"))
 		if code != http.StatusNotFound || len(anyIn(body, tg.titles...)) > 0 {
 			t.Errorf("page %s: %d %v", path, code, anyIn(body, tg.titles...))
 		}
 	}
 	_, _, landing := httpGet(t, e.base+"/")
-	_, _, pubIssues := httpGet(t, e.base+"/"+m.public.npub+"/"+m.pubD+".git/issues")
+	_, _, pubIssues := httpGet(t, e.base+"/"+m.public.Npub+"/"+m.pubD+".git/issues")
 	for name, body := range map[string]string{"landing": landing, "public repository's issues": pubIssues} {
 		if leaks := anyIn(body, append(tg.titles, tg.d+".git")...); len(leaks) > 0 {
 			t.Errorf("%s page shows %v", name, leaks)
@@ -463,7 +463,7 @@ func rowPages(t *testing.T, m *matrix, e *testServer, tg *target) {
 
 func rowNIP11(t *testing.T, m *matrix, e *testServer, tg *target) {
 	_, _, doc := httpGet(t, e.base, "Accept", "application/nostr+json")
-	if leaks := anyIn(doc, append(tg.titles, tg.d, tg.owner.npub, tg.owner.pk)...); len(leaks) > 0 {
+	if leaks := anyIn(doc, append(tg.titles, tg.d, tg.owner.Npub, tg.owner.PK)...); len(leaks) > 0 {
 		t.Errorf("NIP-11 shows %v", leaks)
 	}
 	if !strings.Contains(doc, `"GRASP-08"`) {
@@ -474,7 +474,7 @@ func rowNIP11(t *testing.T, m *matrix, e *testServer, tg *target) {
 func rowMetrics(t *testing.T, m *matrix, e *testServer, tg *target) {
 	rec := httptest.NewRecorder()
 	e.srv.metrics.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
-	if leaks := anyIn(rec.Body.String(), append(tg.titles, tg.d, tg.owner.npub, tg.owner.pk)...); len(leaks) > 0 {
+	if leaks := anyIn(rec.Body.String(), append(tg.titles, tg.d, tg.owner.Npub, tg.owner.PK)...); len(leaks) > 0 {
 		t.Errorf("metrics show %v", leaks)
 	}
 	if !strings.Contains(rec.Body.String(), "grasp_build_info") {
@@ -492,7 +492,7 @@ func rowAdmin(t *testing.T, m *matrix, e *testServer, tg *target) {
 		t.Fatal(err)
 	}
 	b, _ := json.Marshal(st)
-	if leaks := anyIn(string(b), append(tg.titles, tg.d, tg.owner.npub, tg.owner.pk)...); len(leaks) > 0 {
+	if leaks := anyIn(string(b), append(tg.titles, tg.d, tg.owner.Npub, tg.owner.PK)...); len(leaks) > 0 {
 		t.Errorf("admin status shows %v", leaks)
 	}
 	if st.PrivateRepos == 0 {
@@ -501,9 +501,9 @@ func rowAdmin(t *testing.T, m *matrix, e *testServer, tg *target) {
 }
 
 func rowSync(t *testing.T, m *matrix, e *testServer, tg *target) {
-	pub := nip34.RepoRef{Pubkey: m.public.pk, Identifier: m.pubD}.String()
+	pub := nip34.RepoRef{Pubkey: m.public.PK, Identifier: m.pubD}.String()
 	e.eventually("sync names the public repository to the peer", syncStep, func() bool { return len(m.peer.named(pub)) > 0 })
-	if got := m.peer.named(append(tg.secrets, tg.coord(), tg.owner.pk+":"+tg.d)...); len(got) > 0 {
+	if got := m.peer.named(append(tg.secrets, tg.coord(), tg.owner.PK+":"+tg.d)...); len(got) > 0 {
 		t.Errorf("sync named the private repository to another relay: %v", got)
 	}
 }
@@ -542,7 +542,7 @@ func (m *matrix) mkPublic(t *testing.T, e *testServer) {
 	t.Helper()
 	w := newWork(t)
 	e.release(m.public, m.pubD, w, w.commit("open"), nostr.Tag{"clone", m.git.url + "/" + m.pubD + ".git"}, nostr.Tag{"relays", m.peer.url})
-	coord := nip34.RepoRef{Pubkey: m.public.pk, Identifier: m.pubD}.String()
+	coord := nip34.RepoRef{Pubkey: m.public.PK, Identifier: m.pubD}.String()
 	e.dial().mustAccept(e.sign(m.public, 1621, nostr.Tags{{"a", coord}, {"subject", m.pubIss}}, ""), "")
 	e.clk.Advance(time.Second)
 	held := e.state(m.public, m.pubD, map[string]string{"refs/heads/main": strings.Repeat("cd", 20)}, "refs/heads/main")
@@ -580,7 +580,7 @@ func TestPrivate_LeakMatrix(t *testing.T) {
 	}
 	m := &matrix{peer: newPeerLog(t), git: newGitLog(t), public: newKey(t), pubD: "open-control", pubIss: "a-public-issue-title"}
 	for _, k := range owners {
-		m.archive = append(m.archive, k.npub)
+		m.archive = append(m.archive, k.Npub)
 	}
 	e := newEnv(t, m.config(staff))
 	m.servers = []*testServer{e}
@@ -610,9 +610,9 @@ func TestPrivate_LeakMatrix(t *testing.T) {
 	})
 	t.Run("maintainer dropped", func(t *testing.T) {
 		owner, maint := owners["dropped"], newKey(t)
-		tg := m.mkTarget(t, e, owner, pv("dropped"), nostr.Tag{"maintainers", maint.pk})
+		tg := m.mkTarget(t, e, owner, pv("dropped"), nostr.Tag{"maintainers", maint.PK})
 		mc := e.signedIn(maint)
-		back := e.announcement(maint, pv("dropped"), nostr.Tag{"maintainers", owner.pk})
+		back := e.announcement(maint, pv("dropped"), nostr.Tag{"maintainers", owner.PK})
 		mc.mustAccept(back, "")
 		copyURL := e.cloneURL(maint, pv("dropped"))
 		e.eventually("the maintainer's copy holds the history", 0, func() bool {
@@ -668,8 +668,8 @@ func TestPrivate_LeakMatrix(t *testing.T) {
 		tg := m.mkTarget(t, a, owners["second"], pv("second"))
 		tg.stranger = stranger
 		owner, maint := owners["seconddrop"], newKey(t)
-		dt := m.mkTarget(t, a, owner, pv("seconddrop"), nostr.Tag{"maintainers", maint.pk})
-		b.signedIn(maint).mustAccept(a.announcement(maint, pv("seconddrop"), nostr.Tag{"maintainers", owner.pk}), "")
+		dt := m.mkTarget(t, a, owner, pv("seconddrop"), nostr.Tag{"maintainers", maint.PK})
+		b.signedIn(maint).mustAccept(a.announcement(maint, pv("seconddrop"), nostr.Tag{"maintainers", owner.PK}), "")
 		// the maintainer reads it through B, then is dropped through A
 		if got := secretsIn(b.signedIn(maint).query(nostr.Filter{IDs: dt.secrets}), dt.secrets); len(got) != len(dt.secrets) {
 			t.Fatalf("the maintainer reads %d of %d through B before being dropped", len(got), len(dt.secrets))
@@ -679,7 +679,7 @@ func TestPrivate_LeakMatrix(t *testing.T) {
 		a.signedIn(owner).mustAccept(a.announcement(owner, pv("seconddrop"), nostr.Tag{"private", "true"}, nostr.Tag{"name", "name-" + pv("seconddrop")}), "")
 		dt.stranger = maint
 		b.eventually("B follows the drop", 0, func() bool {
-			return len(secretsIn(b.signedIn(maint).query(nostr.Filter{Authors: []string{owner.pk}}), dt.secrets)) == 0
+			return len(secretsIn(b.signedIn(maint).query(nostr.Filter{Authors: []string{owner.PK}}), dt.secrets)) == 0
 		})
 		runRows(t, m, b, tg, dt)
 	})

@@ -66,13 +66,13 @@ func TestPrivate_RevocationEndsSubscriptionsAndSessionsAtOnce(t *testing.T) {
 	staff := newKey(t)
 	e := newEnv(t, func(c *config.Config) {
 		offerPrivate(c)
-		c.Grasp.PrivateMembers = []string{staff.npub}
+		c.Grasp.PrivateMembers = []string{staff.Npub}
 	})
 	owner, maint := newKey(t), newKey(t)
 	w := newWork(t)
 	tip := w.commit("secret")
 	oc := e.dial()
-	ann := e.announcement(owner, "vault", nostr.Tag{"private", "true"}, nostr.Tag{"maintainers", maint.pk})
+	ann := e.announcement(owner, "vault", nostr.Tag{"private", "true"}, nostr.Tag{"maintainers", maint.PK})
 	oc.send("EVENT", ann)
 	e.signIn(oc, owner)
 	oc.mustAccept(ann, purg)
@@ -82,9 +82,9 @@ func TestPrivate_RevocationEndsSubscriptionsAndSessionsAtOnce(t *testing.T) {
 		t.Fatalf("push: %v\n%s", err, out)
 	}
 	e.eventually("released", 0, func() bool { return oc.served(ann.ID) })
-	coord := nip34.RepoRef{Pubkey: owner.pk, Identifier: "vault"}.String()
+	coord := nip34.RepoRef{Pubkey: owner.PK, Identifier: "vault"}.String()
 	mc := e.signedIn(maint)
-	mc.mustAccept(e.announcement(maint, "vault", nostr.Tag{"maintainers", owner.pk}), "")
+	mc.mustAccept(e.announcement(maint, "vault", nostr.Tag{"maintainers", owner.PK}), "")
 	issue := e.sign(owner, 1621, nostr.Tags{{"a", coord}, {"subject", "secret"}}, "")
 	oc.mustAccept(issue, "")
 
@@ -161,7 +161,7 @@ func TestPrivate_MultiInstanceRevocationReachesTheOtherInstance(t *testing.T) {
 	owner, maint := newKey(t), newKey(t)
 	w := newWork(t)
 	tip := w.commit("secret")
-	ann := a.announcement(owner, "vault", nostr.Tag{"private", "true"}, nostr.Tag{"maintainers", maint.pk})
+	ann := a.announcement(owner, "vault", nostr.Tag{"private", "true"}, nostr.Tag{"maintainers", maint.PK})
 	oc := a.publishPrivate(owner, ann)
 	oc.mustAccept(a.state(owner, "vault", map[string]string{"refs/heads/main": tip}, "refs/heads/main"), purg)
 	clone := a.cloneURL(owner, "vault")
@@ -169,8 +169,8 @@ func TestPrivate_MultiInstanceRevocationReachesTheOtherInstance(t *testing.T) {
 		t.Fatalf("push: %v\n%s", err, out)
 	}
 	a.eventually("released", 0, func() bool { return oc.served(ann.ID) })
-	coord := nip34.RepoRef{Pubkey: owner.pk, Identifier: "vault"}.String()
-	b.signedIn(maint).mustAccept(a.announcement(maint, "vault", nostr.Tag{"maintainers", owner.pk}), "")
+	coord := nip34.RepoRef{Pubkey: owner.PK, Identifier: "vault"}.String()
+	b.signedIn(maint).mustAccept(a.announcement(maint, "vault", nostr.Tag{"maintainers", owner.PK}), "")
 	issue := a.sign(owner, 1621, nostr.Tags{{"a", coord}, {"subject", "secret"}}, "")
 	oc.mustAccept(issue, "")
 	mc := b.signedIn(maint)

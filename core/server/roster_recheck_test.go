@@ -9,6 +9,7 @@ import (
 
 	"github.com/grasp-dev/grasp/core/config"
 	"github.com/grasp-dev/grasp/core/nip34"
+	"github.com/grasp-dev/grasp/internal/testkit"
 )
 
 // The trace an operator sees when a one-way listing no longer authorises.
@@ -196,7 +197,7 @@ func TestG01R2x_InviteeNamingNobodyBackIsAccepted(t *testing.T) {
 		if !cl.served(evt.ID) {
 			t.Fatalf("%s: accepted but not served", name)
 		}
-		if got := infoRefsStatus(t, e.cloneURL(key{pk: evt.PubKey, npub: nip34.Npub(evt.PubKey)}, "repo")); got != 404 {
+		if got := infoRefsStatus(t, e.cloneURL(key{testkit.Key{PK: evt.PubKey, Npub: nip34.Npub(evt.PubKey)}}, "repo")); got != 404 {
 			t.Fatalf("%s: info/refs of its author's path: %d, want 404 (no bare repository)", name, got)
 		}
 	}
@@ -207,7 +208,7 @@ func TestG01R2x_InviteeNamingNobodyBackIsAccepted(t *testing.T) {
 
 	// A legacy (role-free) inviter whose repository is still held: L's
 	// invitee naming nobody is held with it and released together.
-	annL := e.announcement(l, "held", nostr.Tag{"maintainers", b.pk})
+	annL := e.announcement(l, "held", nostr.Tag{"maintainers", b.PK})
 	cl.mustAccept(annL, purg)
 	forkB := e.sign(b, 30617, nostr.Tags{{"d", "held"}}, "")
 	cl.mustAccept(forkB, purg)
@@ -226,7 +227,7 @@ func TestG01R2x_InviteeIndexLoadedAtStart(t *testing.T) {
 	var port int
 	cfgOf := func(c *config.Config) {
 		if port == 0 {
-			port = freePort(t)
+			port = testkit.FreePort(t)
 		}
 		c.Server.DataDir = dir
 		c.Server.Listen = fmt.Sprintf("127.0.0.1:%d", port)

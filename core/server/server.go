@@ -18,7 +18,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	stdsync "sync"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -42,10 +42,10 @@ import (
 	"github.com/grasp-dev/grasp/core/purgatory/hunt"
 	"github.com/grasp-dev/grasp/core/refusals"
 	"github.com/grasp-dev/grasp/core/relay"
+	"github.com/grasp-dev/grasp/core/relaysync"
 	"github.com/grasp-dev/grasp/core/roster"
 	"github.com/grasp-dev/grasp/core/scheduler"
 	"github.com/grasp-dev/grasp/core/store"
-	gsync "github.com/grasp-dev/grasp/core/sync"
 	"github.com/grasp-dev/grasp/core/throttle"
 	"github.com/grasp-dev/grasp/core/visibility"
 )
@@ -68,7 +68,7 @@ type Extensions struct {
 	Tuner purgatory.ThrottleTuner
 	// Selector filters and orders the relays synced per repo (relay
 	// selection plugins); nil: all of them.
-	Selector gsync.RelaySelector
+	Selector relaysync.RelaySelector
 }
 
 // Options are what the composition root hands the server.
@@ -107,7 +107,7 @@ type Server struct {
 	// follower, or with sync disabled); syncSvc and syncSel build it.
 	syncNow atomic.Pointer[syncStack]
 	syncSvc nip34.Service
-	syncSel gsync.RelaySelector
+	syncSel relaysync.RelaySelector
 	// leading is set while this instance holds the leader lease.
 	leading     atomic.Bool
 	leaderGauge prometheus.Gauge
@@ -116,7 +116,7 @@ type Server struct {
 	throttle    *throttle.Resolver
 	vis         *visibility.Visibility
 	operator    *nip86.State // the operator's NIP-86 lists (operator.go)
-	confMu      stdsync.Mutex
+	confMu      sync.Mutex
 	conf        *config.Config // the last reload's configuration, nil before one (reload.go)
 	space       *diskspace.Guard
 	archive     *archive.Scope // GRASP-05 scope
@@ -133,7 +133,7 @@ type Server struct {
 	// scheduled loop hangs on it so it never outlives the store.
 	life      context.Context
 	endLife   context.CancelFunc
-	bg        stdsync.WaitGroup // background work hanging on life
+	bg        sync.WaitGroup // background work hanging on life
 	ln        net.Listener
 	metricLn  net.Listener
 	metricSrv *http.Server

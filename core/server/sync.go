@@ -3,7 +3,7 @@ package server
 import (
 	"context"
 	"fmt"
-	stdsync "sync"
+	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -14,9 +14,9 @@ import (
 	"github.com/grasp-dev/grasp/core/nip34"
 	"github.com/grasp-dev/grasp/core/purgatory"
 	"github.com/grasp-dev/grasp/core/relay"
-	gsync "github.com/grasp-dev/grasp/core/sync"
-	"github.com/grasp-dev/grasp/core/sync/catchup"
-	"github.com/grasp-dev/grasp/core/sync/conn"
+	"github.com/grasp-dev/grasp/core/relaysync"
+	"github.com/grasp-dev/grasp/core/relaysync/catchup"
+	"github.com/grasp-dev/grasp/core/relaysync/conn"
 )
 
 // The relay answers sync peers' events with typed outcomes, which the pool
@@ -31,7 +31,7 @@ var _ conn.Accepter = (*relay.Server)(nil)
 // manager and the self-subscriber. A new leader builds a new stack; its
 // subscriber replays the stored and held announcements, so nothing observed
 // before is missed. With sync disabled it does nothing.
-func (s *Server) startSync(svc nip34.Service, sel gsync.RelaySelector) {
+func (s *Server) startSync(svc nip34.Service, sel relaysync.RelaySelector) {
 	if !s.cfg.Sync.Enabled {
 		return
 	}
@@ -55,9 +55,9 @@ func (s *Server) startSync(svc nip34.Service, sel gsync.RelaySelector) {
 
 // syncStack is one leadership term's sync.
 type syncStack struct {
-	mgr    *gsync.Manager
+	mgr    *relaysync.Manager
 	health *health.Tracker
-	sub    *gsync.Subscriber
+	sub    *relaysync.Subscriber
 }
 
 // syncTerm runs GRASP-02 sync until ctx ends (this instance stops leading
@@ -98,7 +98,7 @@ func (s *Server) syncTerm(ctx context.Context) error {
 		return fmt.Errorf("start sync: %w", err)
 	}
 	defer pool.Stop()
-	mgr, err := gsync.NewManager(gsync.Options{
+	mgr, err := relaysync.NewManager(relaysync.Options{
 		Conns:    pool,
 		Health:   tracker,
 		Selector: s.syncSel, // relay selection plugins; nil keeps every listed relay
@@ -124,7 +124,7 @@ func (s *Server) syncTerm(ctx context.Context) error {
 		return fmt.Errorf("start sync: %w", err)
 	}
 	pool.Bind(mgr)
-	sub, err := gsync.NewSubscriber(gsync.SubscriberOptions{
+	sub, err := relaysync.NewSubscriber(relaysync.SubscriberOptions{
 		Manager: mgr, Events: s.store.Events(), Held: s.purg, Spawn: s.background,
 		// GRASP-08: a private repository's events are never synced.
 		Private: func(evt *nostr.Event) bool { return s.vis.Readers(context.Background(), evt) != nil },
@@ -142,7 +142,7 @@ func (s *Server) syncTerm(ctx context.Context) error {
 // registry as it found it.
 type scopedRegisterer struct {
 	prometheus.Registerer
-	mu   stdsync.Mutex
+	mu   sync.Mutex
 	done []prometheus.Collector
 }
 

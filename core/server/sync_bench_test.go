@@ -13,8 +13,8 @@ import (
 	"github.com/grasp-dev/grasp/core/env"
 	"github.com/grasp-dev/grasp/core/nip34"
 	"github.com/grasp-dev/grasp/core/policy"
-	gsync "github.com/grasp-dev/grasp/core/sync"
-	"github.com/grasp-dev/grasp/core/sync/catchup"
+	"github.com/grasp-dev/grasp/core/relaysync"
+	"github.com/grasp-dev/grasp/core/relaysync/catchup"
 	"github.com/grasp-dev/grasp/internal/testwait"
 	"github.com/nbd-wtf/go-nostr"
 )
@@ -109,7 +109,7 @@ func BenchmarkLivePropagation(b *testing.B) {
 	sk := nostr.GeneratePrivateKey()
 	addr := seedRepo(b, sk, "bench", peer, sut)
 	testwait.For(b, "sync connected", func() bool {
-		return relaySnapshot(sut.srv, peer.ws).Status == gsync.Connected &&
+		return relaySnapshot(sut.srv, peer.ws).Status == relaysync.Connected &&
 			benchMetric(sut.srv, "grasp_sync_pending_batches", "") == 0 && relaySnapshot(sut.srv, peer.ws).Filters >= 4
 	})
 	ctx := testwait.Context(b)

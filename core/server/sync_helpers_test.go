@@ -17,7 +17,7 @@ import (
 	"github.com/fiatjaf/eventstore/slicestore"
 	"github.com/fiatjaf/khatru"
 	"github.com/grasp-dev/grasp/core/config"
-	gsync "github.com/grasp-dev/grasp/core/sync"
+	"github.com/grasp-dev/grasp/core/relaysync"
 	"github.com/grasp-dev/grasp/internal/testwait"
 	"github.com/nbd-wtf/go-nostr"
 )
@@ -50,27 +50,27 @@ func hasMetric(s *Server, name string) bool {
 
 // relaySnapshot is the sync manager's view of one relay (zero if it is not
 // tracked): per-relay metrics exist for bootstrap relays only.
-func relaySnapshot(s *Server, url string) gsync.RelaySnapshot {
+func relaySnapshot(s *Server, url string) relaysync.RelaySnapshot {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	t := s.syncNow.Load()
 	if t == nil {
-		return gsync.RelaySnapshot{}
+		return relaysync.RelaySnapshot{}
 	}
 	snap, err := t.mgr.Snapshot(ctx)
 	if err != nil {
-		return gsync.RelaySnapshot{}
+		return relaysync.RelaySnapshot{}
 	}
 	for _, r := range snap.Relays {
 		if r.URL == url {
 			return r
 		}
 	}
-	return gsync.RelaySnapshot{}
+	return relaysync.RelaySnapshot{}
 }
 
 func (e *testServer) relayUp(url string) bool {
-	return relaySnapshot(e.srv, url).Status == gsync.Connected
+	return relaySnapshot(e.srv, url).Status == relaysync.Connected
 }
 
 func (e *testServer) relayFilters(url string) int { return relaySnapshot(e.srv, url).Filters }

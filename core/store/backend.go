@@ -44,9 +44,10 @@ type backend interface {
 	negentropyStorage(f nostr.Filter, max int) (st negentropy.Storage, ok bool, err error)
 
 	// sideUpdate and sideView run fn in one side-table transaction
-	// (Side.Update, Side.view).
-	sideUpdate(fn func(tx SideTx) error) error
-	sideView(fn func(tx SideTx) error) error
+	// (Side.Update, Side.view); ctx bounds its queries and the wait for
+	// its sync.
+	sideUpdate(ctx context.Context, fn func(tx SideTx) error) error
+	sideView(ctx context.Context, fn func(tx SideTx) error) error
 	// removeExpired deletes the side entries past their expiry and counts
 	// the live ones.
 	removeExpired(ctx context.Context) (live, removed int, err error)

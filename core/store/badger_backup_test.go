@@ -30,7 +30,7 @@ func TestBackupWhileOpenRestoresEveryEvent(t *testing.T) {
 		mustSave(t, s.Events(), evt)
 		ids = append(ids, evt.ID)
 	}
-	if err := s.Side().Put("purgatory", "held", []byte("entry"), 0); err != nil {
+	if err := s.Side().Put(context.Background(), "purgatory", "held", []byte("entry"), 0); err != nil {
 		t.Fatal(err)
 	}
 	var dump bytes.Buffer
@@ -59,7 +59,7 @@ func TestBackupWhileOpenRestoresEveryEvent(t *testing.T) {
 	if len(got) != len(ids) {
 		t.Errorf("restored %d of %d events", len(got), len(ids))
 	}
-	if v, ok, err := r.Side().Get("purgatory", "held"); err != nil || !ok || string(v) != "entry" {
+	if v, ok, err := r.Side().Get(context.Background(), "purgatory", "held"); err != nil || !ok || string(v) != "entry" {
 		t.Errorf("restored side table: %q %v %v", v, ok, err)
 	}
 	later := signed(t, testKey(0), 1, 1800000000, "after the restore")

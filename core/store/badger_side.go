@@ -27,13 +27,13 @@ const (
 )
 
 // sideUpdate commits fn's transaction, then waits for the group fsync.
-func (s *badgerStore) sideUpdate(fn func(tx SideTx) error) error {
+func (s *badgerStore) sideUpdate(ctx context.Context, fn func(tx SideTx) error) error {
 	wrote, big, err := s.commit(fn)
 	if err != nil || !wrote {
 		return err
 	}
 	// The transaction is in badger's WAL; wait for the next group fsync.
-	if err := s.w.submit(context.Background(), &op{kind: opBarrier, vlog: big}); err != nil {
+	if err := s.w.submit(ctx, &op{kind: opBarrier, vlog: big}); err != nil {
 		return outcome.Errorf(outcome.Error, "side-table update committed but not synced: %w", err)
 	}
 	return nil
@@ -62,7 +62,7 @@ func (s *badgerStore) commit(fn func(tx SideTx) error) (wrote, big bool, err err
 	return true, tx.big, nil
 }
 
-func (s *badgerStore) sideView(fn func(tx SideTx) error) error {
+func (s *badgerStore) sideView(_ context.Context, fn func(tx SideTx) error) error {
 	return s.db.View(func(txn *badger.Txn) error {
 		return fn(&sideTx{txn: txn, now: s.env.Clock.Now(), readOnly: true})
 	})

@@ -13,13 +13,6 @@ import (
 	dto "github.com/prometheus/client_model/go"
 )
 
-// waitFor polls cond; it fails the test if cond is still false after
-// testwait's bound (a hang guard, not a timed assertion).
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	testwait.For(t, what, cond)
-}
-
 // TestGroupCommitSharesOneSyncAndAnswersAfterIt holds the first batch's sync
 // open while 15 more saves queue up, then checks they commit as one batch
 // with one sync, and that no caller is answered before its batch's sync.
@@ -43,7 +36,7 @@ func TestGroupCommitSharesOneSyncAndAnswersAfterIt(t *testing.T) {
 	for i := 1; i < 16; i++ {
 		go save(i)
 	}
-	waitFor(t, "15 queued saves", func() bool { return len(s.badger().w.queue) == 15 })
+	testwait.For(t, "15 queued saves", func() bool { return len(s.badger().w.queue) == 15 })
 	if len(results) != 0 {
 		t.Fatalf("a save returned before its sync finished")
 	}
@@ -88,7 +81,7 @@ func TestFailedSyncFailsTheWholeBatch(t *testing.T) {
 	if !errors.Is(err, boom) || !strings.HasPrefix(err.Error(), "error: ") {
 		t.Fatalf("got %v, want an \"error: \" wrapping the sync failure", err)
 	}
-	if err := s.Side().Put("b", "k", []byte("v"), 0); err != nil {
+	if err := s.Side().Put(context.Background(), "b", "k", []byte("v"), 0); err != nil {
 		t.Fatalf("the next batch must work again: %v", err)
 	}
 }

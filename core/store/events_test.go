@@ -258,7 +258,7 @@ func TestClosedStoreRefusesWorkAndCloseIsIdempotent(t *testing.T) {
 	if _, err := s.Events().QueryEvents(ctx, nostr.Filter{}); !errors.Is(err, errClosed) {
 		t.Fatalf("query after close: got %v, want errClosed", err)
 	}
-	if err := s.Side().Put("b", "k", nil, 0); !errors.Is(err, errClosed) {
+	if err := s.Side().Put(context.Background(), "b", "k", nil, 0); !errors.Is(err, errClosed) {
 		t.Fatalf("side put after close: got %v, want errClosed", err)
 	}
 	if err := s.Maintain(ctx); !errors.Is(err, errClosed) {

@@ -8,6 +8,7 @@ import (
 	"github.com/nbd-wtf/go-nostr"
 
 	"github.com/grasp-dev/grasp/core/env"
+	"github.com/grasp-dev/grasp/internal/testkit"
 )
 
 var (
@@ -25,13 +26,11 @@ func testKey(i int) string {
 	return testKeys[i%len(testKeys)]
 }
 
+// signed is an event by sk with its tags given one by one, the shape most
+// store tests need; testkit signs it.
 func signed(t testing.TB, sk string, kind int, createdAt nostr.Timestamp, content string, tags ...nostr.Tag) *nostr.Event {
 	t.Helper()
-	evt := &nostr.Event{Kind: kind, CreatedAt: createdAt, Content: content, Tags: nostr.Tags(tags)}
-	if err := evt.Sign(sk); err != nil {
-		t.Fatalf("sign event: %v", err)
-	}
-	return evt
+	return testkit.Sign(t, sk, &nostr.Event{Kind: kind, CreatedAt: createdAt, Content: content, Tags: nostr.Tags(tags)})
 }
 
 func openTest(t testing.TB, opts Options) *Store {

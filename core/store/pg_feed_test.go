@@ -103,7 +103,7 @@ func TestPostgresFollowDeliversOtherInstancesEvents(t *testing.T) {
 	if n := got.count(mine.ID); n != 0 {
 		t.Fatalf("B's own event delivered back to it %d times", n)
 	}
-	if err := a.Side().Put("purgatory", "held-id", []byte("x"), 0); err != nil {
+	if err := a.Side().Put(context.Background(), "purgatory", "held-id", []byte("x"), 0); err != nil {
 		t.Fatal(err)
 	}
 	testwait.For(t, "B to hear of A's side-table change", func() bool { return got.sawSide("purgatory/held-id") })

@@ -193,7 +193,7 @@ func TestAbuse_F25_QueriesPerAddressAndInTotal(t *testing.T) {
 	if n := waitingOnEvents(t, db); n != sizes.Queries {
 		t.Fatalf("%d queries reached the server, want the query share of %d", n, sizes.Queries)
 	}
-	if err := s.Side().Put("health", "wss://relay.example", []byte("ok"), 0); err != nil {
+	if err := s.Side().Put(context.Background(), "health", "wss://relay.example", []byte("ok"), 0); err != nil {
 		t.Fatalf("a side-table write while clients' queries fill their share: %v", err)
 	}
 	unlock, err := s.RepoLocker().Lock(ctx, "npub1x/repo.git")

@@ -26,6 +26,7 @@ type pgQuerier interface {
 // judged by the store's clock, as with badger, so both backends behave alike
 // under a fake clock.
 type pgSideTx struct {
+	ctx      context.Context // the caller's: every query runs on it
 	q        pgQuerier
 	now      time.Time
 	readOnly bool
@@ -42,7 +43,7 @@ func (tx *pgSideTx) Get(bucket, key string) ([]byte, bool, error) {
 		val []byte
 		ns  int64
 	)
-	err := tx.q.QueryRowContext(context.Background(),
+	err := tx.q.QueryRowContext(tx.ctx,
 		`SELECT val, expires_ns FROM grasp_side WHERE bucket = $1 AND key = $2`, bucket, []byte(key)).Scan(&val, &ns)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, false, nil
@@ -76,7 +77,7 @@ func (tx *pgSideTx) Put(bucket, key string, val []byte, ttl time.Duration) error
 	if val == nil {
 		val = []byte{}
 	}
-	_, err := tx.q.ExecContext(context.Background(), `INSERT INTO grasp_side (bucket, key, val, expires_ns)
+	_, err := tx.q.ExecContext(tx.ctx, `INSERT INTO grasp_side (bucket, key, val, expires_ns)
 		VALUES ($1, $2, $3, $4)
 		ON CONFLICT (bucket, key) DO UPDATE SET val = EXCLUDED.val, expires_ns = EXCLUDED.expires_ns`,
 		bucket, []byte(key), val, ns)
@@ -94,7 +95,7 @@ func (tx *pgSideTx) Delete(bucket, key string) error {
 	if err := checkSideKey(bucket, key); err != nil {
 		return err
 	}
-	if _, err := tx.q.ExecContext(context.Background(),
+	if _, err := tx.q.ExecContext(tx.ctx,
 		`DELETE FROM grasp_side WHERE bucket = $1 AND key = $2`, bucket, []byte(key)); err != nil {
 		return outcome.Errorf(outcome.Error, "delete side entry %s/%s: %w", bucket, key, err)
 	}
@@ -112,7 +113,7 @@ func (tx *pgSideTx) Scan(bucket string, fn func(key string, val []byte, expires 
 			key, val []byte
 			ns       int64
 		}
-		rows, err := tx.q.QueryContext(context.Background(), `SELECT key, val, expires_ns FROM grasp_side
+		rows, err := tx.q.QueryContext(tx.ctx, `SELECT key, val, expires_ns FROM grasp_side
 			WHERE bucket = $1 AND key > $2 ORDER BY key LIMIT $3`, bucket, after, pgScanPage)
 		if err != nil {
 			return outcome.Errorf(outcome.Error, "scan side bucket %s: %w", bucket, err)
@@ -157,8 +158,7 @@ func nsTime(ns int64) time.Time {
 // advisory lock: side transactions of every instance on the database run one
 // at a time, so read-modify-write is safe, as Update promises. The commit is
 // durable when it returns (synchronous_commit is the server's default).
-func (s *pgStore) sideUpdate(fn func(tx SideTx) error) error {
-	ctx := context.Background()
+func (s *pgStore) sideUpdate(ctx context.Context, fn func(tx SideTx) error) error {
 	tx, err := s.pgDB().BeginTx(ctx, nil)
 	if err != nil {
 		return outcome.Errorf(outcome.Error, "begin side-table update: %w", err)
@@ -167,7 +167,7 @@ func (s *pgStore) sideUpdate(fn func(tx SideTx) error) error {
 	if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock($1)`, pgLockSide); err != nil {
 		return outcome.Errorf(outcome.Error, "lock side tables: %w", err)
 	}
-	ptx := &pgSideTx{q: tx, now: s.env.Clock.Now()}
+	ptx := &pgSideTx{ctx: ctx, q: tx, now: s.env.Clock.Now()}
 	if err := fn(ptx); err != nil {
 		return err
 	}
@@ -181,8 +181,8 @@ func (s *pgStore) sideUpdate(fn func(tx SideTx) error) error {
 }
 
 // sideView runs fn on the reserved pool, outside a transaction.
-func (s *pgStore) sideView(fn func(tx SideTx) error) error {
-	return fn(&pgSideTx{q: s.pgDB(), now: s.env.Clock.Now(), readOnly: true})
+func (s *pgStore) sideView(ctx context.Context, fn func(tx SideTx) error) error {
+	return fn(&pgSideTx{ctx: ctx, q: s.pgDB(), now: s.env.Clock.Now(), readOnly: true})
 }
 
 // removeExpired deletes the side entries whose expiry has passed and

@@ -61,7 +61,7 @@ func TestPostgresBackend(t *testing.T) {
 		s := openPostgresTest(t, Options{})
 		evt := signed(t, testKey(2), 1, 1000, "in postgres")
 		mustSave(t, s.Events(), evt)
-		if err := s.Side().Put("health", "wss://relay.example", []byte("dead"), 0); err != nil {
+		if err := s.Side().Put(context.Background(), "health", "wss://relay.example", []byte("dead"), 0); err != nil {
 			t.Fatal(err)
 		}
 		var dump bytes.Buffer
@@ -73,7 +73,7 @@ func TestPostgresBackend(t *testing.T) {
 			t.Fatal(err)
 		}
 		r := openTest(t, Options{Dir: dir})
-		if _, ok, err := r.Side().Get("health", "wss://relay.example"); err != nil || ok {
+		if _, ok, err := r.Side().Get(context.Background(), "health", "wss://relay.example"); err != nil || ok {
 			t.Errorf("the local dump holds a side-table entry of the postgres backend (%v, %v): pg_dump covers them", ok, err)
 		}
 		if got := query(t, context.Background(), r.Events(), nostr.Filter{IDs: []string{evt.ID}}); len(got) != 0 {
@@ -107,15 +107,15 @@ func TestPostgresSideTablesAreSharedBetweenInstances(t *testing.T) {
 	url := pgtest.DB(t)
 	a := openTest(t, Options{Backend: BackendPostgres, PostgresURL: url})
 	b := openTest(t, Options{Backend: BackendPostgres, PostgresURL: url})
-	if err := a.Side().Put("purgatory", "id1", []byte("held"), 0); err != nil {
+	if err := a.Side().Put(context.Background(), "purgatory", "id1", []byte("held"), 0); err != nil {
 		t.Fatal(err)
 	}
-	if v, ok, err := b.Side().Get("purgatory", "id1"); !ok || err != nil || string(v) != "held" {
+	if v, ok, err := b.Side().Get(context.Background(), "purgatory", "id1"); !ok || err != nil || string(v) != "held" {
 		t.Fatalf("instance B reads %q %v %v, want what A wrote", v, ok, err)
 	}
 	const each = 25
 	incrementConcurrently(t, []*Side{a.Side(), b.Side(), a.Side(), b.Side()}, each)
-	v, _, err := a.Side().Get("ctr", "n")
+	v, _, err := a.Side().Get(context.Background(), "ctr", "n")
 	if err != nil || len(v) != 8 || binary.BigEndian.Uint64(v) != 4*each {
 		t.Fatalf("counter = %v (%v), want %d: an increment was lost between instances", v, err, 4*each)
 	}
@@ -172,11 +172,11 @@ func TestPostgresMaintainRemovesExpiredSideEntries(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	s := openTestEnv(t, Options{Backend: BackendPostgres, PostgresURL: pgtest.DB(t)}, env.Env{Clock: fc, Metrics: reg})
 	for i := range 30 {
-		if err := s.Side().Put("placeholders", fmt.Sprintf("p%02d", i), []byte("x"), time.Minute); err != nil {
+		if err := s.Side().Put(context.Background(), "placeholders", fmt.Sprintf("p%02d", i), []byte("x"), time.Minute); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := s.Side().Put("placeholders", "keep", []byte("y"), time.Hour); err != nil {
+	if err := s.Side().Put(context.Background(), "placeholders", "keep", []byte("y"), time.Hour); err != nil {
 		t.Fatal(err)
 	}
 	fc.Advance(2 * time.Minute)

@@ -71,11 +71,15 @@ func (p *Privacy) Events(ctx context.Context, ids []string) (map[string][]byte, 
 	return s.be.privacyEvents(ctx, ids)
 }
 
+// The repository records' methods below have no context in
+// visibility.Records yet: their side-table work runs on Background, as
+// before issue 28 part 5 gave the side table one.
+
 // UpdateRepo reads repository key's record and, when fn says so, writes
 // the value fn returns, atomically: no other UpdateRepo (nor side-table
 // update) of any instance on the store interleaves. Durable at return.
 func (p *Privacy) UpdateRepo(key string, fn func(old []byte, ok bool) (val []byte, write bool, err error)) error {
-	return p.s.side.Update(func(tx SideTx) error {
+	return p.s.side.Update(context.Background(), func(tx SideTx) error {
 		old, ok, err := tx.Get(PrivacyRepoBucket, key)
 		if err != nil {
 			return err
@@ -90,12 +94,12 @@ func (p *Privacy) UpdateRepo(key string, fn func(old []byte, ok bool) (val []byt
 
 // Repo returns repository key's record.
 func (p *Privacy) Repo(key string) ([]byte, bool, error) {
-	return p.s.side.Get(PrivacyRepoBucket, key)
+	return p.s.side.Get(context.Background(), PrivacyRepoBucket, key)
 }
 
 // Repos visits every repository record.
 func (p *Privacy) Repos(fn func(key string, val []byte) error) error {
-	return p.s.side.Scan(PrivacyRepoBucket, func(key string, val []byte, _ time.Time) error {
+	return p.s.side.Scan(context.Background(), PrivacyRepoBucket, func(key string, val []byte, _ time.Time) error {
 		return fn(key, append([]byte(nil), val...))
 	})
 }
@@ -103,7 +107,7 @@ func (p *Privacy) Repos(fn func(key string, val []byte) error) error {
 // Mark returns the value of the record's own state entry name ("" when
 // unset): which migration has run.
 func (p *Privacy) Mark(name string) (string, error) {
-	v, ok, err := p.s.side.Get(privacyMetaBucket, name)
+	v, ok, err := p.s.side.Get(context.Background(), privacyMetaBucket, name)
 	if err != nil || !ok {
 		return "", err
 	}
@@ -112,5 +116,5 @@ func (p *Privacy) Mark(name string) (string, error) {
 
 // SetMark sets the record's own state entry name; durable at return.
 func (p *Privacy) SetMark(name, val string) error {
-	return p.s.side.Put(privacyMetaBucket, name, []byte(val), 0)
+	return p.s.side.Put(context.Background(), privacyMetaBucket, name, []byte(val), 0)
 }

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"context"
 	"strings"
 	"time"
 
@@ -32,17 +33,17 @@ type SideTx interface {
 }
 
 // Put stores val under bucket/key; ttl 0 keeps it until deleted.
-func (sd *Side) Put(bucket, key string, val []byte, ttl time.Duration) error {
-	return sd.Update(func(tx SideTx) error { return tx.Put(bucket, key, val, ttl) })
+func (sd *Side) Put(ctx context.Context, bucket, key string, val []byte, ttl time.Duration) error {
+	return sd.Update(ctx, func(tx SideTx) error { return tx.Put(bucket, key, val, ttl) })
 }
 
 // Get returns the live value of bucket/key.
-func (sd *Side) Get(bucket, key string) ([]byte, bool, error) {
+func (sd *Side) Get(ctx context.Context, bucket, key string) ([]byte, bool, error) {
 	var (
 		val []byte
 		ok  bool
 	)
-	err := sd.view(func(tx SideTx) error {
+	err := sd.view(ctx, func(tx SideTx) error {
 		var err error
 		val, ok, err = tx.Get(bucket, key)
 		return err
@@ -51,39 +52,41 @@ func (sd *Side) Get(bucket, key string) ([]byte, bool, error) {
 }
 
 // Delete removes bucket/key; deleting a missing key is not an error.
-func (sd *Side) Delete(bucket, key string) error {
-	return sd.Update(func(tx SideTx) error { return tx.Delete(bucket, key) })
+func (sd *Side) Delete(ctx context.Context, bucket, key string) error {
+	return sd.Update(ctx, func(tx SideTx) error { return tx.Delete(bucket, key) })
 }
 
 // Scan visits the live entries of bucket in key order; an error from fn
 // stops the scan and is returned. fn may call other Side methods. The value
 // slice is only valid during the call.
-func (sd *Side) Scan(bucket string, fn func(key string, val []byte, expires time.Time) error) error {
-	return sd.view(func(tx SideTx) error { return tx.Scan(bucket, fn) })
+func (sd *Side) Scan(ctx context.Context, bucket string, fn func(key string, val []byte, expires time.Time) error) error {
+	return sd.view(ctx, func(tx SideTx) error { return tx.Scan(bucket, fn) })
 }
 
 // Update runs fn atomically: all of its writes commit together or none do,
 // and no other Update interleaves with it, so read-modify-write is safe. fn
 // runs exactly once and must use tx, not the Side (that would deadlock).
-// Update returns after the writes are fsynced.
+// Update returns after the writes are fsynced; ctx bounds the PostgreSQL
+// queries and the wait for the fsync (a write given up on may still
+// become durable).
 //
 // With PostgreSQL the tables are shared by every instance on the database,
 // and Update serialises with the Updates of all of them.
-func (sd *Side) Update(fn func(tx SideTx) error) error {
+func (sd *Side) Update(ctx context.Context, fn func(tx SideTx) error) error {
 	if sd.s.closed.Load() {
 		return errClosed
 	}
 	if sd.s.readOnly != "" {
 		return sd.s.errReadOnly()
 	}
-	return sd.s.be.sideUpdate(fn)
+	return sd.s.be.sideUpdate(ctx, fn)
 }
 
-func (sd *Side) view(fn func(tx SideTx) error) error {
+func (sd *Side) view(ctx context.Context, fn func(tx SideTx) error) error {
 	if sd.s.closed.Load() {
 		return errClosed
 	}
-	return sd.s.be.sideView(fn)
+	return sd.s.be.sideView(ctx, fn)
 }
 
 func expired(expires, now time.Time) bool {

@@ -24,7 +24,7 @@ var epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 func scanAll(t *testing.T, sd *Side, bucket string) []string {
 	t.Helper()
 	var out []string
-	err := sd.Scan(bucket, func(key string, val []byte, _ time.Time) error {
+	err := sd.Scan(context.Background(), bucket, func(key string, val []byte, _ time.Time) error {
 		out = append(out, key+"="+string(val))
 		return nil
 	})
@@ -56,25 +56,25 @@ func TestSidePutGetDeleteScan(t *testing.T) { onBothBackends(t, testSidePutGetDe
 func testSidePutGetDeleteScan(t *testing.T, open opener) {
 	sd := open(t, Options{}, env.Env{}).Side()
 	for _, kv := range [][3]string{{"a", "2", "two"}, {"a", "1", "one"}, {"ab", "1", "other bucket"}, {"a", "3", ""}} {
-		if err := sd.Put(kv[0], kv[1], []byte(kv[2]), 0); err != nil {
+		if err := sd.Put(context.Background(), kv[0], kv[1], []byte(kv[2]), 0); err != nil {
 			t.Fatalf("put %v: %v", kv, err)
 		}
 	}
-	val, ok, err := sd.Get("a", "1")
+	val, ok, err := sd.Get(context.Background(), "a", "1")
 	if err != nil || !ok || string(val) != "one" {
 		t.Fatalf("get a/1 = %q, %v, %v", val, ok, err)
 	}
-	if _, ok, _ := sd.Get("a", "missing"); ok {
+	if _, ok, _ := sd.Get(context.Background(), "a", "missing"); ok {
 		t.Fatalf("missing key found")
 	}
 	// Bucket "a" must not see bucket "ab", keys come in order.
 	if got, want := scanAll(t, sd, "a"), []string{"1=one", "2=two", "3="}; !slices.Equal(got, want) {
 		t.Fatalf("scan a = %v, want %v", got, want)
 	}
-	if err := sd.Delete("a", "2"); err != nil {
+	if err := sd.Delete(context.Background(), "a", "2"); err != nil {
 		t.Fatal(err)
 	}
-	if err := sd.Delete("a", "never-there"); err != nil {
+	if err := sd.Delete(context.Background(), "a", "never-there"); err != nil {
 		t.Fatalf("deleting a missing key: %v", err)
 	}
 	if got, want := scanAll(t, sd, "a"), []string{"1=one", "3="}; !slices.Equal(got, want) {
@@ -82,7 +82,7 @@ func testSidePutGetDeleteScan(t *testing.T, open opener) {
 	}
 	stop := errors.New("stop")
 	n := 0
-	err = sd.Scan("a", func(string, []byte, time.Time) error { n++; return stop })
+	err = sd.Scan(context.Background(), "a", func(string, []byte, time.Time) error { n++; return stop })
 	if !errors.Is(err, stop) || n != 1 {
 		t.Fatalf("scan stop: err %v after %d entries", err, n)
 	}
@@ -95,14 +95,14 @@ func TestG01P1_SideEntriesExpireInvisiblyByTheStoreClock(t *testing.T) {
 func testSideExpiry(t *testing.T, open opener) {
 	fc := clock.NewFake(epoch)
 	sd := open(t, Options{}, env.Env{Clock: fc}).Side()
-	if err := sd.Put("purgatory", "held", []byte("evt"), 30*time.Minute); err != nil {
+	if err := sd.Put(context.Background(), "purgatory", "held", []byte("evt"), 30*time.Minute); err != nil {
 		t.Fatal(err)
 	}
-	if err := sd.Put("purgatory", "forever", []byte("x"), 0); err != nil {
+	if err := sd.Put(context.Background(), "purgatory", "forever", []byte("x"), 0); err != nil {
 		t.Fatal(err)
 	}
 	var exp time.Time
-	if err := sd.Scan("purgatory", func(k string, _ []byte, e time.Time) error {
+	if err := sd.Scan(context.Background(), "purgatory", func(k string, _ []byte, e time.Time) error {
 		if k == "held" {
 			exp = e
 		}
@@ -114,17 +114,17 @@ func testSideExpiry(t *testing.T, open opener) {
 		t.Fatalf("expiry reported as %v, want %v", exp, epoch.Add(30*time.Minute))
 	}
 	fc.Advance(30*time.Minute - time.Nanosecond)
-	if _, ok, _ := sd.Get("purgatory", "held"); !ok {
+	if _, ok, _ := sd.Get(context.Background(), "purgatory", "held"); !ok {
 		t.Fatalf("entry vanished before its ttl")
 	}
 	fc.Advance(time.Nanosecond)
-	if _, ok, _ := sd.Get("purgatory", "held"); ok {
+	if _, ok, _ := sd.Get(context.Background(), "purgatory", "held"); ok {
 		t.Fatalf("expired entry still visible to Get")
 	}
 	if got := scanAll(t, sd, "purgatory"); !slices.Equal(got, []string{"forever=x"}) {
 		t.Fatalf("scan after expiry = %v", got)
 	}
-	err := sd.Update(func(tx SideTx) error {
+	err := sd.Update(context.Background(), func(tx SideTx) error {
 		if _, ok, err := tx.Get("purgatory", "held"); ok || err != nil {
 			return fmt.Errorf("expired entry visible in Update: %v %v", ok, err)
 		}
@@ -134,7 +134,7 @@ func testSideExpiry(t *testing.T, open opener) {
 		t.Fatal(err)
 	}
 	fc.Advance(365 * 24 * time.Hour)
-	if _, ok, _ := sd.Get("purgatory", "forever"); !ok {
+	if _, ok, _ := sd.Get(context.Background(), "purgatory", "forever"); !ok {
 		t.Fatalf("ttl 0 entry expired")
 	}
 }
@@ -144,14 +144,16 @@ func TestSideRejectsBadInput(t *testing.T) { onBothBackends(t, testSideRejectsBa
 func testSideRejectsBadInput(t *testing.T, open opener) {
 	sd := open(t, Options{}, env.Env{}).Side()
 	for name, put := range map[string]func() error{
-		"empty bucket":   func() error { return sd.Put("", "k", nil, 0) },
-		"NUL in bucket":  func() error { return sd.Put("a\x00b", "k", nil, 0) },
-		"long bucket":    func() error { return sd.Put(strings.Repeat("b", 256), "k", nil, 0) },
-		"long key":       func() error { return sd.Put("b", strings.Repeat("k", 5000), nil, 0) },
-		"negative ttl":   func() error { return sd.Put("b", "k", nil, -time.Second) },
-		"huge value":     func() error { return sd.Put("b", "k", make([]byte, maxSideValueLen+1), 0) },
-		"scan bad":       func() error { return sd.Scan("", func(string, []byte, time.Time) error { return nil }) },
-		"get bad bucket": func() error { _, _, err := sd.Get("", "k"); return err },
+		"empty bucket":  func() error { return sd.Put(context.Background(), "", "k", nil, 0) },
+		"NUL in bucket": func() error { return sd.Put(context.Background(), "a\x00b", "k", nil, 0) },
+		"long bucket":   func() error { return sd.Put(context.Background(), strings.Repeat("b", 256), "k", nil, 0) },
+		"long key":      func() error { return sd.Put(context.Background(), "b", strings.Repeat("k", 5000), nil, 0) },
+		"negative ttl":  func() error { return sd.Put(context.Background(), "b", "k", nil, -time.Second) },
+		"huge value":    func() error { return sd.Put(context.Background(), "b", "k", make([]byte, maxSideValueLen+1), 0) },
+		"scan bad": func() error {
+			return sd.Scan(context.Background(), "", func(string, []byte, time.Time) error { return nil })
+		},
+		"get bad bucket": func() error { _, _, err := sd.Get(context.Background(), "", "k"); return err },
 	} {
 		if err := put(); err == nil || !strings.HasPrefix(err.Error(), "invalid: ") {
 			t.Errorf("%s: got %v, want an \"invalid: \" error", name, err)
@@ -166,11 +168,11 @@ func TestSideUpdateIsAtomic(t *testing.T) { onBothBackends(t, testSideUpdateIsAt
 
 func testSideUpdateIsAtomic(t *testing.T, open opener) {
 	sd := open(t, Options{}, env.Env{}).Side()
-	if err := sd.Put("health", "relay-a", []byte("up"), 0); err != nil {
+	if err := sd.Put(context.Background(), "health", "relay-a", []byte("up"), 0); err != nil {
 		t.Fatal(err)
 	}
 	boom := errors.New("abort")
-	err := sd.Update(func(tx SideTx) error {
+	err := sd.Update(context.Background(), func(tx SideTx) error {
 		if err := tx.Put("health", "relay-b", []byte("up"), 0); err != nil {
 			return err
 		}
@@ -200,7 +202,7 @@ func testSideUpdateSerialises(t *testing.T, open opener) {
 		sides[i] = sd
 	}
 	incrementConcurrently(t, sides, each)
-	v, _, err := sd.Get("ctr", "n")
+	v, _, err := sd.Get(context.Background(), "ctr", "n")
 	if err != nil || binary.BigEndian.Uint64(v) != workers*each {
 		t.Fatalf("counter = %v (%v), want %d", v, err, workers*each)
 	}
@@ -212,7 +214,7 @@ func testSideSurvivesReopen(t *testing.T, open opener) {
 	dir := t.TempDir()
 	fc := clock.NewFake(epoch)
 	s := open(t, Options{Dir: dir}, env.Env{Clock: fc})
-	if err := s.Side().Put("rejected", "id1", []byte("spam"), time.Hour); err != nil {
+	if err := s.Side().Put(context.Background(), "rejected", "id1", []byte("spam"), time.Hour); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Close(); err != nil {
@@ -220,11 +222,11 @@ func testSideSurvivesReopen(t *testing.T, open opener) {
 	}
 	fc.Advance(59 * time.Minute) // downtime counts against the ttl
 	sd := open(t, Options{Dir: dir}, env.Env{Clock: fc}).Side()
-	if v, ok, err := sd.Get("rejected", "id1"); !ok || err != nil || string(v) != "spam" {
+	if v, ok, err := sd.Get(context.Background(), "rejected", "id1"); !ok || err != nil || string(v) != "spam" {
 		t.Fatalf("after reopen got %q %v %v", v, ok, err)
 	}
 	fc.Advance(time.Minute)
-	if _, ok, _ := sd.Get("rejected", "id1"); ok {
+	if _, ok, _ := sd.Get(context.Background(), "rejected", "id1"); ok {
 		t.Fatalf("entry outlived its ttl across a restart")
 	}
 }
@@ -261,7 +263,7 @@ func TestMaintainRemovesExpiredEntriesAndSetsGauges(t *testing.T) {
 	sd := s.Side()
 	// More than one deletion chunk of short-lived entries.
 	const short = expiryChunk + 234
-	err = sd.Update(func(tx SideTx) error {
+	err = sd.Update(context.Background(), func(tx SideTx) error {
 		for i := range short {
 			if err := tx.Put("placeholders", fmt.Sprintf("p%05d", i), []byte("x"), time.Minute); err != nil {
 				return err
@@ -273,7 +275,7 @@ func TestMaintainRemovesExpiredEntriesAndSetsGauges(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, k := range []string{"keep", "renewed"} {
-		if err := sd.Put("placeholders", k, []byte("y"), time.Hour); err != nil {
+		if err := sd.Put(context.Background(), "placeholders", k, []byte("y"), time.Hour); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -309,19 +311,19 @@ func TestDeleteIfExpiredSparesRenewedEntries(t *testing.T) {
 	fc := clock.NewFake(epoch)
 	s := openTestEnv(t, Options{}, env.Env{Clock: fc})
 	sd := s.Side()
-	if err := sd.Put("b", "k", []byte("old"), time.Minute); err != nil {
+	if err := sd.Put(context.Background(), "b", "k", []byte("old"), time.Minute); err != nil {
 		t.Fatal(err)
 	}
 	k, _ := sideKey("b", "k")
 	fc.Advance(2 * time.Minute)
-	if err := sd.Put("b", "k", []byte("new"), time.Hour); err != nil {
+	if err := sd.Put(context.Background(), "b", "k", []byte("new"), time.Hour); err != nil {
 		t.Fatal(err)
 	}
 	n, err := s.badger().deleteIfExpired([][]byte{k}, fc.Now())
 	if err != nil || n != 0 {
 		t.Fatalf("deleteIfExpired = %d, %v; want 0 deletions", n, err)
 	}
-	if v, ok, _ := sd.Get("b", "k"); !ok || string(v) != "new" {
+	if v, ok, _ := sd.Get(context.Background(), "b", "k"); !ok || string(v) != "new" {
 		t.Fatalf("renewed entry lost: %q %v", v, ok)
 	}
 }
@@ -343,10 +345,10 @@ func TestBigSideValueSyncsTheValueLog(t *testing.T) {
 	for i := range big {
 		big[i] = byte(i)
 	}
-	if err := s.Side().Put("blobs", "big", big, 0); err != nil {
+	if err := s.Side().Put(context.Background(), "blobs", "big", big, 0); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Side().Put("blobs", "small", []byte("s"), 0); err != nil {
+	if err := s.Side().Put(context.Background(), "blobs", "small", []byte("s"), 0); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Close(); err != nil {
@@ -357,7 +359,7 @@ func TestBigSideValueSyncsTheValueLog(t *testing.T) {
 		t.Fatalf("value-log sync flags per batch = %v, want [true false true]", sawVlog)
 	}
 	sd := openTest(t, Options{Dir: dir}).Side()
-	v, ok, err := sd.Get("blobs", "big")
+	v, ok, err := sd.Get(context.Background(), "blobs", "big")
 	if err != nil || !ok || !slices.Equal(v, big) {
 		t.Fatalf("big value after reopen: ok=%v err=%v len=%d", ok, err, len(v))
 	}
@@ -375,7 +377,7 @@ func TestWALSyncerFollowsRotations(t *testing.T) {
 	}
 	val := make([]byte, 16<<10)
 	for i := range 300 { // ~5 MiB through a 1 MiB memtable
-		if err := s.Side().Put("fill", fmt.Sprintf("k%04d", i), val, 0); err != nil {
+		if err := s.Side().Put(context.Background(), "fill", fmt.Sprintf("k%04d", i), val, 0); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -399,7 +401,7 @@ func TestWALSyncerFollowsRotations(t *testing.T) {
 	}
 	s2 := openTest(t, Options{Dir: dir, MemTableMB: 1})
 	n := 0
-	if err := s2.Side().Scan("fill", func(string, []byte, time.Time) error { n++; return nil }); err != nil {
+	if err := s2.Side().Scan(context.Background(), "fill", func(string, []byte, time.Time) error { n++; return nil }); err != nil {
 		t.Fatal(err)
 	}
 	if n != 300 {
@@ -415,7 +417,7 @@ func incrementConcurrently(t *testing.T, sides []*Side, each int) {
 	for _, sd := range sides {
 		wg.Go(func() {
 			for range each {
-				err := sd.Update(func(tx SideTx) error {
+				err := sd.Update(context.Background(), func(tx SideTx) error {
 					v, _, err := tx.Get("ctr", "n")
 					if err != nil {
 						return err

@@ -43,7 +43,15 @@ func GenerateKey() (Key, error) {
 // Sign signs evt as k in place (id, pubkey, sig) and returns it.
 func (k Key) Sign(t testing.TB, evt *nostr.Event) *nostr.Event {
 	t.Helper()
-	if err := evt.Sign(k.SK); err != nil {
+	return Sign(t, k.SK, evt)
+}
+
+// Sign is Key.Sign for a test that holds a bare secret key (a fixed key
+// set, a key generated once per package): it signs evt with sk in place and
+// returns it, failing t if sk cannot sign.
+func Sign(t testing.TB, sk string, evt *nostr.Event) *nostr.Event {
+	t.Helper()
+	if err := evt.Sign(sk); err != nil {
 		t.Fatalf("testkit: sign: %v", err)
 	}
 	return evt

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/grasp-dev/grasp/core/nip34"
+	"github.com/nbd-wtf/go-nostr"
 )
 
 func TestKeySignsVerifiableEvents(t *testing.T) {
@@ -26,4 +27,12 @@ func TestFreePortIsListenable(t *testing.T) {
 		t.Fatalf("port %d: %v", p, err)
 	}
 	ln.Close()
+}
+
+func TestSignWithABareSecretKey(t *testing.T) {
+	k := NewKey(t)
+	evt := Sign(t, k.SK, &nostr.Event{Kind: 7, CreatedAt: 1700000000, Content: "+"})
+	if ok, err := evt.CheckSignature(); !ok || err != nil || evt.PubKey != k.PK {
+		t.Fatalf("event %+v: signature ok %v, %v", evt, ok, err)
+	}
 }

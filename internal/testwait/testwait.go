@@ -45,6 +45,22 @@ func For(t testing.TB, what string, cond func() bool) {
 	Stepping(t, what, nil, cond)
 }
 
+// ForErr is For with a condition that can fail for good (the process
+// waited on has exited, a peer answered an error): cond returning an error
+// ends the wait at once and fails t with it, instead of waiting out Limit.
+func ForErr(t testing.TB, what string, cond func() (bool, error)) {
+	t.Helper()
+	var err error
+	Stepping(t, what, nil, func() bool {
+		var ok bool
+		ok, err = cond()
+		return ok || err != nil
+	})
+	if err != nil {
+		t.Fatalf("testwait: waiting for %s: %v", what, err)
+	}
+}
+
 // Stepping is For with step called between two looks at cond: a test
 // advances its fake clock there, so that timers of the code under test
 // fire while the real work (sockets, git, the store) makes progress.

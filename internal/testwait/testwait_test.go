@@ -66,3 +66,25 @@ func TestForFailsNamingWhatItWaitedFor(t *testing.T) {
 		t.Fatalf("failure %q does not name the condition", f.failed)
 	}
 }
+
+func TestForErrEndsAtTheFirstErrorAndReportsIt(t *testing.T) {
+	f := &fakeTB{} // Limit: minutes; the error must end the wait long before
+	looks := 0
+	run(func() {
+		ForErr(f, "a process that exits", func() (bool, error) {
+			looks++
+			if looks == 2 {
+				return false, fmt.Errorf("exited with status 3")
+			}
+			return false, nil
+		})
+	})
+	if looks != 2 || !strings.Contains(f.failed, "a process that exits") || !strings.Contains(f.failed, "exited with status 3") {
+		t.Fatalf("after %d looks, failure %q", looks, f.failed)
+	}
+	looks = 0
+	ForErr(t, "the second look", func() (bool, error) { looks++; return looks == 2, nil })
+	if looks != 2 {
+		t.Fatalf("looked %d times, want 2", looks)
+	}
+}

@@ -19,7 +19,7 @@ type KV struct {
 
 // Put stores a copy of val; the ttl is not enforced (the parts expire
 // entries themselves, on their own clock).
-func (k *KV) Put(bucket, key string, val []byte, _ time.Duration) error {
+func (k *KV) Put(_ context.Context, bucket, key string, val []byte, _ time.Duration) error {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	if k.m == nil {
@@ -33,7 +33,7 @@ func (k *KV) Put(bucket, key string, val []byte, _ time.Duration) error {
 }
 
 // Get returns a copy of the value of key.
-func (k *KV) Get(bucket, key string) ([]byte, bool, error) {
+func (k *KV) Get(_ context.Context, bucket, key string) ([]byte, bool, error) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	v, ok := k.m[bucket][key]
@@ -41,7 +41,7 @@ func (k *KV) Get(bucket, key string) ([]byte, bool, error) {
 }
 
 // Delete removes key; a missing key is not an error.
-func (k *KV) Delete(bucket, key string) error {
+func (k *KV) Delete(_ context.Context, bucket, key string) error {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	delete(k.m[bucket], key)
@@ -50,7 +50,7 @@ func (k *KV) Delete(bucket, key string) error {
 
 // Scan calls fn for every entry of bucket in key order, outside the lock
 // (fn may write to the KV).
-func (k *KV) Scan(bucket string, fn func(key string, val []byte, expires time.Time) error) error {
+func (k *KV) Scan(_ context.Context, bucket string, fn func(key string, val []byte, expires time.Time) error) error {
 	k.mu.Lock()
 	keys := make([]string, 0, len(k.m[bucket]))
 	for key := range k.m[bucket] {
@@ -109,27 +109,31 @@ func (p *Privacy) Events(_ context.Context, ids []string) (map[string][]byte, er
 func (p *Privacy) UpdateRepo(key string, fn func([]byte, bool) ([]byte, bool, error)) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	old, ok, _ := p.repos.Get("repo", key)
+	old, ok, _ := p.repos.Get(context.Background(), "repo", key)
 	val, write, err := fn(old, ok)
 	if err != nil || !write {
 		return err
 	}
-	return p.repos.Put("repo", key, val, 0)
+	return p.repos.Put(context.Background(), "repo", key, val, 0)
 }
 
 // Repo returns key's record.
-func (p *Privacy) Repo(key string) ([]byte, bool, error) { return p.repos.Get("repo", key) }
+func (p *Privacy) Repo(key string) ([]byte, bool, error) {
+	return p.repos.Get(context.Background(), "repo", key)
+}
 
 // Repos visits every repository record.
 func (p *Privacy) Repos(fn func(string, []byte) error) error {
-	return p.repos.Scan("repo", func(k string, v []byte, _ time.Time) error { return fn(k, v) })
+	return p.repos.Scan(context.Background(), "repo", func(k string, v []byte, _ time.Time) error { return fn(k, v) })
 }
 
 // Mark returns the record's state entry name.
 func (p *Privacy) Mark(name string) (string, error) {
-	v, _, err := p.marks.Get("mark", name)
+	v, _, err := p.marks.Get(context.Background(), "mark", name)
 	return string(v), err
 }
 
 // SetMark sets the record's state entry name.
-func (p *Privacy) SetMark(name, val string) error { return p.marks.Put("mark", name, []byte(val), 0) }
+func (p *Privacy) SetMark(name, val string) error {
+	return p.marks.Put(context.Background(), "mark", name, []byte(val), 0)
+}

@@ -12,6 +12,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/grasp-dev/grasp/core/nip34"
+	"github.com/grasp-dev/grasp/core/outcome"
 )
 
 // Repos is the bare-repository store fetched objects land in: git.Repos,
@@ -206,10 +207,17 @@ func (g *GitContext) fetchOnce(ctx context.Context, repo nip34.RepoRef, url stri
 		if errors.Is(ctx.Err(), context.Canceled) {
 			kind = KindOther
 		}
-	case errors.Is(err, gitrepo.ErrNotFound) || strings.HasPrefix(err.Error(), "invalid:"):
+	case errors.Is(err, gitrepo.ErrNotFound) || refusedAsInvalid(err):
 		kind = KindLocal
 	}
 	return &FetchError{Kind: kind, URL: url, Detail: truncate(detail, 500), Err: err}
+}
+
+// refusedAsInvalid reports whether Repos.Fetch refused the request itself
+// (a bad object id or URL, outcome.Invalid) before any git ran.
+func refusedAsInvalid(err error) bool {
+	r, ok := outcome.Of(err)
+	return ok && r.Kind == outcome.Invalid
 }
 
 // Classify reads git's stderr. Only failures to reach the host (DNS, TCP,

@@ -408,3 +408,22 @@ func gauge(reg *prometheus.Registry, name string) (float64, bool) {
 	}
 	return 0, false
 }
+
+// A fetch the bare-repository store refuses itself (an object id or a URL
+// it will not hand to git) is this server's failure, KindLocal: the
+// source's host is not blamed for it. git.Repos says so with a typed
+// outcome.Invalid, not a text prefix (issue 28 part 1).
+func TestFetchRefusedLocallyIsLocal(t *testing.T) {
+	f := newFixture(t)
+	f.localRepo(t, "r")
+	g := f.gitContext()
+	for name, c := range map[string]struct{ url, oid string }{
+		"bad object id": {"https://example.com/r.git", "not-an-oid"},
+		"option as URL": {"--upload-pack=touch /tmp/x", f.c1},
+	} {
+		ferr := g.fetchOnce(context.Background(), repoN("r"), c.url, nil, []string{c.oid})
+		if ferr == nil || ferr.Kind != KindLocal {
+			t.Errorf("%s: fetch failure %+v, want KindLocal", name, ferr)
+		}
+	}
+}

@@ -1,0 +1,209 @@
+package catchup
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nbd-wtf/go-nostr"
+	"github.com/nbd-wtf/go-nostr/nip77"
+	"github.com/nbd-wtf/go-nostr/nip77/negentropy"
+	"github.com/nbd-wtf/go-nostr/nip77/negentropy/storage/vector"
+
+	"github.com/grasp-dev/grasp/core/negguard"
+	"github.com/grasp-dev/grasp/core/nip34"
+)
+
+// negEnd is how one negentropy session ended when it did not succeed.
+type negEnd struct {
+	retry    bool   // the peer lost the session: start a new one
+	fallback string // the peer cannot do it: page with REQ instead
+	err      error  // give up the catch-up
+}
+
+// reconcile runs negentropy sessions until one completes, and returns the ids
+// the peer has that we lack. A non-empty fallback says why REQ paging must be
+// used instead; err is then set too if the connection itself failed.
+func (s *session) reconcile(filter nostr.Filter, items []Item, res *Result) (needed []string, fallback string, err error) {
+	vec := vector.New()
+	for _, it := range items {
+		vec.Insert(it.CreatedAt, it.ID)
+	}
+	vec.Seal()
+	for attempt := 0; ; attempt++ {
+		// A sealed vector can back a new engine: the old one is never used
+		// again once its session has ended.
+		needed, lacks, end := s.negSession(filter, vec, attempt, res)
+		switch {
+		case end.retry && attempt < s.opts.Retries:
+			res.Retries++
+			continue
+		case end.retry:
+			return nil, "error: peer kept closing the session", nil
+		case end.fallback != "":
+			return nil, end.fallback, end.err
+		case end.err != nil:
+			return nil, "", end.err
+		}
+		res.Needed, res.PeerLacks = len(needed), lacks
+		if len(needed) > s.opts.MaxEvents {
+			s.c.log.Warn("peer claims more events than one catch-up fetches", "relay", s.url, "claimed", len(needed), "max", s.opts.MaxEvents)
+			needed = needed[:s.opts.MaxEvents]
+		}
+		return needed, "", nil
+	}
+}
+
+// negSession is one NEG-OPEN … NEG-CLOSE exchange. The engine pushes ids into
+// its Haves/HaveNots channels from inside Reconcile, which runs here; both
+// are drained concurrently or Reconcile blocks once 64 ids pile up (the
+// nip77.NegentropySync deadlock).
+func (s *session) negSession(filter nostr.Filter, vec *vector.Vector, attempt int, res *Result) ([]string, int, negEnd) {
+	sub := s.subID("neg-")
+	neg := negentropy.New(vec, s.opts.FrameLimit)
+
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	var haveNots map[string]struct{}
+	var haves int
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		haveNots = drainIDs(neg.HaveNots, stop, s.opts.MaxEvents+1)
+	}()
+	go func() {
+		defer wg.Done()
+		haves = len(drainIDs(neg.Haves, stop, 0))
+	}()
+	fail := func(end negEnd) ([]string, int, negEnd) {
+		close(stop) // Reconcile is not running: it is only called below
+		wg.Wait()
+		return nil, 0, end
+	}
+
+	open, err := nip77.OpenEnvelope{SubscriptionID: sub, Filter: filter, Message: neg.Start()}.MarshalJSON()
+	if err != nil {
+		return fail(negEnd{err: fmt.Errorf("encode NEG-OPEN: %w", err)})
+	}
+	if err := s.send(open); err != nil {
+		return fail(negEnd{fallback: "connection: " + err.Error(), err: err})
+	}
+	replied := false
+	firstRound := res.Rounds + 1
+	for {
+		f, err := s.next()
+		if errors.Is(err, errTimeout) {
+			s.negClose(sub)
+			return fail(negEnd{fallback: fmt.Sprintf("timeout: no negentropy answer within %s", s.opts.RoundTimeout)})
+		}
+		if err != nil {
+			if errors.Is(err, errConn) && !replied {
+				return fail(negEnd{fallback: "connection: " + err.Error(), err: err})
+			}
+			return fail(negEnd{err: fmt.Errorf("negentropy: %w", err)})
+		}
+		switch label(f) {
+		case "NEG-MSG":
+			var env nip77.MessageEnvelope
+			if env.FromJSON(string(f)) != nil || env.SubscriptionID != sub {
+				continue
+			}
+			replied = true
+			res.Rounds++
+			// the peer is untrusted: a crafted message must not panic the
+			// engine (and with it the process)
+			checked, err := negguard.Check(env.Message)
+			if err != nil {
+				s.negClose(sub)
+				return fail(negEnd{fallback: "protocol: " + err.Error()})
+			}
+			out, err := reconcile(neg, checked)
+			if err != nil {
+				s.negClose(sub)
+				return fail(negEnd{fallback: "protocol: " + err.Error()})
+			}
+			if out == "" {
+				// The engine closed both channels: the drainers finish.
+				s.negClose(sub)
+				wg.Wait()
+				return sortedIDs(haveNots), haves, negEnd{}
+			}
+			if attempt > 0 && res.Rounds == firstRound {
+				// A retried session lost the race once: give the peer time to
+				// store the session before our first NEG-MSG can overtake it.
+				if err := s.pause(time.Duration(attempt) * s.opts.RetryDelay); err != nil {
+					return fail(negEnd{err: fmt.Errorf("negentropy: %w", err)})
+				}
+			}
+			msg, _ := nip77.MessageEnvelope{SubscriptionID: sub, Message: out}.MarshalJSON()
+			if err := s.send(msg); err != nil {
+				return fail(negEnd{err: fmt.Errorf("negentropy: %w", err)})
+			}
+		case "NEG-ERR", "NEG-ERROR":
+			// NIP-77 says NEG-ERR; khatru sends NEG-ERROR. Both mean the same.
+			var env nip77.ErrorEnvelope
+			if env.FromJSON(string(f)) != nil || env.SubscriptionID != sub {
+				continue
+			}
+			if isClosedReason(env.Reason) {
+				// khatru answers a NEG-MSG that overtook the storing of its
+				// session, and any relay an idle-expired one, with "closed".
+				s.c.log.Debug("negentropy session closed by peer", "relay", s.url, "reason", env.Reason)
+				return fail(negEnd{retry: true})
+			}
+			return fail(negEnd{fallback: "error: " + env.Reason})
+		case "NOTICE":
+			var env nostr.NoticeEnvelope
+			_ = env.FromJSON(string(f))
+			if !replied {
+				// A relay without NIP-77 answers the unknown verb with a NOTICE.
+				s.negClose(sub)
+				return fail(negEnd{fallback: "notice: " + string(env)})
+			}
+			s.c.log.Debug("notice during negentropy", "relay", s.url, "notice", string(env))
+		}
+	}
+}
+
+func (s *session) negClose(sub string) {
+	b, _ := nip77.CloseEnvelope{SubscriptionID: sub}.MarshalJSON()
+	// Best effort: if the write fails the next read reports it.
+	_ = s.send(b)
+}
+
+func isClosedReason(r string) bool {
+	return strings.HasPrefix(strings.ToLower(strings.TrimSpace(r)), "closed")
+}
+
+// drainIDs collects distinct valid ids from ch until it is closed or stop
+// is. Past max (0: unbounded) ids are read and dropped, so a peer claiming
+// millions of ids can neither block the engine nor exhaust memory.
+func drainIDs(ch <-chan string, stop <-chan struct{}, max int) map[string]struct{} {
+	ids := map[string]struct{}{}
+	for {
+		select {
+		case id, ok := <-ch:
+			if !ok {
+				return ids
+			}
+			if (max == 0 || len(ids) < max) && nip34.IsHex64(id) {
+				ids[id] = struct{}{}
+			}
+		case <-stop:
+			return ids
+		}
+	}
+}
+
+// reconcile runs one engine round, turning a panic the checks did not
+// foresee into an error instead of a crashed process.
+func reconcile(neg *negentropy.Negentropy, msg string) (out string, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("negentropy engine failed on the peer's message: %v", r)
+		}
+	}()
+	return neg.Reconcile(msg)
+}

@@ -1,0 +1,204 @@
+package relaysync
+
+import (
+	"slices"
+	"strings"
+
+	"github.com/nbd-wtf/go-nostr"
+
+	"github.com/grasp-dev/grasp/core/nip34"
+)
+
+// GRASP-03 Sync+: the conversation on an accepted issue, patch or PR is also
+// read from its participants' NIP-65 write relays. The participants of a
+// root event are the authors of the root and of the replies to it and the
+// keys they p-tag; their kind 10002 lists give the relays. A repository's
+// outbox relays are those of the participants of all its root events; they
+// get the same layer 2+3 subscriptions (events tagging the coordinate via
+// a/A/q and the root ids via e/E/q), so what they send goes through the same
+// catch-up, health backoff and acceptance pipeline as any synced event.
+
+// KindRelayList is the NIP-65 relay list.
+const KindRelayList = 10002
+
+// maxWriters bounds the relay lists kept. Policy stores 10002 only for
+// participants, so this is a safety net against a policy that accepts more.
+const maxWriters = 100000
+
+// maxReplyRefs bounds how many e/E/q values of one reply are looked up.
+const maxReplyRefs = 8
+
+// outboxState is owned by the manager goroutine.
+type outboxState struct {
+	parts  map[string][]string // root event id → participants, first perRoot
+	roots  map[string][]string // participant → the root ids they take part in
+	writes map[string][]string // pubkey → write relays, first perParticipant
+	people map[RepoID][]string // repository → its people (people.go)
+	// names holds one copy of each participant's key: every event brings
+	// its own copy, and a key kept per root and per repository would
+	// otherwise cost 64 bytes each time.
+	names map[string]string
+}
+
+func newOutboxState() *outboxState {
+	return &outboxState{parts: map[string][]string{}, roots: map[string][]string{}, writes: map[string][]string{},
+		people: map[RepoID][]string{}, names: map[string]string{}}
+}
+
+func (ob *outboxState) intern(p string) string {
+	if c, ok := ob.names[p]; ok {
+		return c
+	}
+	ob.names[p] = p
+	return p
+}
+
+// parseOutbox turns a reply or a relay list into an update; root events
+// are parsed by parse, which adds their participants.
+func (m *Manager) parseOutbox(evt *nostr.Event) (update, bool) {
+	if evt.Kind == KindRelayList {
+		u := update{writer: evt.PubKey, writes: []string{}}
+		for _, t := range evt.Tags {
+			// NIP-65: no marker is read and write; "read" is read only.
+			if len(t) < 2 || t[0] != "r" || (len(t) >= 3 && t[2] != "write") {
+				continue
+			}
+			n, err := nip34.NormalizeRelayURL(t[1])
+			if err != nil || slices.Contains(u.writes, n) {
+				continue
+			}
+			if len(u.writes) >= m.o.Config.OutboxRelaysPerParticipant {
+				m.m.outboxBounded.WithLabelValues(boundRelaysPerParticipant).Inc()
+				break
+			}
+			u.writes = append(u.writes, n)
+		}
+		return u, true
+	}
+	u := update{replyTo: nil}
+	for _, t := range evt.Tags {
+		if len(t) >= 2 && (t[0] == "e" || t[0] == "E" || t[0] == "q") && nip34.IsHex64(t[1]) && !slices.Contains(u.replyTo, t[1]) {
+			u.replyTo = append(u.replyTo, t[1])
+			if len(u.replyTo) >= maxReplyRefs {
+				break
+			}
+		}
+	}
+	if len(u.replyTo) == 0 {
+		return update{}, false
+	}
+	u.people = participants(evt, m.o.Config.OutboxParticipantsPerRoot)
+	return u, true
+}
+
+// participants are the author and the p-tagged keys of evt, at most n.
+func participants(evt *nostr.Event, n int) []string {
+	out := []string{evt.PubKey}
+	for _, t := range evt.Tags {
+		if len(out) >= n {
+			break
+		}
+		if len(t) >= 2 && t[0] == "p" && nip34.IsHex64(strings.ToLower(t[1])) && !slices.Contains(out, t[1]) {
+			out = append(out, t[1])
+		}
+	}
+	return out
+}
+
+// applyOutbox lands a reply, root or relay list in the participant state
+// and marks the repositories whose outbox relays may have changed.
+func (m *Manager) applyOutbox(u update, changed map[RepoID]struct{}) {
+	ob := m.outbox
+	switch {
+	case u.writer != "":
+		if _, known := ob.writes[u.writer]; !known && len(ob.writes) >= maxWriters {
+			return
+		}
+		ob.writes[u.writer] = u.writes
+		for _, root := range ob.roots[u.writer] {
+			m.markRoot(root, changed)
+		}
+	case u.id != "":
+		m.addParticipants(u.id, u.people, changed)
+	default:
+		for _, root := range u.replyTo {
+			if m.repos.EventRepos(root) == nil {
+				continue
+			}
+			m.addParticipants(root, u.people, changed)
+		}
+	}
+}
+
+func (m *Manager) addParticipants(root string, people []string, changed map[RepoID]struct{}) {
+	ob := m.outbox
+	have := ob.parts[root]
+	added := false
+	repos := m.repos.EventRepos(root)
+	for _, p := range people {
+		if slices.Contains(have, p) {
+			continue
+		}
+		if len(have) >= m.o.Config.OutboxParticipantsPerRoot {
+			m.m.outboxBounded.WithLabelValues(boundParticipantsPerRoot).Inc()
+			break
+		}
+		p = ob.intern(p)
+		have = append(have, p)
+		ob.roots[p] = append(ob.roots[p], root)
+		added = added || len(ob.writes[p]) > 0
+		for _, id := range repos {
+			m.addPerson(id, p)
+		}
+	}
+	ob.parts[root] = have
+	if added {
+		m.markRoot(root, changed)
+	}
+}
+
+func (m *Manager) markRoot(root string, changed map[RepoID]struct{}) {
+	for _, id := range m.repos.EventRepos(root) {
+		changed[id] = struct{}{}
+	}
+}
+
+// refreshOutbox recomputes the outbox relays of repository id: the write
+// relays of the participants of its root events, in the order they were
+// learned.
+func (m *Manager) refreshOutbox(id RepoID) {
+	var relays []string
+	seen := map[string]struct{}{}
+	for _, root := range m.repos.RootEvents(id) {
+		for _, p := range m.outbox.parts[root] {
+			for _, w := range m.outbox.writes[p] {
+				if _, dup := seen[w]; !dup {
+					seen[w] = struct{}{}
+					relays = append(relays, w)
+				}
+			}
+		}
+	}
+	m.repos.SetOutbox(id, relays)
+}
+
+// forgetOutbox drops the participants of root events no repository
+// references any more.
+func (m *Manager) forgetOutbox(roots []string) {
+	ob := m.outbox
+	for _, root := range roots {
+		if m.repos.EventRepos(root) != nil {
+			continue
+		}
+		for _, p := range ob.parts[root] {
+			rs := slices.DeleteFunc(ob.roots[p], func(r string) bool { return r == root })
+			if len(rs) == 0 {
+				delete(ob.roots, p)
+				delete(ob.names, p)
+			} else {
+				ob.roots[p] = rs
+			}
+		}
+		delete(ob.parts, root)
+	}
+}
