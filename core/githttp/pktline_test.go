@@ -1,4 +1,4 @@
-package git
+package githttp
 
 import (
 	"bytes"
@@ -6,12 +6,14 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/grasp-dev/grasp/core/git"
 	"github.com/grasp-dev/grasp/core/nip34"
+	"github.com/grasp-dev/grasp/core/outcome"
 )
 
 func TestReadPushCommands(t *testing.T) {
 	X, Y := oid('1'), oid('2')
-	body := pushBody("report-status side-band-64k agent=git/2.39", RefUpdate{Ref: "refs/heads/main", Old: ZeroOID, New: X}, RefUpdate{Ref: "refs/tags/v1", Old: Y, New: ZeroOID})
+	body := pushBody("report-status side-band-64k agent=git/2.39", git.RefUpdate{Ref: "refs/heads/main", Old: git.ZeroOID, New: X}, git.RefUpdate{Ref: "refs/tags/v1", Old: Y, New: git.ZeroOID})
 	pack := []byte("PACK\x00\x00\x00\x02rest")
 	r := bytes.NewReader(append(append([]byte(nil), body...), pack...))
 	cmds, raw, err := ReadPushCommands(r, 1<<20, 100)
@@ -39,8 +41,8 @@ func TestReadPushCommands(t *testing.T) {
 
 func TestReadPushCommandsBadInput(t *testing.T) {
 	X := oid('1')
-	good := string(pktLine(ZeroOID + " " + X + " refs/heads/main\x00report-status\n"))
-	many := strings.Repeat(string(pktLine(ZeroOID+" "+X+" refs/heads/x\n")), 20) + pktFlush
+	good := string(pktLine(git.ZeroOID + " " + X + " refs/heads/main\x00report-status\n"))
+	many := strings.Repeat(string(pktLine(git.ZeroOID+" "+X+" refs/heads/x\n")), 20) + pktFlush
 	for name, in := range map[string]string{
 		"empty":           "",
 		"truncated len":   "00",
@@ -48,15 +50,15 @@ func TestReadPushCommandsBadInput(t *testing.T) {
 		"len 1..3":        "0002",
 		"len too long":    "fff0" + strings.Repeat("a", 100),
 		"no flush":        good,
-		"short payload":   "0040" + ZeroOID,
-		"two fields":      string(pktLine(ZeroOID+" "+X+"\n")) + pktFlush,
-		"bad oid":         string(pktLine(ZeroOID+" xyz refs/heads/main\n")) + pktFlush,
-		"mixed oid sizes": string(pktLine(ZeroOID+" "+strings.Repeat("a", 64)+" refs/heads/main\n")) + pktFlush,
-		"bad ref":         string(pktLine(ZeroOID+" "+X+" refs/heads/../x\n")) + pktFlush,
-		"ref control chr": string(pktLine(ZeroOID+" "+X+" refs/heads/a\x01b\n")) + pktFlush,
-		"not under refs":  string(pktLine(ZeroOID+" "+X+" HEAD\n")) + pktFlush,
+		"short payload":   "0040" + git.ZeroOID,
+		"two fields":      string(pktLine(git.ZeroOID+" "+X+"\n")) + pktFlush,
+		"bad oid":         string(pktLine(git.ZeroOID+" xyz refs/heads/main\n")) + pktFlush,
+		"mixed oid sizes": string(pktLine(git.ZeroOID+" "+strings.Repeat("a", 64)+" refs/heads/main\n")) + pktFlush,
+		"bad ref":         string(pktLine(git.ZeroOID+" "+X+" refs/heads/../x\n")) + pktFlush,
+		"ref control chr": string(pktLine(git.ZeroOID+" "+X+" refs/heads/a\x01b\n")) + pktFlush,
+		"not under refs":  string(pktLine(git.ZeroOID+" "+X+" HEAD\n")) + pktFlush,
 		"too many":        many,
-		"too big":         good + strings.Repeat(string(pktLine(ZeroOID+" "+X+" refs/heads/y\n")), 40) + pktFlush,
+		"too big":         good + strings.Repeat(string(pktLine(git.ZeroOID+" "+X+" refs/heads/y\n")), 40) + pktFlush,
 		"shallow only":    string(pktLine("shallow "+X+"\n")) + pktFlush,
 	} {
 		if _, _, err := ReadPushCommands(strings.NewReader(in), 2048, 10); err == nil || !strings.HasPrefix(err.Error(), "invalid:") {
@@ -68,27 +70,12 @@ func TestReadPushCommandsBadInput(t *testing.T) {
 	}
 }
 
-func TestCheckRefName(t *testing.T) {
-	for _, ok := range []string{"refs/heads/main", "refs/heads/feature/x-1", "refs/tags/v1.0", "refs/nostr/" + strings.Repeat("a", 64)} {
-		if err := CheckRefName(ok); err != nil {
-			t.Errorf("%s: %v", ok, err)
-		}
-	}
-	for _, bad := range []string{"main", "refs/heads/", "refs/heads/a..b", "refs/heads/.hidden", "refs/heads/x.lock", "refs/heads/a b",
-		"refs/heads/a~1", "refs/heads/a^", "refs/heads/a:b", "refs/heads/a?", "refs/heads/a*", "refs/heads/a[", "refs/heads/a\\b",
-		"refs/heads/a@{1}", "refs//heads", "refs/heads/a.", "refs/heads/\x7f"} {
-		if err := CheckRefName(bad); err == nil {
-			t.Errorf("%q accepted", bad)
-		}
-	}
-}
-
 // FuzzReadPushCommands: no input panics or reads past the command list,
 // and whatever parses re-encodes to something that parses the same.
 func FuzzReadPushCommands(f *testing.F) {
 	X := oid('1')
-	f.Add(pushBody("report-status side-band-64k", RefUpdate{Ref: "refs/heads/main", Old: ZeroOID, New: X}))
-	f.Add(append(pktLine("shallow "+X+"\n"), pushBody("", RefUpdate{Ref: "refs/nostr/" + strings.Repeat("a", 64), Old: X, New: ZeroOID})...))
+	f.Add(pushBody("report-status side-band-64k", git.RefUpdate{Ref: "refs/heads/main", Old: git.ZeroOID, New: X}))
+	f.Add(append(pktLine("shallow "+X+"\n"), pushBody("", git.RefUpdate{Ref: "refs/nostr/" + strings.Repeat("a", 64), Old: X, New: git.ZeroOID})...))
 	f.Add([]byte("0000PACK"))
 	f.Add([]byte("0004"))
 	f.Add([]byte("ffff"))
@@ -101,7 +88,7 @@ func FuzzReadPushCommands(f *testing.F) {
 			return
 		}
 		for _, u := range cmds.Updates {
-			if CheckRefName(u.Ref) != nil || !nip34.IsObjectID(u.Old) || !nip34.IsObjectID(u.New) {
+			if git.CheckRefName(u.Ref) != nil || !nip34.IsObjectID(u.Old) || !nip34.IsObjectID(u.New) {
 				t.Fatalf("accepted bad update %+v", u)
 			}
 		}
@@ -113,4 +100,19 @@ func FuzzReadPushCommands(f *testing.F) {
 			t.Fatalf("round trip: %+v != %+v", again, cmds)
 		}
 	})
+}
+
+// A command list git's protocol cannot carry is refused as a typed
+// invalid: outcome (issue 28 part 1), whatever the malformation.
+func TestReadPushCommandsRefusalsAreTyped(t *testing.T) {
+	for name, in := range map[string]string{
+		"bad length": "zzzz",
+		"bad ref":    string(pktLine(git.ZeroOID+" "+oid('1')+" refs/heads/a..b\n")) + pktFlush,
+		"truncated":  "00",
+	} {
+		_, _, err := ReadPushCommands(strings.NewReader(in), 2048, 10)
+		if r, ok := outcome.Of(err); !ok || r.Kind != outcome.Invalid || strings.HasPrefix(r.Msg, "invalid") {
+			t.Errorf("%s: %v is %+v (typed %v), want an invalid: outcome", name, err, r, ok)
+		}
+	}
 }

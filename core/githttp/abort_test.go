@@ -1,4 +1,4 @@
-package git
+package githttp
 
 import (
 	"bytes"
@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/grasp-dev/grasp/core/clock"
+	"github.com/grasp-dev/grasp/core/git"
+	"github.com/grasp-dev/grasp/internal/testkit"
 	"github.com/grasp-dev/grasp/internal/testwait"
 )
 
@@ -22,7 +24,7 @@ func packFor(t *testing.T, work, rev string) []byte {
 	t.Helper()
 	cmd := exec.Command("git", "pack-objects", "--stdout", "--revs", "-q")
 	cmd.Dir = work
-	cmd.Env = clientEnv()
+	cmd.Env = testkit.GitClientEnv()
 	cmd.Stdin = strings.NewReader(rev + "\n")
 	out, err := cmd.Output()
 	if err != nil {
@@ -39,9 +41,9 @@ func bigCommit(t *testing.T, work string, n int) string {
 	if err := os.WriteFile(filepath.Join(work, "big.bin"), data, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	gitRun(t, work, "add", "big.bin")
-	gitRun(t, work, "commit", "-q", "-m", "big")
-	return gitRun(t, work, "rev-parse", "HEAD")
+	testkit.Git(t, work, "add", "big.bin")
+	testkit.Git(t, work, "commit", "-q", "-m", "big")
+	return testkit.Git(t, work, "rev-parse", "HEAD")
 }
 
 // startPartialPush sends the headers and the first half of an authorised
@@ -49,17 +51,17 @@ func bigCommit(t *testing.T, work string, n int) string {
 // connection still open.
 func startPartialPush(t *testing.T, ts *testServer, owner, id string) net.Conn {
 	t.Helper()
-	work := newWork(t)
+	work := testkit.GitWork(t)
 	x := bigCommit(t, work, 2<<20)
 	ts.auth.addState(owner, id, state("s1", 10, "", "refs/heads/main", x))
-	body := append(pushBody("report-status side-band-64k", RefUpdate{Ref: "refs/heads/main", Old: ZeroOID, New: x}), packFor(t, work, x)...)
+	body := append(pushBody("report-status side-band-64k", git.RefUpdate{Ref: "refs/heads/main", Old: git.ZeroOID, New: x}), packFor(t, work, x)...)
 	u, _ := url.Parse(ts.srv.URL)
 	conn, err := net.Dial("tcp", u.Host)
 	if err != nil {
 		t.Fatal(err)
 	}
 	fmt.Fprintf(conn, "POST %s/git-receive-pack HTTP/1.1\r\nHost: %s\r\nContent-Type: application/x-git-receive-pack-request\r\nContent-Length: %d\r\n\r\n",
-		RepoURLPath(owner, id), u.Host, len(body))
+		git.RepoURLPath(owner, id), u.Host, len(body))
 	if _, err := conn.Write(body[:len(body)/2]); err != nil {
 		t.Fatal(err)
 	}
@@ -70,9 +72,9 @@ func startPartialPush(t *testing.T, ts *testServer, owner, id string) net.Conn {
 // repository's lock.
 func waitIdle(t *testing.T, ts *testServer, owner, id string) {
 	t.Helper()
-	waitFor(t, func() bool { return ts.h.slots.inUse() == 0 })
+	testwait.For(t, "every process slot free", func() bool { return ts.h.slots.inUse() == 0 })
 	dir, _ := ts.repos.Path(ref(owner, id))
-	unlock, err := ts.repos.locks.acquire(testwait.Context(t), dir)
+	unlock, err := ts.repos.Lock(testwait.Context(t), dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,7 +95,7 @@ func assertNothingWritten(t *testing.T, ts *testServer, owner, id string) {
 			t.Fatalf("quarantine directory leaked: %s", e.Name())
 		}
 	}
-	if out := gitRun(t, dir, "count-objects", "-v"); !strings.Contains(out, "count: 0") || !strings.Contains(out, "packs: 0") || !strings.Contains(out, "size-garbage: 0") {
+	if out := testkit.Git(t, dir, "count-objects", "-v"); !strings.Contains(out, "count: 0") || !strings.Contains(out, "packs: 0") || !strings.Contains(out, "size-garbage: 0") {
 		t.Fatalf("objects after aborted push:\n%s", out)
 	}
 }
@@ -105,7 +107,7 @@ func TestClientAbortMidPackLeavesNothing(t *testing.T) {
 	owner, _ := ts.newRepo("proj")
 	conn := startPartialPush(t, ts, owner, "proj")
 	dir, _ := ts.repos.Path(ref(owner, "proj"))
-	waitFor(t, func() bool { return len(quarantines(dir)) > 0 })
+	testwait.For(t, "a quarantine directory", func() bool { return len(quarantines(dir)) > 0 })
 	conn.Close()
 	waitIdle(t, ts, owner, "proj")
 	assertNothingWritten(t, ts, owner, "proj")
@@ -120,7 +122,7 @@ func TestStalledPushStoppedAfterMaxDuration(t *testing.T) {
 	conn := startPartialPush(t, ts, owner, "proj")
 	defer conn.Close()
 	dir, _ := ts.repos.Path(ref(owner, "proj"))
-	waitFor(t, func() bool { return len(quarantines(dir)) > 0 })
+	testwait.For(t, "a quarantine directory", func() bool { return len(quarantines(dir)) > 0 })
 	if !fake.BlockUntil(2, testwait.Limit(t)) {
 		t.Fatal("no MaxDuration timer armed")
 	}

@@ -1,4 +1,4 @@
-package git
+package githttp
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/grasp-dev/grasp/core/clock"
+	"github.com/grasp-dev/grasp/core/outcome"
 	"github.com/grasp-dev/grasp/core/refusals"
 )
 
@@ -41,15 +42,16 @@ func newSlots(clk clock.Clock, total, perIP int, queueWait time.Duration) *slots
 		byIP: map[string]int{}, freed: make(chan struct{})}
 }
 
-// slotError is a refused request: what the client is told, and the HTTP
-// status for requests answered outside the git protocol.
+// slotError is a refused request: what the client is told (its Error, a
+// rate-limited: or error: outcome), and the HTTP status for requests
+// answered outside the git protocol.
 type slotError struct {
 	status int
-	msg    string
+	res    outcome.Result
 	reason string // metrics label
 }
 
-func (e *slotError) Error() string { return e.msg }
+func (e *slotError) Error() string { return e.res.Text() }
 
 // acquire takes a process slot for a request from ip, waiting for one at
 // most queueWait (or until ctx ends). The returned func gives it back.
@@ -71,7 +73,7 @@ func (s *slots) take(ctx context.Context, ip string) (func(), *slotError) {
 		n := s.byIP[ip]
 		s.mu.Unlock()
 		return nil, &slotError{status: http.StatusTooManyRequests, reason: "busy_ip",
-			msg: fmt.Sprintf("rate-limited: %d git requests from your address are already running here (limit %d); try again when they finish", n, s.perIP)}
+			res: outcome.New(outcome.RateLimited, fmt.Sprintf("%d git requests from your address are already running here (limit %d); try again when they finish", n, s.perIP))}
 	}
 	s.byIP[ip]++
 	var deadline clock.Timer
@@ -119,7 +121,7 @@ func (s *slots) take(ctx context.Context, ip string) (func(), *slotError) {
 
 func (s *slots) busy() *slotError {
 	return &slotError{status: http.StatusServiceUnavailable, reason: "busy",
-		msg: fmt.Sprintf("error: this server is running its maximum of %d git processes; try again in a minute", s.total)}
+		res: outcome.New(outcome.Error, fmt.Sprintf("this server is running its maximum of %d git processes; try again in a minute", s.total))}
 }
 
 func (s *slots) leaveLocked(ip string) {

@@ -1,4 +1,4 @@
-package git
+package githttp
 
 import (
 	"bytes"
@@ -9,33 +9,18 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/grasp-dev/grasp/core/git"
 	"github.com/grasp-dev/grasp/core/nip34"
+	"github.com/grasp-dev/grasp/core/outcome"
 )
 
 // maxPktPayload is git's LARGE_PACKET_DATA_MAX: 65520 bytes per packet
 // including the 4-byte length header.
 const maxPktLen = 65520
 
-// ZeroOID is how git spells "no object" in ref-update commands (SHA-1 repos).
-const ZeroOID = "0000000000000000000000000000000000000000"
-
-// RefUpdate is one ref-update command of a push: "<old> <new> <ref>".
-// An all-zero Old creates the ref, an all-zero New deletes it.
-type RefUpdate struct {
-	Ref string
-	Old string
-	New string
-}
-
-// IsDelete reports whether the update deletes its ref.
-func (u RefUpdate) IsDelete() bool { return isZeroOID(u.New) }
-
-// IsNoop reports whether the update leaves its ref unchanged.
-func (u RefUpdate) IsNoop() bool { return u.Old == u.New }
-
 // PushCommands is the command section at the start of a receive-pack request.
 type PushCommands struct {
-	Updates []RefUpdate
+	Updates []git.RefUpdate
 	// Caps are the capabilities the client asked for on its first command.
 	Caps map[string]string
 	// Shallow lists the "shallow <oid>" lines a shallow client sends first.
@@ -45,7 +30,7 @@ type PushCommands struct {
 // Has reports whether the client requested capability c.
 func (p PushCommands) Has(c string) bool { _, ok := p.Caps[c]; return ok }
 
-var errPktFormat = errors.New("invalid: malformed pkt-line")
+var errPktFormat = errors.New("malformed pkt-line")
 
 // ReadPushCommands reads the pkt-line command list at the start of a
 // receive-pack request body, up to and including its flush packet, and
@@ -58,39 +43,39 @@ func ReadPushCommands(r io.Reader, maxBytes, maxCommands int) (PushCommands, []b
 	var hdr [4]byte
 	for {
 		if raw.Len()+4 > maxBytes {
-			return cmds, raw.Bytes(), fmt.Errorf("invalid: push command list exceeds %d bytes", maxBytes)
+			return cmds, raw.Bytes(), outcome.Errorf(outcome.Invalid, "push command list exceeds %d bytes", maxBytes)
 		}
 		if _, err := io.ReadFull(r, hdr[:]); err != nil {
-			return cmds, raw.Bytes(), fmt.Errorf("invalid: reading push commands: %w", noEOF(err))
+			return cmds, raw.Bytes(), outcome.Errorf(outcome.Invalid, "reading push commands: %w", noEOF(err))
 		}
 		raw.Write(hdr[:])
 		n, err := strconv.ParseUint(string(hdr[:]), 16, 16)
 		if err != nil {
-			return cmds, raw.Bytes(), fmt.Errorf("%w: bad length %q", errPktFormat, hdr[:])
+			return cmds, raw.Bytes(), outcome.Errorf(outcome.Invalid, "%w: bad length %q", errPktFormat, hdr[:])
 		}
 		if n == 0 {
 			break
 		}
 		if n < 4 || n > maxPktLen {
-			return cmds, raw.Bytes(), fmt.Errorf("%w: length %d out of range", errPktFormat, n)
+			return cmds, raw.Bytes(), outcome.Errorf(outcome.Invalid, "%w: length %d out of range", errPktFormat, n)
 		}
 		if raw.Len()+int(n)-4 > maxBytes {
-			return cmds, raw.Bytes(), fmt.Errorf("invalid: push command list exceeds %d bytes", maxBytes)
+			return cmds, raw.Bytes(), outcome.Errorf(outcome.Invalid, "push command list exceeds %d bytes", maxBytes)
 		}
 		start := raw.Len()
 		if _, err := io.CopyN(&raw, r, int64(n)-4); err != nil {
-			return cmds, raw.Bytes(), fmt.Errorf("invalid: reading push commands: %w", noEOF(err))
+			return cmds, raw.Bytes(), outcome.Errorf(outcome.Invalid, "reading push commands: %w", noEOF(err))
 		}
 		line := strings.TrimSuffix(string(raw.Bytes()[start:]), "\n")
 		if oid, ok := strings.CutPrefix(line, "shallow "); ok && len(cmds.Updates) == 0 {
 			if !nip34.IsObjectID(oid) {
-				return cmds, raw.Bytes(), fmt.Errorf("%w: bad shallow line", errPktFormat)
+				return cmds, raw.Bytes(), outcome.Errorf(outcome.Invalid, "%w: bad shallow line", errPktFormat)
 			}
 			cmds.Shallow = append(cmds.Shallow, oid)
 			continue
 		}
 		if len(cmds.Updates) >= maxCommands {
-			return cmds, raw.Bytes(), fmt.Errorf("invalid: push has more than %d ref updates", maxCommands)
+			return cmds, raw.Bytes(), outcome.Errorf(outcome.Invalid, "push has more than %d ref updates", maxCommands)
 		}
 		if len(cmds.Updates) == 0 {
 			var caps string
@@ -104,7 +89,7 @@ func ReadPushCommands(r io.Reader, maxBytes, maxCommands int) (PushCommands, []b
 		cmds.Updates = append(cmds.Updates, u)
 	}
 	if len(cmds.Updates) == 0 && len(cmds.Shallow) > 0 {
-		return cmds, raw.Bytes(), fmt.Errorf("%w: shallow lines without commands", errPktFormat)
+		return cmds, raw.Bytes(), outcome.Errorf(outcome.Invalid, "%w: shallow lines without commands", errPktFormat)
 	}
 	if cmds.Caps == nil {
 		cmds.Caps = map[string]string{}
@@ -128,55 +113,19 @@ func parseCaps(s string) map[string]string {
 	return caps
 }
 
-func parseCommand(line string) (RefUpdate, error) {
+func parseCommand(line string) (git.RefUpdate, error) {
 	parts := strings.SplitN(line, " ", 3)
 	if len(parts) != 3 {
-		return RefUpdate{}, fmt.Errorf("%w: command %q is not \"<old> <new> <ref>\"", errPktFormat, truncate(line, 120))
+		return git.RefUpdate{}, outcome.Errorf(outcome.Invalid, "%w: command %q is not \"<old> <new> <ref>\"", errPktFormat, git.Clip(line, 120))
 	}
-	u := RefUpdate{Old: parts[0], New: parts[1], Ref: parts[2]}
+	u := git.RefUpdate{Old: parts[0], New: parts[1], Ref: parts[2]}
 	if !nip34.IsObjectID(u.Old) || !nip34.IsObjectID(u.New) || len(u.Old) != len(u.New) {
-		return RefUpdate{}, fmt.Errorf("%w: command %q has a bad object id", errPktFormat, truncate(line, 120))
+		return git.RefUpdate{}, outcome.Errorf(outcome.Invalid, "%w: command %q has a bad object id", errPktFormat, git.Clip(line, 120))
 	}
-	if err := CheckRefName(u.Ref); err != nil {
-		return RefUpdate{}, err
+	if err := git.CheckRefName(u.Ref); err != nil {
+		return git.RefUpdate{}, err
 	}
 	return u, nil
-}
-
-// CheckRefName applies git's check-ref-format rules (plus "must start with
-// refs/") so that no ref git would refuse, and nothing that could walk out of
-// the refs directory, reaches the authoriser or the repository.
-func CheckRefName(ref string) error {
-	bad := func(why string) error {
-		return fmt.Errorf("invalid: ref name %q %s", truncate(ref, 120), why)
-	}
-	if !strings.HasPrefix(ref, "refs/") {
-		return bad("must start with refs/")
-	}
-	if len(ref) > 1024 {
-		return bad("is too long")
-	}
-	if strings.Contains(ref, "..") || strings.Contains(ref, "//") || strings.Contains(ref, "@{") || ref == "@" {
-		return bad("contains '..', '//' or '@{'")
-	}
-	if strings.HasSuffix(ref, "/") || strings.HasSuffix(ref, ".") {
-		return bad("ends with '/' or '.'")
-	}
-	for _, c := range []byte(ref) {
-		if c < 0x20 || c == 0x7f || strings.IndexByte(" ~^:?*[\\", c) >= 0 {
-			return bad("contains a control character, space or one of ~^:?*[\\")
-		}
-	}
-	for _, comp := range strings.Split(ref, "/") {
-		if comp == "" || strings.HasPrefix(comp, ".") || strings.HasSuffix(comp, ".lock") {
-			return bad("has an empty component, one starting with '.' or ending with '.lock'")
-		}
-	}
-	return nil
-}
-
-func isZeroOID(s string) bool {
-	return s != "" && strings.Trim(s, "0") == ""
 }
 
 // pktLine frames one payload as a pkt-line.

@@ -1,10 +1,11 @@
-package git
+package githttp
 
 import (
 	"fmt"
 	"sort"
 	"strings"
 
+	"github.com/grasp-dev/grasp/core/git"
 	"github.com/grasp-dev/grasp/core/nip34"
 )
 
@@ -22,13 +23,7 @@ type StateCandidate struct {
 }
 
 // HeadRef returns the ref HEAD should point at, or "" if the state has none.
-func (s StateCandidate) HeadRef() string {
-	h := strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(s.HEAD), "ref:"))
-	if CheckRefName(h) != nil {
-		return ""
-	}
-	return h
-}
+func (s StateCandidate) HeadRef() string { return git.HeadRef(s.HEAD) }
 
 // Reason classes, used as a metrics label and by callers that branch on the
 // kind of rejection without parsing text.
@@ -86,7 +81,7 @@ const rejectPrefix = "authorisation failed: "
 // refs/nostr/<id> needs a 64-hex id, no state, and the PR's tip when the PR
 // is known; no other ref namespace may be pushed. A refused push is refused
 // as a whole.
-func Authorize(current map[string]string, updates []RefUpdate, states []StateCandidate, prTips map[string]string) Result {
+func Authorize(current map[string]string, updates []git.RefUpdate, states []StateCandidate, prTips map[string]string) Result {
 	reasons := map[string]string{}
 	var placeholders []Placeholder
 	var class string
@@ -97,7 +92,7 @@ func Authorize(current map[string]string, updates []RefUpdate, states []StateCan
 		}
 	}
 
-	var stateUpdates []RefUpdate
+	var stateUpdates []git.RefUpdate
 	noop := true
 	seen := map[string]bool{}
 	for _, u := range updates {
@@ -106,15 +101,15 @@ func Authorize(current map[string]string, updates []RefUpdate, states []StateCan
 			continue
 		}
 		seen[u.Ref] = true
-		if err := CheckRefName(u.Ref); err != nil {
+		if err := git.CheckRefName(u.Ref); err != nil {
 			reject(u.Ref, ClassBadRef, err.Error())
 			continue
 		}
 		if !u.IsNoop() {
 			noop = false
 		}
-		if cur, ok := current[u.Ref]; (ok && cur != u.Old) || (!ok && !isZeroOID(u.Old)) {
-			reject(u.Ref, ClassStale, fmt.Sprintf("ref changed since it was fetched (server has %s), fetch and retry", shortOID(cur)))
+		if cur, ok := current[u.Ref]; (ok && cur != u.Old) || (!ok && !git.IsZeroOID(u.Old)) {
+			reject(u.Ref, ClassStale, fmt.Sprintf("ref changed since it was fetched (server has %s), fetch and retry", git.ShortOID(cur)))
 			continue
 		}
 		switch {
@@ -182,7 +177,7 @@ func Authorize(current map[string]string, updates []RefUpdate, states []StateCan
 	return res
 }
 
-func hasChange(us []RefUpdate) bool {
+func hasChange(us []git.RefUpdate) bool {
 	for _, u := range us {
 		if !u.IsNoop() {
 			return true
@@ -193,13 +188,13 @@ func hasChange(us []RefUpdate) bool {
 
 // matchLatestState compares the heads/tags after the push with the latest
 // state(s). It returns the matching state, or nil and a diagnosis.
-func matchLatestState(current map[string]string, updates []RefUpdate, states []StateCandidate) (*StateCandidate, string) {
+func matchLatestState(current map[string]string, updates []git.RefUpdate, states []StateCandidate) (*StateCandidate, string) {
 	if len(states) == 0 {
 		return nil, "No state events in purgatory or store for this repository"
 	}
 	after := map[string]string{}
 	for ref, oid := range current {
-		if isStateRef(ref) {
+		if git.IsStateRef(ref) {
 			after[ref] = oid
 		}
 	}
@@ -221,26 +216,10 @@ func matchLatestState(current map[string]string, updates []RefUpdate, states []S
 			s = c
 		}
 	}
-	if d := diffRefs(after, StateRefs(s.Refs)); d != "" {
+	if d := diffRefs(after, git.StateRefs(s.Refs)); d != "" {
 		return nil, fmt.Sprintf("latest state event %s doesn't match push (%s)", shortID(s.EventID), d)
 	}
 	return s, ""
-}
-
-// StateRefs filters a state's refs to what a repository is aligned with:
-// refs/heads/* and refs/tags/*, without peeled "^{}" entries.
-func StateRefs(refs map[string]string) map[string]string {
-	out := map[string]string{}
-	for ref, oid := range refs {
-		if isStateRef(ref) && !strings.HasSuffix(ref, "^{}") {
-			out[ref] = oid
-		}
-	}
-	return out
-}
-
-func isStateRef(ref string) bool {
-	return strings.HasPrefix(ref, "refs/heads/") || strings.HasPrefix(ref, "refs/tags/")
 }
 
 // diffRefs describes the first few differences, "" when equal.
@@ -265,25 +244,15 @@ func diffRefs(got, want map[string]string) string {
 		case gok && !wok:
 			diffs = append(diffs, k+" is not in the state and must be deleted")
 		case !gok && wok:
-			diffs = append(diffs, k+" missing, state has "+shortOID(w))
+			diffs = append(diffs, k+" missing, state has "+git.ShortOID(w))
 		case g != w:
-			diffs = append(diffs, fmt.Sprintf("%s: state has %s, push gives %s", k, shortOID(w), shortOID(g)))
+			diffs = append(diffs, fmt.Sprintf("%s: state has %s, push gives %s", k, git.ShortOID(w), git.ShortOID(g)))
 		}
 	}
 	if len(diffs) > 3 {
 		diffs = append(diffs[:3], fmt.Sprintf("and %d more", len(diffs)-3))
 	}
 	return strings.Join(diffs, "; ")
-}
-
-func shortOID(s string) string {
-	if s == "" {
-		return "nothing"
-	}
-	if len(s) > 10 {
-		return s[:10]
-	}
-	return s
 }
 
 func shortID(s string) string {

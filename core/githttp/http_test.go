@@ -1,4 +1,4 @@
-package git
+package githttp
 
 import (
 	"bytes"
@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/grasp-dev/grasp/core/git"
+	"github.com/grasp-dev/grasp/internal/testkit"
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 )
@@ -20,10 +22,10 @@ import (
 func pushedRepo(t *testing.T, ts *testServer, id string) (owner, url, work, x string) {
 	t.Helper()
 	owner, url = ts.newRepo(id)
-	work = newWork(t)
-	x = gitRun(t, work, "rev-parse", "HEAD")
+	work = testkit.GitWork(t)
+	x = testkit.Git(t, work, "rev-parse", "HEAD")
 	ts.auth.addState(owner, id, state("s-"+id, 10, "ref: refs/heads/main", "refs/heads/main", x))
-	gitRun(t, work, "push", "-q", url, "main")
+	testkit.Git(t, work, "push", "-q", url, "main")
 	return owner, url, work, x
 }
 
@@ -31,8 +33,8 @@ func TestG01G1a_CloneHasStateRefs(t *testing.T) {
 	ts := newTestServer(t, Options{})
 	_, url, _, x := pushedRepo(t, ts, "proj")
 	clone := filepath.Join(t.TempDir(), "c")
-	gitRun(t, "", "clone", "-q", url, clone)
-	if got := gitRun(t, clone, "rev-parse", "HEAD"); got != x {
+	testkit.Git(t, "", "clone", "-q", url, clone)
+	if got := testkit.Git(t, clone, "rev-parse", "HEAD"); got != x {
 		t.Fatalf("clone HEAD = %s, want %s", got, x)
 	}
 }
@@ -48,8 +50,8 @@ func TestG01G1b_IdentifierWithSpaceAndEmoji(t *testing.T) {
 		t.Fatalf("identifier not kept verbatim on disk: %v", err)
 	}
 	clone := filepath.Join(t.TempDir(), "c")
-	gitRun(t, "", "clone", "-q", url, clone)
-	if got := gitRun(t, clone, "rev-parse", "HEAD"); got != x {
+	testkit.Git(t, "", "clone", "-q", url, clone)
+	if got := testkit.Git(t, clone, "rev-parse", "HEAD"); got != x {
 		t.Fatalf("clone HEAD = %s, want %s", got, x)
 	}
 }
@@ -58,15 +60,15 @@ func TestG01G1c_UnknownRepoIs404(t *testing.T) {
 	ts := newTestServer(t, Options{})
 	owner := randomNpub(t)
 	for _, path := range []string{
-		RepoURLPath(owner, "nope") + "/info/refs?service=git-upload-pack",
-		RepoURLPath(owner, "nope") + "/info/refs?service=git-receive-pack",
+		git.RepoURLPath(owner, "nope") + "/info/refs?service=git-upload-pack",
+		git.RepoURLPath(owner, "nope") + "/info/refs?service=git-receive-pack",
 	} {
 		resp, body := ts.get(path)
 		if resp.StatusCode != http.StatusNotFound || body != "Git error: repository not found" {
 			t.Fatalf("GET %s = %d %q", path, resp.StatusCode, body)
 		}
 	}
-	resp, err := http.Post(ts.srv.URL+RepoURLPath(owner, "nope")+"/git-upload-pack", "application/x-git-upload-pack-request", strings.NewReader("0000"))
+	resp, err := http.Post(ts.srv.URL+git.RepoURLPath(owner, "nope")+"/git-upload-pack", "application/x-git-upload-pack-request", strings.NewReader("0000"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,7 +97,7 @@ func TestPathTraversalRefused(t *testing.T) {
 	} {
 		resp, body := ts.get(p)
 		if resp.StatusCode == http.StatusOK {
-			t.Errorf("GET %s = 200 %q", p, truncate(body, 80))
+			t.Errorf("GET %s = 200 %q", p, git.Clip(body, 80))
 		}
 	}
 	for _, id := range []string{"", ".", "..", "a/b", "a\\b", "a\x00b", "../" + "x"} {
@@ -118,19 +120,19 @@ func TestPathTraversalRefused(t *testing.T) {
 func TestG01G6_Capabilities(t *testing.T) {
 	ts := newTestServer(t, Options{})
 	owner, _, _, _ := pushedRepo(t, ts, "proj")
-	resp, body := ts.get(RepoURLPath(owner, "proj") + "/info/refs?service=git-upload-pack")
+	resp, body := ts.get(git.RepoURLPath(owner, "proj") + "/info/refs?service=git-upload-pack")
 	if ct := resp.Header.Get("Content-Type"); ct != "application/x-git-upload-pack-advertisement" {
 		t.Fatalf("content-type %q", ct)
 	}
 	if !strings.HasPrefix(body, "001e# service=git-upload-pack\n0000") {
-		t.Fatalf("v0 advertisement lacks the service preamble: %q", truncate(body, 60))
+		t.Fatalf("v0 advertisement lacks the service preamble: %q", git.Clip(body, 60))
 	}
 	for _, c := range []string{"allow-tip-sha1-in-want", "allow-reachable-sha1-in-want", "filter"} {
 		if !strings.Contains(body, " "+c) {
 			t.Errorf("v0 capabilities lack %s", c)
 		}
 	}
-	_, body = ts.get(RepoURLPath(owner, "proj")+"/info/refs?service=git-upload-pack", "Git-Protocol", "version=2")
+	_, body = ts.get(git.RepoURLPath(owner, "proj")+"/info/refs?service=git-upload-pack", "Git-Protocol", "version=2")
 	if strings.Contains(body, "# service=") || !strings.Contains(body, "version 2") {
 		t.Fatalf("v2 advertisement: %q", body)
 	}
@@ -142,30 +144,30 @@ func TestG01G6_Capabilities(t *testing.T) {
 func TestG01G6_FilterClonesV2AndReachableFetch(t *testing.T) {
 	ts := newTestServer(t, Options{})
 	owner, url, work, first := pushedRepo(t, ts, "proj")
-	second := commit(t, work, "second")
-	third := commit(t, work, "third")
+	second := testkit.GitCommit(t, work, "second")
+	third := testkit.GitCommit(t, work, "third")
 	ts.auth.addState(owner, "proj", state("s2", 20, "", "refs/heads/main", third))
-	gitRun(t, work, "push", "-q", url, "main")
+	testkit.Git(t, work, "push", "-q", url, "main")
 
 	tmp := t.TempDir()
-	gitRun(t, "", "clone", "-q", "--filter=blob:none", url, filepath.Join(tmp, "blobless"))
-	gitRun(t, "", "clone", "-q", "--no-checkout", "--filter=tree:0", url, filepath.Join(tmp, "treeless"))
-	if v := gitRun(t, filepath.Join(tmp, "treeless"), "config", "remote.origin.partialclonefilter"); v != "tree:0" {
+	testkit.Git(t, "", "clone", "-q", "--filter=blob:none", url, filepath.Join(tmp, "blobless"))
+	testkit.Git(t, "", "clone", "-q", "--no-checkout", "--filter=tree:0", url, filepath.Join(tmp, "treeless"))
+	if v := testkit.Git(t, filepath.Join(tmp, "treeless"), "config", "remote.origin.partialclonefilter"); v != "tree:0" {
 		t.Fatalf("treeless clone filter = %q", v)
 	}
-	gitRun(t, filepath.Join(tmp, "blobless"), "fetch", "-q", "--filter=tree:0", "origin")
+	testkit.Git(t, filepath.Join(tmp, "blobless"), "fetch", "-q", "--filter=tree:0", "origin")
 
-	out := gitRun(t, "", "-c", "protocol.version=2", "ls-remote", url)
+	out := testkit.Git(t, "", "-c", "protocol.version=2", "ls-remote", url)
 	if !strings.Contains(out, third+"\trefs/heads/main") {
 		t.Fatalf("v2 ls-remote: %s", out)
 	}
 	// A non-tip commit reachable from main, fetched by oid.
 	empty := filepath.Join(tmp, "empty")
-	gitRun(t, "", "init", "-q", empty)
-	gitRun(t, empty, "fetch", "-q", url, second)
-	gitRun(t, empty, "-c", "protocol.version=0", "fetch", "-q", url, first)
-	gitRun(t, empty, "cat-file", "-e", second+"^{commit}")
-	gitRun(t, empty, "cat-file", "-e", first+"^{commit}")
+	testkit.Git(t, "", "init", "-q", empty)
+	testkit.Git(t, empty, "fetch", "-q", url, second)
+	testkit.Git(t, empty, "-c", "protocol.version=0", "fetch", "-q", url, first)
+	testkit.Git(t, empty, "cat-file", "-e", second+"^{commit}")
+	testkit.Git(t, empty, "cat-file", "-e", first+"^{commit}")
 }
 
 // uploadRequest is a v0 upload-pack request for one want.
@@ -214,13 +216,13 @@ func TestG01G8_GzipBodyAndHeadRequest(t *testing.T) {
 	owner, url, _, x := pushedRepo(t, ts, "proj")
 	resp, out := post(t, url, svcUpload, gzipped(t, uploadRequest(x)), "Content-Encoding", "gzip")
 	if resp.StatusCode != http.StatusOK || !bytes.Contains(out, []byte("PACK")) {
-		t.Fatalf("gzip upload-pack = %d %q", resp.StatusCode, truncate(string(out), 80))
+		t.Fatalf("gzip upload-pack = %d %q", resp.StatusCode, git.Clip(string(out), 80))
 	}
 	if resp.Header.Get("Content-Encoding") != "" {
 		t.Fatal("pack response must not be compressed")
 	}
 
-	req, _ := http.NewRequest(http.MethodHead, ts.srv.URL+RepoURLPath(owner, "proj")+"/info/refs?service=git-upload-pack", nil)
+	req, _ := http.NewRequest(http.MethodHead, ts.srv.URL+git.RepoURLPath(owner, "proj")+"/info/refs?service=git-upload-pack", nil)
 	hr, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -247,7 +249,7 @@ func TestGzipBombBounded(t *testing.T) {
 	// the same list sent plain is bounded too (audit F18e: it was not)
 	resp, out = post(t, url, svcUpload, bytes.Repeat(line, (1<<20)/len(line)))
 	if !bytes.Contains(out, []byte("ERR error: request body exceeds the server's size limit (a fetch request may hold 64 KiB)")) {
-		t.Fatalf("plain 1 MiB want list = %d %q", resp.StatusCode, truncate(string(out), 200))
+		t.Fatalf("plain 1 MiB want list = %d %q", resp.StatusCode, git.Clip(string(out), 200))
 	}
 	resp, _ = post(t, url, svcUpload, []byte("not gzip at all"), "Content-Encoding", "gzip")
 	if resp.StatusCode != http.StatusBadRequest {
@@ -256,7 +258,7 @@ func TestGzipBombBounded(t *testing.T) {
 }
 
 // pushBody builds a receive-pack request by hand.
-func pushBody(caps string, updates ...RefUpdate) []byte {
+func pushBody(caps string, updates ...git.RefUpdate) []byte {
 	var b bytes.Buffer
 	for i, u := range updates {
 		line := u.Old + " " + u.New + " " + u.Ref
@@ -273,7 +275,7 @@ func TestG01G9_RejectionFormats(t *testing.T) {
 	ts := newTestServer(t, Options{})
 	owner, url := ts.newRepo("proj")
 	z := strings.Repeat("ab", 20)
-	u := RefUpdate{Ref: "refs/heads/main", Old: ZeroOID, New: z}
+	u := git.RefUpdate{Ref: "refs/heads/main", Old: git.ZeroOID, New: z}
 	cases := []struct {
 		caps string
 		want string
@@ -306,9 +308,9 @@ func TestG01G9_RejectionFormats(t *testing.T) {
 func TestMetricsCountOperations(t *testing.T) {
 	ts := newTestServer(t, Options{})
 	owner, url, work, _ := pushedRepo(t, ts, "proj")
-	gitRun(t, "", "clone", "-q", url, filepath.Join(t.TempDir(), "c"))
-	commit(t, work, "z")
-	_, _ = gitTry(work, "push", url, "main")
+	testkit.Git(t, "", "clone", "-q", url, filepath.Join(t.TempDir(), "c"))
+	testkit.GitCommit(t, work, "z")
+	_, _ = testkit.GitTry(work, "push", url, "main")
 	_ = owner
 	for _, c := range []struct {
 		labels []string

@@ -1,4 +1,4 @@
-package git
+package githttp
 
 import (
 	"bytes"
@@ -15,6 +15,8 @@ import (
 
 	"github.com/grasp-dev/grasp/core/clientip"
 	"github.com/grasp-dev/grasp/core/clock"
+	"github.com/grasp-dev/grasp/core/git"
+	"github.com/grasp-dev/grasp/internal/testkit"
 	"github.com/grasp-dev/grasp/internal/testwait"
 )
 
@@ -57,20 +59,20 @@ func TestAbuse_F04(t *testing.T) {
 	defer conn.Close()
 	answer := readAll(t, conn)
 	dir, _ := ts.repos.Path(ref(owner, "proj"))
-	waitFor(t, func() bool { return len(quarantines(dir)) > 0 })
+	testwait.For(t, "a quarantine directory", func() bool { return len(quarantines(dir)) > 0 })
 
 	// the lock is free: what the relay's state OK (Align) and every push take
-	unlock, err := ts.repos.locks.acquire(testwait.Context(t), dir)
+	unlock, err := ts.repos.Lock(testwait.Context(t), dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	unlock()
 	// the owner pushes a newer state while the trickler still sends
-	work := newWork(t)
-	z := gitRun(t, work, "rev-parse", "HEAD")
+	work := testkit.GitWork(t)
+	z := testkit.Git(t, work, "rev-parse", "HEAD")
 	ts.auth.addState(owner, "proj", state("s2", 20, "", "refs/heads/main", z))
 	began := time.Now()
-	if out, err := gitTry(work, "push", url, "main"); err != nil {
+	if out, err := testkit.GitTry(work, "push", url, "main"); err != nil {
 		t.Fatalf("owner's push during a trickling push: %v\n%s", err, out)
 	}
 	// a figure for the report, not an assertion (the audit's owner push
@@ -80,7 +82,7 @@ func TestAbuse_F04(t *testing.T) {
 	// no byte for a whole window: cut
 	got := stepUntil(t, fake, 10*time.Second, answer)
 	if !bytes.Contains(got, []byte("request body arrived too slowly")) {
-		t.Fatalf("trickling push answer: %q", truncate(string(got), 400))
+		t.Fatalf("trickling push answer: %q", git.Clip(string(got), 400))
 	}
 	waitIdle(t, ts, owner, "proj")
 	if refs := ts.refs(owner, "proj"); refs["refs/heads/main"] != z || len(quarantines(dir)) != 0 {
@@ -97,7 +99,7 @@ func trickleFetch(t *testing.T, ts *testServer, owner, id string) net.Conn {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fmt.Fprintf(conn, "POST %s/git-upload-pack HTTP/1.1\r\nHost: %s\r\nContent-Type: application/x-git-upload-pack-request\r\nContent-Length: 100000\r\n\r\n0032want ", RepoURLPath(owner, id), u.Host)
+	fmt.Fprintf(conn, "POST %s/git-upload-pack HTTP/1.1\r\nHost: %s\r\nContent-Type: application/x-git-upload-pack-request\r\nContent-Length: 100000\r\n\r\n0032want ", git.RepoURLPath(owner, id), u.Host)
 	return conn
 }
 
@@ -119,9 +121,9 @@ func TestAbuse_F08(t *testing.T) {
 	defer c1.Close()
 	defer c2.Close()
 	a1, a2 := readAll(t, c1), readAll(t, c2)
-	waitFor(t, func() bool { return ts.h.slots.inUse() == 2 })
+	testwait.For(t, "two process slots in use", func() bool { return ts.h.slots.inUse() == 2 })
 
-	path := RepoURLPath(owner, "proj") + "/info/refs?service=git-upload-pack"
+	path := git.RepoURLPath(owner, "proj") + "/info/refs?service=git-upload-pack"
 	resp, body := ts.get(path)
 	if resp.StatusCode != http.StatusTooManyRequests || !strings.HasPrefix(body, "rate-limited: 2 git requests from your address are already running here (limit 2)") {
 		t.Fatalf("third request from one address = %d %q", resp.StatusCode, body)
@@ -133,10 +135,10 @@ func TestAbuse_F08(t *testing.T) {
 	for _, a := range []<-chan []byte{a1, a2} {
 		got := stepUntil(t, fake, 10*time.Second, a)
 		if !bytes.Contains(got, []byte("request body arrived too slowly")) {
-			t.Fatalf("trickling fetch answer: %q", truncate(string(got), 400))
+			t.Fatalf("trickling fetch answer: %q", git.Clip(string(got), 400))
 		}
 	}
-	waitFor(t, func() bool { return ts.h.slots.inUse() == 0 })
+	testwait.For(t, "every process slot free", func() bool { return ts.h.slots.inUse() == 0 })
 	if resp, body := ts.get(path); resp.StatusCode != http.StatusOK {
 		t.Fatalf("after the tricklers were cut = %d %q", resp.StatusCode, body)
 	}
@@ -148,12 +150,12 @@ func TestAbuse_F08(t *testing.T) {
 func TestAbuse_F10(t *testing.T) {
 	ts := newTestServer(t, Options{})
 	owner, url := ts.newRepo("proj")
-	work := newWork(t)
+	work := testkit.GitWork(t)
 	b := strings.TrimSpace(gitRunIn(t, work, "hello\n", "hash-object", "-w", "--stdin"))
 	tree := strings.TrimSpace(gitRunIn(t, work, "100644 blob "+b+"\t.git\n", "mktree"))
 	bad := strings.TrimSpace(gitRunIn(t, work, "", "commit-tree", tree, "-m", "evil"))
 	ts.auth.addState(owner, "proj", state("s1", 10, "", "refs/heads/main", bad))
-	out, err := gitTry(work, "push", url, bad+":refs/heads/main")
+	out, err := testkit.GitTry(work, "push", url, bad+":refs/heads/main")
 	if err == nil || !strings.Contains(out, "hasDotgit") {
 		t.Fatalf("push of a .git tree entry: err=%v\n%s", err, out)
 	}
@@ -161,15 +163,15 @@ func TestAbuse_F10(t *testing.T) {
 		t.Fatalf("refs after a refused push: %v", refs)
 	}
 	dir, _ := ts.repos.Path(ref(owner, "proj"))
-	if out := gitRun(t, dir, "count-objects", "-v"); !strings.Contains(out, "count: 0") || !strings.Contains(out, "packs: 0") {
+	if out := testkit.Git(t, dir, "count-objects", "-v"); !strings.Contains(out, "count: 0") || !strings.Contains(out, "packs: 0") {
 		t.Fatalf("objects after a refused push:\n%s", out)
 	}
 
 	// the hunter's fetch from another server is checked the same way: the
 	// object is planted behind grasp's back, then fetched over HTTP
-	gitRun(t, work, "push", "-q", dir, bad+":refs/heads/main")
+	testkit.Git(t, work, "push", "-q", dir, bad+":refs/heads/main")
 	dst, _ := ts.newRepo("proj")
-	stderr, err := ts.repos.Fetch(context.Background(), ref(dst, "proj"), FetchSpec{URL: url, OIDs: []string{bad}})
+	stderr, err := ts.repos.Fetch(context.Background(), ref(dst, "proj"), git.FetchSpec{URL: url, OIDs: []string{bad}})
 	if err == nil || !strings.Contains(stderr, "hasDotgit") {
 		t.Fatalf("hunter fetch of a .git tree entry: %v, stderr %q", err, stderr)
 	}
@@ -184,14 +186,14 @@ func TestAbuse_F10(t *testing.T) {
 func TestAbuse_F11(t *testing.T) {
 	ts := newTestServer(t, Options{})
 	owner, url := ts.newRepo("proj")
-	work := newWork(t)
-	x := gitRun(t, work, "rev-parse", "HEAD")
-	y := commit(t, work, "second")
+	work := testkit.GitWork(t)
+	x := testkit.Git(t, work, "rev-parse", "HEAD")
+	y := testkit.GitCommit(t, work, "second")
 	ts.auth.addState(owner, "proj", state("s1", 10, "", "refs/heads/main", x, "refs/heads/dev", y))
 	// the pack carries x's objects only
 	body := append(pushBody("report-status side-band-64k atomic",
-		RefUpdate{Ref: "refs/heads/main", Old: ZeroOID, New: x},
-		RefUpdate{Ref: "refs/heads/dev", Old: ZeroOID, New: y}), packFor(t, work, x)...)
+		git.RefUpdate{Ref: "refs/heads/main", Old: git.ZeroOID, New: x},
+		git.RefUpdate{Ref: "refs/heads/dev", Old: git.ZeroOID, New: y}), packFor(t, work, x)...)
 	_, out := post(t, url, svcReceive, body)
 	if !bytes.Contains(out, []byte("push refused as a whole")) {
 		t.Fatalf("partial pack answer: %q", out)
@@ -206,7 +208,7 @@ func gitRunIn(t *testing.T, dir, stdin string, args ...string) string {
 	t.Helper()
 	cmd := exec.Command("git", args...)
 	cmd.Dir = dir
-	cmd.Env = clientEnv()
+	cmd.Env = testkit.GitClientEnv()
 	cmd.Stdin = strings.NewReader(stdin)
 	out, err := cmd.CombinedOutput()
 	if err != nil {

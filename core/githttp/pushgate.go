@@ -1,18 +1,15 @@
-package git
+package githttp
 
 import (
-	"bufio"
 	"context"
-	"fmt"
-	"os"
-	"path/filepath"
-	"strings"
 	"sync"
 
+	"github.com/grasp-dev/grasp/core/git"
 	"github.com/grasp-dev/grasp/core/nip34"
 )
 
-// pushGate is the server's side of one push's hooks (hooks.go). receive-pack
+// pushGate is the server's side of one push's hooks (core/git/hooks.go, a
+// git.Gate). receive-pack
 // reads the pack into its quarantine without any lock, however slowly the
 // client sends it; only when its pre-receive hook asks does the gate:
 //
@@ -34,58 +31,35 @@ type pushGate struct {
 	ctx     context.Context
 	repo    nip34.RepoRef
 	dir     string
-	updates []RefUpdate
+	updates []git.RefUpdate
 
 	mu       sync.Mutex
 	unlock   func()
 	asked    bool   // pre-receive ran
 	res      Result // the authorisation under the lock
-	packs    []string
 	applied  bool
 	refusal  string // why pre-receive was answered "no"
 	finished bool
 }
 
-func (h *handler) newPushGate(ctx context.Context, repo nip34.RepoRef, dir string, updates []RefUpdate) *pushGate {
+func (h *handler) newPushGate(ctx context.Context, repo nip34.RepoRef, dir string, updates []git.RefUpdate) *pushGate {
 	return &pushGate{h: h, ctx: ctx, repo: repo, dir: dir, updates: updates}
 }
 
-// serve answers the hooks' requests read from req until it ends, writing
-// answers to resp.
-func (g *pushGate) serve(req *os.File, resp *os.File) {
-	defer resp.Close()
-	sc := bufio.NewScanner(req)
-	for sc.Scan() {
-		verb, arg, _ := strings.Cut(sc.Text(), " ")
-		switch verb {
-		case "pre-receive":
-			answer := "ok"
-			if why := g.preReceive(arg); why != "" {
-				answer = "no " + oneLine(why)
-			}
-			if _, err := fmt.Fprintln(resp, answer); err != nil {
-				g.h.log.Warn("push gate: answer the pre-receive hook", "error", err)
-			}
-		case "committed", "aborted":
-			g.refsMoved(verb == "committed")
-		}
-	}
-}
-
-// preReceive decides whether the push goes on; "" means yes, with the lock
-// held until refsMoved or done.
-func (g *pushGate) preReceive(quarantine string) string {
+// PreReceive (git.Gate) decides whether the push goes on; "" means yes, with the lock
+// held until RefsMoved or done.
+func (g *pushGate) PreReceive(quarantine string) string {
 	g.mu.Lock()
 	g.asked = true
 	g.mu.Unlock()
-	qdir, err := g.quarantineDir(quarantine)
+	qdir, err := git.QuarantineDir(g.dir, quarantine)
 	if err != nil {
 		return g.refuse(err.Error())
 	}
 	if why := g.complete(qdir); why != "" {
 		return g.refuse(why)
 	}
-	unlock, err := g.h.repos.lock(g.ctx, g.dir)
+	unlock, err := g.h.repos.Lock(g.ctx, g.dir)
 	if err != nil {
 		return g.refuse("error: " + err.Error())
 	}
@@ -100,7 +74,6 @@ func (g *pushGate) preReceive(quarantine string) string {
 	}
 	g.mu.Lock()
 	g.unlock, g.res = unlock, res
-	g.packs = packsIn(qdir)
 	g.mu.Unlock()
 	return ""
 }
@@ -112,66 +85,28 @@ func (g *pushGate) refuse(why string) string {
 	return why
 }
 
-// quarantineDir resolves the basename the hook sent to the quarantine
-// directory inside this repository ("" when the push brought no pack).
-func (g *pushGate) quarantineDir(base string) (string, error) {
-	if base == "" {
-		return "", nil
-	}
-	if strings.ContainsAny(base, `/\`) || base == "." || base == ".." {
-		return "", fmt.Errorf("error: unexpected quarantine %q", truncate(base, 80))
-	}
-	dir := filepath.Join(g.dir, "objects", base)
-	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
-		return "", fmt.Errorf("error: quarantine %q not found", truncate(base, 80))
-	}
-	return dir, nil
-}
-
 // complete reports why the repository plus the quarantine lack objects of
-// a new ref tip, "" when every tip is complete: the connectivity check git
-// makes per ref, made for the push as a whole.
+// a new ref tip, "" when every tip is complete (git.Repos.Complete).
 func (g *pushGate) complete(qdir string) string {
-	var tips strings.Builder
+	var tips []string
 	for _, u := range g.updates {
 		if !u.IsDelete() && !u.IsNoop() {
-			tips.WriteString(u.New + "\n")
+			tips = append(tips, u.New)
 		}
 	}
-	if tips.Len() == 0 {
-		return ""
-	}
-	var env []string
-	if qdir != "" {
-		env = []string{"GIT_OBJECT_DIRECTORY=" + qdir, "GIT_ALTERNATE_OBJECT_DIRECTORIES=" + filepath.Join(g.dir, "objects"), "GIT_QUARANTINE_PATH=" + qdir}
-	}
-	if _, err := g.h.repos.runEnv(g.ctx, g.dir, env, strings.NewReader(tips.String()),
-		"rev-list", "--objects", "--stdin", "--not", "--all", "--quiet"); err != nil {
+	if err := g.h.repos.Complete(g.ctx, g.dir, qdir, tips); err != nil {
 		return "push refused as a whole: the pushed data lacks objects of a new ref (see the refs marked 'missing necessary objects'); push again"
 	}
 	return ""
 }
 
-// packsIn lists the packs (their names without extension) in a quarantine.
-func packsIn(qdir string) []string {
-	if qdir == "" {
-		return nil
-	}
-	names, _ := filepath.Glob(filepath.Join(qdir, "pack", "pack-*.pack"))
-	var out []string
-	for _, n := range names {
-		out = append(out, strings.TrimSuffix(filepath.Base(n), ".pack"))
-	}
-	return out
-}
-
-// refsMoved runs when a ref transaction of receive-pack has committed or
+// RefsMoved (git.Gate) runs when a ref transaction of receive-pack has committed or
 // aborted: once every update is in place the gate aligns HEAD and gives the
 // lock back. An abort is not final: git runs a transaction of its own on
 // packed-refs for a deletion, which aborts when nothing is packed, before
 // the push's; if the push's aborts, receive-pack exits and done gives the
 // lock back.
-func (g *pushGate) refsMoved(committed bool) {
+func (g *pushGate) RefsMoved(committed bool) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.unlock == nil || g.finished || !committed {
@@ -188,7 +123,7 @@ func (g *pushGate) refsMoved(committed bool) {
 	g.applied = applied
 	if applied && g.res.State != nil {
 		if head := g.res.State.HeadRef(); head != "" {
-			if err := g.h.repos.setHeadAt(g.ctx, g.dir, head); err != nil {
+			if err := g.h.repos.SetHeadIn(g.ctx, g.dir, head); err != nil {
 				g.h.log.Error("align HEAD after push", "repo", g.repo.URLPath(), "error", err)
 			}
 		}

@@ -1,4 +1,4 @@
-package git
+package githttp
 
 import (
 	"github.com/prometheus/client_golang/prometheus"

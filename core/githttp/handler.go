@@ -1,4 +1,4 @@
-package git
+package githttp
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"github.com/grasp-dev/grasp/core/clientip"
 	"github.com/grasp-dev/grasp/core/clock"
 	"github.com/grasp-dev/grasp/core/env"
+	"github.com/grasp-dev/grasp/core/git"
 	"github.com/grasp-dev/grasp/core/nip34"
 	"github.com/grasp-dev/grasp/core/refusals"
 	"github.com/hashicorp/go-hclog"
@@ -28,7 +29,7 @@ type Authority interface {
 // PushResult describes a push that receive-pack applied completely.
 type PushResult struct {
 	Repo    nip34.RepoRef
-	Updates []RefUpdate
+	Updates []git.RefUpdate
 	// StateEventID is the state the repository is now aligned with; "" when
 	// the push touched only refs/nostr/* or changed nothing.
 	StateEventID string
@@ -68,7 +69,7 @@ type Hooks interface {
 // Options configures the smart-HTTP handler. Zero values pick the defaults.
 type Options struct {
 	// Repos holds the repositories served (required).
-	Repos *Repos
+	Repos *git.Repos
 	// Authority answers what push authorisation needs (required).
 	Authority Authority
 	// Hooks hears about applied pushes; nil: nobody.
@@ -194,7 +195,7 @@ func (o *Options) defaults() {
 
 type handler struct {
 	opts     Options
-	repos    *Repos
+	repos    *git.Repos
 	auth     Authority
 	hooks    Hooks
 	clk      clock.Clock
@@ -233,11 +234,11 @@ const (
 )
 
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if strings.HasPrefix(r.URL.EscapedPath(), "/"+prsDirName+"/") {
+	if strings.HasPrefix(r.URL.EscapedPath(), prsPath+"/") {
 		h.servePRs(w, r)
 		return
 	}
-	owner, id, sub, ok := splitRepoPath(r.URL.EscapedPath())
+	owner, id, sub, ok := git.SplitRepoPath(r.URL.EscapedPath())
 	if !ok {
 		http.NotFound(w, r)
 		return
@@ -246,13 +247,14 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.answerProbe(w)
 		return
 	}
-	repo, err := refOf(owner, id)
+	hex, err := git.DecodeNpub(owner)
 	if err != nil {
 		gitNotFound(w)
 		return
 	}
+	repo := nip34.RepoRef{Pubkey: hex, Identifier: id}
 	dir, err := h.repos.Path(repo)
-	if err != nil || !isRepoDir(dir) {
+	if err != nil || !h.repos.Exists(repo) {
 		gitNotFound(w)
 		return
 	}
@@ -360,7 +362,7 @@ func (h *handler) serveInfoRefs(w http.ResponseWriter, r *http.Request, dir stri
 		if refused.status == http.StatusServiceUnavailable {
 			w.Header().Set("Retry-After", "60")
 		}
-		http.Error(w, refused.msg, refused.status)
+		http.Error(w, refused.Error(), refused.status)
 		h.finish("ls", start, runResult{rejected: true})
 		return
 	}
