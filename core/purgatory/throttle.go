@@ -1,9 +1,3 @@
-// Package purgatory owns events held until their git data exists (durable,
-// survives kill -9), their release and expiry, and the git-data hunter that
-// fetches missing objects from a repo's other git servers under per-domain
-// throttles. Whoever needs to follow what is held (GRASP-02 sync) appends to
-// its OnHold and OnRemove hooks instead of polling it. It decides nothing
-// about acceptance and never touches git data itself.
 package purgatory
 
 import "context"
