@@ -9,11 +9,13 @@ import (
 	"strings"
 
 	"github.com/dop251/goja_nodejs/require"
+
+	"github.com/grasp-dev/grasp/core/outcome"
 )
 
 // errOutside is returned for any module path that resolves (after symlinks)
 // outside the plugin directory.
-var errOutside = errors.New("restricted: module is outside the plugin directory")
+var errOutside = outcome.Errorf(outcome.Restricted, "module is outside the plugin directory")
 
 // jail confines module loading to one directory, symlinks included.
 type jail struct {

@@ -14,6 +14,8 @@ import (
 	"github.com/dop251/goja_nodejs/require"
 	"github.com/hashicorp/go-hclog"
 	"github.com/nbd-wtf/go-nostr"
+
+	"github.com/grasp-dev/grasp/core/outcome"
 )
 
 // installGlobals binds require (confined, load-time only), console and the
@@ -24,10 +26,10 @@ func (sl *slot) installGlobals(rm *require.RequireModule) error {
 	if err := vm.Set("require", func(call goja.FunctionCall) goja.Value {
 		name := call.Argument(0).String()
 		if !sl.loading {
-			panic(vm.NewGoError(errors.New("restricted: require() is only available while plugins load")))
+			panic(vm.NewGoError(outcome.Errorf(outcome.Restricted, "require() is only available while plugins load")))
 		}
 		if !requireName(name) {
-			panic(vm.NewGoError(fmt.Errorf("restricted: require(%q): only files inside the plugin directory (\"./name.js\") can be required", name)))
+			panic(vm.NewGoError(outcome.Errorf(outcome.Restricted, "require(%q): only files inside the plugin directory (\"./name.js\") can be required", name)))
 		}
 		v, err := rm.Require(name)
 		if err != nil {
@@ -117,7 +119,7 @@ func (sl *slot) installGlobals(rm *require.RequireModule) error {
 		}
 		b, err := json.Marshal(val.Export())
 		if err != nil {
-			panic(vm.NewGoError(fmt.Errorf("invalid: grasp.kv.set: value is not JSON: %w", err)))
+			panic(vm.NewGoError(outcome.Errorf(outcome.Invalid, "grasp.kv.set: value is not JSON: %w", err)))
 		}
 		// A missing or non-positive TTL takes the default; entries never live forever.
 		var ttl time.Duration
@@ -145,7 +147,7 @@ func (sl *slot) installGlobals(rm *require.RequireModule) error {
 	_ = g.Set("ratelimit", func(call goja.FunctionCall) goja.Value {
 		per := call.Argument(1).ToFloat()
 		if math.IsNaN(per) || math.IsInf(per, 0) || per <= 0 {
-			panic(vm.NewGoError(fmt.Errorf("invalid: grasp.ratelimit(key, perMinute, burst): perMinute must be a positive number, got %s", call.Argument(1).String())))
+			panic(vm.NewGoError(outcome.Errorf(outcome.Invalid, "grasp.ratelimit(key, perMinute, burst): perMinute must be a positive number, got %s", call.Argument(1).String())))
 		}
 		burst := 0.0
 		if b := call.Argument(2).ToFloat(); b > 0 && !math.IsInf(b, 0) {
@@ -177,15 +179,15 @@ func (sl *slot) key(k goja.Value) string {
 func (sl *slot) storeCount(arg goja.Value) int64 {
 	vm := sl.vm
 	if sl.set.opts.Store == nil {
-		panic(vm.NewGoError(errors.New("error: grasp.store is not available in this context")))
+		panic(vm.NewGoError(outcome.Errorf(outcome.Error, "grasp.store is not available in this context")))
 	}
 	b, err := json.Marshal(arg.Export())
 	if err != nil {
-		panic(vm.NewGoError(fmt.Errorf("invalid: grasp.store filter: %w", err)))
+		panic(vm.NewGoError(outcome.Errorf(outcome.Invalid, "grasp.store filter: %w", err)))
 	}
 	var f nostr.Filter
 	if err := json.Unmarshal(b, &f); err != nil {
-		panic(vm.NewGoError(fmt.Errorf("invalid: grasp.store filter: %w", err)))
+		panic(vm.NewGoError(outcome.Errorf(outcome.Invalid, "grasp.store filter: %w", err)))
 	}
 	ctx, done, err := sl.storeCtx()
 	if err != nil {
@@ -197,7 +199,7 @@ func (sl *slot) storeCount(arg goja.Value) int64 {
 		if cause := context.Cause(ctx); cause != nil {
 			err = fmt.Errorf("%w (%v)", cause, err)
 		}
-		panic(vm.NewGoError(fmt.Errorf("error: grasp.store.count: %w", err)))
+		panic(vm.NewGoError(outcome.Errorf(outcome.Error, "grasp.store.count: %w", err)))
 	}
 	return n
 }
@@ -216,7 +218,7 @@ func (sl *slot) textMatcher(arg goja.Value) goja.Value {
 	vm := sl.vm
 	var words []string
 	if err := vm.ExportTo(arg, &words); err != nil {
-		panic(vm.NewGoError(fmt.Errorf("invalid: grasp.textMatcher wants an array of strings: %w", err)))
+		panic(vm.NewGoError(outcome.Errorf(outcome.Invalid, "grasp.textMatcher wants an array of strings: %w", err)))
 	}
 	lower := make([]string, 0, len(words))
 	for _, w := range words {

@@ -1,11 +1,11 @@
 package plugins
 
 import (
-	"errors"
 	"sync"
 	"time"
 
 	"github.com/grasp-dev/grasp/core/clock"
+	"github.com/grasp-dev/grasp/core/outcome"
 )
 
 // shared is the Go-backed state behind grasp.ratelimit and grasp.kv. JS
@@ -33,7 +33,7 @@ type kvEntry struct {
 	exp time.Time
 }
 
-var errKVFull = errors.New("error: grasp.kv is full")
+var errKVFull = outcome.Errorf(outcome.Error, "grasp.kv is full")
 
 const (
 	maxKVValue   = 64 << 10
@@ -122,7 +122,7 @@ func (s *shared) get(key string) ([]byte, bool) {
 
 func (s *shared) set(key string, val []byte, ttl time.Duration) error {
 	if len(val) > maxKVValue {
-		return errors.New("invalid: grasp.kv value larger than 64 KiB")
+		return outcome.Errorf(outcome.Invalid, "grasp.kv value larger than 64 KiB")
 	}
 	if ttl <= 0 {
 		ttl = defaultKVTTL

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/dop251/goja"
+
+	"github.com/grasp-dev/grasp/core/outcome"
 )
 
 // slot is one pooled runtime. It is owned by exactly one goroutine between
@@ -117,7 +119,7 @@ func classify(err error, j *jail) error {
 // interrupt Go code, so the plugin's deadline is re-armed on ctx here.
 func (s *slot) storeCtx() (context.Context, func(), error) {
 	if s.ctx == nil {
-		return nil, nil, errors.New("error: grasp.store is only available inside a hook call")
+		return nil, nil, outcome.Errorf(outcome.Error, "grasp.store is only available inside a hook call")
 	}
 	clk := s.set.opts.Clock
 	left := s.deadline.Sub(clk.Now())

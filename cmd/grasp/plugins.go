@@ -12,6 +12,7 @@ import (
 	"github.com/grasp-dev/grasp/core/clock"
 	"github.com/grasp-dev/grasp/core/config"
 	"github.com/grasp-dev/grasp/core/env"
+	"github.com/grasp-dev/grasp/core/outcome"
 	"github.com/grasp-dev/grasp/core/server"
 	"github.com/grasp-dev/grasp/plugins"
 	"github.com/hashicorp/go-hclog"
@@ -25,11 +26,11 @@ type storeCounter struct{ st eventstore.Store }
 
 func (c storeCounter) Count(ctx context.Context, f nostr.Filter) (int64, error) {
 	if c.st == nil {
-		return 0, fmt.Errorf("error: the event store is not open in this command")
+		return 0, outcome.Errorf(outcome.Error, "the event store is not open in this command")
 	}
 	counter, ok := c.st.(eventstore.Counter)
 	if !ok {
-		return 0, fmt.Errorf("error: the event store cannot count")
+		return 0, outcome.Errorf(outcome.Error, "the event store cannot count")
 	}
 	return counter.CountEvents(ctx, f)
 }

@@ -9,6 +9,8 @@ package diskspace
 import (
 	"fmt"
 	"syscall"
+
+	"github.com/grasp-dev/grasp/core/outcome"
 )
 
 // Free reports the bytes an unprivileged process can still write under
@@ -50,5 +52,5 @@ func (g *Guard) Check() error {
 	if err != nil || n >= g.min {
 		return nil
 	}
-	return fmt.Errorf("error: this server is low on disk space (%d MiB free, it keeps %d MiB); writes are refused until the operator frees space", n>>20, g.min>>20)
+	return outcome.Errorf(outcome.Error, "this server is low on disk space (%d MiB free, it keeps %d MiB); writes are refused until the operator frees space", n>>20, g.min>>20)
 }

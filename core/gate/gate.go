@@ -64,6 +64,7 @@ import (
 	"github.com/grasp-dev/grasp/core/clock"
 	"github.com/grasp-dev/grasp/core/config"
 	"github.com/grasp-dev/grasp/core/env"
+	"github.com/grasp-dev/grasp/core/outcome"
 	"github.com/grasp-dev/grasp/core/policy"
 	"github.com/grasp-dev/grasp/core/refusals"
 )
@@ -80,9 +81,10 @@ const writeTimeout = 10 * time.Second
 
 // Backend is the relay behind the gate.
 type Backend interface {
-	// Ingest takes a client's EVENT; ok and msg are its OK. meta.Source is
+	// Accept takes a client's EVENT; its result is the OK frame
+	// (outcome.Result.Text writes the prefix). meta.Source is
 	// policy.SourceClient.
-	Ingest(ctx context.Context, evt *nostr.Event, meta policy.Meta) (ok bool, msg string)
+	Accept(ctx context.Context, evt *nostr.Event, meta policy.Meta) outcome.Result
 	// Query streams stored events matching f, for REQ and (with ctx marked
 	// by eventstore.SetNegentropy) NEG-OPEN.
 	Query(ctx context.Context, f nostr.Filter) (chan *nostr.Event, error)

@@ -3,11 +3,11 @@ package gate
 import (
 	"bytes"
 	"strconv"
-	"strings"
 
 	"github.com/fasthttp/websocket"
 	"github.com/nbd-wtf/go-nostr"
 
+	"github.com/grasp-dev/grasp/core/outcome"
 	"github.com/grasp-dev/grasp/core/policy"
 )
 
@@ -82,11 +82,11 @@ func (c *conn) handleEvent(f *frame, b []byte) bool {
 			c.sendWait(c.ctx, appendOK(evt.ID, false, r))
 			return
 		}
-		ok, msg := c.g.backend.Ingest(c.ctx, evt, meta)
-		if !c.sendWait(c.ctx, appendOK(evt.ID, ok, msg)) {
+		res := c.g.backend.Accept(c.ctx, evt, meta)
+		if !c.sendWait(c.ctx, appendOK(evt.ID, res.OK(), res.Text())) {
 			return
 		}
-		if !ok && strings.HasPrefix(msg, "auth-required:") {
+		if res.Kind == outcome.AuthRequired {
 			c.requestAuth()
 		}
 	}, func(reason string) { c.sendWait(c.ctx, appendOK(evt.ID, false, reason)) })

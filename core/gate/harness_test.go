@@ -20,6 +20,7 @@ import (
 	"github.com/grasp-dev/grasp/core/config"
 	"github.com/grasp-dev/grasp/core/env"
 	"github.com/grasp-dev/grasp/core/negindex"
+	"github.com/grasp-dev/grasp/core/outcome"
 	"github.com/grasp-dev/grasp/core/policy"
 	"github.com/grasp-dev/grasp/internal/testkit"
 	"github.com/grasp-dev/grasp/internal/testwait"
@@ -111,27 +112,27 @@ type testBackend struct {
 	refuse func(evt *nostr.Event, meta policy.Meta) string
 }
 
-func (b *testBackend) Ingest(ctx context.Context, evt *nostr.Event, meta policy.Meta) (bool, string) {
+func (b *testBackend) Accept(ctx context.Context, evt *nostr.Event, meta policy.Meta) outcome.Result {
 	b.mu.Lock()
 	b.metas = append(b.metas, meta)
 	refuse := b.refuse
 	b.mu.Unlock()
 	if refuse != nil {
 		if msg := refuse(evt, meta); msg != "" {
-			return false, msg
+			return outcome.Refused(msg, outcome.Blocked)
 		}
 	}
 	if !evt.CheckID() {
-		return false, "invalid: id is computed incorrectly"
+		return outcome.New(outcome.Invalid, "id is computed incorrectly")
 	}
 	if ok, err := evt.CheckSignature(); err != nil || !ok {
-		return false, "invalid: signature is invalid"
+		return outcome.New(outcome.Invalid, "signature is invalid")
 	}
 	if err := b.store.SaveEvent(ctx, evt); err != nil {
-		return true, "duplicate: already have this event"
+		return outcome.New(outcome.Duplicate, "already have this event")
 	}
 	b.gate.Broadcast(evt)
-	return true, ""
+	return outcome.New(outcome.Stored, "")
 }
 
 func (b *testBackend) Query(ctx context.Context, f nostr.Filter) (chan *nostr.Event, error) {

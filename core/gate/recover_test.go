@@ -74,7 +74,7 @@ func TestAbuse_F18c_PanicInAMessageHandlerIsAnsweredAndSurvived(t *testing.T) {
 	c := e.dial()
 	sk := nostr.GeneratePrivateKey()
 
-	// EVENT: the backend's Ingest (the relay's pipeline) panics.
+	// EVENT: the backend's Accept (the relay's pipeline) panics.
 	boom := signedEvent(t, sk, 1, "boom", 1_700_000_000)
 	tb.mu.Lock()
 	tb.refuse = func(evt *nostr.Event, _ policy.Meta) string {

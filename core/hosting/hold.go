@@ -3,11 +3,11 @@ package hosting
 import (
 	"context"
 	"errors"
-	"fmt"
 
 	"github.com/nbd-wtf/go-nostr"
 
 	"github.com/grasp-dev/grasp/core/nip34"
+	"github.com/grasp-dev/grasp/core/outcome"
 	"github.com/grasp-dev/grasp/core/policy"
 	"github.com/grasp-dev/grasp/core/purgatory"
 )
@@ -63,7 +63,7 @@ func (h *Hosting) Hold(ctx context.Context, evt *nostr.Event, d policy.Decision,
 		if errors.As(err, &quota) {
 			return "", &policy.Refusal{Msg: quota.Msg}
 		}
-		return "", fmt.Errorf("error: could not hold event: %w", err)
+		return "", outcome.Errorf(outcome.Error, "could not hold event: %w", err)
 	}
 	if notable(evt.Kind) {
 		h.log.Info(nip34.KindName(evt.Kind)+" held until its git data arrives", "id", evt.ID, "repo", entry.Repo.URLPath(), "source", string(meta.Source))

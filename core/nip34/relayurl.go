@@ -25,25 +25,25 @@ import (
 func NormalizeRelayURL(raw string) (string, error) {
 	s := strings.TrimSpace(raw)
 	if s == "" {
-		return "", errors.New("invalid: empty relay URL")
+		return "", errors.New("empty relay URL")
 	}
 	if !strings.Contains(s, "://") {
 		s = "wss://" + s
 	}
 	u, err := url.Parse(s)
 	if err != nil {
-		return "", fmt.Errorf("invalid: relay URL %q: %w", raw, err)
+		return "", fmt.Errorf("relay URL %q: %w", raw, err)
 	}
 	scheme := strings.ToLower(u.Scheme)
 	if scheme != "ws" && scheme != "wss" {
-		return "", fmt.Errorf("invalid: relay URL %q: scheme must be ws or wss", raw)
+		return "", fmt.Errorf("relay URL %q: scheme must be ws or wss", raw)
 	}
 	if u.User != nil || u.Opaque != "" {
-		return "", fmt.Errorf("invalid: relay URL %q: want ws[s]://host[:port][/path]", raw)
+		return "", fmt.Errorf("relay URL %q: want ws[s]://host[:port][/path]", raw)
 	}
 	host := strings.TrimSuffix(strings.ToLower(u.Hostname()), ".")
 	if host == "" {
-		return "", fmt.Errorf("invalid: relay URL %q: no host", raw)
+		return "", fmt.Errorf("relay URL %q: no host", raw)
 	}
 	port := u.Port()
 	if (scheme == "wss" && port == "443") || (scheme == "ws" && port == "80") {
@@ -51,7 +51,7 @@ func NormalizeRelayURL(raw string) (string, error) {
 	}
 	if strings.Contains(host, ":") {
 		if _, err := netip.ParseAddr(host); err != nil {
-			return "", fmt.Errorf("invalid: relay URL %q: bad host %q", raw, host)
+			return "", fmt.Errorf("relay URL %q: bad host %q", raw, host)
 		}
 		host = "[" + host + "]"
 	}

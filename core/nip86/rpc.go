@@ -20,8 +20,9 @@ import (
 
 	"github.com/grasp-dev/grasp/core/clock"
 	"github.com/grasp-dev/grasp/core/env"
-	"github.com/grasp-dev/grasp/core/git"
+	"github.com/grasp-dev/grasp/core/githttp"
 	"github.com/grasp-dev/grasp/core/nip34"
+	"github.com/grasp-dev/grasp/core/outcome"
 )
 
 // ContentType marks a NIP-86 call: a POST with it to the relay's URL.
@@ -121,8 +122,10 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	result, err := h.call(req, who)
 	if err != nil {
+		// The server's own failures are 500; everything else is the
+		// caller's request.
 		status := http.StatusBadRequest
-		if strings.HasPrefix(err.Error(), "error:") {
+		if r, ok := outcome.Of(err); ok && r.Kind == outcome.Error {
 			status = http.StatusInternalServerError
 		}
 		h.log.Info("NIP-86 call failed", "method", req.Method, "by", nip34.Npub(who), "error", err)
@@ -157,12 +160,12 @@ func paramsText(ps []json.RawMessage) string {
 }
 
 // authorise checks the NIP-98 token with the one reading of it
-// (git.VerifyToken: kind 27235, within a minute of now, the signature),
+// (githttp.VerifyToken: kind 27235, within a minute of now, the signature),
 // naming method POST, u this relay (any of its URLs, http or ws form) and
 // payload the body's SHA-256. It returns the signer, or "" and why not.
 func (h *Handler) authorise(r *http.Request, body []byte) (string, string) {
 	sum := sha256.Sum256(body)
-	evt, err := git.VerifyToken(r.Header.Get("Authorization"), h.clk.Now(), func(evt *nostr.Event) error {
+	evt, err := githttp.VerifyToken(r.Header.Get("Authorization"), h.clk.Now(), func(evt *nostr.Event) error {
 		if m := evt.Tags.Find("method"); m == nil || !strings.EqualFold(m[1], http.MethodPost) {
 			return errors.New("the NIP-98 token's method must be POST")
 		}
@@ -225,7 +228,7 @@ func (h *Handler) call(req request, by string) (any, error) {
 	s := h.o.State
 	p := params(req.Params)
 	if slices.Contains(pendingMethods, req.Method) && !h.o.Members {
-		return nil, fmt.Errorf("invalid: method %q is not supported here yet (see supportedmethods)", req.Method)
+		return nil, outcome.Errorf(outcome.Invalid, "method %q is not supported here yet (see supportedmethods)", req.Method)
 	}
 	switch req.Method {
 	case "supportedmethods":
@@ -318,7 +321,7 @@ func (h *Handler) call(req request, by string) (any, error) {
 			return true, s.Remove(ListClaims, c)
 		}
 		if s.Has(ListClaims, c) {
-			return nil, fmt.Errorf("duplicate: claim %q exists", c)
+			return nil, outcome.Errorf(outcome.Duplicate, "claim %q exists", c)
 		}
 		return true, s.Put(ListClaims, c, "", by)
 	case "listbannedpubkeys", "listallowedpubkeys", "listmembers":
@@ -363,7 +366,7 @@ func (h *Handler) call(req request, by string) (any, error) {
 		}
 		return out, nil
 	}
-	return nil, fmt.Errorf("invalid: method %q is not supported here (see supportedmethods)", req.Method)
+	return nil, outcome.Errorf(outcome.Invalid, "method %q is not supported here (see supportedmethods)", req.Method)
 }
 
 // swap puts item on list on and takes it off list off (NIP-86: banning
@@ -385,16 +388,16 @@ func (h *Handler) relayInfo(method string, p params, by string) error {
 	switch item {
 	case "name":
 		if v == "" || len(v) > maxNameLen {
-			return fmt.Errorf("invalid: a relay name is 1 to %d bytes", maxNameLen)
+			return outcome.Errorf(outcome.Invalid, "a relay name is 1 to %d bytes", maxNameLen)
 		}
 	case "description":
 		if len(v) > maxDescription {
-			return fmt.Errorf("invalid: a relay description is at most %d bytes", maxDescription)
+			return outcome.Errorf(outcome.Invalid, "a relay description is at most %d bytes", maxDescription)
 		}
 	case "icon":
 		u, err := url.Parse(v)
 		if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
-			return fmt.Errorf("invalid: a relay icon is an http(s) URL")
+			return outcome.Errorf(outcome.Invalid, "a relay icon is an http(s) URL")
 		}
 	}
 	// The value travels as the entry's reason: one shape for every list.
@@ -405,11 +408,11 @@ type params []json.RawMessage
 
 func (p params) str(i int) (string, error) {
 	if i >= len(p) {
-		return "", fmt.Errorf("invalid: parameter %d is missing", i+1)
+		return "", outcome.Errorf(outcome.Invalid, "parameter %d is missing", i+1)
 	}
 	var s string
 	if err := json.Unmarshal(p[i], &s); err != nil {
-		return "", fmt.Errorf("invalid: parameter %d must be a string", i+1)
+		return "", outcome.Errorf(outcome.Invalid, "parameter %d must be a string", i+1)
 	}
 	return s, nil
 }
@@ -429,7 +432,7 @@ func (p params) pubkey(i int) (string, error) {
 	}
 	pk, ok := nip34.PubkeyHex(s)
 	if !ok {
-		return "", fmt.Errorf("invalid: %q is not a pubkey (64 hex characters or an npub)", s)
+		return "", outcome.Errorf(outcome.Invalid, "%q is not a pubkey (64 hex characters or an npub)", s)
 	}
 	return pk, nil
 }
@@ -441,27 +444,27 @@ func (p params) eventID(i int) (string, error) {
 	}
 	s = strings.ToLower(strings.TrimSpace(s))
 	if !nip34.IsHex64(s) {
-		return "", fmt.Errorf("invalid: %q is not an event id (64 hex characters)", s)
+		return "", outcome.Errorf(outcome.Invalid, "%q is not an event id (64 hex characters)", s)
 	}
 	return s, nil
 }
 
 func (p params) kind(i int) (string, error) {
 	if i >= len(p) {
-		return "", fmt.Errorf("invalid: parameter %d is missing", i+1)
+		return "", outcome.Errorf(outcome.Invalid, "parameter %d is missing", i+1)
 	}
 	var n int
 	if err := json.Unmarshal(p[i], &n); err != nil {
 		s, serr := p.str(i)
 		if serr != nil {
-			return "", fmt.Errorf("invalid: a kind is a number")
+			return "", outcome.Errorf(outcome.Invalid, "a kind is a number")
 		}
 		if n, err = strconv.Atoi(strings.TrimSpace(s)); err != nil {
-			return "", fmt.Errorf("invalid: a kind is a number")
+			return "", outcome.Errorf(outcome.Invalid, "a kind is a number")
 		}
 	}
 	if n < 0 || n > 65535 {
-		return "", fmt.Errorf("invalid: kind %d is outside 0..65535", n)
+		return "", outcome.Errorf(outcome.Invalid, "kind %d is outside 0..65535", n)
 	}
 	return strconv.Itoa(n), nil
 }
@@ -479,7 +482,7 @@ func (p params) addr(i int) (string, error) {
 	if pr, err := netip.ParsePrefix(s); err == nil {
 		return pr.Masked().String(), nil
 	}
-	return "", fmt.Errorf("invalid: %q is not an IP address or network", s)
+	return "", outcome.Errorf(outcome.Invalid, "%q is not an IP address or network", s)
 }
 
 var claimRE = regexp.MustCompile(`^[A-Za-z0-9_-]{4,64}$`)
@@ -490,7 +493,7 @@ func (p params) claim(i int) (string, error) {
 		return "", err
 	}
 	if !claimRE.MatchString(s) {
-		return "", fmt.Errorf("invalid: a claim is 4 to 64 letters, digits, '-' or '_'")
+		return "", outcome.Errorf(outcome.Invalid, "a claim is 4 to 64 letters, digits, '-' or '_'")
 	}
 	return s, nil
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/grasp-dev/grasp/core/clock"
 	"github.com/grasp-dev/grasp/core/env"
 	"github.com/grasp-dev/grasp/core/nip34"
+	"github.com/grasp-dev/grasp/core/outcome"
 	"github.com/grasp-dev/grasp/core/policy"
 )
 
@@ -164,12 +165,12 @@ func (s *State) Put(list, item, reason, by string) error {
 		return fmt.Errorf("nip86: unknown list %q", list)
 	}
 	if !have && n >= maxEntries {
-		return fmt.Errorf("error: the %s list holds %d entries, the most it may", list, maxEntries)
+		return outcome.Errorf(outcome.Error, "the %s list holds %d entries, the most it may", list, maxEntries)
 	}
 	e := Entry{Item: item, Reason: reason, By: by, At: s.clk.Now().Unix()}
 	val, _ := json.Marshal(e)
 	if err := s.kv.Put(context.Background(), Bucket, list+":"+item, val, 0); err != nil {
-		return fmt.Errorf("error: could not save the change: %w", err)
+		return outcome.Errorf(outcome.Error, "could not save the change: %w", err)
 	}
 	s.mu.Lock()
 	s.lists[list][item] = e
@@ -188,7 +189,7 @@ func (s *State) Remove(list, item string) error {
 		return fmt.Errorf("nip86: unknown list %q", list)
 	}
 	if err := s.kv.Delete(context.Background(), Bucket, list+":"+item); err != nil {
-		return fmt.Errorf("error: could not save the change: %w", err)
+		return outcome.Errorf(outcome.Error, "could not save the change: %w", err)
 	}
 	s.mu.Lock()
 	_, had := s.lists[list][item]

@@ -14,6 +14,7 @@ import (
 
 	"github.com/grasp-dev/grasp/core/git"
 	"github.com/grasp-dev/grasp/core/nip34"
+	"github.com/grasp-dev/grasp/core/outcome"
 )
 
 // repoState is a repository's refs at the moment of a request; key names it
@@ -230,7 +231,7 @@ func (p *Pages) tree(ctx context.Context, repo nip34.RepoRef, oid, dir string, s
 // blob reads up to max bytes of a blob; truncated says there was more.
 func (p *Pages) blob(ctx context.Context, repo nip34.RepoRef, oid string, max int) (data []byte, truncated bool, err error) {
 	if !nip34.IsObjectID(oid) {
-		return nil, false, fmt.Errorf("invalid: %q is not an object id", oid)
+		return nil, false, outcome.Errorf(outcome.Invalid, "%q is not an object id", oid)
 	}
 	out, err := p.read(ctx, repo, max, "cat-file", "blob", oid)
 	if errors.Is(err, git.ErrReadTruncated) {

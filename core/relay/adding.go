@@ -89,11 +89,11 @@ func (s *Server) Accept(ctx context.Context, evt *nostr.Event, meta policy.Meta)
 		}
 	}
 	if r, refused := s.rejectEvent(evt, meta); refused {
-		s.noteRefused(evt, meta, r.Text())
+		s.noteRefused(evt, meta, r)
 		return r
 	}
 	if res = s.commit(ctx, evt, meta, false); !res.OK() {
-		s.noteRefused(evt, meta, res.Text())
+		s.noteRefused(evt, meta, res)
 	}
 	return res
 }

@@ -1,11 +1,10 @@
 package relay
 
 import (
-	"strings"
-
 	"github.com/nbd-wtf/go-nostr"
 
 	"github.com/grasp-dev/grasp/core/nip34"
+	"github.com/grasp-dev/grasp/core/outcome"
 	"github.com/grasp-dev/grasp/core/policy"
 	"github.com/grasp-dev/grasp/core/refusals"
 )
@@ -15,11 +14,12 @@ import (
 // info from a client, while the client's per-minute budget lasts
 // (refusals.Log.Detail), at debug from a sync peer, whose refusals are
 // routine (announcements that do not list this server). A client's
-// "rate-limited:" refusal of any other kind is only counted for the
+// rate-limited refusal of any other kind is only counted for the
 // per-minute line, so a flood is one line.
-func (s *Server) noteRefused(evt *nostr.Event, meta policy.Meta, msg string) {
+func (s *Server) noteRefused(evt *nostr.Event, meta policy.Meta, res outcome.Result) {
 	client := meta.Source == policy.SourceClient
-	limited := strings.HasPrefix(msg, "rate-limited:")
+	limited := res.Kind == outcome.RateLimited
+	msg := res.Text()
 	if evt.Kind != nip34.KindAnnouncement {
 		if client && limited {
 			s.opts.RefusalLog.Count(meta.Remote, refusals.EventRateLimited)

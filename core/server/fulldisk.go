@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -10,6 +9,7 @@ import (
 
 	"github.com/grasp-dev/grasp/core/config"
 	"github.com/grasp-dev/grasp/core/diskspace"
+	"github.com/grasp-dev/grasp/core/outcome"
 	"github.com/grasp-dev/grasp/core/store"
 )
 
@@ -53,7 +53,7 @@ func (s *Server) writable() error {
 		return err
 	}
 	if r := s.store.ReadOnly(); r != "" {
-		return errors.New("error: this server is read-only: it started on a full disk and refuses writes until its operator frees space and restarts it")
+		return outcome.Errorf(outcome.Error, "this server is read-only: it started on a full disk and refuses writes until its operator frees space and restarts it")
 	}
 	return nil
 }
