@@ -122,6 +122,18 @@ func (p *Purgatory) Published(ctx context.Context, evs []*nostr.Event) error {
 	return err
 }
 
+// Unreleased ends the release of events whose publishing failed (a store
+// error): they stay held, as the OK that held them promised, and a later
+// Release hands them out again. Removing them (Published) would lose an
+// event that was acknowledged.
+func (p *Purgatory) Unreleased(evs []*nostr.Event) {
+	p.mu.Lock()
+	for _, evt := range evs {
+		delete(p.releasing, evt.ID)
+	}
+	p.mu.Unlock()
+}
+
 func (e *Entry) waitsOn(r nip34.RepoRef) bool {
 	if e.Repo == r {
 		return true
