@@ -469,7 +469,7 @@ func (s *badgerStore) nextSerial() (uint32, error) {
 	k := s.backend.Serial()
 	serial := binary.BigEndian.Uint32(k[1:])
 	if serial == 0 {
-		return 0, errors.New("error: the store's record serials are exhausted")
+		return 0, outcome.Errorf(outcome.Error, "the store's record serials are exhausted")
 	}
 	return serial, nil
 }
