@@ -1,64 +1,20 @@
 package git
 
 import (
-	"bufio"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/grasp-dev/grasp/core/env"
 	"github.com/grasp-dev/grasp/core/nip34"
+	"github.com/grasp-dev/grasp/internal/testkit"
 )
-
-// genRepo writes a bare repository with commits commits of fileBytes of
-// hex text each (tens of MB for thousands of commits) with git fast-import,
-// repacked with bitmaps as a served repository would be.
-func genRepo(b *testing.B, dir string, commits, fileBytes int) {
-	b.Helper()
-	gitRunB(b, "", "init", "-q", "--bare", "-b", "main", dir)
-	cmd := exec.Command("git", "--git-dir="+dir, "fast-import", "--quiet")
-	cmd.Env = clientEnv()
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		b.Fatal(err)
-	}
-	w := bufio.NewWriterSize(stdin, 1<<20)
-	raw := make([]byte, fileBytes/2)
-	for i := 0; i < commits; i++ {
-		_, _ = rand.Read(raw)
-		content := hex.EncodeToString(raw)
-		msg := fmt.Sprintf("commit %d", i)
-		fmt.Fprintf(w, "commit refs/heads/main\ncommitter T <t@example.com> %d +0000\ndata %d\n%s\n", 1700000000+i, len(msg), msg)
-		fmt.Fprintf(w, "M 100644 inline file%03d.txt\ndata %d\n%s\n", i%200, len(content), content)
-	}
-	if err := w.Flush(); err != nil {
-		b.Fatal(err)
-	}
-	stdin.Close()
-	if err := cmd.Wait(); err != nil {
-		b.Fatalf("fast-import: %v", err)
-	}
-	gitRunB(b, dir, "repack", "-adbq")
-}
-
-func gitRunB(b *testing.B, dir string, args ...string) {
-	b.Helper()
-	if out, err := gitTry(dir, args...); err != nil {
-		b.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
-	}
-}
 
 // BenchmarkCloneVsNative clones a generated repository (3000 commits,
 // its first push (audit F13), as a ratio to `git init --bare --template=`
@@ -154,7 +110,7 @@ func BenchmarkPropagateAlternatesVsCopy(b *testing.B) {
 	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
 		b.Fatal(err)
 	}
-	genRepo(b, dir, 3000, 2048)
+	testkit.GitRepo(b, dir, 3000, 2048)
 	head, err := repos.Refs(ctx, src)
 	if err != nil {
 		b.Fatal(err)

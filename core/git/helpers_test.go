@@ -1,14 +1,12 @@
 package git
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"net/http"
 	"net/http/cgi"
 	"net/http/httptest"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -16,6 +14,7 @@ import (
 
 	"github.com/grasp-dev/grasp/core/env"
 	"github.com/grasp-dev/grasp/core/nip34"
+	"github.com/grasp-dev/grasp/internal/testkit"
 )
 
 // testStore is a Repos whose repositories are also served over HTTP by
@@ -40,7 +39,7 @@ func newTestStore(t testing.TB) *testStore {
 	}
 	backend := &cgi.Handler{
 		Path: filepath.Join(strings.TrimSpace(string(out)), "git-http-backend"),
-		Env: append(clientEnv(), "GIT_PROJECT_ROOT="+repos.Root(), "GIT_HTTP_EXPORT_ALL=1",
+		Env: append(testkit.GitClientEnv(), "GIT_PROJECT_ROOT="+repos.Root(), "GIT_HTTP_EXPORT_ALL=1",
 			// serve any object by id, as grasp's handler does (G01-G6)
 			"GIT_CONFIG_COUNT=1", "GIT_CONFIG_KEY_0=uploadpack.allowAnySHA1InWant", "GIT_CONFIG_VALUE_0=true"),
 	}
@@ -64,10 +63,10 @@ func (ts *testStore) newRepo(id string) (owner, url string) {
 func pushedRepo(t *testing.T, ts *testStore, id string) (owner, url, work, x string) {
 	t.Helper()
 	owner, url = ts.newRepo(id)
-	work = newWork(t)
-	x = gitRun(t, work, "rev-parse", "HEAD")
+	work = testkit.GitWork(t)
+	x = testkit.Git(t, work, "rev-parse", "HEAD")
 	dir, _ := ts.repos.Path(ref(owner, id))
-	gitRun(t, work, "push", "-q", dir, "main")
+	testkit.Git(t, work, "push", "-q", dir, "main")
 	return owner, url, work, x
 }
 
@@ -89,61 +88,4 @@ func randomNpub(t testing.TB) string {
 		t.Fatal(err)
 	}
 	return n
-}
-
-// clientEnv isolates the git client from the machine's config.
-func clientEnv() []string {
-	var env []string
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "GIT_") {
-			env = append(env, kv)
-		}
-	}
-	return append(env,
-		"GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null", "GIT_TERMINAL_PROMPT=0",
-		"GIT_AUTHOR_NAME=T", "GIT_AUTHOR_EMAIL=t@example.com", "GIT_COMMITTER_NAME=T", "GIT_COMMITTER_EMAIL=t@example.com",
-		"GIT_AUTHOR_DATE=2026-01-01T00:00:00Z", "GIT_COMMITTER_DATE=2026-01-01T00:00:00Z",
-	)
-}
-
-// gitRun runs git in dir and fails the test on error.
-func gitRun(t *testing.T, dir string, args ...string) string {
-	t.Helper()
-	out, err := gitTry(dir, args...)
-	if err != nil {
-		t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
-	}
-	return strings.TrimSpace(out)
-}
-
-// gitTry runs git and returns combined output and the error.
-func gitTry(dir string, args ...string) (string, error) {
-	cmd := exec.Command("git", args...)
-	cmd.Dir = dir
-	cmd.Env = clientEnv()
-	var out bytes.Buffer
-	cmd.Stdout = &out
-	cmd.Stderr = &out
-	err := cmd.Run()
-	return out.String(), err
-}
-
-// newWork makes a non-bare working repository with one commit on main.
-func newWork(t *testing.T) string {
-	t.Helper()
-	dir := t.TempDir()
-	gitRun(t, dir, "init", "-q", "-b", "main")
-	commit(t, dir, "first")
-	return dir
-}
-
-// commit writes a file named after msg and commits it, returning the sha.
-func commit(t *testing.T, dir, msg string) string {
-	t.Helper()
-	if err := os.WriteFile(filepath.Join(dir, msg+".txt"), []byte(msg+"\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	gitRun(t, dir, "add", "-A")
-	gitRun(t, dir, "commit", "-q", "-m", msg)
-	return gitRun(t, dir, "rev-parse", "HEAD")
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/grasp-dev/grasp/core/clock"
 	"github.com/grasp-dev/grasp/core/git"
+	"github.com/grasp-dev/grasp/internal/testkit"
 	"github.com/grasp-dev/grasp/internal/testwait"
 )
 
@@ -23,7 +24,7 @@ func packFor(t *testing.T, work, rev string) []byte {
 	t.Helper()
 	cmd := exec.Command("git", "pack-objects", "--stdout", "--revs", "-q")
 	cmd.Dir = work
-	cmd.Env = clientEnv()
+	cmd.Env = testkit.GitClientEnv()
 	cmd.Stdin = strings.NewReader(rev + "\n")
 	out, err := cmd.Output()
 	if err != nil {
@@ -40,9 +41,9 @@ func bigCommit(t *testing.T, work string, n int) string {
 	if err := os.WriteFile(filepath.Join(work, "big.bin"), data, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	gitRun(t, work, "add", "big.bin")
-	gitRun(t, work, "commit", "-q", "-m", "big")
-	return gitRun(t, work, "rev-parse", "HEAD")
+	testkit.Git(t, work, "add", "big.bin")
+	testkit.Git(t, work, "commit", "-q", "-m", "big")
+	return testkit.Git(t, work, "rev-parse", "HEAD")
 }
 
 // startPartialPush sends the headers and the first half of an authorised
@@ -50,7 +51,7 @@ func bigCommit(t *testing.T, work string, n int) string {
 // connection still open.
 func startPartialPush(t *testing.T, ts *testServer, owner, id string) net.Conn {
 	t.Helper()
-	work := newWork(t)
+	work := testkit.GitWork(t)
 	x := bigCommit(t, work, 2<<20)
 	ts.auth.addState(owner, id, state("s1", 10, "", "refs/heads/main", x))
 	body := append(pushBody("report-status side-band-64k", git.RefUpdate{Ref: "refs/heads/main", Old: git.ZeroOID, New: x}), packFor(t, work, x)...)
@@ -94,7 +95,7 @@ func assertNothingWritten(t *testing.T, ts *testServer, owner, id string) {
 			t.Fatalf("quarantine directory leaked: %s", e.Name())
 		}
 	}
-	if out := gitRun(t, dir, "count-objects", "-v"); !strings.Contains(out, "count: 0") || !strings.Contains(out, "packs: 0") || !strings.Contains(out, "size-garbage: 0") {
+	if out := testkit.Git(t, dir, "count-objects", "-v"); !strings.Contains(out, "count: 0") || !strings.Contains(out, "packs: 0") || !strings.Contains(out, "size-garbage: 0") {
 		t.Fatalf("objects after aborted push:\n%s", out)
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/grasp-dev/grasp/core/clientip"
 	"github.com/grasp-dev/grasp/core/clock"
 	"github.com/grasp-dev/grasp/core/git"
+	"github.com/grasp-dev/grasp/internal/testkit"
 	"github.com/grasp-dev/grasp/internal/testwait"
 )
 
@@ -67,11 +68,11 @@ func TestAbuse_F04(t *testing.T) {
 	}
 	unlock()
 	// the owner pushes a newer state while the trickler still sends
-	work := newWork(t)
-	z := gitRun(t, work, "rev-parse", "HEAD")
+	work := testkit.GitWork(t)
+	z := testkit.Git(t, work, "rev-parse", "HEAD")
 	ts.auth.addState(owner, "proj", state("s2", 20, "", "refs/heads/main", z))
 	began := time.Now()
-	if out, err := gitTry(work, "push", url, "main"); err != nil {
+	if out, err := testkit.GitTry(work, "push", url, "main"); err != nil {
 		t.Fatalf("owner's push during a trickling push: %v\n%s", err, out)
 	}
 	// a figure for the report, not an assertion (the audit's owner push
@@ -149,12 +150,12 @@ func TestAbuse_F08(t *testing.T) {
 func TestAbuse_F10(t *testing.T) {
 	ts := newTestServer(t, Options{})
 	owner, url := ts.newRepo("proj")
-	work := newWork(t)
+	work := testkit.GitWork(t)
 	b := strings.TrimSpace(gitRunIn(t, work, "hello\n", "hash-object", "-w", "--stdin"))
 	tree := strings.TrimSpace(gitRunIn(t, work, "100644 blob "+b+"\t.git\n", "mktree"))
 	bad := strings.TrimSpace(gitRunIn(t, work, "", "commit-tree", tree, "-m", "evil"))
 	ts.auth.addState(owner, "proj", state("s1", 10, "", "refs/heads/main", bad))
-	out, err := gitTry(work, "push", url, bad+":refs/heads/main")
+	out, err := testkit.GitTry(work, "push", url, bad+":refs/heads/main")
 	if err == nil || !strings.Contains(out, "hasDotgit") {
 		t.Fatalf("push of a .git tree entry: err=%v\n%s", err, out)
 	}
@@ -162,13 +163,13 @@ func TestAbuse_F10(t *testing.T) {
 		t.Fatalf("refs after a refused push: %v", refs)
 	}
 	dir, _ := ts.repos.Path(ref(owner, "proj"))
-	if out := gitRun(t, dir, "count-objects", "-v"); !strings.Contains(out, "count: 0") || !strings.Contains(out, "packs: 0") {
+	if out := testkit.Git(t, dir, "count-objects", "-v"); !strings.Contains(out, "count: 0") || !strings.Contains(out, "packs: 0") {
 		t.Fatalf("objects after a refused push:\n%s", out)
 	}
 
 	// the hunter's fetch from another server is checked the same way: the
 	// object is planted behind grasp's back, then fetched over HTTP
-	gitRun(t, work, "push", "-q", dir, bad+":refs/heads/main")
+	testkit.Git(t, work, "push", "-q", dir, bad+":refs/heads/main")
 	dst, _ := ts.newRepo("proj")
 	stderr, err := ts.repos.Fetch(context.Background(), ref(dst, "proj"), git.FetchSpec{URL: url, OIDs: []string{bad}})
 	if err == nil || !strings.Contains(stderr, "hasDotgit") {
@@ -185,9 +186,9 @@ func TestAbuse_F10(t *testing.T) {
 func TestAbuse_F11(t *testing.T) {
 	ts := newTestServer(t, Options{})
 	owner, url := ts.newRepo("proj")
-	work := newWork(t)
-	x := gitRun(t, work, "rev-parse", "HEAD")
-	y := commit(t, work, "second")
+	work := testkit.GitWork(t)
+	x := testkit.Git(t, work, "rev-parse", "HEAD")
+	y := testkit.GitCommit(t, work, "second")
 	ts.auth.addState(owner, "proj", state("s1", 10, "", "refs/heads/main", x, "refs/heads/dev", y))
 	// the pack carries x's objects only
 	body := append(pushBody("report-status side-band-64k atomic",
@@ -207,7 +208,7 @@ func gitRunIn(t *testing.T, dir, stdin string, args ...string) string {
 	t.Helper()
 	cmd := exec.Command("git", args...)
 	cmd.Dir = dir
-	cmd.Env = clientEnv()
+	cmd.Env = testkit.GitClientEnv()
 	cmd.Stdin = strings.NewReader(stdin)
 	out, err := cmd.CombinedOutput()
 	if err != nil {

@@ -1,13 +1,10 @@
 package githttp
 
 import (
-	"bufio"
 	"context"
 	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -15,48 +12,8 @@ import (
 	"time"
 
 	"github.com/grasp-dev/grasp/core/git"
+	"github.com/grasp-dev/grasp/internal/testkit"
 )
-
-// genRepo writes a bare repository with commits commits of fileBytes of
-// hex text each (tens of MB for thousands of commits) with git fast-import,
-// repacked with bitmaps as a served repository would be.
-func genRepo(b *testing.B, dir string, commits, fileBytes int) {
-	b.Helper()
-	gitRunB(b, "", "init", "-q", "--bare", "-b", "main", dir)
-	cmd := exec.Command("git", "--git-dir="+dir, "fast-import", "--quiet")
-	cmd.Env = clientEnv()
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		b.Fatal(err)
-	}
-	w := bufio.NewWriterSize(stdin, 1<<20)
-	raw := make([]byte, fileBytes/2)
-	for i := 0; i < commits; i++ {
-		_, _ = rand.Read(raw)
-		content := hex.EncodeToString(raw)
-		msg := fmt.Sprintf("commit %d", i)
-		fmt.Fprintf(w, "commit refs/heads/main\ncommitter T <t@example.com> %d +0000\ndata %d\n%s\n", 1700000000+i, len(msg), msg)
-		fmt.Fprintf(w, "M 100644 inline file%03d.txt\ndata %d\n%s\n", i%200, len(content), content)
-	}
-	if err := w.Flush(); err != nil {
-		b.Fatal(err)
-	}
-	stdin.Close()
-	if err := cmd.Wait(); err != nil {
-		b.Fatalf("fast-import: %v", err)
-	}
-	gitRunB(b, dir, "repack", "-adbq")
-}
-
-func gitRunB(b *testing.B, dir string, args ...string) {
-	b.Helper()
-	if out, err := gitTry(dir, args...); err != nil {
-		b.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
-	}
-}
 
 // BenchmarkCloneVsNative clones a generated repository (3000 commits,
 // ~25 MB pack) through the handler and, in the same run, with
@@ -74,17 +31,17 @@ func BenchmarkCloneVsNative(b *testing.B) {
 	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
 		b.Fatal(err)
 	}
-	genRepo(b, dir, 3000, 16<<10)
+	testkit.GitRepo(b, dir, 3000, 16<<10)
 	url := ts.srv.URL + git.RepoURLPath(owner, "bench")
 	tmp := b.TempDir()
 	var native, served time.Duration
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		start := time.Now()
-		gitRunB(b, "", "clone", "-q", "--bare", "--no-local", dir, filepath.Join(tmp, "n"+strconv.Itoa(i)))
+		testkit.Git(b, "", "clone", "-q", "--bare", "--no-local", dir, filepath.Join(tmp, "n"+strconv.Itoa(i)))
 		native += time.Since(start)
 		start = time.Now()
-		gitRunB(b, "", "clone", "-q", "--bare", url, filepath.Join(tmp, "h"+strconv.Itoa(i)))
+		testkit.Git(b, "", "clone", "-q", "--bare", url, filepath.Join(tmp, "h"+strconv.Itoa(i)))
 		served += time.Since(start)
 		_ = os.RemoveAll(filepath.Join(tmp, "n"+strconv.Itoa(i)))
 		_ = os.RemoveAll(filepath.Join(tmp, "h"+strconv.Itoa(i)))
@@ -126,7 +83,7 @@ func procStatusKB(b *testing.B, field string) float64 {
 func BenchmarkPush200MBPeakRSS(b *testing.B) {
 	ts := newTestServer(b, Options{})
 	work := b.TempDir()
-	gitRunB(b, work, "init", "-q", "-b", "main")
+	testkit.Git(b, work, "init", "-q", "-b", "main")
 	chunk := make([]byte, 1<<20)
 	for f := 0; f < 4; f++ {
 		fh, err := os.Create(filepath.Join(work, fmt.Sprintf("blob%d.bin", f)))
@@ -139,9 +96,9 @@ func BenchmarkPush200MBPeakRSS(b *testing.B) {
 		}
 		fh.Close()
 	}
-	gitRunB(b, work, "-c", "core.compression=0", "add", "-A")
-	gitRunB(b, work, "commit", "-q", "-m", "big")
-	out, err := gitTry(work, "rev-parse", "HEAD")
+	testkit.Git(b, work, "-c", "core.compression=0", "add", "-A")
+	testkit.Git(b, work, "commit", "-q", "-m", "big")
+	out, err := testkit.GitTry(work, "rev-parse", "HEAD")
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -160,7 +117,7 @@ func BenchmarkPush200MBPeakRSS(b *testing.B) {
 		}
 		before = procStatusKB(b, "VmHWM")
 		b.StartTimer()
-		gitRunB(b, work, "-c", "pack.compression=0", "push", "-q", ts.srv.URL+git.RepoURLPath(owner, "big"), "main")
+		testkit.Git(b, work, "-c", "pack.compression=0", "push", "-q", ts.srv.URL+git.RepoURLPath(owner, "big"), "main")
 		b.StopTimer()
 		peak = max(peak, procStatusKB(b, "VmHWM"))
 		refs, err := ts.repos.Refs(context.Background(), ref(owner, "big"))

@@ -4,7 +4,7 @@
 // `Routed`). It owns what a request may cost and who may make it: the
 // request body's bounds (size, gzip, rate: bodyrate.go), the git process
 // slots in total and per client (slots.go), GRASP-08's NIP-98 token on
-// private repositories (nip98.go, `VerifyToken`, `Token`), the push
+// private repositories (nip98.go, through `core/nip98`), the push
 // decision (`Authorize`, `AuthorizePRs`: pure functions of the current
 // refs, the pushed ref updates and the authorised states), the push gate
 // that decides again under the repository's lock (pushgate.go), the

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/grasp-dev/grasp/core/git"
+	"github.com/grasp-dev/grasp/internal/testkit"
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 )
@@ -21,10 +22,10 @@ import (
 func pushedRepo(t *testing.T, ts *testServer, id string) (owner, url, work, x string) {
 	t.Helper()
 	owner, url = ts.newRepo(id)
-	work = newWork(t)
-	x = gitRun(t, work, "rev-parse", "HEAD")
+	work = testkit.GitWork(t)
+	x = testkit.Git(t, work, "rev-parse", "HEAD")
 	ts.auth.addState(owner, id, state("s-"+id, 10, "ref: refs/heads/main", "refs/heads/main", x))
-	gitRun(t, work, "push", "-q", url, "main")
+	testkit.Git(t, work, "push", "-q", url, "main")
 	return owner, url, work, x
 }
 
@@ -32,8 +33,8 @@ func TestG01G1a_CloneHasStateRefs(t *testing.T) {
 	ts := newTestServer(t, Options{})
 	_, url, _, x := pushedRepo(t, ts, "proj")
 	clone := filepath.Join(t.TempDir(), "c")
-	gitRun(t, "", "clone", "-q", url, clone)
-	if got := gitRun(t, clone, "rev-parse", "HEAD"); got != x {
+	testkit.Git(t, "", "clone", "-q", url, clone)
+	if got := testkit.Git(t, clone, "rev-parse", "HEAD"); got != x {
 		t.Fatalf("clone HEAD = %s, want %s", got, x)
 	}
 }
@@ -49,8 +50,8 @@ func TestG01G1b_IdentifierWithSpaceAndEmoji(t *testing.T) {
 		t.Fatalf("identifier not kept verbatim on disk: %v", err)
 	}
 	clone := filepath.Join(t.TempDir(), "c")
-	gitRun(t, "", "clone", "-q", url, clone)
-	if got := gitRun(t, clone, "rev-parse", "HEAD"); got != x {
+	testkit.Git(t, "", "clone", "-q", url, clone)
+	if got := testkit.Git(t, clone, "rev-parse", "HEAD"); got != x {
 		t.Fatalf("clone HEAD = %s, want %s", got, x)
 	}
 }
@@ -143,30 +144,30 @@ func TestG01G6_Capabilities(t *testing.T) {
 func TestG01G6_FilterClonesV2AndReachableFetch(t *testing.T) {
 	ts := newTestServer(t, Options{})
 	owner, url, work, first := pushedRepo(t, ts, "proj")
-	second := commit(t, work, "second")
-	third := commit(t, work, "third")
+	second := testkit.GitCommit(t, work, "second")
+	third := testkit.GitCommit(t, work, "third")
 	ts.auth.addState(owner, "proj", state("s2", 20, "", "refs/heads/main", third))
-	gitRun(t, work, "push", "-q", url, "main")
+	testkit.Git(t, work, "push", "-q", url, "main")
 
 	tmp := t.TempDir()
-	gitRun(t, "", "clone", "-q", "--filter=blob:none", url, filepath.Join(tmp, "blobless"))
-	gitRun(t, "", "clone", "-q", "--no-checkout", "--filter=tree:0", url, filepath.Join(tmp, "treeless"))
-	if v := gitRun(t, filepath.Join(tmp, "treeless"), "config", "remote.origin.partialclonefilter"); v != "tree:0" {
+	testkit.Git(t, "", "clone", "-q", "--filter=blob:none", url, filepath.Join(tmp, "blobless"))
+	testkit.Git(t, "", "clone", "-q", "--no-checkout", "--filter=tree:0", url, filepath.Join(tmp, "treeless"))
+	if v := testkit.Git(t, filepath.Join(tmp, "treeless"), "config", "remote.origin.partialclonefilter"); v != "tree:0" {
 		t.Fatalf("treeless clone filter = %q", v)
 	}
-	gitRun(t, filepath.Join(tmp, "blobless"), "fetch", "-q", "--filter=tree:0", "origin")
+	testkit.Git(t, filepath.Join(tmp, "blobless"), "fetch", "-q", "--filter=tree:0", "origin")
 
-	out := gitRun(t, "", "-c", "protocol.version=2", "ls-remote", url)
+	out := testkit.Git(t, "", "-c", "protocol.version=2", "ls-remote", url)
 	if !strings.Contains(out, third+"\trefs/heads/main") {
 		t.Fatalf("v2 ls-remote: %s", out)
 	}
 	// A non-tip commit reachable from main, fetched by oid.
 	empty := filepath.Join(tmp, "empty")
-	gitRun(t, "", "init", "-q", empty)
-	gitRun(t, empty, "fetch", "-q", url, second)
-	gitRun(t, empty, "-c", "protocol.version=0", "fetch", "-q", url, first)
-	gitRun(t, empty, "cat-file", "-e", second+"^{commit}")
-	gitRun(t, empty, "cat-file", "-e", first+"^{commit}")
+	testkit.Git(t, "", "init", "-q", empty)
+	testkit.Git(t, empty, "fetch", "-q", url, second)
+	testkit.Git(t, empty, "-c", "protocol.version=0", "fetch", "-q", url, first)
+	testkit.Git(t, empty, "cat-file", "-e", second+"^{commit}")
+	testkit.Git(t, empty, "cat-file", "-e", first+"^{commit}")
 }
 
 // uploadRequest is a v0 upload-pack request for one want.
@@ -307,9 +308,9 @@ func TestG01G9_RejectionFormats(t *testing.T) {
 func TestMetricsCountOperations(t *testing.T) {
 	ts := newTestServer(t, Options{})
 	owner, url, work, _ := pushedRepo(t, ts, "proj")
-	gitRun(t, "", "clone", "-q", url, filepath.Join(t.TempDir(), "c"))
-	commit(t, work, "z")
-	_, _ = gitTry(work, "push", url, "main")
+	testkit.Git(t, "", "clone", "-q", url, filepath.Join(t.TempDir(), "c"))
+	testkit.GitCommit(t, work, "z")
+	_, _ = testkit.GitTry(work, "push", url, "main")
 	_ = owner
 	for _, c := range []struct {
 		labels []string

@@ -3,18 +3,17 @@ package githttp
 import (
 	"bytes"
 	"context"
-	"encoding/base64"
 	"errors"
 	"io"
 	"net/http"
 	"net/url"
 	"reflect"
 	"strings"
-	"time"
 
 	"github.com/nbd-wtf/go-nostr"
 
 	"github.com/grasp-dev/grasp/core/nip34"
+	"github.com/grasp-dev/grasp/core/nip98"
 )
 
 // Private is GRASP-08's reader rule as the git handler asks it
@@ -51,14 +50,6 @@ type Private interface {
 // 401 to it aborts a push through a helper that signs per request. That
 // exact request, and only it, gets a constant empty 200 before any
 // repository is looked up (no existence oracle), and nothing runs.
-
-const (
-	kindHTTPAuth = 27235
-	// nip98Window is how far a token's created_at may be from now.
-	nip98Window = 60 * time.Second
-	// maxTokenBytes bounds the header decoded (an event with a few tags).
-	maxTokenBytes = 16 << 10
-)
 
 // readers is who may read repo (nil: everyone).
 func (h *handler) readers(r *http.Request, repo nip34.RepoRef) func(string) bool {
@@ -124,7 +115,7 @@ func (h *handler) answerProbe(w http.ResponseWriter) {
 // nip98Pubkey returns the author of the request's valid NIP-98 token for
 // repo (see above for the two shapes and two headers).
 func (h *handler) nip98Pubkey(r *http.Request, repo nip34.RepoRef) (string, bool) {
-	evt, err := VerifyToken(r.Header.Get("Authorization"), h.clk.Now(), func(evt *nostr.Event) error {
+	evt, err := nip98.VerifyHeader(r.Header.Get("Authorization"), h.clk.Now(), func(evt *nostr.Event) error {
 		m, u := evt.Tags.Find("method"), evt.Tags.Find("u")
 		if m == nil || u == nil {
 			return errors.New("the NIP-98 token names no method or u")
@@ -145,66 +136,6 @@ func (h *handler) nip98Pubkey(r *http.Request, repo nip34.RepoRef) (string, bool
 		return "", false
 	}
 	return evt.PubKey, true
-}
-
-// VerifyToken is the one reading of a NIP-98 token (kind 27235) in an
-// Authorization header, "Nostr <base64>" or Basic with the base64 event as
-// the password: a well-formed event with its id, created_at within a
-// minute of now, then match's checks of what it must name (method, u,
-// payload: they differ between git and NIP-86), then the signature, last
-// because it is the dearest. It returns the event, or why it is refused.
-// The git handler and the NIP-86 endpoint (core/nip86) call it.
-func VerifyToken(header string, now time.Time, match func(evt *nostr.Event) error) (*nostr.Event, error) {
-	raw, ok := tokenBytes(header)
-	if !ok {
-		return nil, errors.New("an Authorization: Nostr <base64 NIP-98 event> header is required")
-	}
-	var evt nostr.Event
-	if err := evt.UnmarshalJSON(raw); err != nil || evt.Kind != kindHTTPAuth || !evt.CheckID() {
-		return nil, errors.New("the Authorization token is not a NIP-98 event (kind 27235)")
-	}
-	if t := evt.CreatedAt.Time(); t.Before(now.Add(-nip98Window)) || t.After(now.Add(nip98Window)) {
-		return nil, errors.New("the NIP-98 token is more than 60 seconds from now")
-	}
-	if err := match(&evt); err != nil {
-		return nil, err
-	}
-	if ok, err := evt.CheckSignature(); err != nil || !ok {
-		return nil, errors.New("the NIP-98 token's signature is invalid")
-	}
-	return &evt, nil
-}
-
-// tokenBytes decodes the event of an Authorization header: "Nostr
-// <base64>", or Basic with the base64 event as the password.
-func tokenBytes(header string) ([]byte, bool) {
-	scheme, token, found := strings.Cut(strings.TrimSpace(header), " ")
-	token = strings.TrimSpace(token)
-	if !found || len(token) > maxTokenBytes*4/3+4 {
-		return nil, false
-	}
-	switch {
-	case strings.EqualFold(scheme, "Nostr"):
-	case strings.EqualFold(scheme, "Basic"):
-		cred, err := base64.StdEncoding.DecodeString(token)
-		if err != nil {
-			return nil, false
-		}
-		_, pass, ok := strings.Cut(string(cred), ":")
-		if !ok {
-			return nil, false
-		}
-		token = strings.TrimSpace(pass)
-	default:
-		return nil, false
-	}
-	raw, err := base64.StdEncoding.DecodeString(token)
-	if err != nil {
-		if raw, err = base64.RawURLEncoding.DecodeString(strings.TrimRight(token, "=")); err != nil {
-			return nil, false
-		}
-	}
-	return raw, true
 }
 
 // baseURL is the service's public URL, base path included (the handler

@@ -9,17 +9,18 @@ import (
 	"testing"
 
 	"github.com/grasp-dev/grasp/core/git"
+	"github.com/grasp-dev/grasp/internal/testkit"
 	"github.com/grasp-dev/grasp/internal/testwait"
 )
 
 func TestG01G2a_OwnerStatePushAccepted(t *testing.T) {
 	ts := newTestServer(t, Options{})
 	owner, url := ts.newRepo("proj")
-	work := newWork(t)
-	x := gitRun(t, work, "rev-parse", "HEAD")
+	work := testkit.GitWork(t)
+	x := testkit.Git(t, work, "rev-parse", "HEAD")
 	ts.auth.addState(owner, "proj", state("s1", 10, "ref: refs/heads/main", "refs/heads/main", x))
 
-	gitRun(t, work, "push", url, "main")
+	testkit.Git(t, work, "push", url, "main")
 
 	if got := ts.refs(owner, "proj")["refs/heads/main"]; got != x {
 		t.Fatalf("main = %q, want %q", got, x)
@@ -35,7 +36,7 @@ func TestG01G2a_OwnerStatePushAccepted(t *testing.T) {
 func pushRejected(t *testing.T, ts *testServer, owner, id, work string, want string, args ...string) {
 	t.Helper()
 	before := ts.refs(owner, id)
-	out, err := gitTry(work, append([]string{"push"}, args...)...)
+	out, err := testkit.GitTry(work, append([]string{"push"}, args...)...)
 	if err == nil {
 		t.Fatalf("push %v succeeded, want rejection:\n%s", args, out)
 	}
@@ -56,16 +57,16 @@ func pushRejected(t *testing.T, ts *testServer, owner, id, work string, want str
 func TestG01G2b_WrongCommitRejected(t *testing.T) {
 	ts := newTestServer(t, Options{})
 	owner, url := ts.newRepo("proj")
-	work := newWork(t)
-	x := gitRun(t, work, "rev-parse", "HEAD")
-	commit(t, work, "z")
+	work := testkit.GitWork(t)
+	x := testkit.Git(t, work, "rev-parse", "HEAD")
+	testkit.GitCommit(t, work, "z")
 	ts.auth.addState(owner, "proj", state("s1", 10, "", "refs/heads/main", x))
 	pushRejected(t, ts, owner, "proj", work, "doesn't match push", url, "main")
 	if n := len(ts.hooks.all()); n != 0 {
 		t.Fatalf("OnPush called %d times for a rejected push", n)
 	}
 	// No objects were written either: git never ran.
-	if out := gitRun(t, filepath.Join(ts.repos.Root(), owner, "proj.git"), "count-objects", "-v"); !strings.Contains(out, "count: 0") || !strings.Contains(out, "packs: 0") {
+	if out := testkit.Git(t, filepath.Join(ts.repos.Root(), owner, "proj.git"), "count-objects", "-v"); !strings.Contains(out, "count: 0") || !strings.Contains(out, "packs: 0") {
 		t.Fatalf("rejected push left objects:\n%s", out)
 	}
 }
@@ -73,31 +74,31 @@ func TestG01G2b_WrongCommitRejected(t *testing.T) {
 func TestG01G2c_NoStateRejected(t *testing.T) {
 	ts := newTestServer(t, Options{})
 	owner, url := ts.newRepo("proj")
-	work := newWork(t)
+	work := testkit.GitWork(t)
 	pushRejected(t, ts, owner, "proj", work, "No state events", url, "main")
 }
 
 func TestG01G2d_FullAlignment(t *testing.T) {
 	ts := newTestServer(t, Options{})
 	owner, url := ts.newRepo("proj")
-	work := newWork(t)
-	x := gitRun(t, work, "rev-parse", "HEAD")
-	gitRun(t, work, "checkout", "-q", "-b", "dev")
-	y := commit(t, work, "y")
-	gitRun(t, work, "checkout", "-q", "main")
+	work := testkit.GitWork(t)
+	x := testkit.Git(t, work, "rev-parse", "HEAD")
+	testkit.Git(t, work, "checkout", "-q", "-b", "dev")
+	y := testkit.GitCommit(t, work, "y")
+	testkit.Git(t, work, "checkout", "-q", "main")
 	ts.auth.addState(owner, "proj", state("s1", 10, "", "refs/heads/main", x, "refs/heads/dev", y))
-	gitRun(t, work, "push", url, "main", "dev")
+	testkit.Git(t, work, "push", url, "main", "dev")
 
-	x2 := commit(t, work, "x2")
+	x2 := testkit.GitCommit(t, work, "x2")
 	// State keeps dev: pushing main alone aligns fully.
 	ts.auth.addState(owner, "proj", state("s2", 20, "", "refs/heads/main", x2, "refs/heads/dev", y))
-	gitRun(t, work, "push", url, "main")
+	testkit.Git(t, work, "push", url, "main")
 
-	x3 := commit(t, work, "x3")
+	x3 := testkit.GitCommit(t, work, "x3")
 	// State drops dev: pushing main alone would leave dev behind.
 	ts.auth.addState(owner, "proj", state("s3", 30, "", "refs/heads/main", x3))
 	pushRejected(t, ts, owner, "proj", work, "refs/heads/dev is not in the state", url, "main")
-	gitRun(t, work, "push", url, "main", ":dev")
+	testkit.Git(t, work, "push", url, "main", ":dev")
 	refs := ts.refs(owner, "proj")
 	if refs["refs/heads/main"] != x3 || refs["refs/heads/dev"] != "" {
 		t.Fatalf("refs after aligned push = %v", refs)
@@ -107,15 +108,15 @@ func TestG01G2d_FullAlignment(t *testing.T) {
 func TestG01G2e_AnnotatedTagWithPeeledEntry(t *testing.T) {
 	ts := newTestServer(t, Options{})
 	owner, url := ts.newRepo("proj")
-	work := newWork(t)
-	x := gitRun(t, work, "rev-parse", "HEAD")
-	gitRun(t, work, "tag", "-a", "v1", "-m", "release")
-	tagObj := gitRun(t, work, "rev-parse", "refs/tags/v1")
+	work := testkit.GitWork(t)
+	x := testkit.Git(t, work, "rev-parse", "HEAD")
+	testkit.Git(t, work, "tag", "-a", "v1", "-m", "release")
+	tagObj := testkit.Git(t, work, "rev-parse", "refs/tags/v1")
 	if tagObj == x {
 		t.Fatal("expected an annotated tag object")
 	}
 	ts.auth.addState(owner, "proj", state("s1", 10, "", "refs/heads/main", x, "refs/tags/v1", tagObj, "refs/tags/v1^{}", x))
-	gitRun(t, work, "push", url, "main", "v1")
+	testkit.Git(t, work, "push", url, "main", "v1")
 	if got := ts.refs(owner, "proj")["refs/tags/v1"]; got != tagObj {
 		t.Fatalf("tag = %q, want %q", got, tagObj)
 	}
@@ -124,18 +125,18 @@ func TestG01G2e_AnnotatedTagWithPeeledEntry(t *testing.T) {
 func TestG01G2f_NoopPushAcceptedWithoutState(t *testing.T) {
 	ts := newTestServer(t, Options{})
 	owner, url := ts.newRepo("proj")
-	work := newWork(t)
-	x := gitRun(t, work, "rev-parse", "HEAD")
+	work := testkit.GitWork(t)
+	x := testkit.Git(t, work, "rev-parse", "HEAD")
 	if err := ts.repos.Create(context.Background(), ref(owner, "proj")); err != nil {
 		t.Fatal(err)
 	}
 	ts.auth.addState(owner, "proj", state("s1", 10, "", "refs/heads/main", x))
-	gitRun(t, work, "push", url, "main")
+	testkit.Git(t, work, "push", url, "main")
 	// The state disappears (e.g. expired); an identical push is a no-op.
 	ts.auth.mu.Lock()
 	ts.auth.states = map[string][]StateCandidate{}
 	ts.auth.mu.Unlock()
-	out := gitRun(t, work, "push", url, "main")
+	out := testkit.Git(t, work, "push", url, "main")
 	if !strings.Contains(out, "Everything up-to-date") {
 		t.Fatalf("no-op push output: %s", out)
 	}
@@ -153,8 +154,8 @@ func TestG01G2i_StatesScopedToURLOwner(t *testing.T) {
 	ts := newTestServer(t, Options{})
 	ownerA, urlA := ts.newRepo("proj")
 	ownerB, _ := ts.newRepo("proj")
-	work := newWork(t)
-	x := gitRun(t, work, "rev-parse", "HEAD")
+	work := testkit.GitWork(t)
+	x := testkit.Git(t, work, "rev-parse", "HEAD")
 	ts.auth.addState(ownerB, "proj", state("sB", 10, "", "refs/heads/main", x))
 	pushRejected(t, ts, ownerA, "proj", work, "No state events", urlA, "main")
 	ts.auth.mu.Lock()
@@ -168,13 +169,13 @@ func TestG01G2i_StatesScopedToURLOwner(t *testing.T) {
 func TestG01G3_LatestStateWins(t *testing.T) {
 	ts := newTestServer(t, Options{})
 	owner, url := ts.newRepo("proj")
-	work := newWork(t)
-	x := gitRun(t, work, "rev-parse", "HEAD")
-	y := commit(t, work, "y")
+	work := testkit.GitWork(t)
+	x := testkit.Git(t, work, "rev-parse", "HEAD")
+	y := testkit.GitCommit(t, work, "y")
 	ts.auth.addState(owner, "proj", state("old", 10, "", "refs/heads/main", x))
 	ts.auth.addState(owner, "proj", state("new", 20, "", "refs/heads/main", y))
 	pushRejected(t, ts, owner, "proj", work, "doesn't match", url, x+":refs/heads/main")
-	gitRun(t, work, "push", url, "main")
+	testkit.Git(t, work, "push", url, "main")
 	if p := ts.hooks.all(); len(p) != 1 || p[0].StateEventID != "new" {
 		t.Fatalf("pushes = %+v", p)
 	}
@@ -183,20 +184,20 @@ func TestG01G3_LatestStateWins(t *testing.T) {
 func TestG01G4_HeadFollowsState(t *testing.T) {
 	ts := newTestServer(t, Options{})
 	owner, url := ts.newRepo("proj")
-	work := newWork(t)
-	x := gitRun(t, work, "rev-parse", "HEAD")
-	gitRun(t, work, "checkout", "-q", "-b", "dev")
-	y := commit(t, work, "y")
+	work := testkit.GitWork(t)
+	x := testkit.Git(t, work, "rev-parse", "HEAD")
+	testkit.Git(t, work, "checkout", "-q", "-b", "dev")
+	y := testkit.GitCommit(t, work, "y")
 	ts.auth.addState(owner, "proj", state("s1", 10, "ref: refs/heads/dev", "refs/heads/main", x, "refs/heads/dev", y))
-	gitRun(t, work, "push", url, "main", "dev")
+	testkit.Git(t, work, "push", url, "main", "dev")
 
 	_, body := ts.get(git.RepoURLPath(owner, "proj") + "/info/refs?service=git-upload-pack")
 	if !strings.Contains(body, "symref=HEAD:refs/heads/dev") {
 		t.Fatalf("advertisement lacks symref=HEAD:refs/heads/dev:\n%q", body)
 	}
 	clone := filepath.Join(t.TempDir(), "c")
-	gitRun(t, "", "clone", "-q", url, clone)
-	if b := gitRun(t, clone, "rev-parse", "--abbrev-ref", "HEAD"); b != "dev" {
+	testkit.Git(t, "", "clone", "-q", url, clone)
+	if b := testkit.Git(t, clone, "rev-parse", "--abbrev-ref", "HEAD"); b != "dev" {
 		t.Fatalf("clone checked out %q, want dev", b)
 	}
 }
@@ -205,33 +206,33 @@ func TestG01G4_PropagateToOtherMaintainer(t *testing.T) {
 	ts := newTestServer(t, Options{})
 	ownerB, urlB := ts.newRepo("proj")
 	ownerA, urlA := ts.newRepo("proj")
-	work := newWork(t)
-	x := gitRun(t, work, "rev-parse", "HEAD")
+	work := testkit.GitWork(t)
+	x := testkit.Git(t, work, "rev-parse", "HEAD")
 	st := state("sB", 10, "ref: refs/heads/main", "refs/heads/main", x)
 	ts.auth.addState(ownerB, "proj", st)
-	gitRun(t, work, "push", urlB, "main")
+	testkit.Git(t, work, "push", urlB, "main")
 
 	ctx := context.Background()
 	missing := randomNpub(t) // a maintainer without a repository here is skipped
 	if err := ts.repos.Propagate(ctx, ref(ownerB, "proj"), []git.Target{{Repo: ref(ownerA, "proj"), Borrow: true}, {Repo: ref(missing, "proj"), Borrow: true}, {Repo: ref(ownerB, "proj"), Borrow: true}}, st.Refs, st.HEAD); err != nil {
 		t.Fatal(err)
 	}
-	out := gitRun(t, "", "ls-remote", urlA)
+	out := testkit.Git(t, "", "ls-remote", urlA)
 	if !strings.Contains(out, x+"\trefs/heads/main") {
 		t.Fatalf("A's repo does not advertise the propagated ref:\n%s", out)
 	}
 	dirA := filepath.Join(ts.repos.Root(), ownerA, "proj.git")
-	if cnt := gitRun(t, dirA, "count-objects", "-v"); !strings.Contains(cnt, "count: 0") || !strings.Contains(cnt, "packs: 0") {
+	if cnt := testkit.Git(t, dirA, "count-objects", "-v"); !strings.Contains(cnt, "count: 0") || !strings.Contains(cnt, "packs: 0") {
 		t.Fatalf("objects were copied instead of borrowed:\n%s", cnt)
 	}
-	gitRun(t, "", "clone", "-q", urlA, filepath.Join(t.TempDir(), "a"))
+	testkit.Git(t, "", "clone", "-q", urlA, filepath.Join(t.TempDir(), "a"))
 
 	// A moves on and propagates back: the two repositories now borrow from
 	// each other (a cycle git must tolerate).
-	y := commit(t, work, "y")
+	y := testkit.GitCommit(t, work, "y")
 	stA := state("sA", 20, "ref: refs/heads/main", "refs/heads/main", y)
 	ts.auth.addState(ownerA, "proj", stA)
-	gitRun(t, work, "push", urlA, "main")
+	testkit.Git(t, work, "push", urlA, "main")
 	if err := ts.repos.Propagate(ctx, ref(ownerA, "proj"), []git.Target{{Repo: ref(ownerB, "proj"), Borrow: true}}, stA.Refs, stA.HEAD); err != nil {
 		t.Fatal(err)
 	}
@@ -246,8 +247,8 @@ func TestG01G4_PropagateToOtherMaintainer(t *testing.T) {
 	if ts.repos.Exists(ref(ownerB, "proj")) {
 		t.Fatal("B's repository still exists")
 	}
-	gitRun(t, dirA, "fsck", "--connectivity-only")
-	gitRun(t, "", "clone", "-q", urlA, filepath.Join(t.TempDir(), "a2"))
+	testkit.Git(t, dirA, "fsck", "--connectivity-only")
+	testkit.Git(t, "", "clone", "-q", urlA, filepath.Join(t.TempDir(), "a2"))
 }
 
 // F01: a repository that may not borrow gets its own copy of the objects,
@@ -259,11 +260,11 @@ func TestAbuse_F01_CopyWhenUntrustedAndNoPruneWhenBorrowed(t *testing.T) {
 			ts := newTestServer(t, Options{})
 			ownerX, urlX := ts.newRepo("proj")
 			ownerA, urlA := ts.newRepo("proj")
-			work := newWork(t)
-			k := commit(t, work, "k")
+			work := testkit.GitWork(t)
+			k := testkit.GitCommit(t, work, "k")
 			st := state("sX", 10, "ref: refs/heads/main", "refs/heads/main", k)
 			ts.auth.addState(ownerX, "proj", st)
-			gitRun(t, work, "push", urlX, "main")
+			testkit.Git(t, work, "push", urlX, "main")
 			ctx := context.Background()
 			if err := ts.repos.Propagate(ctx, ref(ownerX, "proj"), []git.Target{{Repo: ref(ownerA, "proj"), Borrow: borrow}}, st.Refs, st.HEAD); err != nil {
 				t.Fatal(err)
@@ -275,27 +276,27 @@ func TestAbuse_F01_CopyWhenUntrustedAndNoPruneWhenBorrowed(t *testing.T) {
 			}
 			// X rewrites history to an unrelated root and collects garbage
 			// (what "gc --auto" does in time, forced here).
-			gitRun(t, work, "checkout", "-q", "--orphan", "other")
-			other := commit(t, work, "unrelated")
+			testkit.Git(t, work, "checkout", "-q", "--orphan", "other")
+			other := testkit.GitCommit(t, work, "unrelated")
 			stX2 := state("sX2", 20, "ref: refs/heads/main", "refs/heads/main", other)
 			ts.auth.addState(ownerX, "proj", stX2)
-			gitRun(t, work, "push", "-f", urlX, "other:main")
+			testkit.Git(t, work, "push", "-f", urlX, "other:main")
 			dirX := filepath.Join(ts.repos.Root(), ownerX, "proj.git")
-			gitRun(t, dirX, "reflog", "expire", "--expire=now", "--all")
+			testkit.Git(t, dirX, "reflog", "expire", "--expire=now", "--all")
 			for i := 0; i < 2; i++ {
 				// Maintain is what the server runs; make gc --auto act by
 				// lowering its threshold through the repository config.
-				gitRun(t, dirX, "config", "gc.auto", "1")
-				gitRun(t, dirX, "config", "gc.autoPackLimit", "1")
+				testkit.Git(t, dirX, "config", "gc.auto", "1")
+				testkit.Git(t, dirX, "config", "gc.autoPackLimit", "1")
 				// Stands for the two weeks of the default pruneExpire
 				// having passed (git's clock cannot be faked here).
-				gitRun(t, dirX, "config", "gc.pruneExpire", "now")
+				testkit.Git(t, dirX, "config", "gc.pruneExpire", "now")
 				if err := ts.repos.Maintain(ctx, ref(ownerX, "proj")); err != nil {
 					t.Fatal(err)
 				}
 			}
-			gitRun(t, dirA, "fsck", "--connectivity-only")
-			gitRun(t, "", "clone", "-q", urlA, filepath.Join(t.TempDir(), "a"))
+			testkit.Git(t, dirA, "fsck", "--connectivity-only")
+			testkit.Git(t, "", "clone", "-q", urlA, filepath.Join(t.TempDir(), "a"))
 			if got := ts.refs(ownerA, "proj")["refs/heads/main"]; got != k {
 				t.Fatalf("A's main = %s, want %s", got, k)
 			}
@@ -306,17 +307,17 @@ func TestAbuse_F01_CopyWhenUntrustedAndNoPruneWhenBorrowed(t *testing.T) {
 func TestG01G5_NostrRefs(t *testing.T) {
 	ts := newTestServer(t, Options{})
 	owner, url := ts.newRepo("proj")
-	work := newWork(t)
-	x := gitRun(t, work, "rev-parse", "HEAD")
-	z := commit(t, work, "z")
+	work := testkit.GitWork(t)
+	x := testkit.Git(t, work, "rev-parse", "HEAD")
+	z := testkit.GitCommit(t, work, "z")
 
 	t.Run("G5a_invalid_id", func(t *testing.T) {
 		pushRejected(t, ts, owner, "proj", work, "Invalid event ID", url, x+":refs/nostr/123")
 	})
 	t.Run("G5b_G5g_unknown_id_is_placeholder_without_state", func(t *testing.T) {
 		id := randomHex64()
-		gitRun(t, work, "push", url, z+":refs/nostr/"+id)
-		if out := gitRun(t, "", "ls-remote", url); !strings.Contains(out, z+"\trefs/nostr/"+id) {
+		testkit.Git(t, work, "push", url, z+":refs/nostr/"+id)
+		if out := testkit.Git(t, "", "ls-remote", url); !strings.Contains(out, z+"\trefs/nostr/"+id) {
 			t.Fatalf("ls-remote lacks the placeholder:\n%s", out)
 		}
 		p := ts.hooks.all()
@@ -333,7 +334,7 @@ func TestG01G5_NostrRefs(t *testing.T) {
 	t.Run("G5e_known_pr_matching_tip", func(t *testing.T) {
 		id := randomHex64()
 		ts.auth.setPR(id, z)
-		gitRun(t, work, "push", url, z+":refs/nostr/"+id)
+		testkit.Git(t, work, "push", url, z+":refs/nostr/"+id)
 		p := ts.hooks.all()
 		if last := p[len(p)-1]; len(last.Placeholders) != 0 {
 			t.Fatalf("a known PR's ref was reported as a placeholder: %+v", last)
@@ -349,10 +350,10 @@ func TestG01G5_NostrRefs(t *testing.T) {
 func TestConcurrentPushesSerialised(t *testing.T) {
 	ts := newTestServer(t, Options{})
 	owner, url := ts.newRepo("proj")
-	work1 := newWork(t)
-	x := gitRun(t, work1, "rev-parse", "HEAD")
+	work1 := testkit.GitWork(t)
+	x := testkit.Git(t, work1, "rev-parse", "HEAD")
 	work2 := t.TempDir()
-	gitRun(t, "", "clone", "-q", work1, work2)
+	testkit.Git(t, "", "clone", "-q", work1, work2)
 	ts.auth.addState(owner, "proj", state("s1", 10, "", "refs/heads/main", x))
 	// Each push is authorised twice: once on its command list (no lock),
 	// once by the push gate under the repository lock. The first two calls
@@ -371,7 +372,7 @@ func TestConcurrentPushesSerialised(t *testing.T) {
 	outs := make([]string, 2)
 	for i, work := range []string{work1, work2} {
 		wg.Add(1)
-		go func() { defer wg.Done(); outs[i], results[i] = gitTry(work, "push", url, "main") }()
+		go func() { defer wg.Done(); outs[i], results[i] = testkit.GitTry(work, "push", url, "main") }()
 	}
 	testwait.For(t, "both pushes to be asked for authorisation", func() bool {
 		ts.auth.mu.Lock()
@@ -418,20 +419,20 @@ func TestG01G2d_UpdateWithDeletionReportedOnce(t *testing.T) {
 		t.Run(map[bool]string{false: "loose", true: "packed"}[packed], func(t *testing.T) {
 			ts := newTestServer(t, Options{})
 			owner, url := ts.newRepo("proj")
-			work := newWork(t)
-			x := gitRun(t, work, "rev-parse", "HEAD")
+			work := testkit.GitWork(t)
+			x := testkit.Git(t, work, "rev-parse", "HEAD")
 			ts.auth.addState(owner, "proj", state("s1", 10, "", "refs/heads/main", x, "refs/heads/dev", x))
-			gitRun(t, work, "push", url, "main", "main:dev")
+			testkit.Git(t, work, "push", url, "main", "main:dev")
 			if packed {
 				dir, err := ts.repos.Path(ref(owner, "proj"))
 				if err != nil {
 					t.Fatal(err)
 				}
-				gitRun(t, dir, "pack-refs", "--all")
+				testkit.Git(t, dir, "pack-refs", "--all")
 			}
-			y := commit(t, work, "y")
+			y := testkit.GitCommit(t, work, "y")
 			ts.auth.addState(owner, "proj", state("s2", 20, "", "refs/heads/main", y))
-			gitRun(t, work, "push", url, "main", ":dev")
+			testkit.Git(t, work, "push", url, "main", ":dev")
 			if refs := ts.refs(owner, "proj"); refs["refs/heads/main"] != y || refs["refs/heads/dev"] != "" {
 				t.Fatalf("refs after the push = %v", refs)
 			}

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/grasp-dev/grasp/core/clock"
+	"github.com/grasp-dev/grasp/internal/testkit"
 )
 
 // TestRefusalsRememberWhyAPushWasRefused: a refused push of a hosted
@@ -16,14 +17,14 @@ func TestRefusalsRememberWhyAPushWasRefused(t *testing.T) {
 	rf := NewRefusals(clk)
 	ts := newTestServerOn(t, Options{Refusals: rf}, clk)
 	owner, url := ts.newRepo("proj")
-	work := newWork(t)
+	work := testkit.GitWork(t)
 	pushRejected(t, ts, owner, "proj", work, "No state events", url, "main")
 	got := rf.Last(ref(owner, "proj"))
 	if len(got) != 1 || got[0].Class != ClassNoState || got[0].Refs != 1 || !got[0].At.Equal(clk.Now()) {
 		t.Fatalf("refusals %+v, want one no_state refusal of 1 ref", got)
 	}
-	x := gitRun(t, work, "rev-parse", "HEAD")
-	commit(t, work, "z")
+	x := testkit.Git(t, work, "rev-parse", "HEAD")
+	testkit.GitCommit(t, work, "z")
 	ts.auth.addState(owner, "proj", state("s1", 10, "", "refs/heads/main", x))
 	clk.Advance(time.Minute)
 	pushRejected(t, ts, owner, "proj", work, "doesn't match push", url, "main")

@@ -16,6 +16,7 @@ import (
 	"testing"
 
 	"github.com/grasp-dev/grasp/core/nip34"
+	"github.com/grasp-dev/grasp/internal/testkit"
 )
 
 // snapshotRepo makes a repository whose main holds files, pushed straight
@@ -26,18 +27,18 @@ func snapshotRepo(t *testing.T, ts *testServer, files map[string]string) (nip34.
 	owner, _ := ts.newRepo("snap")
 	repo := ref(owner, "snap")
 	work := t.TempDir()
-	gitRun(t, work, "init", "-q", "-b", "main")
+	testkit.Git(t, work, "init", "-q", "-b", "main")
 	for p, c := range files {
 		os.MkdirAll(filepath.Join(work, filepath.Dir(p)), 0o755)
 		if err := os.WriteFile(filepath.Join(work, p), []byte(c), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
-	gitRun(t, work, "add", "-A")
-	gitRun(t, work, "commit", "-q", "-m", "files")
+	testkit.Git(t, work, "add", "-A")
+	testkit.Git(t, work, "commit", "-q", "-m", "files")
 	dir, _ := ts.repos.Path(repo)
-	gitRun(t, work, "push", "-q", dir, "main")
-	return repo, gitRun(t, work, "rev-parse", "HEAD")
+	testkit.Git(t, work, "push", "-q", dir, "main")
+	return repo, testkit.Git(t, work, "rev-parse", "HEAD")
 }
 
 func (ts *testServer) serve(from string, serve func(w http.ResponseWriter, r *http.Request)) *httptest.ResponseRecorder {
@@ -146,7 +147,7 @@ func TestSnapshots_BoundedBeforeGitRuns(t *testing.T) {
 func TestSnapshots_RefusedPastTheProcessSlots(t *testing.T) {
 	ts := newTestServer(t, Options{MaxProcesses: 2, MaxProcessesPerIP: 1, QueueWait: -1})
 	repo, tip := snapshotRepo(t, ts, snapshotFiles)
-	blob := gitRun(t, "", "--git-dir="+mustPath(t, ts, repo), "rev-parse", tip+":src/a.go")
+	blob := testkit.Git(t, "", "--git-dir="+mustPath(t, ts, repo), "rev-parse", tip+":src/a.go")
 	archive := func(w http.ResponseWriter, r *http.Request) { ts.h.ServeArchive(w, r, repo, tip, "zip", "snap") }
 	raw := func(w http.ResponseWriter, r *http.Request) { ts.h.ServeBlob(w, r, repo, blob, "a.go", false) }
 
@@ -204,7 +205,7 @@ func TestSnapshots_RawFileTypes(t *testing.T) {
 	repo, tip := snapshotRepo(t, ts, files)
 	for name, want := range map[string]string{"page.html": "text/plain; charset=utf-8", "dot.png": "image/png",
 		"data.bin": "application/octet-stream", "big.txt": "text/plain; charset=utf-8"} {
-		blob := gitRun(t, "", "--git-dir="+mustPath(t, ts, repo), "rev-parse", tip+":"+name)
+		blob := testkit.Git(t, "", "--git-dir="+mustPath(t, ts, repo), "rev-parse", tip+":"+name)
 		for _, download := range []bool{false, true} {
 			rec := ts.serve("192.0.2.1", func(w http.ResponseWriter, r *http.Request) { ts.h.ServeBlob(w, r, repo, blob, name, download) })
 			h := rec.Header()

@@ -66,7 +66,7 @@ type Extensions struct {
 	AcceptNames []string
 	// Tuner adjusts per-domain git fetch limits (throttle plugins); nil:
 	// defaults and tuning files only.
-	Tuner purgatory.ThrottleTuner
+	Tuner throttle.Tuner
 	// Selector filters and orders the relays synced per repo (relay
 	// selection plugins); nil: all of them.
 	Selector relaysync.RelaySelector
