@@ -16,7 +16,6 @@ import (
 
 	"github.com/grasp-dev/grasp/core/clock"
 	"github.com/grasp-dev/grasp/core/env"
-	"github.com/grasp-dev/grasp/core/purgatory"
 	"github.com/grasp-dev/grasp/core/throttle"
 	"github.com/grasp-dev/grasp/plugins"
 )
@@ -96,13 +95,13 @@ func TestStockExampleLoadsAndFoldsThrottles(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := throttle.NewResolver(throttle.Options{
-		Defaults: purgatory.Limits{Concurrency: c.Throttle.Concurrent, PerMinute: c.Throttle.PerMinute},
-		Max:      purgatory.Limits{Concurrency: c.Throttle.MaxConcurrent, PerMinute: c.Throttle.MaxPerMinute},
-		Tuners:   []purgatory.ThrottleTuner{h},
+		Defaults: throttle.Limits{Concurrency: c.Throttle.Concurrent, PerMinute: c.Throttle.PerMinute},
+		Max:      throttle.Limits{Concurrency: c.Throttle.MaxConcurrent, PerMinute: c.Throttle.MaxPerMinute},
+		Tuners:   []throttle.Tuner{h},
 		Table:    table,
 	}, env.Env{})
 	// defaults 5/30 < forge plugin (big 8/120, small 2/12) < throttle.d/forges.toml.
-	for domain, want := range map[string]purgatory.Limits{
+	for domain, want := range map[string]throttle.Limits{
 		"github.com":   {Concurrency: 4, PerMinute: 60},  // tuning file beats the plugin
 		"codeberg.org": {Concurrency: 2, PerMinute: 30},  // tuning file
 		"gitlab.com":   {Concurrency: 8, PerMinute: 120}, // plugin only

@@ -12,8 +12,8 @@ import (
 
 	"github.com/dop251/goja"
 
-	"github.com/grasp-dev/grasp/core/purgatory"
 	"github.com/grasp-dev/grasp/core/relaysync"
+	"github.com/grasp-dev/grasp/core/throttle"
 )
 
 // probeJS reports every field path of what the host hands each hook, and of
@@ -70,7 +70,7 @@ func probeFields(t *testing.T) map[string][]string {
 	v := s.Accept(ctx, testEvent(1, "hello"), meta)
 	_, selErr := s.SelectRelays(ctx, relaysync.RepoInfo{Pubkey: strings.Repeat("cd", 32), Identifier: "repo", Address: "30617:" + strings.Repeat("cd", 32) + ":repo"},
 		[]relaysync.Candidate{{URL: "wss://relay.example", Source: relaysync.FromAnnouncement, Health: relaysync.Health{OK: true, LastOK: t0.Add(-time.Hour)}}})
-	_, thrErr := s.Throttle(ctx, "git.example.org", purgatory.Limits{Concurrency: 2, PerMinute: 10})
+	_, thrErr := s.Throttle(ctx, "git.example.org", throttle.Limits{Concurrency: 2, PerMinute: 10})
 	if selErr == nil || thrErr == nil {
 		t.Fatalf("the probe must fail selectRelays and throttle to report: %v, %v", selErr, thrErr)
 	}

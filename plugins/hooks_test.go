@@ -11,8 +11,8 @@ import (
 
 	"github.com/grasp-dev/grasp/core/clock"
 	"github.com/grasp-dev/grasp/core/policy"
-	"github.com/grasp-dev/grasp/core/purgatory"
 	"github.com/grasp-dev/grasp/core/relaysync"
+	"github.com/grasp-dev/grasp/core/throttle"
 	"github.com/grasp-dev/grasp/internal/testlog"
 )
 
@@ -63,9 +63,9 @@ func TestThrottleFoldAndReturns(t *testing.T) {
 	s := mustSet(t, Options{Dir: dir, PoolSize: 1, Throttle: []Spec{
 		{Name: "a", File: "a.js"}, {Name: "bad", File: "bad.js"}, {Name: "b", File: "b.js", Config: map[string]any{"rate": 90}},
 	}})
-	cur := purgatory.Limits{Concurrency: 5, PerMinute: 30}
+	cur := throttle.Limits{Concurrency: 5, PerMinute: 30}
 	got, err := s.Throttle(context.Background(), "big.org", cur)
-	if err != nil || got != (purgatory.Limits{Concurrency: 10, PerMinute: 90}) {
+	if err != nil || got != (throttle.Limits{Concurrency: 10, PerMinute: 90}) {
 		t.Fatalf("got %+v %v", got, err)
 	}
 	for _, d := range []string{"x", "y", "z"} {

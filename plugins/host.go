@@ -16,12 +16,12 @@ import (
 	"github.com/nbd-wtf/go-nostr"
 
 	"github.com/grasp-dev/grasp/core/policy"
-	"github.com/grasp-dev/grasp/core/purgatory"
 	"github.com/grasp-dev/grasp/core/relaysync"
+	"github.com/grasp-dev/grasp/core/throttle"
 )
 
 // Host owns the running plugin Set and swaps it on Reload. It implements
-// policy.Acceptor, relaysync.RelaySelector and purgatory.ThrottleTuner by
+// policy.Acceptor, relaysync.RelaySelector and throttle.Tuner by
 // delegating to whichever Set is current, so core is wired once. The
 // grasp.kv and grasp.ratelimit state and the metrics outlive reloads.
 type Host struct {
@@ -39,10 +39,10 @@ type Host struct {
 var (
 	_ policy.Acceptor         = (*Host)(nil)
 	_ relaysync.RelaySelector = (*Host)(nil)
-	_ purgatory.ThrottleTuner = (*Host)(nil)
+	_ throttle.Tuner          = (*Host)(nil)
 	_ policy.Acceptor         = (*Set)(nil)
 	_ relaysync.RelaySelector = (*Set)(nil)
-	_ purgatory.ThrottleTuner = (*Set)(nil)
+	_ throttle.Tuner          = (*Set)(nil)
 )
 
 // OnReload registers f to run after every successful swap, e.g. a
@@ -117,8 +117,8 @@ func (h *Host) SelectRelays(ctx context.Context, repo relaysync.RepoInfo, cands 
 	return h.cur.Load().SelectRelays(ctx, repo, cands)
 }
 
-// Throttle implements purgatory.ThrottleTuner with the current Set.
-func (h *Host) Throttle(ctx context.Context, domain string, cur purgatory.Limits) (purgatory.Limits, error) {
+// Throttle implements throttle.Tuner with the current Set.
+func (h *Host) Throttle(ctx context.Context, domain string, cur throttle.Limits) (throttle.Limits, error) {
 	return h.cur.Load().Throttle(ctx, domain, cur)
 }
 

@@ -1,6 +1,6 @@
 // Package plugins hosts the operator's JavaScript plugins (goja, CommonJS)
 // and adapts their exports to core's interfaces: policy.Acceptor (accept),
-// relaysync.RelaySelector (selectRelays) and purgatory.ThrottleTuner (throttle).
+// relaysync.RelaySelector (selectRelays) and throttle.Tuner (throttle).
 //
 // One configuration generation is a Set: every plugin file compiled once,
 // a fixed pool of runtimes each holding its own resolved functions, and the

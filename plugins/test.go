@@ -13,8 +13,8 @@ import (
 	"github.com/nbd-wtf/go-nostr"
 
 	"github.com/grasp-dev/grasp/core/policy"
-	"github.com/grasp-dev/grasp/core/purgatory"
 	"github.com/grasp-dev/grasp/core/relaysync"
+	"github.com/grasp-dev/grasp/core/throttle"
 )
 
 // Tester is `grasp plugin test`: one chain of a Set run over input lines,
@@ -135,7 +135,7 @@ func (t *Tester) runLine(ctx context.Context, kind Kind, b []byte) (string, erro
 	case KindThrottle:
 		var in struct {
 			Domain string `json:"domain"`
-			purgatory.Limits
+			throttle.Limits
 		}
 		if err := strictJSON(b, &in); err != nil {
 			return "", err

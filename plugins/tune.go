@@ -7,16 +7,16 @@ import (
 
 	"github.com/dop251/goja"
 
-	"github.com/grasp-dev/grasp/core/purgatory"
+	"github.com/grasp-dev/grasp/core/throttle"
 )
 
 // Throttle folds the throttle chain for one domain: each plugin gets the
 // limits computed so far and may return {concurrency, perMinute} (either
 // field optional). A failing plugin with on_error "skip" keeps the previous
 // value; with "reject" the chain returns the error (the throttle.Resolver
-// then keeps its defaults). Set implements purgatory.ThrottleTuner; caps and
+// then keeps its defaults). Set implements throttle.Tuner; caps and
 // tuning files are applied by core/throttle, not here.
-func (s *Set) Throttle(ctx context.Context, domain string, cur purgatory.Limits) (purgatory.Limits, error) {
+func (s *Set) Throttle(ctx context.Context, domain string, cur throttle.Limits) (throttle.Limits, error) {
 	if len(s.throttle) == 0 {
 		return cur, nil
 	}
@@ -45,7 +45,7 @@ func (s *Set) Throttle(ctx context.Context, domain string, cur purgatory.Limits)
 	return cur, nil
 }
 
-func (sl *slot) runThrottle(ctx context.Context, p *plugin, domain string, cur purgatory.Limits) (purgatory.Limits, error) {
+func (sl *slot) runThrottle(ctx context.Context, p *plugin, domain string, cur throttle.Limits) (throttle.Limits, error) {
 	vm := sl.vm
 	clk := sl.set.opts.Clock
 	start := clk.Now()

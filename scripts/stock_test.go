@@ -11,8 +11,8 @@ import (
 
 	"github.com/grasp-dev/grasp/core/clock"
 	"github.com/grasp-dev/grasp/core/policy"
-	"github.com/grasp-dev/grasp/core/purgatory"
 	"github.com/grasp-dev/grasp/core/relaysync"
+	"github.com/grasp-dev/grasp/core/throttle"
 	"github.com/grasp-dev/grasp/plugins"
 )
 
@@ -183,8 +183,8 @@ func TestPreferHealthy(t *testing.T) {
 
 func TestForgeThrottle(t *testing.T) {
 	s := set(t, plugins.Options{Throttle: []plugins.Spec{{Name: "forges", File: "forge_throttle.js"}}})
-	cur := purgatory.Limits{Concurrency: 5, PerMinute: 30}
-	for domain, want := range map[string]purgatory.Limits{
+	cur := throttle.Limits{Concurrency: 5, PerMinute: 30}
+	for domain, want := range map[string]throttle.Limits{
 		"github.com":         {Concurrency: 8, PerMinute: 120},
 		"git.sr.ht":          {Concurrency: 8, PerMinute: 120},
 		"Codeberg.org":       {Concurrency: 8, PerMinute: 120},
@@ -196,8 +196,8 @@ func TestForgeThrottle(t *testing.T) {
 			t.Errorf("%s: got %+v %v, want %+v", domain, got, err, want)
 		}
 	}
-	got, _ := s.Throttle(context.Background(), "tiny.host", purgatory.Limits{Concurrency: 1, PerMinute: 5})
-	if got != (purgatory.Limits{Concurrency: 1, PerMinute: 5}) {
+	got, _ := s.Throttle(context.Background(), "tiny.host", throttle.Limits{Concurrency: 1, PerMinute: 5})
+	if got != (throttle.Limits{Concurrency: 1, PerMinute: 5}) {
 		t.Errorf("small host raised above its current limits: %+v", got)
 	}
 }

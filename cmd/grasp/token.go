@@ -8,8 +8,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/grasp-dev/grasp/core/git"
 	"github.com/grasp-dev/grasp/core/nip34"
+	"github.com/grasp-dev/grasp/core/nip98"
 	"github.com/nbd-wtf/go-nostr/nip19"
 )
 
@@ -38,13 +38,13 @@ func tokenCmd(args []string, stdout, stderr io.Writer) int {
 	}
 	u, m := *rawURL, *method
 	if m == "" {
-		if u, err = git.CanonicalRepoURL(u); err != nil {
+		if u, err = nip98.CanonicalRepoURL(u); err != nil {
 			fmt.Fprintf(stderr, "grasp token: %v\n", err)
 			return 2
 		}
 		m = "GET"
 	}
-	tok, err := git.Token(sk, u, m, time.Now())
+	tok, err := nip98.Token(sk, u, m, time.Now())
 	if err != nil {
 		fmt.Fprintf(stderr, "grasp token: %v\n", err)
 		return 1

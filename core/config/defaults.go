@@ -12,7 +12,7 @@ const day = 24 * time.Hour
 // MinPostgresPool is the smallest store.postgres_pool: the LISTEN
 // connection, the leader lease, the repository-lock session and one
 // connection for contended locks, three reserved for writes and side
-// tables, three for clients' queries (core/store/pgpool.go splits it).
+// tables, three for clients' queries (core/store/pg_pool.go splits it).
 const MinPostgresPool = 10
 
 // Plugin hook kinds, as named in [[plugins.<kind>]].
@@ -251,7 +251,7 @@ func defaultLimits() Limits {
 		// vendored code) and strfry's 64 KiB would refuse them. 1 MiB fits
 		// all but changes that belong in a push (a PR, kind 1618, carries
 		// no diff). The embedded store keeps content above 64 KiB in a
-		// side record (core/store/large.go).
+		// side record (core/store/badger_large.go).
 		MaxContentBytes: 1 << 20,
 		// The content at its limit, JSON-escaped (newlines, tabs and
 		// quotes of a diff add about 5-20%), plus its tags.

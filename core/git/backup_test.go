@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/grasp-dev/grasp/core/env"
+	"github.com/grasp-dev/grasp/internal/testkit"
 	"github.com/grasp-dev/grasp/internal/testwait"
 )
 
@@ -28,12 +29,12 @@ func TestEachLockedHoldsRefWritesBack(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	work := newWork(t)
-	tip := gitRun(t, work, "rev-parse", "HEAD")
+	work := testkit.GitWork(t)
+	tip := testkit.Git(t, work, "rev-parse", "HEAD")
 	ap, _ := repos.Path(ref(a, "p"))
 	bp, _ := repos.Path(ref(b, "p"))
 	aq, _ := repos.Path(ref(a, "q"))
-	gitRun(t, work, "push", "-q", ap, "main")
+	testkit.Git(t, work, "push", "-q", ap, "main")
 
 	var groups [][]string
 	wrote := make(chan error, 1)

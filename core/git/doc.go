@@ -1,16 +1,24 @@
-// Package git owns everything grasp does with git data on disk and over
-// HTTP: the bare-repository store rooted at <data>/git (one repository per
-// owner npub and NIP-34 identifier), the smart-HTTP handler that streams
-// `git upload-pack` and `git receive-pack --stateless-rpc`, the push
-// authorisation decision (a pure function of the current refs, the pushed
-// ref updates and the authorised state events), ref/HEAD alignment, and
-// object sharing between maintainers' repositories through git alternates.
+// Package git is the bare-repository store: the repositories rooted at
+// <data>/git (one per owner npub and NIP-34 identifier, `Repos`; GRASP-06
+// /prs/ ones under <data>/git/prs/), and every git process grasp runs:
+// creation, deletion, refs and HEAD (alignment with a state, propagation to
+// other maintainers' repositories through alternates or copies), the
+// per-repository write lock (in this process and across instances,
+// `Locker`), the hunter's fetch, prune, maintenance, backup copies under
+// the locks, fsck and the integrity check's reads, the pages' bounded reads
+// and archives, and the smart-HTTP service processes with the push gate's
+// hooks (`StartService`, hooks.go) that core/githttp streams requests
+// through. It also owns the rules of ref names (`CheckRefName`), of a
+// state's refs (`StateRefs`, `HeadRef`) and of repository paths
+// (`Path`, `RepoURLPath`, `ParseRepoPath`).
 //
-// It must never buffer a pack in memory, never run receive-pack before a
-// push has been authorised, and never depend on how state events are stored
-// or verified: callers hand it authorised states through the Authority
-// interface. It imports nothing of grasp except core/clock, core/env and
-// core/nip34.
+// It must never speak HTTP or decide whether a push, a read or a client
+// is allowed (that is core/githttp, which imports it; never the reverse),
+// never move a ref outside a repository's lock, and never depend on how
+// events are stored. Its refusals (a malformed ref name, object id, path
+// or identifier) are typed `outcome` errors, whose text the caller's
+// client sees. It imports nothing of grasp except core/clock, core/env,
+// core/nip34 and core/outcome.
 //
 // Sharing objects between repositories of one identifier (security audit
 // F01). A target borrows the source's objects (alternates) only when its

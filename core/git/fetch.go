@@ -38,11 +38,11 @@ func (r *Repos) Fetch(ctx context.Context, repo nip34.RepoRef, spec FetchSpec) (
 	}
 	for _, o := range spec.OIDs {
 		if !nip34.IsObjectID(o) {
-			return "", outcome.Errorf(outcome.Invalid, "%q is not an object id", truncate(o, 80))
+			return "", outcome.Errorf(outcome.Invalid, "%q is not an object id", Clip(o, 80))
 		}
 	}
 	if strings.HasPrefix(spec.URL, "-") {
-		return "", outcome.Errorf(outcome.Invalid, "fetch URL %q", truncate(spec.URL, 120))
+		return "", outcome.Errorf(outcome.Invalid, "fetch URL %q", Clip(spec.URL, 120))
 	}
 	unlock, err := r.lock(ctx, dir)
 	if err != nil {

@@ -18,7 +18,7 @@ import (
 // at a canary: the fetch still goes straight to the source, the canary sees
 // nothing, and no credential of the operator's is offered to the source.
 func TestAbuse_F09d_FetchIgnoresProxiesConfigAndNetrc(t *testing.T) {
-	ts := newTestServer(t, Options{})
+	ts := newTestStore(t)
 	_, srcURL, _, x := pushedRepo(t, ts, "proj")
 	dst, _ := ts.newRepo("proj")
 	repo := ref(dst, "proj")

@@ -8,13 +8,14 @@ import (
 	"testing"
 
 	"github.com/grasp-dev/grasp/core/nip34"
+	"github.com/grasp-dev/grasp/internal/testwait"
 )
 
 // The hunter's fetch into a hosted repository waits for the repository's
 // lock like a push does: a fetch never writes while another write (push,
 // alignment, deletion) is under way, and only objects arrive, no ref moves.
 func TestFetchTakesTheRepositoryLock(t *testing.T) {
-	ts := newTestServer(t, Options{})
+	ts := newTestStore(t)
 	_, srcURL, _, x := pushedRepo(t, ts, "proj")
 	dst, _ := ts.newRepo("proj")
 	repo := ref(dst, "proj")
@@ -34,7 +35,7 @@ func TestFetchTakesTheRepositoryLock(t *testing.T) {
 		done <- result{stderr, err}
 	}()
 	// the fetch is queued on the lock the test holds
-	waitFor(t, func() bool {
+	testwait.For(t, "the fetch to queue on the lock", func() bool {
 		ts.repos.locks.mu.Lock()
 		defer ts.repos.locks.mu.Unlock()
 		return ts.repos.locks.locks[dir] != nil && ts.repos.locks.locks[dir].refs == 2
@@ -56,7 +57,7 @@ func TestFetchTakesTheRepositoryLock(t *testing.T) {
 
 // Fetch runs http(s) only and names what the remote lacks in English.
 func TestFetchRefusesOtherTransportsAndReportsMissingObjects(t *testing.T) {
-	ts := newTestServer(t, Options{})
+	ts := newTestStore(t)
 	_, srcURL, _, _ := pushedRepo(t, ts, "proj")
 	dst, _ := ts.newRepo("proj")
 	repo := ref(dst, "proj")
@@ -76,7 +77,7 @@ func TestFetchRefusesOtherTransportsAndReportsMissingObjects(t *testing.T) {
 
 // List is the one listing of hosted repositories.
 func TestListNamesEveryHostedRepository(t *testing.T) {
-	ts := newTestServer(t, Options{})
+	ts := newTestStore(t)
 	a, _ := ts.newRepo("one")
 	b, _ := ts.newRepo("my repo 🚀")
 	if err := ts.repos.Create(context.Background(), ref(a, "two")); err != nil {
@@ -92,20 +93,5 @@ func TestListNamesEveryHostedRepository(t *testing.T) {
 	sort.Slice(want, func(i, j int) bool { return key(want[i]) < key(want[j]) })
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("List = %v, want %v", got, want)
-	}
-}
-
-func TestRoutedPaths(t *testing.T) {
-	n := "npub180cvv07tjdrrgpa0j7j7tmnyl2yr6yr7l8j4s3evf6u64th6gkwsyjh6w6"
-	for p, want := range map[string]bool{
-		RepoURLPath(n, "x") + "/info/refs": true,
-		"/prs/" + n + "/x.git/info/refs":   true,
-		"/" + n + "/x":                     false,
-		"/":                                false,
-		"/metrics":                         false,
-	} {
-		if got := Routed(p); got != want {
-			t.Errorf("Routed(%q) = %v, want %v", p, got, want)
-		}
 	}
 }

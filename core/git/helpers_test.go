@@ -1,138 +1,73 @@
 package git
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"net/http"
+	"net/http/cgi"
 	"net/http/httptest"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
-	"github.com/grasp-dev/grasp/core/clock"
 	"github.com/grasp-dev/grasp/core/env"
 	"github.com/grasp-dev/grasp/core/nip34"
-	"github.com/prometheus/client_golang/prometheus"
+	"github.com/grasp-dev/grasp/internal/testkit"
 )
 
-// fakeAuthority is the test Authority: states keyed by owner npub and
-// identifier, PR tips by event id. Optional gates block calls of States:
-// the first preCalls on pre, every later one on gate.
-type fakeAuthority struct {
-	mu       sync.Mutex
-	states   map[string][]StateCandidate
-	prs      map[string]string
-	asked    []string
-	pre      chan struct{}
-	preCalls int
-	gate     chan struct{}
-	inFlight int
-	maxIn    int
-}
-
-func newFakeAuthority() *fakeAuthority {
-	return &fakeAuthority{states: map[string][]StateCandidate{}, prs: map[string]string{}}
-}
-
-func (f *fakeAuthority) addState(owner, id string, s StateCandidate) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.states[owner+"/"+id] = append(f.states[owner+"/"+id], s)
-}
-
-func (f *fakeAuthority) setPR(eventID, tip string) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.prs[eventID] = tip
-}
-
-func (f *fakeAuthority) States(ctx context.Context, repo nip34.RepoRef) ([]StateCandidate, error) {
-	owner, id := repo.Npub(), repo.Identifier
-	f.mu.Lock()
-	f.asked = append(f.asked, owner+"/"+id)
-	f.inFlight++
-	f.maxIn = max(f.maxIn, f.inFlight)
-	gate := f.gate
-	if len(f.asked) <= f.preCalls {
-		gate = f.pre
-	}
-	out := append([]StateCandidate(nil), f.states[owner+"/"+id]...)
-	f.mu.Unlock()
-	if gate != nil {
-		<-gate
-	}
-	f.mu.Lock()
-	f.inFlight--
-	f.mu.Unlock()
-	return out, nil
-}
-
-func (f *fakeAuthority) PRTip(ctx context.Context, eventID string) (string, bool, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	tip, ok := f.prs[eventID]
-	return tip, ok, nil
-}
-
-type recordHooks struct {
-	mu     sync.Mutex
-	pushes []PushResult
-}
-
-func (h *recordHooks) OnPush(ctx context.Context, res PushResult) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.pushes = append(h.pushes, res)
-}
-
-func (h *recordHooks) all() []PushResult {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return append([]PushResult(nil), h.pushes...)
-}
-
-type testServer struct {
+// testStore is a Repos whose repositories are also served over HTTP by
+// git's own http-backend (read-only), for the fetches of the hunter's
+// Fetch: the store is tested without grasp's git handler (core/githttp).
+type testStore struct {
 	t     testing.TB
 	repos *Repos
-	auth  *fakeAuthority
-	hooks *recordHooks
 	srv   *httptest.Server
-	reg   *prometheus.Registry
-	h     *handler
+	h     http.Handler // what srv serves
 }
 
-func newTestServer(t testing.TB, opts Options) *testServer {
-	return newTestServerOn(t, opts, clock.New())
-}
-
-// newTestServerOn is newTestServer with the handler's timers on clk.
-func newTestServerOn(t testing.TB, opts Options, clk clock.Clock) *testServer {
+func newTestStore(t testing.TB) *testStore {
 	t.Helper()
 	repos, err := NewRepos(RepoOptions{Root: filepath.Join(t.TempDir(), "git")}, env.Env{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	ts := &testServer{t: t, repos: repos, auth: newFakeAuthority(), hooks: &recordHooks{}, reg: prometheus.NewRegistry()}
-	opts.Repos, opts.Authority, opts.Hooks = repos, ts.auth, ts.hooks
-	ts.h = NewHandler(opts, env.Env{Clock: clk, Metrics: ts.reg}).(*handler)
-	ts.srv = httptest.NewServer(ts.h)
+	out, err := exec.Command("git", "--exec-path").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	backend := &cgi.Handler{
+		Path: filepath.Join(strings.TrimSpace(string(out)), "git-http-backend"),
+		Env: append(testkit.GitClientEnv(), "GIT_PROJECT_ROOT="+repos.Root(), "GIT_HTTP_EXPORT_ALL=1",
+			// serve any object by id, as grasp's handler does (G01-G6)
+			"GIT_CONFIG_COUNT=1", "GIT_CONFIG_KEY_0=uploadpack.allowAnySHA1InWant", "GIT_CONFIG_VALUE_0=true"),
+	}
+	ts := &testStore{t: t, repos: repos, srv: httptest.NewServer(backend), h: backend}
 	t.Cleanup(ts.srv.Close)
 	return ts
 }
 
 // newRepo creates a bare repository for a fresh random owner.
-func (ts *testServer) newRepo(id string) (owner, url string) {
+func (ts *testStore) newRepo(id string) (owner, url string) {
 	ts.t.Helper()
 	owner = randomNpub(ts.t)
 	if err := ts.repos.Create(context.Background(), ref(owner, id)); err != nil {
 		ts.t.Fatal(err)
 	}
 	return owner, ts.srv.URL + RepoURLPath(owner, id)
+}
+
+// pushedRepo is a repository whose main holds one commit x, pushed
+// straight into the bare repository, and its URL.
+func pushedRepo(t *testing.T, ts *testStore, id string) (owner, url, work, x string) {
+	t.Helper()
+	owner, url = ts.newRepo(id)
+	work = testkit.GitWork(t)
+	x = testkit.Git(t, work, "rev-parse", "HEAD")
+	dir, _ := ts.repos.Path(ref(owner, id))
+	testkit.Git(t, work, "push", "-q", dir, "main")
+	return owner, url, work, x
 }
 
 // ref names the repository of an npub (as in a URL) and identifier.
@@ -153,103 +88,4 @@ func randomNpub(t testing.TB) string {
 		t.Fatal(err)
 	}
 	return n
-}
-
-func randomHex64() string {
-	var b [32]byte
-	_, _ = rand.Read(b[:])
-	return hex.EncodeToString(b[:])
-}
-
-// clientEnv isolates the git client from the machine's config.
-func clientEnv() []string {
-	var env []string
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "GIT_") {
-			env = append(env, kv)
-		}
-	}
-	return append(env,
-		"GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null", "GIT_TERMINAL_PROMPT=0",
-		"GIT_AUTHOR_NAME=T", "GIT_AUTHOR_EMAIL=t@example.com", "GIT_COMMITTER_NAME=T", "GIT_COMMITTER_EMAIL=t@example.com",
-		"GIT_AUTHOR_DATE=2026-01-01T00:00:00Z", "GIT_COMMITTER_DATE=2026-01-01T00:00:00Z",
-	)
-}
-
-// gitRun runs git in dir and fails the test on error.
-func gitRun(t *testing.T, dir string, args ...string) string {
-	t.Helper()
-	out, err := gitTry(dir, args...)
-	if err != nil {
-		t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
-	}
-	return strings.TrimSpace(out)
-}
-
-// gitTry runs git and returns combined output and the error.
-func gitTry(dir string, args ...string) (string, error) {
-	cmd := exec.Command("git", args...)
-	cmd.Dir = dir
-	cmd.Env = clientEnv()
-	var out bytes.Buffer
-	cmd.Stdout = &out
-	cmd.Stderr = &out
-	err := cmd.Run()
-	return out.String(), err
-}
-
-// newWork makes a non-bare working repository with one commit on main.
-func newWork(t *testing.T) string {
-	t.Helper()
-	dir := t.TempDir()
-	gitRun(t, dir, "init", "-q", "-b", "main")
-	commit(t, dir, "first")
-	return dir
-}
-
-// commit writes a file named after msg and commits it, returning the sha.
-func commit(t *testing.T, dir, msg string) string {
-	t.Helper()
-	if err := os.WriteFile(filepath.Join(dir, msg+".txt"), []byte(msg+"\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	gitRun(t, dir, "add", "-A")
-	gitRun(t, dir, "commit", "-q", "-m", msg)
-	return gitRun(t, dir, "rev-parse", "HEAD")
-}
-
-func state(id string, createdAt int64, head string, refs ...string) StateCandidate {
-	m := map[string]string{}
-	for i := 0; i+1 < len(refs); i += 2 {
-		m[refs[i]] = refs[i+1]
-	}
-	return StateCandidate{EventID: id, Author: "a", CreatedAt: createdAt, Refs: m, HEAD: head}
-}
-
-func (ts *testServer) get(path string, hdr ...string) (*http.Response, string) {
-	ts.t.Helper()
-	req, err := http.NewRequest(http.MethodGet, ts.srv.URL+path, nil)
-	if err != nil {
-		ts.t.Fatal(err)
-	}
-	for i := 0; i+1 < len(hdr); i += 2 {
-		req.Header.Set(hdr[i], hdr[i+1])
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		ts.t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	var b bytes.Buffer
-	_, _ = b.ReadFrom(resp.Body)
-	return resp, b.String()
-}
-
-func (ts *testServer) refs(owner, id string) map[string]string {
-	ts.t.Helper()
-	refs, err := ts.repos.Refs(context.Background(), ref(owner, id))
-	if err != nil {
-		ts.t.Fatal(err)
-	}
-	return refs
 }

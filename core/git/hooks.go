@@ -2,10 +2,14 @@ package git
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
+
+	"github.com/grasp-dev/grasp/core/outcome"
 )
 
 // hooksDirName is where the push gate's hooks live, under the repository
@@ -13,15 +17,16 @@ import (
 const hooksDirName = ".grasp-hooks"
 
 // The push gate's hooks (receive-pack runs them with core.hooksPath set to
-// their directory, and with the two pipes of pushgate.go as fds 3 and 4).
-// They use shell builtins only. pre-receive runs once the pack is in git's
-// quarantine and before any ref moves: it asks the server, which checks
-// the whole push and takes the repository lock, whether to go on.
+// their directory, and with the two pipes of StartService as fds 3 and 4,
+// answered by a Gate: core/githttp/pushgate.go). They use shell builtins
+// only. pre-receive runs once the pack is in git's quarantine and before
+// any ref moves: it asks the server, which checks the whole push and takes
+// the repository lock, whether to go on.
 // reference-transaction tells the server when the refs have moved (or
 // not), so the lock is given back at once.
 var gateHooks = map[string]string{
 	"pre-receive": `#!/bin/sh
-# grasp push gate (core/git/pushgate.go): the server checks the push as a
+# grasp push gate (core/githttp/pushgate.go): the server checks the push as a
 # whole and takes the repository lock before any ref moves.
 [ -n "$GRASP_HOOK_SELFTEST" ] && exit 0
 while IFS= read -r _; do :; done
@@ -33,7 +38,7 @@ printf '%s\n' "${answer#no }" >&2
 exit 1
 `,
 	"reference-transaction": `#!/bin/sh
-# grasp push gate (core/git/pushgate.go): the refs have moved, or failed to;
+# grasp push gate (core/githttp/pushgate.go): the refs have moved, or failed to;
 # the server gives the repository lock back.
 [ -n "$GRASP_HOOK_SELFTEST" ] && exit 0
 while IFS= read -r _; do :; done
@@ -72,4 +77,38 @@ func installHooks(root string) (string, error) {
 		}
 	}
 	return dir, nil
+}
+
+// QuarantineDir resolves the base name a push gate's hook sent to the
+// quarantine directory inside the repository at dir ("" when the push
+// brought no pack).
+func QuarantineDir(dir, base string) (string, error) {
+	if base == "" {
+		return "", nil
+	}
+	if strings.ContainsAny(base, `/\`) || base == "." || base == ".." {
+		return "", outcome.Errorf(outcome.Error, "unexpected quarantine %q", Clip(base, 80))
+	}
+	q := filepath.Join(dir, "objects", base)
+	if st, err := os.Stat(q); err != nil || !st.IsDir() {
+		return "", outcome.Errorf(outcome.Error, "quarantine %q not found", Clip(base, 80))
+	}
+	return q, nil
+}
+
+// Complete reports whether the repository at dir, plus the quarantine
+// directory quarantine ("" for none), holds every object of every commit
+// in tips: the connectivity check git makes per ref, made for a push as a
+// whole. An error means it does not (or could not be told).
+func (r *Repos) Complete(ctx context.Context, dir, quarantine string, tips []string) error {
+	if len(tips) == 0 {
+		return nil
+	}
+	var env []string
+	if quarantine != "" {
+		env = []string{"GIT_OBJECT_DIRECTORY=" + quarantine, "GIT_ALTERNATE_OBJECT_DIRECTORIES=" + filepath.Join(dir, "objects"), "GIT_QUARANTINE_PATH=" + quarantine}
+	}
+	_, err := r.runEnv(ctx, dir, env, strings.NewReader(strings.Join(tips, "\n")+"\n"),
+		"rev-list", "--objects", "--stdin", "--not", "--all", "--quiet")
+	return err
 }

@@ -96,3 +96,14 @@ func (l *repoLocks) drop(key string, lk *repoLock) {
 // the shared Locker): the repository stays still until the returned func
 // runs. For a caller that must keep a repository unchanged from outside.
 func (r *Repos) Lock(ctx context.Context, dir string) (func(), error) { return r.lock(ctx, dir) }
+
+// LockHolders is how many writers of this process hold or wait for the
+// lock of the repository at dir: 2 means one holds it and one waits.
+func (r *Repos) LockHolders(dir string) int {
+	r.locks.mu.Lock()
+	defer r.locks.mu.Unlock()
+	if lk := r.locks.locks[dir]; lk != nil {
+		return lk.refs
+	}
+	return 0
+}

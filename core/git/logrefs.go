@@ -26,7 +26,7 @@ func RefsMoved(us []RefUpdate) string {
 			b.WriteString(", ")
 		}
 		b.WriteString(printable(u.Ref))
-		b.WriteString(" " + printable(shortOID(u.Old)) + "→" + printable(shortOID(u.New)))
+		b.WriteString(" " + printable(ShortOID(u.Old)) + "→" + printable(ShortOID(u.New)))
 	}
 	return b.String()
 }

@@ -1,11 +1,11 @@
 package git
 
 import (
-	"fmt"
 	"net/url"
 	"strings"
 
 	"github.com/grasp-dev/grasp/core/nip34"
+	"github.com/grasp-dev/grasp/core/outcome"
 )
 
 // ValidateIdentifier checks a NIP-34 `d` identifier before it is used as a
@@ -13,7 +13,7 @@ import (
 // identifier is kept verbatim on disk (spaces and emoji included, G01-G1b).
 func ValidateIdentifier(id string) error {
 	if err := nip34.ValidateIdentifier(id); err != nil {
-		return fmt.Errorf("invalid: %w", err)
+		return outcome.Errorf(outcome.Invalid, "%w", err)
 	}
 	return nil
 }
@@ -25,11 +25,11 @@ func DecodeNpub(npub string) (string, error) {
 	if npub != strings.ToLower(npub) {
 		// bech32 allows all-caps, but a directory name must have one
 		// spelling per key
-		return "", fmt.Errorf("invalid: owner %q must be a lowercase npub", truncate(npub, 80))
+		return "", outcome.Errorf(outcome.Invalid, "owner %q must be a lowercase npub", Clip(npub, 80))
 	}
 	hex, err := nip34.DecodeNpub(npub)
 	if err != nil {
-		return "", fmt.Errorf("invalid: owner %q is not an npub: %w", truncate(npub, 80), err)
+		return "", outcome.Errorf(outcome.Invalid, "owner %q is not an npub: %w", Clip(npub, 80), err)
 	}
 	return hex, nil
 }
@@ -38,7 +38,7 @@ func DecodeNpub(npub string) (string, error) {
 func EncodeNpub(pubkeyHex string) (string, error) {
 	n := nip34.Npub(pubkeyHex)
 	if n == "" {
-		return "", fmt.Errorf("invalid: public key %q is not 64 lowercase hex characters", truncate(pubkeyHex, 80))
+		return "", outcome.Errorf(outcome.Invalid, "public key %q is not 64 lowercase hex characters", Clip(pubkeyHex, 80))
 	}
 	return n, nil
 }
@@ -58,22 +58,9 @@ func RepoURLPath(npub, id string) string {
 	return "/" + npub + "/" + url.PathEscape(id) + ".git"
 }
 
-// Routed reports whether the relay hands a request for escapedPath (base
-// path stripped) to the git handler: a repository's smart-HTTP paths
-// (info/refs, git-upload-pack, git-receive-pack), or anything under /prs/
-// (GRASP-06: the handler serves it when enabled, 404 otherwise). The
-// repository's own page and everything else under it are the pages'.
-func Routed(escapedPath string) bool {
-	if strings.HasPrefix(escapedPath, "/prs/") {
-		return true
-	}
-	_, _, sub, ok := splitRepoPath(escapedPath)
-	return ok && (sub == "info/refs" || sub == svcUpload || sub == svcReceive)
-}
-
-// splitRepoPath splits /<owner>/<pct-id>.git[/<sub>] without validating the
+// SplitRepoPath splits /<owner>/<pct-id>.git[/<sub>] without validating the
 // owner or identifier. sub is "" for the repository page.
-func splitRepoPath(escapedPath string) (owner, id, sub string, ok bool) {
+func SplitRepoPath(escapedPath string) (owner, id, sub string, ok bool) {
 	p := strings.TrimPrefix(escapedPath, "/")
 	owner, rest, found := strings.Cut(p, "/")
 	if !found || !strings.HasPrefix(owner, "npub1") {
@@ -90,7 +77,9 @@ func splitRepoPath(escapedPath string) (owner, id, sub string, ok bool) {
 	return owner, raw, sub, true
 }
 
-func truncate(s string, n int) string {
+// Clip cuts s to n bytes, marked with an ellipsis: how a stranger's text (a
+// ref name, an object id, git's stderr) is quoted in a message or a log.
+func Clip(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}
@@ -102,9 +91,9 @@ func truncate(s string, n int) string {
 // repository path, and the escaped rest after ".git/" ("" for the
 // repository itself).
 func ParseRepoPath(escapedPath string) (repo nip34.RepoRef, sub string, err error) {
-	owner, id, sub, ok := splitRepoPath(escapedPath)
+	owner, id, sub, ok := SplitRepoPath(escapedPath)
 	if !ok {
-		return nip34.RepoRef{}, "", fmt.Errorf("invalid: %q is not a repository path", truncate(escapedPath, 120))
+		return nip34.RepoRef{}, "", outcome.Errorf(outcome.Invalid, "%q is not a repository path", Clip(escapedPath, 120))
 	}
 	repo, err = refOf(owner, id)
 	if err == nil {

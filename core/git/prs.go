@@ -4,28 +4,24 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"sync"
 
 	"github.com/grasp-dev/grasp/core/nip34"
+	"github.com/grasp-dev/grasp/core/outcome"
 )
 
-// GRASP-06: /prs/<signer npub>/<percent-encoded d>.git.
-//
-// Every well-formed path answers as an empty bare repository until a
-// refs/nostr/<event-id> is pushed to it (G06-1): reads of a path with no
-// repository are served from one shared empty repository, so reading never
-// creates a directory. Only refs/nostr/<64-hex> may be pushed (G06-2/3); the
-// repository is created when such a push has been authorised and admitted
-// by the placeholder and /prs/ data quotas (prs_quota.go), and removed
-// again whenever it is left without a ref (G06-8) or its data expires
-// unused (core/hosting). These repositories live under <root>/prs/, which is not an
-// npub: List, maintenance, the integrity check and alternates never see
-// them.
+// GRASP-06 repositories on disk (core/githttp serves them at
+// /prs/<signer npub>/<percent-encoded d>.git). They live under
+// <root>/prs/, which is not an npub: List, maintenance, the integrity check
+// and alternates never see them. Reads of a path without a repository are
+// served from one shared empty repository (EmptyDir), so reading never
+// creates a directory; a repository is created for a push that has been
+// authorised and admitted (OpenPRs), and removed again whenever it is left
+// without a ref (G06-8) or its data expires unused (RemovePRs,
+// core/hosting).
 
 // prsDirName is where GRASP-06 repositories live under the root.
 const prsDirName = "prs"
@@ -33,16 +29,6 @@ const prsDirName = "prs"
 // emptyDirName is the empty repository /prs/ reads of a path without a
 // repository are served from. It is never written after start-up.
 const emptyDirName = ".grasp-empty.git"
-
-// PRsHost is GRASP-06 as the handler needs it from the event side.
-type PRsHost interface {
-	// PRMisfit says why the known PR or PR-update event id may not be
-	// pushed to the /prs/ repository repo: its signer is not the path's
-	// npub, none of its `a` tags has the path's identifier, or none of its
-	// `clone` tags names this endpoint (G06-6). "" when it fits or the
-	// event is unknown.
-	PRMisfit(ctx context.Context, repo nip34.RepoRef, eventID string) (string, error)
-}
 
 // installEmpty makes the shared empty repository (once) and returns its
 // directory.
@@ -64,6 +50,10 @@ func installEmpty(root string) (string, error) {
 	}
 	return dir, nil
 }
+
+// EmptyDir is the empty repository /prs/ reads of a path without a
+// repository are served from (never written after start-up).
+func (r *Repos) EmptyDir() string { return r.empty }
 
 // prsBusy counts the pushes in progress per /prs/ repository directory: a
 // repository a push is writing into is never removed for having no ref.
@@ -135,8 +125,8 @@ func (r *Repos) CopyRef(ctx context.Context, from, to nip34.RepoRef, ref, oid st
 	if err := CheckRefName(ref); err != nil {
 		return err
 	}
-	if !nip34.IsObjectID(oid) || isZeroOID(oid) {
-		return fmt.Errorf("invalid: %q is not an object id", truncate(oid, 80))
+	if !nip34.IsObjectID(oid) || IsZeroOID(oid) {
+		return outcome.Errorf(outcome.Invalid, "%q is not an object id", Clip(oid, 80))
 	}
 	src, err := r.existing(from)
 	if err != nil {
@@ -161,133 +151,4 @@ func (r *Repos) CopyRef(ctx context.Context, from, to nip34.RepoRef, ref, oid st
 		return fmt.Errorf("set %s in %s: %w", ref, to.URLPath(), err)
 	}
 	return nil
-}
-
-// splitPRsPath splits /prs/<owner>/<pct-id>.git[/<sub>] without validating
-// the owner or identifier.
-func splitPRsPath(escapedPath string) (owner, id, sub string, ok bool) {
-	rest, found := strings.CutPrefix(escapedPath, "/"+prsDirName)
-	if !found {
-		return "", "", "", false
-	}
-	return splitRepoPath(rest)
-}
-
-// servePRs serves /prs/ (G06-1..3): 404 when GRASP-06 is off (G06-0) or the
-// path is not well-formed (a hex owner among them); an empty repository for
-// every well-formed path without one; pushes of refs/nostr/<id> only.
-func (h *handler) servePRs(w http.ResponseWriter, r *http.Request) {
-	if h.opts.PRs == nil {
-		http.NotFound(w, r)
-		return
-	}
-	owner, id, sub, ok := splitPRsPath(r.URL.EscapedPath())
-	if !ok {
-		gitNotFound(w)
-		return
-	}
-	if authProbe(r, sub) {
-		h.answerProbe(w)
-		return
-	}
-	hex, err := DecodeNpub(owner)
-	if err != nil || ValidateIdentifier(id) != nil {
-		gitNotFound(w)
-		return
-	}
-	repo := nip34.PRsRepo(hex, id)
-	// GRASP-08: a /prs/ repository holding a private repository's PR is
-	// as private as that repository (F27)
-	if !h.authorizeRead(w, r, repo) {
-		return
-	}
-	dir, err := h.repos.Path(repo)
-	if err != nil {
-		gitNotFound(w)
-		return
-	}
-	read := dir
-	if !isRepoDir(dir) {
-		read = h.repos.empty
-	}
-	h.serveService(w, r, sub, repo, read, dir)
-}
-
-// authorizePRs gathers the inputs of AuthorizePRs: the refs now (none for
-// a repository not yet created), the tips of the known PR events pushed
-// and why any of them does not belong here.
-func (h *handler) authorizePRs(ctx context.Context, repo nip34.RepoRef, dir string, updates []RefUpdate) (Result, error) {
-	current := map[string]string{}
-	if isRepoDir(dir) {
-		var err error
-		if current, err = h.repos.refsAt(ctx, dir); err != nil {
-			return Result{}, err
-		}
-	}
-	prTips, misfits := map[string]string{}, map[string]string{}
-	for _, u := range updates {
-		evID, ok := strings.CutPrefix(u.Ref, "refs/nostr/")
-		if !ok || !nip34.IsHex64(evID) || u.IsNoop() || u.IsDelete() {
-			continue
-		}
-		tip, known, err := h.auth.PRTip(ctx, evID)
-		if err != nil {
-			return Result{}, fmt.Errorf("look up PR event %s: %w", evID, err)
-		}
-		if !known {
-			continue
-		}
-		prTips[evID] = tip
-		why, err := h.opts.PRs.PRMisfit(ctx, repo, evID)
-		if err != nil {
-			return Result{}, fmt.Errorf("look up PR event %s: %w", evID, err)
-		}
-		if why != "" {
-			misfits[evID] = why
-		}
-	}
-	return AuthorizePRs(current, updates, prTips, misfits), nil
-}
-
-// ClassNamespace: a /prs/ push touched a ref outside refs/nostr/<id>;
-// ClassMisfit: a known PR event pushed to a /prs/ path it does not name.
-const (
-	ClassNamespace = "namespace"
-	ClassMisfit    = "misfit"
-)
-
-// AuthorizePRs decides a push to a /prs/ repository (G06-2/3/6). It is
-// pure: current is the repository's refs now, prTips the `c` of each known
-// PR event pushed, misfits why a known one may not be pushed here. Only
-// refs/nostr/<64-hex> may be created or moved; a known event's ref must be
-// its tip; one refused ref refuses the whole push, so nothing is written.
-func AuthorizePRs(current map[string]string, updates []RefUpdate, prTips, misfits map[string]string) Result {
-	for _, u := range updates {
-		if !strings.HasPrefix(u.Ref, "refs/nostr/") {
-			return refuseWhole(updates, u.Ref, ClassNamespace,
-				"only refs/nostr/<event-id> may be pushed to /prs/ (GRASP-06); push other refs to the repository's own URL")
-		}
-		if why := misfits[strings.TrimPrefix(u.Ref, "refs/nostr/")]; why != "" && !u.IsNoop() {
-			return refuseWhole(updates, u.Ref, ClassMisfit, why)
-		}
-	}
-	// The rest is GRASP-01's rule for refs/nostr/<id>: a 64-hex id, no
-	// deletion, a known PR's tip, the ref as it was fetched.
-	return Authorize(current, updates, nil, prTips)
-}
-
-// refuseWhole refuses a push as a whole because of one ref.
-func refuseWhole(updates []RefUpdate, bad, class, why string) Result {
-	reasons := map[string]string{bad: rejectPrefix + why}
-	refs := make([]string, 0, len(updates))
-	for _, u := range updates {
-		refs = append(refs, u.Ref)
-	}
-	sort.Strings(refs)
-	for _, ref := range refs {
-		if _, ok := reasons[ref]; !ok {
-			reasons[ref] = rejectPrefix + "push refused as a whole because another ref was refused"
-		}
-	}
-	return Result{Class: class, Reason: rejectPrefix + why, RefReasons: reasons}
 }

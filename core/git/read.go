@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/grasp-dev/grasp/core/nip34"
+	"github.com/grasp-dev/grasp/core/outcome"
 )
 
 // readCommands are the git subcommands Read runs: each only reads the
@@ -48,11 +49,11 @@ var ErrReadTruncated = errors.New("output truncated")
 // returns what it kept and ErrReadTruncated.
 func (r *Repos) Read(ctx context.Context, repo nip34.RepoRef, lim ReadLimits, stdin io.Reader, args ...string) ([]byte, error) {
 	if len(args) == 0 || !readCommands[args[0]] {
-		return nil, fmt.Errorf("invalid: git %q is not a read command", strings.Join(args[:min(len(args), 1)], ""))
+		return nil, outcome.Errorf(outcome.Invalid, "git %q is not a read command", strings.Join(args[:min(len(args), 1)], ""))
 	}
 	for _, a := range args {
 		if strings.HasPrefix(a, "--output") {
-			return nil, fmt.Errorf("invalid: git read with %q", a)
+			return nil, outcome.Errorf(outcome.Invalid, "git read with %q", a)
 		}
 		if a == "--" {
 			break

@@ -8,6 +8,7 @@ import (
 
 	"github.com/grasp-dev/grasp/core/env"
 	"github.com/grasp-dev/grasp/core/nip34"
+	"github.com/grasp-dev/grasp/internal/testkit"
 )
 
 // TestRead_BoundedAndReadOnly: Read runs only read commands, refuses
@@ -40,7 +41,7 @@ func TestRead_BoundedAndReadOnly(t *testing.T) {
 // TestRefsStamp_ChangesWithRefsAndHead: the stamp pages cache by stays
 // while nothing changes and moves with every ref or HEAD change.
 func TestRefsStamp_ChangesWithRefsAndHead(t *testing.T) {
-	ts := newTestServer(t, Options{})
+	ts := newTestStore(t)
 	owner, _ := ts.newRepo("s")
 	hex, _ := DecodeNpub(owner)
 	repo := nip34.RepoRef{Pubkey: hex, Identifier: "s"}
@@ -58,9 +59,9 @@ func TestRefsStamp_ChangesWithRefsAndHead(t *testing.T) {
 		t.Fatal("stamp changed without a change")
 	}
 	dir, _ := ts.repos.Path(repo)
-	tree := gitRun(t, "", "--git-dir="+dir, "mktree")
+	tree := testkit.Git(t, "", "--git-dir="+dir, "mktree")
 	commit := func(msg string) string {
-		return gitRun(t, "", "--git-dir="+dir, "-c", "user.name=t", "-c", "user.email=t@t", "commit-tree", tree, "-m", msg)
+		return testkit.Git(t, "", "--git-dir="+dir, "-c", "user.name=t", "-c", "user.email=t@t", "commit-tree", tree, "-m", msg)
 	}
 	seen := map[string]string{s0: "start"}
 	step := func(what string) {
@@ -79,7 +80,7 @@ func TestRefsStamp_ChangesWithRefsAndHead(t *testing.T) {
 		t.Fatal(err)
 	}
 	step("branch moved")
-	gitRun(t, "", "--git-dir="+dir, "pack-refs", "--all")
+	testkit.Git(t, "", "--git-dir="+dir, "pack-refs", "--all")
 	step("refs packed")
 	if err := ts.repos.Align(ctx, repo, map[string]string{"refs/heads/main": commit("two"), "refs/heads/dev": commit("three")}, "refs/heads/dev"); err != nil {
 		t.Fatal(err)

@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	"github.com/grasp-dev/grasp/core/env"
+	"github.com/grasp-dev/grasp/core/outcome"
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/grasp-dev/grasp/core/nip34"
@@ -106,7 +107,7 @@ func (r *Repos) Path(repo nip34.RepoRef) (string, error) {
 	}
 	dir := filepath.Join(ownerDir, id+".git")
 	if filepath.Dir(dir) != ownerDir {
-		return "", fmt.Errorf("invalid: identifier %q escapes the owner directory", id)
+		return "", outcome.Errorf(outcome.Invalid, "identifier %q escapes the owner directory", id)
 	}
 	return dir, nil
 }
@@ -357,10 +358,16 @@ func (r *Repos) SetHead(ctx context.Context, repo nip34.RepoRef, ref string) err
 	return r.setHeadAt(ctx, dir, ref)
 }
 
+// SetHeadIn points HEAD of the repository at dir at ref, for a caller that
+// holds its lock already (the push gate, once the refs moved).
+func (r *Repos) SetHeadIn(ctx context.Context, dir, ref string) error {
+	return r.setHeadAt(ctx, dir, ref)
+}
+
 func (r *Repos) setHeadAt(ctx context.Context, dir, ref string) error {
-	target := StateCandidate{HEAD: ref}.HeadRef()
+	target := HeadRef(ref)
 	if !strings.HasPrefix(target, "refs/heads/") {
-		return fmt.Errorf("invalid: HEAD %q must name a branch under refs/heads/", truncate(ref, 120))
+		return outcome.Errorf(outcome.Invalid, "HEAD %q must name a branch under refs/heads/", Clip(ref, 120))
 	}
 	if _, err := r.run(ctx, dir, nil, "symbolic-ref", "HEAD", target); err != nil {
 		return fmt.Errorf("set HEAD of %s to %s: %w", dir, target, err)
@@ -381,7 +388,7 @@ func (r *Repos) HasObjects(ctx context.Context, repo nip34.RepoRef, oids []strin
 		// Only object ids reach cat-file: it would also resolve revision
 		// expressions such as "HEAD~3".
 		if !nip34.IsObjectID(o) {
-			return nil, fmt.Errorf("invalid: %q is not an object id", truncate(o, 80))
+			return nil, outcome.Errorf(outcome.Invalid, "%q is not an object id", Clip(o, 80))
 		}
 		res[o] = false
 		in.WriteString(o + "\n")
@@ -438,8 +445,8 @@ func (r *Repos) alignAt(ctx context.Context, dir string, refs map[string]string,
 		if err := CheckRefName(ref); err != nil {
 			return err
 		}
-		if !nip34.IsObjectID(oid) || isZeroOID(oid) {
-			return fmt.Errorf("invalid: %s points at %q, not an object id", ref, truncate(oid, 80))
+		if !nip34.IsObjectID(oid) || IsZeroOID(oid) {
+			return outcome.Errorf(outcome.Invalid, "%s points at %q, not an object id", ref, Clip(oid, 80))
 		}
 		old, ok := cur[ref]
 		if ok && old == oid {
@@ -451,7 +458,7 @@ func (r *Repos) alignAt(ctx context.Context, dir string, refs map[string]string,
 		fmt.Fprintf(&tx, "update %s %s %s\n", ref, oid, old)
 	}
 	for ref, old := range cur {
-		if _, keep := want[ref]; !keep && isStateRef(ref) {
+		if _, keep := want[ref]; !keep && IsStateRef(ref) {
 			fmt.Fprintf(&tx, "delete %s %s\n", ref, old)
 		}
 	}
@@ -700,8 +707,8 @@ func (r *Repos) Maintain(ctx context.Context, repo nip34.RepoRef) error {
 // value (ZeroOID: the ref must not exist), so a concurrent change is not
 // overwritten.
 func (r *Repos) SetRef(ctx context.Context, repo nip34.RepoRef, ref, oid, oldOID string) error {
-	if !nip34.IsObjectID(oid) || isZeroOID(oid) {
-		return fmt.Errorf("invalid: %q is not an object id", truncate(oid, 80))
+	if !nip34.IsObjectID(oid) || IsZeroOID(oid) {
+		return outcome.Errorf(outcome.Invalid, "%q is not an object id", Clip(oid, 80))
 	}
 	return r.updateRef(ctx, repo, ref, "update "+ref+" "+oid, oldOID)
 }
@@ -719,7 +726,7 @@ func (r *Repos) updateRef(ctx context.Context, repo nip34.RepoRef, ref, cmd, old
 	}
 	if oldOID != "" {
 		if !nip34.IsObjectID(oldOID) {
-			return fmt.Errorf("invalid: %q is not an object id", truncate(oldOID, 80))
+			return outcome.Errorf(outcome.Invalid, "%q is not an object id", Clip(oldOID, 80))
 		}
 		cmd += " " + oldOID
 	}

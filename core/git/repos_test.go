@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/grasp-dev/grasp/core/env"
+	"github.com/grasp-dev/grasp/internal/testkit"
 )
 
 func TestNpubRoundTripAndValidation(t *testing.T) {
@@ -53,11 +54,11 @@ func TestReposLifecycle(t *testing.T) {
 	}
 
 	// Bring objects in: push from a work repo straight into the bare repo.
-	work := newWork(t)
-	x := gitRun(t, work, "rev-parse", "HEAD")
-	y := commit(t, work, "y")
+	work := testkit.GitWork(t)
+	x := testkit.Git(t, work, "rev-parse", "HEAD")
+	y := testkit.GitCommit(t, work, "y")
 	dir, _ := repos.Path(ref(owner, "p"))
-	gitRun(t, work, "push", "-q", dir, "main", "main:refs/heads/old", "main:refs/nostr/"+strings.Repeat("a", 64))
+	testkit.Git(t, work, "push", "-q", dir, "main", "main:refs/heads/old", "main:refs/nostr/"+strings.Repeat("a", 64))
 
 	has, err := repos.HasObjects(ctx, ref(owner, "p"), []string{x, y, strings.Repeat("9", 40)})
 	if err != nil || !has[x] || !has[y] || has[strings.Repeat("9", 40)] {

@@ -1,159 +1,90 @@
 package git
 
 import (
+	"bufio"
 	"bytes"
-	"compress/flate"
-	"compress/gzip"
-	"errors"
 	"fmt"
 	"io"
-	"math"
-	"net/http"
 	"os"
 	"os/exec"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/grasp-dev/grasp/core/clock"
 )
 
-var errBodyTooLarge = errors.New("request body too large")
-
-// killGrace is how long git may keep running after its input was cut at
-// MaxDuration before it is terminated.
-const killGrace = 30 * time.Second
-
-// limitReader fails with errBodyTooLarge once more than max bytes were
-// read, instead of io.LimitReader's silent EOF that git would take for a
-// truncated request. why names the bound for the client.
-type limitReader struct {
-	r    io.Reader
-	max  int64
-	read int64
-	why  string
-	// charge, when set, is told of every byte read; its error ends the
-	// body (a quota: the text is for the client).
-	charge func(n int64) error
+// ServiceSpec is one smart-HTTP git service process: `git upload-pack` or
+// `git receive-pack` with --stateless-rpc in a repository. core/githttp
+// streams the request into it and its answer out; the process, its command
+// line, its environment and its hooks are this package's.
+type ServiceSpec struct {
+	// Service is "git-upload-pack" or "git-receive-pack".
+	Service string
+	// Dir is the repository.
+	Dir string
+	// Advertise runs the service with --advertise-refs (info/refs).
+	Advertise bool
+	// Env is added to git's environment (the client's GIT_PROTOCOL).
+	Env []string
+	// Body: git reads a request body on stdin (Process.Stdin).
+	Body bool
+	// PackWindowMemory and PackThreads bound pack-objects' memory and CPU
+	// per upload-pack.
+	PackWindowMemory string
+	PackThreads      int
+	// Gate, for a push, answers the push gate's hooks (hooks.go); nil runs
+	// no hook at all.
+	Gate Gate
+	// Clock bounds how long the gate is read after git exited (nil: the
+	// real clock).
+	Clock clock.Clock
 }
 
-// quotaError is a body cut by limitReader.charge.
-type quotaError struct{ msg string }
-
-func (q *quotaError) Error() string { return q.msg }
-
-// unbounded is a limitReader's max when nothing bounds a body.
-const unbounded = math.MaxInt64
-
-func (l *limitReader) Read(p []byte) (int, error) {
-	if l.read >= l.max {
-		// Probe one byte: a body of exactly the limit is fine.
-		var one [1]byte
-		n, err := l.r.Read(one[:])
-		if n > 0 {
-			return 0, fmt.Errorf("%w: %s", errBodyTooLarge, l.why)
-		}
-		return 0, err
-	}
-	if int64(len(p)) > l.max-l.read {
-		p = p[:l.max-l.read]
-	}
-	n, err := l.r.Read(p)
-	l.read += int64(n)
-	if n > 0 && l.charge != nil {
-		if cerr := l.charge(int64(n)); cerr != nil {
-			return 0, &quotaError{msg: cerr.Error()}
-		}
-	}
-	return n, err
+// Gate is the server's side of one push's hooks (hooks.go), which
+// receive-pack runs with the gate's two pipes as fds 3 and 4.
+type Gate interface {
+	// PreReceive is asked once the pack is in git's quarantine (quarantine
+	// is its directory's base name, "" when the push brought no pack) and
+	// before any ref moves: "" lets the push go on, anything else refuses
+	// it and is what the client reads.
+	PreReceive(quarantine string) string
+	// RefsMoved is told each time a ref transaction of receive-pack
+	// committed or aborted.
+	RefsMoved(committed bool)
 }
 
-// tighten lowers the bound to max bytes of body in all, for why.
-func (l *limitReader) tighten(max int64, why string) {
-	if max < l.max {
-		l.max, l.why = max, why
-	}
-}
+// gateDrain bounds how long the gate is read after git exited, should a
+// stray child keep the pipe open.
+const gateDrain = 30 * time.Second
 
-// countReader counts bytes read (request bytes for metrics).
-type countReader struct {
-	r io.Reader
-	n int64
-}
+// Process is a started service process.
+type Process struct {
+	// Stdin takes the request body (nil without ServiceSpec.Body); closing
+	// it ends git's input.
+	Stdin io.WriteCloser
+	// Stdout is git's answer.
+	Stdout io.ReadCloser
 
-func (c *countReader) Read(p []byte) (int, error) {
-	n, err := c.r.Read(p)
-	c.n += int64(n)
-	return n, err
-}
-
-// requestBody returns the request body bounded by max bytes (0 =
-// unbounded), gzip-decoded when the client compressed it (git gzips large
-// want lists; the decoded body is bounded by MaxGzipBytes too), and cut
-// when it arrives slower than MinBodyBytes per BodyRateWindow. The bound
-// is returned so the caller can tighten it once it knows more.
-func (h *handler) requestBody(w http.ResponseWriter, r *http.Request, max int64, why string) (io.Reader, *countReader, *limitReader, func(), error) {
-	rc := http.NewResponseController(w)
-	// A read deadline in the past interrupts a Read blocked on a client
-	// that sends nothing (wall time: it is the socket's deadline).
-	abort := func() { _ = rc.SetReadDeadline(time.Now()) }
-	wire := &countReader{r: newRateReader(r.Body, h.clk, h.opts.MinBodyBytes, h.opts.BodyRateWindow, abort)}
-	lim := &limitReader{r: wire, max: unbounded}
-	if max > 0 {
-		lim.max, lim.why = max, why
-	}
-	closer := func() {}
-	switch enc := r.Header.Get("Content-Encoding"); enc {
-	case "", "identity":
-	case "gzip", "x-gzip":
-		zr, err := gzip.NewReader(wire)
-		if err != nil {
-			return nil, nil, nil, nil, fmt.Errorf("invalid: gzip request body: %w", err)
-		}
-		closer = func() { _ = zr.Close() }
-		lim.r = zr
-		lim.tighten(h.opts.MaxGzipBytes, "a decompressed request body may hold "+sizeText(h.opts.MaxGzipBytes))
-	default:
-		return nil, nil, nil, nil, fmt.Errorf("invalid: unsupported Content-Encoding %q", enc)
-	}
-	return lim, wire, lim, closer, nil
-}
-
-type runSpec struct {
-	kind        string
-	svc         string
-	dir         string
-	advertise   bool
-	env         []string
-	body        io.Reader // nil for advertisements
-	preamble    []byte    // written before git's output (the "# service=" lines)
-	contentType string
-	maxDuration time.Duration
-	// gate, for a push, answers its hooks (pushgate.go).
-	gate *pushGate
-	// refuse answers a request refused before git wrote anything, in a way
-	// the git client shows (nil: a plain-text HTTP error with status).
-	refuse func(w http.ResponseWriter, status int, msg string)
-}
-
-type runResult struct {
-	in, out  int64
-	started  bool // the response status was written
-	rejected bool // refused by push authorisation
-	err      error
-	stderr   string
+	cmd      *exec.Cmd
+	stderr   *tailBuffer
+	clk      clock.Clock
+	gateReq  *os.File // nil without a gate
+	gateDone chan struct{}
 }
 
 // serviceArgs builds the git command line. Settings are passed with -c so
 // that every repository behaves alike whatever its own config says.
-func (h *handler) serviceArgs(spec runSpec) []string {
+func (r *Repos) serviceArgs(spec ServiceSpec) []string {
 	args := []string{
 		// G01-G6: serve any reachable oid and partial clones.
 		"-c", "uploadpack.allowTipSHA1InWant=true",
 		"-c", "uploadpack.allowReachableSHA1InWant=true",
 		"-c", "uploadpack.allowFilter=true",
 		// Bound pack-objects memory and CPU per clone (relays.md §4).
-		"-c", "pack.windowMemory=" + h.opts.PackWindowMemory,
-		"-c", "pack.threads=" + strconv.Itoa(h.opts.PackThreads),
+		"-c", "pack.windowMemory=" + spec.PackWindowMemory,
+		"-c", "pack.threads=" + strconv.Itoa(spec.PackThreads),
 		// No gc inside a request: maintenance is a separate loop
 		// (Repos.Maintain).
 		"-c", "receive.autogc=false",
@@ -164,306 +95,141 @@ func (h *handler) serviceArgs(spec runSpec) []string {
 	// No hooks from templates or operators' leftovers; a push runs the push
 	// gate's own (hooks.go).
 	hooks := "/dev/null"
-	if spec.gate != nil {
-		hooks = h.repos.hooks
+	if spec.Gate != nil {
+		hooks = r.hooks
 	}
 	args = append(args, "-c", "core.hooksPath="+hooks)
 	args = append(args, fsckArgs("receive")...)
-	args = append(args, spec.svc[len("git-"):], "--stateless-rpc")
-	if spec.advertise {
+	args = append(args, strings.TrimPrefix(spec.Service, "git-"), "--stateless-rpc")
+	if spec.Advertise {
 		args = append(args, "--advertise-refs")
 	}
-	return append(args, spec.dir)
+	return append(args, spec.Dir)
 }
 
-// runService runs one git service process with the request streamed into
-// stdin and stdout streamed to the response: no buffering of either, no
-// gzip of the (already compressed) pack, and no tiny flushes (see stream). The status is written only once git has
-// produced output, so failures before that still get a proper status.
-func (h *handler) runService(w http.ResponseWriter, r *http.Request, spec runSpec) runResult {
-	var res runResult
-	cmd := exec.Command(h.repos.git, h.serviceArgs(spec)...)
-	cmd.Env = gitEnv(spec.env...)
-	// Own process group, so that a stop reaches pack-objects/index-pack too.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	stderr := &tailBuffer{max: 4096}
-	cmd.Stderr = stderr
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		res.err = fmt.Errorf("%s: stdout pipe: %w", spec.svc, err)
-		http.Error(w, "error: could not start git", http.StatusInternalServerError)
-		return res
+// StartService starts the service spec describes, in its own process
+// group (so that Terminate reaches pack-objects and index-pack too), with a
+// clean environment, and, for a push, the gate answering its hooks.
+func (r *Repos) StartService(spec ServiceSpec) (*Process, error) {
+	if spec.Service != "git-upload-pack" && spec.Service != "git-receive-pack" {
+		return nil, fmt.Errorf("%q is not a git service", spec.Service)
 	}
-	var stdin io.WriteCloser
-	if spec.body != nil {
-		if stdin, err = cmd.StdinPipe(); err != nil {
-			res.err = fmt.Errorf("%s: stdin pipe: %w", spec.svc, err)
-			http.Error(w, "error: could not start git", http.StatusInternalServerError)
-			return res
+	cmd := exec.Command(r.git, r.serviceArgs(spec)...)
+	cmd.Env = gitEnv(spec.Env...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	p := &Process{cmd: cmd, stderr: &tailBuffer{max: 4096}, clk: spec.Clock, gateDone: make(chan struct{})}
+	if p.clk == nil {
+		p.clk = clock.New()
+	}
+	cmd.Stderr = p.stderr
+	var err error
+	if p.Stdout, err = cmd.StdoutPipe(); err != nil {
+		return nil, fmt.Errorf("%s: stdout pipe: %w", spec.Service, err)
+	}
+	if spec.Body {
+		if p.Stdin, err = cmd.StdinPipe(); err != nil {
+			return nil, fmt.Errorf("%s: stdin pipe: %w", spec.Service, err)
 		}
 	}
-	var gateReq, gateResp *os.File
-	if spec.gate != nil {
+	var gateResp *os.File
+	if spec.Gate != nil {
 		// fd 3: the hooks' requests; fd 4: the gate's answers.
 		var childReq, childResp *os.File
-		if gateReq, childReq, err = os.Pipe(); err == nil {
-			childResp, gateResp, err = os.Pipe()
+		if p.gateReq, childReq, err = os.Pipe(); err == nil {
+			if childResp, gateResp, err = os.Pipe(); err != nil {
+				p.gateReq.Close()
+				childReq.Close()
+			}
 		}
 		if err != nil {
-			res.err = fmt.Errorf("%s: push gate pipes: %w", spec.svc, err)
-			http.Error(w, "error: could not start git", http.StatusInternalServerError)
-			return res
+			return nil, fmt.Errorf("%s: push gate pipes: %w", spec.Service, err)
 		}
 		cmd.ExtraFiles = []*os.File{childReq, childResp}
-		defer childReq.Close()
-		defer childResp.Close()
 	}
-	if err := cmd.Start(); err != nil {
-		res.err = fmt.Errorf("start %s: %w", spec.svc, err)
-		http.Error(w, "error: could not start git", http.StatusInternalServerError)
-		return res
+	err = cmd.Start()
+	// Only git and its hooks may hold the child ends, so that the requests
+	// end when they exit.
+	for _, f := range cmd.ExtraFiles {
+		f.Close()
 	}
-	gateDone := make(chan struct{})
-	if spec.gate != nil {
-		// Only git and its hooks may hold the child ends, so that the
-		// requests end when they exit.
-		cmd.ExtraFiles[0].Close()
-		cmd.ExtraFiles[1].Close()
-		go func() {
-			defer close(gateDone)
-			spec.gate.serve(gateReq, gateResp)
-		}()
-	} else {
-		close(gateDone)
-	}
-	// A request that outlives MaxDuration first loses its input: git then
-	// fails on a truncated request exactly as when a client disconnects, and
-	// its quarantine removes the partial objects. Signalling receive-pack
-	// instead leaks the quarantine, because its index-pack child keeps
-	// writing into it. Only if git still runs after a grace period (stuck
-	// writing to a client that does not read) is its whole process group
-	// sent SIGTERM, never SIGKILL.
-	pid := cmd.Process.Pid
-	maxDuration := spec.maxDuration
-	if maxDuration <= 0 {
-		maxDuration = h.opts.MaxDuration
-	}
-	stopInput := h.clk.AfterFunc(maxDuration, func() {
-		if stdin != nil {
-			_ = stdin.Close()
+	if err != nil {
+		if p.gateReq != nil {
+			p.gateReq.Close()
+			gateResp.Close()
 		}
-	})
-	defer stopInput.Stop()
-	terminate := h.clk.AfterFunc(maxDuration+killGrace, func() { _ = syscall.Kill(-pid, syscall.SIGTERM) })
-	defer terminate.Stop()
-
-	copied := make(chan copyResult, 1)
-	if stdin != nil {
-		go func() {
-			n, err := io.Copy(stdin, spec.body)
-			copied <- copyResult{n: n, err: err}
-			// A failed read (client gone, body too large) closes stdin, so git
-			// sees a truncated request and fails on its own, cleaning up.
-			_ = stdin.Close()
-		}()
+		return nil, fmt.Errorf("start %s: %w", spec.Service, err)
 	}
+	if spec.Gate == nil {
+		close(p.gateDone)
+		return p, nil
+	}
+	go func() {
+		defer close(p.gateDone)
+		r.serveGate(spec.Gate, p.gateReq, gateResp)
+	}()
+	return p, nil
+}
 
-	buf := make([]byte, 64<<10)
-	n, rerr := io.ReadAtLeast(stdout, buf, 1)
-	var in copyResult
-	gotIn := false
-	if n > 0 && stdin != nil {
-		// The copy reports before it closes git's input, so a request we
-		// cut (size, quota, rate) is known before git answers the truncated
-		// body: the client hears our reason, not git's "early EOF".
+// Terminate sends the process group SIGTERM (never SIGKILL: receive-pack's
+// quarantine must be cleaned by git itself).
+func (p *Process) Terminate() { _ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGTERM) }
+
+// Wait waits for git to exit and, for a push, for the gate to read to the
+// end of what its hooks said. Its error is git's exit status.
+func (p *Process) Wait() error {
+	err := p.cmd.Wait()
+	if p.gateReq != nil {
 		select {
-		case in = <-copied:
-			gotIn = true
-		default:
+		case <-p.gateDone:
+		case <-p.clk.After(gateDrain):
+			p.gateReq.Close()
+			<-p.gateDone
 		}
-		if gotIn && cutByUs(in.err) {
-			_, _ = io.Copy(io.Discard, stdout)
-			n = 0
-		}
+		p.gateReq.Close()
 	}
-	if n > 0 {
-		noCache(w)
-		w.Header().Set("Content-Type", spec.contentType)
-		w.WriteHeader(http.StatusOK)
-		res.started = true
-		cw := &countWriter{w: w}
-		_, werr := cw.Write(spec.preamble)
-		if werr == nil {
-			_, werr = cw.Write(buf[:n])
-		}
-		if werr == nil {
-			werr = h.stream(cw, w, stdout, buf)
-		}
-		res.out = cw.n
-		if werr != nil {
-			// The client went away: stop git (SIGPIPE on its next write).
-			_ = stdout.Close()
-			res.err = fmt.Errorf("%s: stream response: %w", spec.svc, werr)
-		}
-	} else if rerr != nil && rerr != io.EOF {
-		res.err = fmt.Errorf("%s: read output: %w", spec.svc, rerr)
-	}
-	waitErr := cmd.Wait()
-	if spec.gate != nil {
-		// git and its hooks are gone: the gate reads to the end of what
-		// they said (bounded, should a stray child keep the pipe open).
-		select {
-		case <-gateDone:
-		case <-h.clk.After(killGrace):
-			gateReq.Close()
-			<-gateDone
-		}
-		gateReq.Close()
-	}
-	res.stderr = stderr.String()
-	// The copy result is there whenever git stopped because of its input;
-	// if git exited first, the copy may still be blocked on the client.
-	if !gotIn {
-		select {
-		case in = <-copied:
-		default:
-		}
-	}
-	res.in = in.n
-	if waitErr != nil && res.err == nil {
-		res.err = fmt.Errorf("%s exited: %w: %s", spec.svc, waitErr, truncate(res.stderr, 300))
-	}
-	if res.started {
-		return res
-	}
-	// Nothing was written yet: answer with a status that says why.
-	switch {
-	case errors.Is(in.err, errBodyTooLarge):
-		res.err = fmt.Errorf("%s: %w", spec.svc, in.err)
-		h.refuse(w, spec, http.StatusRequestEntityTooLarge, "error: request body exceeds the server's size limit ("+strings.TrimPrefix(in.err.Error(), errBodyTooLarge.Error()+": ")+")")
-	case errors.As(in.err, new(*quotaError)):
-		res.err = fmt.Errorf("%s: %w", spec.svc, in.err)
-		h.m.refused.WithLabelValues("quota").Inc()
-		h.refuse(w, spec, http.StatusRequestEntityTooLarge, in.err.Error())
-	case errors.Is(in.err, errSlowBody):
-		res.err = fmt.Errorf("%s: %w", spec.svc, in.err)
-		h.refuse(w, spec, http.StatusRequestTimeout, slowBodyMsg(in.err))
-	case in.err != nil && isGzipErr(in.err):
-		res.err = fmt.Errorf("%s: %w", spec.svc, in.err)
-		http.Error(w, "invalid: corrupt gzip request body", http.StatusBadRequest)
-	case waitErr != nil:
-		// Protocol-level failure: a 200 with an ERR pkt-line is what git
-		// clients print readably (ngit-grasp does the same).
-		noCache(w)
-		w.Header().Set("Content-Type", spec.contentType)
-		w.WriteHeader(http.StatusOK)
-		msg := firstLine(res.stderr)
-		if msg == "" {
-			msg = "git " + spec.svc[len("git-"):] + " failed"
-		}
-		_, _ = w.Write(pktLine("ERR error: " + msg + "\n"))
-	default:
-		// git succeeded with no output (e.g. a v0 fetch with no wants).
-		noCache(w)
-		w.Header().Set("Content-Type", spec.contentType)
-		w.WriteHeader(http.StatusOK)
-		_, _ = w.Write(spec.preamble)
-	}
-	return res
+	return err
 }
 
-// cutByUs reports whether a request body ended because a limit of ours cut
-// it.
-func cutByUs(err error) bool {
-	return errors.Is(err, errBodyTooLarge) || errors.Is(err, errSlowBody) || errors.As(err, new(*quotaError))
-}
+// Stderr is the start of what git wrote to stderr (4 KiB at most), once
+// Wait has returned.
+func (p *Process) Stderr() string { return p.stderr.String() }
 
-// refuse answers a request refused before git wrote anything.
-func (h *handler) refuse(w http.ResponseWriter, spec runSpec, status int, msg string) {
-	if spec.refuse != nil {
-		spec.refuse(w, status, msg)
-		return
-	}
-	http.Error(w, msg, status)
-}
-
-// sizeText spells a byte bound for a client: whole MiB when it is one,
-// KiB otherwise.
-func sizeText(n int64) string {
-	if n >= 1<<20 && n%(1<<20) == 0 {
-		return strconv.FormatInt(n>>20, 10) + " MiB"
-	}
-	return strconv.FormatInt((n+1023)>>10, 10) + " KiB"
-}
-
-func slowBodyMsg(err error) string {
-	return "error: " + err.Error() + "; the server cuts request bodies that stall"
-}
-
-// errPkt answers with a protocol-level error: a 200 with an ERR pkt-line is
-// what git clients print readably ("remote error: ...").
-func errPkt(contentType string) func(w http.ResponseWriter, status int, msg string) {
-	return func(w http.ResponseWriter, _ int, msg string) {
-		noCache(w)
-		w.Header().Set("Content-Type", contentType)
-		w.WriteHeader(http.StatusOK)
-		_, _ = w.Write(pktLine("ERR " + oneLine(msg) + "\n"))
-	}
-}
-
-type copyResult struct {
-	n   int64
-	err error
-}
-
-func isGzipErr(err error) bool {
-	var corrupt flate.CorruptInputError
-	return errors.Is(err, gzip.ErrChecksum) || errors.Is(err, gzip.ErrHeader) || errors.As(err, &corrupt)
-}
-
-// flushEvery bounds how often a trickle of output is pushed to the client.
-const flushEvery = time.Second
-
-// stream copies git's output to the response in reads of up to 64 KiB,
-// which net/http sends as they come (its own buffer is 4 KiB). It flushes
-// only a short read (git is producing slowly: progress, keep-alives) and
-// at most once per flushEvery, so a fast pack never meets a tiny flush
-// while a long "counting objects" phase still reaches the client.
-func (h *handler) stream(dst io.Writer, w http.ResponseWriter, src io.Reader, buf []byte) error {
-	flusher, _ := w.(http.Flusher)
-	last := h.clk.Now()
-	for {
-		n, rerr := src.Read(buf)
-		if n > 0 {
-			if _, err := dst.Write(buf[:n]); err != nil {
-				return err
+// serveGate answers the hooks' requests read from req until it ends,
+// writing gate's answers to resp (the protocol of gateHooks).
+func (r *Repos) serveGate(gate Gate, req, resp *os.File) {
+	defer resp.Close()
+	sc := bufio.NewScanner(req)
+	for sc.Scan() {
+		verb, arg, _ := strings.Cut(sc.Text(), " ")
+		switch verb {
+		case "pre-receive":
+			answer := "ok"
+			if why := gate.PreReceive(arg); why != "" {
+				answer = "no " + OneLine(why)
 			}
-			if flusher != nil && n < len(buf) && h.clk.Since(last) >= flushEvery {
-				flusher.Flush()
-				last = h.clk.Now()
+			if _, err := fmt.Fprintln(resp, answer); err != nil {
+				r.log.Warn("push gate: answer the pre-receive hook", "error", err)
 			}
-		}
-		if rerr == io.EOF {
-			return nil
-		}
-		if rerr != nil {
-			return fmt.Errorf("read git output: %w", rerr)
+		case "committed", "aborted":
+			gate.RefsMoved(verb == "committed")
 		}
 	}
 }
 
-type countWriter struct {
-	w io.Writer
-	n int64
+// OneLine keeps a message on one line of at most 1000 bytes: a hook's
+// answer, a pkt-line of git's protocol.
+func OneLine(s string) string {
+	s = strings.Map(func(r rune) rune {
+		if r == '\n' || r == '\r' || r == 0 {
+			return ' '
+		}
+		return r
+	}, s)
+	return Clip(s, 1000)
 }
 
-func (c *countWriter) Write(p []byte) (int, error) {
-	n, err := c.w.Write(p)
-	c.n += int64(n)
-	return n, err
-}
-
-// tailBuffer keeps the first max bytes of stderr for logs and ERR lines.
+// tailBuffer keeps the first max bytes written (git's stderr, for logs and
+// error messages) and drops the rest.
 type tailBuffer struct {
 	bytes.Buffer
 	max int
@@ -478,73 +244,4 @@ func (t *tailBuffer) Write(p []byte) (int, error) {
 		}
 	}
 	return len(p), nil
-}
-
-func firstLine(s string) string {
-	for _, l := range bytes.Split([]byte(s), []byte("\n")) {
-		if t := bytes.TrimSpace(l); len(t) > 0 {
-			return truncate(string(bytes.TrimPrefix(t, []byte("fatal: "))), 300)
-		}
-	}
-	return ""
-}
-
-// serveUploadPack streams a fetch or clone.
-func (h *handler) serveUploadPack(w http.ResponseWriter, r *http.Request, dir string) {
-	start := h.clk.Now()
-	const contentType = "application/x-git-upload-pack-result"
-	// A want/have list is small next to the pack it asks for; bounded like
-	// a decompressed one (audit F18e: a plain body was unbounded).
-	body, wire, _, closeBody, err := h.requestBody(w, r, h.opts.MaxGzipBytes, "a fetch request may hold "+sizeText(h.opts.MaxGzipBytes))
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusBadRequest)
-		h.finish("fetch", start, runResult{err: err})
-		return
-	}
-	defer closeBody()
-	release, refused := h.slots.acquire(r.Context(), h.clientIP(r))
-	if refused != nil {
-		h.m.refused.WithLabelValues(refused.reason).Inc()
-		errPkt(contentType)(w, refused.status, refused.msg)
-		h.finish("fetch", start, runResult{rejected: true})
-		return
-	}
-	defer release()
-	env, _ := protocolEnv(r)
-	sniff := &sniffer{max: 64 << 10}
-	res := h.runService(w, r, runSpec{
-		kind: "fetch", svc: svcUpload, dir: dir, env: env,
-		body:        io.TeeReader(body, sniff),
-		contentType: contentType,
-		maxDuration: h.opts.MaxFetchDuration,
-		refuse:      errPkt(contentType),
-	})
-	res.in = wire.n
-	h.finish(sniff.kind(), start, res)
-}
-
-// sniffer keeps the start of an upload-pack request to tell an ls-refs, a
-// clone (wants only) and a fetch (with haves) apart for metrics.
-type sniffer struct {
-	buf bytes.Buffer
-	max int
-}
-
-func (s *sniffer) Write(p []byte) (int, error) {
-	if room := s.max - s.buf.Len(); room > 0 {
-		s.buf.Write(p[:min(room, len(p))])
-	}
-	return len(p), nil
-}
-
-func (s *sniffer) kind() string {
-	b := s.buf.Bytes()
-	switch {
-	case bytes.Contains(b, []byte("command=ls-refs")):
-		return "ls"
-	case bytes.Contains(b, []byte("have ")):
-		return "fetch"
-	default:
-		return "clone"
-	}
 }

@@ -29,7 +29,7 @@ func (v Version) AtLeast(o Version) bool {
 func ParseVersion(out string) (Version, error) {
 	rest, ok := strings.CutPrefix(strings.TrimSpace(out), "git version ")
 	if !ok {
-		return Version{}, fmt.Errorf("not git's version line: %q", truncate(out, 80))
+		return Version{}, fmt.Errorf("not git's version line: %q", Clip(out, 80))
 	}
 	if i := strings.IndexAny(rest, " \t\n"); i >= 0 {
 		rest = rest[:i]

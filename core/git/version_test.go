@@ -36,7 +36,7 @@ func TestParseVersion(t *testing.T) {
 }
 
 func TestReposVersionRunsTheConfiguredGit(t *testing.T) {
-	ts := newTestServer(t, Options{})
+	ts := newTestStore(t)
 	v, err := ts.repos.Version(context.Background())
 	if err != nil || !v.AtLeast(Version{2, 0, 0}) {
 		t.Fatalf("Version = %v, %v", v, err)

@@ -23,7 +23,7 @@ func (v *view) archived(scope *archive.Scope, owner string) bool {
 	}) == archive.Archived
 }
 
-// ReadOnly answers git.Options.ReadOnly: why a push to repo is refused
+// ReadOnly answers githttp.Options.ReadOnly: why a push to repo is refused
 // because it is a read-only GRASP-05 archive, "" when it is not.
 func (h *Hosting) ReadOnly(ctx context.Context, repo nip34.RepoRef) string {
 	if !h.archive.ReadOnly() {

@@ -5,17 +5,17 @@ import (
 
 	"github.com/nbd-wtf/go-nostr"
 
-	"github.com/grasp-dev/grasp/core/git"
+	"github.com/grasp-dev/grasp/core/githttp"
 	"github.com/grasp-dev/grasp/core/nip34"
 )
 
-// States is git.Authority: the states authoritative for repo, from
+// States is githttp.Authority: the states authoritative for repo, from
 // purgatory and from the store.
-func (h *Hosting) States(ctx context.Context, repo nip34.RepoRef) ([]git.StateCandidate, error) {
+func (h *Hosting) States(ctx context.Context, repo nip34.RepoRef) ([]githttp.StateCandidate, error) {
 	return h.begin(ctx).view(repo.Identifier).states(repo.Pubkey), nil
 }
 
-// PRTip is git.Authority: the `c` of a known PR or PR update.
+// PRTip is githttp.Authority: the `c` of a known PR or PR update.
 func (h *Hosting) PRTip(ctx context.Context, id string) (string, bool, error) {
 	pr, ok := h.knownPR(ctx, id)
 	if !ok {

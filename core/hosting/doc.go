@@ -7,7 +7,7 @@
 // a newly announced repo already has, retires repos no longer announced,
 // binds or deletes refs/nostr/<id> placeholders, applies NIP-09 deletions to
 // purgatory, expires what waited too long, and answers the questions push
-// authorisation asks (git.Authority). It also gives the git-data hunter its
+// authorisation asks (githttp.Authority). It also gives the git-data hunter its
 // sources and re-check list.
 //
 // Every operation (a stored or held event, a push, a hunt arrival, a sweep)

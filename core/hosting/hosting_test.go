@@ -22,6 +22,7 @@ import (
 	"github.com/grasp-dev/grasp/core/clock"
 	"github.com/grasp-dev/grasp/core/env"
 	"github.com/grasp-dev/grasp/core/git"
+	"github.com/grasp-dev/grasp/core/githttp"
 	"github.com/grasp-dev/grasp/core/internal/memkv"
 	"github.com/grasp-dev/grasp/core/nip34"
 	"github.com/grasp-dev/grasp/core/outcome"
@@ -241,14 +242,14 @@ func (k key) state(t *testing.T, d, tip string) *nostr.Event {
 
 // pushed is what the git handler reports after a push to repo: the state
 // it aligned to (nil: none), the refs/nostr placeholders it created.
-func pushed(repo nip34.RepoRef, state *nostr.Event, remote string, bytes int64, placeholders map[string]string) git.PushResult {
-	res := git.PushResult{Repo: repo, Remote: remote, PlaceholderBytes: bytes}
+func pushed(repo nip34.RepoRef, state *nostr.Event, remote string, bytes int64, placeholders map[string]string) githttp.PushResult {
+	res := githttp.PushResult{Repo: repo, Remote: remote, PlaceholderBytes: bytes}
 	if state != nil {
 		c, _ := candidate(state)
 		res.State = &c
 	}
 	for _, id := range slices.Sorted(maps.Keys(placeholders)) {
-		res.Placeholders = append(res.Placeholders, git.Placeholder{EventID: id, Tip: placeholders[id]})
+		res.Placeholders = append(res.Placeholders, githttp.Placeholder{EventID: id, Tip: placeholders[id]})
 	}
 	return res
 }
@@ -325,7 +326,7 @@ func TestPushReadsTheRepositoryOnce(t *testing.T) {
 	}
 	c, _ := candidate(st)
 	r.store.reset()
-	r.h.OnPush(ctx, git.PushResult{Repo: repoA, State: &c})
+	r.h.OnPush(ctx, githttp.PushResult{Repo: repoA, State: &c})
 
 	q := r.store.reset()
 	// Announcements are read by author (core/roster, F03): once for each of

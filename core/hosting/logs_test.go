@@ -10,6 +10,7 @@ import (
 
 	"github.com/grasp-dev/grasp/core/clock"
 	"github.com/grasp-dev/grasp/core/git"
+	"github.com/grasp-dev/grasp/core/githttp"
 	"github.com/grasp-dev/grasp/core/nip34"
 	"github.com/grasp-dev/grasp/core/policy"
 )
@@ -58,7 +59,7 @@ func TestInfoLogLines(t *testing.T) {
 	expect("state", []string{"[INFO]  state held until its git data arrives: id=" + st.ID})
 
 	c, _ := candidate(st)
-	r.h.OnPush(ctx, git.PushResult{Repo: repo, State: &c, Remote: "198.51.100.4", Updates: []git.RefUpdate{{Ref: "refs/heads/main", Old: git.ZeroOID, New: tip}}})
+	r.h.OnPush(ctx, githttp.PushResult{Repo: repo, State: &c, Remote: "198.51.100.4", Updates: []git.RefUpdate{{Ref: "refs/heads/main", Old: git.ZeroOID, New: tip}}})
 	expect("push", []string{"[INFO]  push accepted: repo=" + repo.URLPath() + " remote=198.51.100.4 refs=\"refs/heads/main 0000000000→" + tip[:10] + "\" state=" + st.ID,
 		"[INFO]  announcement released from purgatory: id=" + ann.ID,
 		"[INFO]  state released from purgatory: id=" + st.ID}, issue.ID)

@@ -15,7 +15,7 @@ import (
 // without a ref are removed (G06-8). Which /prs/ repository a PR belongs to
 // is nip34.Service.PRsTarget's decision.
 
-// PRMisfit is git.PRsHost: why the known PR event id may not be pushed to
+// PRMisfit is githttp.PRsHost: why the known PR event id may not be pushed to
 // the /prs/ repository repo (G06-6).
 func (h *Hosting) PRMisfit(ctx context.Context, repo nip34.RepoRef, id string) (string, error) {
 	pr, ok := h.knownPR(ctx, id)

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/grasp-dev/grasp/core/git"
+	"github.com/grasp-dev/grasp/core/githttp"
 	"github.com/grasp-dev/grasp/core/nip34"
 )
 
@@ -15,9 +16,9 @@ import (
 // is removed, and a repository whose data is neither used nor merged for
 // Options.PRsTTL is removed here.
 
-// ReservePRs is git.PRsQuota: purgatory counts /prs/ data, on disk and in
+// ReservePRs is githttp.PRsQuota: purgatory counts /prs/ data, on disk and in
 // flight.
-func (h *Hosting) ReservePRs(repo nip34.RepoRef, ip string, expect int64) (git.PRsReservation, error) {
+func (h *Hosting) ReservePRs(repo nip34.RepoRef, ip string, expect int64) (githttp.PRsReservation, error) {
 	rv, err := h.purg.ReservePRs(repo, ip, expect)
 	if err != nil {
 		return nil, err

@@ -4,13 +4,14 @@ import (
 	"context"
 
 	"github.com/grasp-dev/grasp/core/git"
+	"github.com/grasp-dev/grasp/core/githttp"
 	"github.com/grasp-dev/grasp/core/nip34"
 	"github.com/grasp-dev/grasp/core/purgatory"
 )
 
-// ReservePlaceholders is git.PlaceholderQuota: purgatory counts
+// ReservePlaceholders is githttp.PlaceholderQuota: purgatory counts
 // placeholders, waiting and in flight.
-func (h *Hosting) ReservePlaceholders(repo nip34.RepoRef, ip string, ids []string) (git.PlaceholderReservation, error) {
+func (h *Hosting) ReservePlaceholders(repo nip34.RepoRef, ip string, ids []string) (githttp.PlaceholderReservation, error) {
 	rv, err := h.purg.ReservePlaceholders(repo, ip, ids)
 	if err != nil {
 		return nil, err
@@ -18,10 +19,10 @@ func (h *Hosting) ReservePlaceholders(repo nip34.RepoRef, ip string, ids []strin
 	return rv, nil
 }
 
-// OnPush is git.Hooks: after a successful receive-pack, record git-first PR
+// OnPush is githttp.Hooks: after a successful receive-pack, record git-first PR
 // refs, bring the other maintainers' repos here to the same state (G01-G4)
 // and release what the new data makes servable in each.
-func (h *Hosting) OnPush(ctx context.Context, res git.PushResult) {
+func (h *Hosting) OnPush(ctx context.Context, res githttp.PushResult) {
 	o := h.begin(ctx)
 	for i, ph := range res.Placeholders {
 		// The push's bytes are shared among its placeholders (what quotas

@@ -1,6 +1,7 @@
 package hosting
 
 import (
+	"slices"
 	"sort"
 
 	"github.com/nbd-wtf/go-nostr"
@@ -36,9 +37,16 @@ func (o *op) release(r nip34.RepoRef) {
 	}
 	// They leave purgatory only once published (or dropped on re-check):
 	// an event acknowledged OK is in purgatory or in the store at every
-	// moment, for a crash as for a push or roster read meanwhile.
+	// moment, for a crash as for a push or roster read meanwhile. One whose
+	// publishing failed stays held for the next release.
+	var failed []*nostr.Event
 	defer func() {
-		if err := o.purg.Published(o.ctx, evs); err != nil {
+		done := evs
+		if len(failed) > 0 {
+			done = slices.DeleteFunc(slices.Clone(evs), func(e *nostr.Event) bool { return slices.Contains(failed, e) })
+			o.purg.Unreleased(failed)
+		}
+		if err := o.purg.Published(o.ctx, done); err != nil {
 			o.log.Error("remove released events from purgatory", "repo", r.URLPath(), "error", err)
 		}
 	}()
@@ -82,7 +90,8 @@ func (o *op) release(r nip34.RepoRef) {
 			}
 		}
 		if err := o.publish(o.ctx, evt); err != nil {
-			o.log.Error("publish released event", "id", evt.ID, "error", err)
+			o.log.Error("publish released event; it stays held", "id", evt.ID, "error", err)
+			failed = append(failed, evt)
 			continue
 		}
 		switch evt.Kind {

@@ -86,3 +86,30 @@ func TestReleaseEmptyStateReleasesTheAnnouncement(t *testing.T) {
 		t.Fatal("the announcement of a repository whose state is empty stays held")
 	}
 }
+
+// An OK true means the event is durable: a released event whose
+// publishing fails (a store error) stays held, and the next release
+// publishes it.
+func TestReleaseKeepsWhatFailedToPublish(t *testing.T) {
+	r := newRig(t)
+	a := newKey(t)
+	ann, repo := r.announce(a, "r")
+	tip := r.commit(repo)
+	st := a.state(t, "r", tip)
+	r.hold(st, policy.Effect{Kind: policy.AwaitGitData, Repo: repo, OIDs: []string{tip}})
+	r.failPublish[st.ID] = true
+
+	r.h.OnPush(context.Background(), pushed(repo, nil, "", 0, nil))
+	if !r.isPublished(ann) || r.held(ann) {
+		t.Fatal("the announcement was not released")
+	}
+	if r.isPublished(st) || !r.held(st) {
+		t.Fatalf("a state whose publishing failed is neither stored nor held (published %v, held %v)", r.isPublished(st), r.held(st))
+	}
+
+	delete(r.failPublish, st.ID)
+	r.h.OnPush(context.Background(), pushed(repo, nil, "", 0, nil))
+	if !r.isPublished(st) || r.held(st) {
+		t.Fatalf("the next release did not publish the kept state (published %v, held %v)", r.isPublished(st), r.held(st))
+	}
+}

@@ -6,7 +6,7 @@ import (
 
 	"github.com/nbd-wtf/go-nostr"
 
-	"github.com/grasp-dev/grasp/core/git"
+	"github.com/grasp-dev/grasp/core/githttp"
 	"github.com/grasp-dev/grasp/core/nip34"
 	"github.com/grasp-dev/grasp/core/roster"
 )
@@ -89,11 +89,11 @@ func (v *view) load(owner string) stateSet {
 // states are the states authoritative for owner's repository, from the
 // store and from purgatory, so a re-published state can heal a repo whose
 // data was lost (grasp.md §10 item 6). Push authorisation takes the Later
-// one (git.Authorize).
-func (v *view) states(owner string) []git.StateCandidate {
+// one (githttp.Authorize).
+func (v *view) states(owner string) []githttp.StateCandidate {
 	maint := v.maintainers(owner)
 	s := v.load(owner)
-	var out []git.StateCandidate
+	var out []githttp.StateCandidate
 	for _, evs := range [][]*nostr.Event{s.stored, v.published, s.held} {
 		for _, evt := range evs {
 			if !maint[evt.PubKey] {
@@ -109,7 +109,7 @@ func (v *view) states(owner string) []git.StateCandidate {
 
 // latest is the authoritative stored state of owner's repository
 // (nip34.LatestState: current roster, then Later).
-func (v *view) latest(owner string) (git.StateCandidate, bool) {
+func (v *view) latest(owner string) (githttp.StateCandidate, bool) {
 	s := v.load(owner)
 	var parsed []nip34.State
 	byID := map[string]*nostr.Event{}
@@ -123,7 +123,7 @@ func (v *view) latest(owner string) (git.StateCandidate, bool) {
 	}
 	best, ok := nip34.LatestState(parsed, v.maintainers(owner))
 	if !ok {
-		return git.StateCandidate{}, false
+		return githttp.StateCandidate{}, false
 	}
 	return candidate(byID[best.EventID])
 }
@@ -135,11 +135,11 @@ func (v *view) stored(evt *nostr.Event) {
 }
 
 // candidate adapts a state event to push authorisation's form.
-func candidate(evt *nostr.Event) (git.StateCandidate, bool) {
+func candidate(evt *nostr.Event) (githttp.StateCandidate, bool) {
 	st, err := nip34.ParseState(evt)
 	if err != nil {
-		return git.StateCandidate{}, false
+		return githttp.StateCandidate{}, false
 	}
 	refs, head := stateRefs(st)
-	return git.StateCandidate{EventID: evt.ID, Author: evt.PubKey, CreatedAt: int64(evt.CreatedAt), Refs: refs, HEAD: head}, true
+	return githttp.StateCandidate{EventID: evt.ID, Author: evt.PubKey, CreatedAt: int64(evt.CreatedAt), Refs: refs, HEAD: head}, true
 }

@@ -20,8 +20,8 @@ import (
 
 	"github.com/grasp-dev/grasp/core/clock"
 	"github.com/grasp-dev/grasp/core/env"
-	"github.com/grasp-dev/grasp/core/git"
 	"github.com/grasp-dev/grasp/core/nip34"
+	"github.com/grasp-dev/grasp/core/nip98"
 	"github.com/grasp-dev/grasp/core/outcome"
 )
 
@@ -160,12 +160,12 @@ func paramsText(ps []json.RawMessage) string {
 }
 
 // authorise checks the NIP-98 token with the one reading of it
-// (git.VerifyToken: kind 27235, within a minute of now, the signature),
+// (nip98.VerifyHeader: kind 27235, within a minute of now, the signature),
 // naming method POST, u this relay (any of its URLs, http or ws form) and
 // payload the body's SHA-256. It returns the signer, or "" and why not.
 func (h *Handler) authorise(r *http.Request, body []byte) (string, string) {
 	sum := sha256.Sum256(body)
-	evt, err := git.VerifyToken(r.Header.Get("Authorization"), h.clk.Now(), func(evt *nostr.Event) error {
+	evt, err := nip98.VerifyHeader(r.Header.Get("Authorization"), h.clk.Now(), func(evt *nostr.Event) error {
 		if m := evt.Tags.Find("method"); m == nil || !strings.EqualFold(m[1], http.MethodPost) {
 			return errors.New("the NIP-98 token's method must be POST")
 		}

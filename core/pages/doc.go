@@ -8,7 +8,7 @@
 // coloured by chroma, raw and download links: code.go; its blame, each line
 // with the commit that last changed it: blame.go), commit with its
 // file list, diffstat and diff, history of a revision, a file or a
-// directory, refs, tar.gz/zip snapshots (streamed by git.Snapshots in the
+// directory, refs, tar.gz/zip snapshots (streamed by githttp.Snapshots in the
 // git process slots: snapshots.go), Atom feeds of commits, issues and PRs
 // (feed.go, each repository page naming them in its head), and the repository's issues, PRs and patches with their NIP-34 status, open
 // counts on the tabs, and a page for each (issue.go, pr.go, patch.go,

@@ -19,6 +19,7 @@ import (
 
 	"github.com/grasp-dev/grasp/core/env"
 	"github.com/grasp-dev/grasp/core/git"
+	"github.com/grasp-dev/grasp/core/githttp"
 	"github.com/grasp-dev/grasp/core/nip34"
 	"github.com/grasp-dev/grasp/core/roster"
 	"github.com/grasp-dev/grasp/internal/testkit"
@@ -74,7 +75,7 @@ func newRigEnv(t testing.TB, publicURL string, mod func(*Options), e env.Env) *r
 		// a render is never cut by the machine's load in a test; the
 		// budget's own test sets it and drives the clock
 		RenderBudget: testwait.Limit(t),
-		Snapshots:    git.NewHandler(git.Options{Repos: repos}, env.Env{}).(git.Snapshots)}
+		Snapshots:    githttp.NewHandler(githttp.Options{Repos: repos}, env.Env{}).(githttp.Snapshots)}
 	if mod != nil {
 		mod(&opts)
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/grasp-dev/grasp/core/clock"
 	"github.com/grasp-dev/grasp/core/env"
 	"github.com/grasp-dev/grasp/core/git"
+	"github.com/grasp-dev/grasp/core/githttp"
 	"github.com/grasp-dev/grasp/core/nip34"
 	"github.com/grasp-dev/grasp/core/roster"
 )
@@ -73,9 +74,9 @@ type Options struct {
 	// (default 1000).
 	TreePage int
 	// Snapshots streams raw files and tar.gz/zip snapshots in the git
-	// handler's process slots (git.NewHandler's handler); nil: neither is
+	// handler's process slots (githttp.NewHandler's handler); nil: neither is
 	// served.
-	Snapshots git.Snapshots
+	Snapshots githttp.Snapshots
 	// ClientIP names a request's client for the per-client render bound:
 	// the server passes core/clientip's; nil takes the socket's peer.
 	ClientIP func(*http.Request) string

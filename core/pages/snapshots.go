@@ -4,11 +4,11 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/grasp-dev/grasp/core/git"
+	"github.com/grasp-dev/grasp/core/githttp"
 	"github.com/grasp-dev/grasp/core/nip34"
 )
 
-// raw serves raw/<rev>/<path>: the file's bytes as git.Snapshots serves
+// raw serves raw/<rev>/<path>: the file's bytes as githttp.Snapshots serves
 // them (text as text/plain, never as a page), an attachment with
 // ?download.
 func (p *Pages) raw(w http.ResponseWriter, r *http.Request, repo nip34.RepoRef, rest string) {
@@ -25,7 +25,7 @@ func (p *Pages) raw(w http.ResponseWriter, r *http.Request, repo nip34.RepoRef, 
 }
 
 // archive serves archive/<rev>.tar.gz and archive/<rev>.zip: a snapshot of
-// the tree of a branch, tag or commit, streamed by git.Snapshots in the git
+// the tree of a branch, tag or commit, streamed by githttp.Snapshots in the git
 // process slots, its paths under <identifier>-<rev>/.
 func (p *Pages) archive(w http.ResponseWriter, r *http.Request, repo nip34.RepoRef, rest string) {
 	if p.opts.Snapshots == nil {
@@ -33,7 +33,7 @@ func (p *Pages) archive(w http.ResponseWriter, r *http.Request, repo nip34.RepoR
 		return
 	}
 	var format string
-	for _, f := range git.ArchiveFormats {
+	for _, f := range githttp.ArchiveFormats {
 		if trimmed, ok := strings.CutSuffix(rest, "."+f); ok && trimmed != "" {
 			rest, format = trimmed, f
 			break

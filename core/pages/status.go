@@ -6,7 +6,7 @@ import (
 	"sort"
 	"time"
 
-	"github.com/grasp-dev/grasp/core/git"
+	"github.com/grasp-dev/grasp/core/githttp"
 	"github.com/grasp-dev/grasp/core/hosting"
 	"github.com/grasp-dev/grasp/core/nip34"
 	"github.com/grasp-dev/grasp/core/purgatory"
@@ -37,8 +37,8 @@ type Facts struct {
 	// Relay is sync's health record of a relay URL; false: none.
 	Relay func(url string) (RelayHealth, bool)
 	// Refusals are the repository's last refused pushes, newest first
-	// (git.Refusals.Last).
-	Refusals func(repo nip34.RepoRef) []git.Refusal
+	// (githttp.Refusals.Last).
+	Refusals func(repo nip34.RepoRef) []githttp.Refusal
 }
 
 // RelayHealth is how syncing with one relay goes.
@@ -282,20 +282,20 @@ func (p *Pages) servers(m repoMeta, repo nip34.RepoRef, fetched map[string]hunt.
 }
 
 // refusalText says what a refusal class means, in words the owner can act
-// on; the class set is core/git's.
+// on; the class set is core/githttp's.
 func refusalText(class string) string {
 	switch class {
-	case git.ClassNoState:
+	case githttp.ClassNoState:
 		return "no state signed by a maintainer was known for the pushed refs: publish the state event before pushing (ngit does)"
-	case git.ClassMismatch:
+	case githttp.ClassMismatch:
 		return "the pushed branches and tags were not those of the latest signed state"
-	case git.ClassStale:
+	case githttp.ClassStale:
 		return "a ref had moved since the pusher fetched: fetch and push again"
-	case git.ClassBadRef:
+	case githttp.ClassBadRef:
 		return "a ref name git or GRASP does not allow here"
-	case git.ClassPRMismatch:
+	case githttp.ClassPRMismatch:
 		return "a refs/nostr/<id> push was not the tip its PR event names"
-	case git.ClassMalformed:
+	case githttp.ClassMalformed:
 		return "the push's command list could not be read"
 	case "gate":
 		return "once its data had arrived, the push no longer matched the latest signed state, or lacked objects"

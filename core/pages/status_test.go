@@ -10,6 +10,7 @@ import (
 	"github.com/nbd-wtf/go-nostr"
 
 	"github.com/grasp-dev/grasp/core/git"
+	"github.com/grasp-dev/grasp/core/githttp"
 	"github.com/grasp-dev/grasp/core/hosting"
 	"github.com/grasp-dev/grasp/core/nip34"
 	"github.com/grasp-dev/grasp/core/purgatory"
@@ -63,8 +64,8 @@ func TestPages_OnThisServer(t *testing.T) {
 			}
 			return RelayHealth{Status: "backoff", Failures: 2, LastOK: at.Add(-time.Hour), LastFailure: at}, true
 		},
-		Refusals: func(nip34.RepoRef) []git.Refusal {
-			return []git.Refusal{{At: at.Add(10 * time.Minute), Class: git.ClassMismatch, Refs: 2}, {At: at, Class: git.ClassNoState, Refs: 1}}
+		Refusals: func(nip34.RepoRef) []githttp.Refusal {
+			return []githttp.Refusal{{At: at.Add(10 * time.Minute), Class: githttp.ClassMismatch, Refs: 2}, {At: at, Class: githttp.ClassNoState, Refs: 1}}
 		},
 	}
 	r := newRig(t, "https://git.example.org", func(o *Options) {

@@ -12,13 +12,15 @@ import (
 // from the entries it concerns. Scanning and sorting every held entry per
 // event made ingest 4.27x slower with 10,000 held (audit 2026-11, F13).
 // It also keeps the counts the quotas and the size gauge read. It is only
-// touched under Purgatory.mu.
+// touched under Purgatory.mu. Purgatory.holding is a second one, of the
+// holds being written, for the quotas.
 type index struct {
 	byAddr   map[string]*Entry            // "kind:pubkey:d" of held addressable events
 	byKindD  map[kindD]map[string]*Entry  // event kind and `d` tag
 	byAuthor map[string]map[string]*Entry // event author
 	byRepoD  map[string]map[string]*Entry // identifier of Repo and of each Also
 	byAwait  map[string]map[string]*Entry // AwaitEvent
+	n        int                          // entries
 	kinds    map[string]int               // gauge label -> held entries
 	remote   map[string]int               // client address -> held entries
 	relay    map[string]int               // source relay of synced entries -> held entries
@@ -119,6 +121,7 @@ func (x *index) update(e *Entry, delta int) {
 	if e.AwaitEvent != "" {
 		put(x.byAwait, e.AwaitEvent, e)
 	}
+	x.n += delta
 	count(x.kinds, kindLabel(ev.Kind), delta)
 	count(x.remote, e.Remote, delta)
 	count(x.relay, e.Relay, delta)

@@ -84,6 +84,9 @@ type prsLedger struct {
 	// key: a second concurrent push into one new repository is not a
 	// second repository.
 	inflight map[string]int
+	// writing are the records being written (inflight.go): mu is never
+	// held across a durable write.
+	writing inflight
 }
 
 func newPRsLedger() *prsLedger {
@@ -91,6 +94,7 @@ func newPRsLedger() *prsLedger {
 		records:  map[string]*PRsData{},
 		use:      prsUse{remote: map[string]use{}, pubkey: map[string]use{}},
 		inflight: map[string]int{},
+		writing:  inflight{},
 	}
 }
 
@@ -274,23 +278,32 @@ func (rv *PRsReservation) Commit(ctx context.Context) error {
 	rv.committed = true
 	p, l := rv.p, rv.p.prs
 	now := p.clk.Now()
+	var d PRsData
 	l.mu.Lock()
-	defer l.mu.Unlock()
-	rv.unreserveLocked()
-	d := PRsData{Repo: rv.repo, Creator: rv.remote, Bytes: map[string]int64{}, Created: now}
-	if cur, ok := l.records[rv.key]; ok {
-		d = *cur
-		d.Bytes = make(map[string]int64, len(cur.Bytes)+1)
-		for r, b := range cur.Bytes {
-			d.Bytes[r] = b
+	keys, _ := l.writing.claim(&l.mu, func() ([]string, error) {
+		d = PRsData{Repo: rv.repo, Creator: rv.remote, Bytes: map[string]int64{}, Created: now}
+		if cur, ok := l.records[rv.key]; ok {
+			d = *cur
+			d.Bytes = make(map[string]int64, len(cur.Bytes)+1)
+			for r, b := range cur.Bytes {
+				d.Bytes[r] = b
+			}
 		}
-	}
+		return []string{key(bucketPRs, rv.key)}, nil
+	})
+	l.mu.Unlock()
 	d.Bytes[rv.remote] += rv.bytes
 	d.Active = now
 	err := p.persistPRs(ctx, rv.key, &d)
-	// Counted even if it could not be written: the data is on disk, and
-	// the start-up scan charges a repository without a record.
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	// The push's counts become the record's in one step, so nobody sees
+	// them counted twice or not at all. Counted even if the record could
+	// not be written: the data is on disk, and the start-up scan charges a
+	// repository without a record.
+	rv.unreserveLocked()
 	l.putLocked(rv.key, &d)
+	l.writing.done(keys)
 	return err
 }
 
@@ -332,58 +345,72 @@ func (rv *PRsReservation) unreserveLocked() {
 // TouchPRs records a use of the /prs/ repository r now (its PR event was
 // served with its ref): its data's expiry starts again.
 func (p *Purgatory) TouchPRs(ctx context.Context, r nip34.RepoRef) error {
-	l := p.prs
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	key := pruneKey(r)
-	cur, ok := l.records[key]
-	if !ok {
-		return nil
-	}
-	d := *cur
-	d.Active = p.clk.Now()
-	if err := p.persistPRs(ctx, key, &d); err != nil {
-		return err
-	}
-	l.records[key] = &d // same counts
-	return nil
+	k := pruneKey(r)
+	var d PRsData
+	return p.writePRs(k, func(cur *PRsData) bool {
+		if cur == nil {
+			return false
+		}
+		d = *cur
+		d.Active = p.clk.Now()
+		return true
+	}, func() error { return p.persistPRs(ctx, k, &d) },
+		func() { p.prs.records[k] = &d }) // same counts
 }
 
 // AdoptPRs charges a /prs/ repository found on disk without a record (a
 // crash between its push and Commit, or data from before these quotas) its
 // size on disk, to no address; its last use is now.
 func (p *Purgatory) AdoptPRs(ctx context.Context, r nip34.RepoRef, bytes int64) error {
-	l := p.prs
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	key := pruneKey(r)
-	if _, ok := l.records[key]; ok {
-		return nil
-	}
-	now := p.clk.Now()
-	d := PRsData{Repo: r, Bytes: map[string]int64{"": bytes}, Created: now, Active: now}
-	if err := p.persistPRs(ctx, key, &d); err != nil {
-		return err
-	}
-	l.putLocked(key, &d)
-	return nil
+	k := pruneKey(r)
+	var d PRsData
+	return p.writePRs(k, func(cur *PRsData) bool {
+		now := p.clk.Now()
+		d = PRsData{Repo: r, Bytes: map[string]int64{"": bytes}, Created: now, Active: now}
+		return cur == nil
+	}, func() error { return p.persistPRs(ctx, k, &d) },
+		func() { p.prs.putLocked(k, &d) })
 }
 
 // DropPRs frees what the /prs/ repository r was charged: it has been
 // removed from disk.
 func (p *Purgatory) DropPRs(ctx context.Context, r nip34.RepoRef) error {
+	k := pruneKey(r)
+	return p.writePRs(k, func(cur *PRsData) bool { return cur != nil },
+		func() error {
+			if err := p.kv.Delete(ctx, bucketPRs, k); err != nil {
+				return fmt.Errorf("purgatory: drop the /prs/ record %s: %w", k, err)
+			}
+			return nil
+		},
+		func() { p.prs.dropLocked(k) })
+}
+
+// writePRs changes the record of k without holding the ledger's lock
+// across the durable write (inflight.go): decide, under the lock once k
+// is claimed, gets the current record (nil when there is none) and says
+// whether to write; write runs without the lock; apply, under the lock,
+// makes a successful write visible.
+func (p *Purgatory) writePRs(k string, decide func(cur *PRsData) bool, write func() error, apply func()) error {
 	l := p.prs
+	var do bool
+	l.mu.Lock()
+	keys, _ := l.writing.claim(&l.mu, func() ([]string, error) {
+		do = decide(l.records[k])
+		return []string{key(bucketPRs, k)}, nil
+	})
+	l.mu.Unlock()
+	var err error
+	if do {
+		err = write()
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	key := pruneKey(r)
-	if _, ok := l.records[key]; !ok {
-		return nil
+	if do && err == nil {
+		apply()
 	}
-	if err := p.kv.Delete(ctx, bucketPRs, key); err != nil {
-		return fmt.Errorf("purgatory: drop the /prs/ record %s: %w", key, err)
-	}
-	l.dropLocked(key)
-	return nil
+	l.writing.done(keys)
+	return err
 }
 
 // PRsRecords returns every /prs/ record, least recently used first (the
@@ -421,23 +448,28 @@ func (p *Purgatory) PRsUsage(pubkey, remote string) (ip, pk, total PRsUse, q PRs
 }
 
 // reloadPRs brings one /prs/ record in line with the KV after another
-// instance changed it.
-func (p *Purgatory) reloadPRs(ctx context.Context, g Getter, key string) error {
-	val, ok, err := g.Get(ctx, bucketPRs, key)
-	if err != nil {
-		return fmt.Errorf("purgatory: reload /prs/ record %s: %w", key, err)
-	}
+// instance changed it; it claims the record first, so it never undoes a
+// local change made meanwhile.
+func (p *Purgatory) reloadPRs(ctx context.Context, g Getter, k string) error {
 	l := p.prs
 	l.mu.Lock()
+	keys, _ := l.writing.claim(&l.mu, func() ([]string, error) { return []string{key(bucketPRs, k)}, nil })
+	l.mu.Unlock()
+	val, ok, err := g.Get(ctx, bucketPRs, k)
+	l.mu.Lock()
 	defer l.mu.Unlock()
+	defer l.writing.done(keys)
+	if err != nil {
+		return fmt.Errorf("purgatory: reload /prs/ record %s: %w", k, err)
+	}
 	if !ok {
-		l.dropLocked(key)
+		l.dropLocked(k)
 		return nil
 	}
 	var d PRsData
 	if err := json.Unmarshal(val, &d); err != nil {
-		return fmt.Errorf("purgatory: reload /prs/ record %s: %w", key, err)
+		return fmt.Errorf("purgatory: reload /prs/ record %s: %w", k, err)
 	}
-	l.putLocked(key, &d)
+	l.putLocked(k, &d)
 	return nil
 }

@@ -40,36 +40,47 @@ func (q *QuotaError) Error() string { return q.Msg }
 func over(limit, n int) bool { return limit > 0 && n >= limit }
 
 // admit refuses e when holding it would exceed a quota. Called under mu,
-// before anything is written.
+// before anything is written; holds being written count (holding).
 func (p *Purgatory) admit(e *Entry) error {
-	q, x := p.opts.Quotas, p.idx
+	q := p.opts.Quotas
+	// n is what the held entries and the holds being written have of one
+	// count.
+	n := func(of func(x *index) int) int { return of(p.idx) + of(p.holding) }
 	refuse := func(format string, args ...any) error {
 		p.events.WithLabelValues("refused", kindLabel(e.Event.Kind)).Inc()
 		return &QuotaError{Msg: "rate-limited: " + fmt.Sprintf(format, args...)}
 	}
+	held := len(p.held) + p.holding.n
+	remote := n(func(x *index) int { return x.remote[e.Remote] })
+	relay := n(func(x *index) int { return x.relay[e.Relay] })
 	switch {
-	case over(q.MaxHeld, len(p.held)):
-		return refuse("%d events already wait here for their git data, the most this server holds; try again later", len(p.held))
-	case e.Remote != "" && over(q.MaxHeldPerRemote, x.remote[e.Remote]):
-		return refuse("%d events from your address already wait here for their git data (limit %d); push their data or wait until they expire", x.remote[e.Remote], q.MaxHeldPerRemote)
-	case e.Relay != "" && over(q.MaxHeldPerRelay, x.relay[e.Relay]):
-		return refuse("%d events synced from %s already wait here for their git data (limit %d per relay)", x.relay[e.Relay], e.Relay, q.MaxHeldPerRelay)
+	case over(q.MaxHeld, held):
+		return refuse("%d events already wait here for their git data, the most this server holds; try again later", held)
+	case e.Remote != "" && over(q.MaxHeldPerRemote, remote):
+		return refuse("%d events from your address already wait here for their git data (limit %d); push their data or wait until they expire", remote, q.MaxHeldPerRemote)
+	case e.Relay != "" && over(q.MaxHeldPerRelay, relay):
+		return refuse("%d events synced from %s already wait here for their git data (limit %d per relay)", relay, e.Relay, q.MaxHeldPerRelay)
 	}
 	if !isAnnouncement(e) {
 		return nil
 	}
 	d := e.Repo.Identifier
+	total := n(func(x *index) int { return x.annTotal })
+	annRemote := n(func(x *index) int { return x.annRemote[e.Remote] })
+	annRelay := n(func(x *index) int { return x.annRelay[e.Relay] })
+	annAuthor := n(func(x *index) int { return x.annAuthor[e.Event.PubKey] })
+	annD := n(func(x *index) int { return x.annD[d] })
 	switch {
-	case over(q.MaxAnnouncements, x.annTotal):
-		return refuse("%d new repositories already wait here for their first push, the most this server holds; try again later", x.annTotal)
-	case e.Remote != "" && over(q.MaxAnnouncementsPerRemote, x.annRemote[e.Remote]):
-		return refuse("%d repositories announced from your address already wait here for their first push (limit %d); push to them or wait until they expire", x.annRemote[e.Remote], q.MaxAnnouncementsPerRemote)
-	case e.Relay != "" && over(q.MaxAnnouncementsPerRelay, x.annRelay[e.Relay]):
-		return refuse("%d repositories synced from %s already wait here for their first push (limit %d per relay)", x.annRelay[e.Relay], e.Relay, q.MaxAnnouncementsPerRelay)
-	case over(q.MaxAnnouncementsPerAuthor, x.annAuthor[e.Event.PubKey]):
-		return refuse("%d repositories of %s already wait here for their first push (limit %d); push to them or wait until they expire", x.annAuthor[e.Event.PubKey], nip34.Npub(e.Event.PubKey), q.MaxAnnouncementsPerAuthor)
-	case !e.Invited && over(q.MaxAnnouncementsPerIdentifier, x.annD[d]):
-		return refuse("%d announcements of repository %q already wait here for their first push (limit %d); try again later", x.annD[d], d, q.MaxAnnouncementsPerIdentifier)
+	case over(q.MaxAnnouncements, total):
+		return refuse("%d new repositories already wait here for their first push, the most this server holds; try again later", total)
+	case e.Remote != "" && over(q.MaxAnnouncementsPerRemote, annRemote):
+		return refuse("%d repositories announced from your address already wait here for their first push (limit %d); push to them or wait until they expire", annRemote, q.MaxAnnouncementsPerRemote)
+	case e.Relay != "" && over(q.MaxAnnouncementsPerRelay, annRelay):
+		return refuse("%d repositories synced from %s already wait here for their first push (limit %d per relay)", annRelay, e.Relay, q.MaxAnnouncementsPerRelay)
+	case over(q.MaxAnnouncementsPerAuthor, annAuthor):
+		return refuse("%d repositories of %s already wait here for their first push (limit %d); push to them or wait until they expire", annAuthor, nip34.Npub(e.Event.PubKey), q.MaxAnnouncementsPerAuthor)
+	case !e.Invited && over(q.MaxAnnouncementsPerIdentifier, annD):
+		return refuse("%d announcements of repository %q already wait here for their first push (limit %d); try again later", annD, d, q.MaxAnnouncementsPerIdentifier)
 	}
 	return nil
 }

@@ -5,7 +5,7 @@ import (
 	"net/url"
 	"strings"
 
-	"github.com/grasp-dev/grasp/core/git"
+	"github.com/grasp-dev/grasp/core/githttp"
 )
 
 // CORS for every response (GRASP-01 C1-C3): one rule on every path under
@@ -81,7 +81,7 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusNoContent)
 	case isWebsocket(r):
 		s.gate.ServeHTTP(w, r)
-	case git.Routed(rest):
+	case githttp.Routed(rest):
 		if gitH == nil {
 			http.NotFound(w, r)
 			return

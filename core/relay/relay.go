@@ -8,8 +8,9 @@
 // pipeline decides once per event, and the decision travels with the event
 // to its effects (Effects.Hold, Effects.Apply) and to the OK the client
 // gets. It never decides what is acceptable itself (that is core/policy),
-// never touches git data (core/git, mounted with HandleGit), and never
-// speaks the websocket protocol (core/gate, which it builds and feeds).
+// never touches git data (core/git, served by core/githttp mounted with
+// HandleGit), and never speaks the websocket protocol (core/gate, which it
+// builds and feeds).
 //
 // # Why the write path does not run through khatru
 //
@@ -122,7 +123,7 @@ type Options struct {
 	AuthRequired bool
 	// PushLimits are the git push limits advertised in NIP-11 limitation
 	// (the placeholder quotas of refs/nostr/<id> and /prs/ pushes, which
-	// anyone may make; issue 12 part 4); enforced by core/git and
+	// anyone may make; issue 12 part 4); enforced by core/githttp and
 	// core/purgatory.
 	PushLimits PushLimits
 	// RefusalLog counts refused clients for the operator's per-minute line
@@ -266,7 +267,7 @@ func otherRelayURLs(svc nip34.Service) []string {
 func (s *Server) RelayURL() string { return s.wsURL }
 
 // HandleGit mounts the git smart-HTTP handler: it receives every request
-// git.Routed names (the protocol paths of a repository, and everything
+// githttp.Routed names (the protocol paths of a repository, and everything
 // under /prs/), with the base path stripped.
 func (s *Server) HandleGit(h http.Handler) {
 	s.gitMu.Lock()

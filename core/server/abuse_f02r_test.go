@@ -1,4 +1,4 @@
-package server
+package server_test
 
 import (
 	"path/filepath"
@@ -25,7 +25,7 @@ func TestAbuse_F02_ShortTTL(t *testing.T) {
 	x := w.commit("x")
 	url := e.cloneURL(a, "repo")
 	e.release(a, "repo", w, x)
-	dir, err := e.srv.repos.Path(a.repo("repo"))
+	dir, err := e.srv.Repos().Path(a.repo("repo"))
 	if err != nil {
 		t.Fatal(err)
 	}

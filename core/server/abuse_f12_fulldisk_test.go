@@ -1,4 +1,4 @@
-package server
+package server_test
 
 import (
 	"errors"
@@ -16,6 +16,7 @@ import (
 
 	"github.com/grasp-dev/grasp/core/config"
 	"github.com/grasp-dev/grasp/core/diskspace"
+	"github.com/grasp-dev/grasp/core/server"
 	"github.com/grasp-dev/grasp/internal/testkit"
 	"github.com/grasp-dev/grasp/internal/testlog"
 )
@@ -53,7 +54,7 @@ func TestAbuse_F12_StartOnFullDisk(t *testing.T) {
 			cfg.Purgatory.FetchPrivateAddresses = true
 			cfg.Sync.Enabled = false
 
-			e := startEnv(t, cfg, nil, Extensions{})
+			e := startEnv(t, cfg, nil, server.Extensions{})
 			k := newKey(t)
 			w := newWork(t)
 			tip := w.commit("one")
@@ -73,7 +74,7 @@ func TestAbuse_F12_StartOnFullDisk(t *testing.T) {
 			filler := fillDisk(t, disk)
 			t.Cleanup(func() { os.Remove(filler) })
 			var log testlog.Buffer
-			e = startEnvLog(t, cfg, nil, Extensions{}, hclog.New(&hclog.LoggerOptions{Output: &log, Level: hclog.Info}))
+			e = startEnvLog(t, cfg, nil, server.Extensions{}, hclog.New(&hclog.LoggerOptions{Output: &log, Level: hclog.Info}))
 			cl := e.dial()
 			if !cl.served(ann.ID) || !cl.served(issue.ID) {
 				t.Fatal("a read-only server does not serve what it has")
@@ -109,7 +110,7 @@ func TestAbuse_F12_StartOnFullDisk(t *testing.T) {
 			if err := os.Remove(filler); err != nil {
 				t.Fatal(err)
 			}
-			e = startEnv(t, cfg, nil, Extensions{})
+			e = startEnv(t, cfg, nil, server.Extensions{})
 			cl = e.dial()
 			e.clk.Advance(2 * time.Second)
 			cl.mustAccept(e.sign(k, 1621, nostr.Tags{{"a", "30617:" + k.PK + ":repo"}, {"subject", "after"}}, "room again"), "")

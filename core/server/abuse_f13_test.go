@@ -1,4 +1,4 @@
-package server
+package server_test
 
 import (
 	"fmt"
@@ -36,7 +36,7 @@ func TestAbuse_F13(t *testing.T) {
 			t.Fatalf("a bare repository was made for refused announcement %d", i)
 		}
 	}
-	dir, err := e.srv.repos.Path(first.repo("flood0"))
+	dir, err := e.srv.Repos().Path(first.repo("flood0"))
 	if err != nil {
 		t.Fatal(err)
 	}

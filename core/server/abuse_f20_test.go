@@ -1,4 +1,4 @@
-package server
+package server_test
 
 import (
 	"fmt"
@@ -63,7 +63,7 @@ func TestAbuse_F20_PRsDataBoundedPerAddress(t *testing.T) {
 	}
 
 	cl := e.dial()
-	root := filepath.Join(e.srv.repos.Root(), "prs")
+	root := filepath.Join(e.srv.Repos().Root(), "prs")
 	// two rounds of 4 MiB, one event first, one push first: both served
 	k1, out, err := e.prsRound(cl, "r1", 4<<20, true)
 	if err != nil {
@@ -106,14 +106,14 @@ func TestAbuse_F20_PRsDataBoundedPerAddress(t *testing.T) {
 	// the served PRs' data stays while used (well past the placeholder
 	// TTL), and goes once unused for the TTL, which frees the quota
 	e.clk.Advance(ttl / 2)
-	if err := e.srv.hosting.Sweep(t.Context()); err != nil {
+	if err := e.srv.Hosting().Sweep(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	if !exists(e.prsDir(k1, "r1")) {
 		t.Fatal("a served PR's /prs/ data went before its TTL")
 	}
 	e.clk.Advance(ttl/2 + time.Minute)
-	if err := e.srv.hosting.Sweep(t.Context()); err != nil {
+	if err := e.srv.Hosting().Sweep(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	if exists(e.prsDir(k1, "r1")) {
@@ -156,7 +156,7 @@ func TestAbuse_F20_MergedPRsDataOutlivesTheTTL(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.clk.Advance(ttl + time.Minute)
-	if err := e.srv.hosting.Sweep(t.Context()); err != nil {
+	if err := e.srv.Hosting().Sweep(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	if exists(e.prsDir(other, "elsewhere")) {

@@ -1,6 +1,7 @@
-package server
+package server_test
 
 import (
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -9,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/grasp-dev/grasp/core/config"
+	"github.com/grasp-dev/grasp/internal/testkit"
 )
 
 // F24: the admin paths of the metrics listener trusted any loopback peer
@@ -20,14 +22,14 @@ import (
 // at start (readable by its user only) opens them. /metrics stays open to
 // Prometheus.
 func TestAbuse_F24_AdminRefusesRebindingAndNoToken(t *testing.T) {
+	addr := fmt.Sprintf("127.0.0.1:%d", testkit.FreePort(t))
 	e := newEnv(t, func(c *config.Config) {
 		c.Metrics.Enabled = true
-		c.Metrics.Listen = "127.0.0.1:0"
+		c.Metrics.Listen = addr
 		// The status report asks sync, which answers once this instance
 		// leads; nothing here is about sync.
 		c.Sync.Enabled = false
 	})
-	addr := e.srv.metricsAddr()
 	do := func(method, path, host string, h http.Header) (int, string) {
 		t.Helper()
 		req, err := http.NewRequest(method, "http://"+addr+path, nil)
@@ -68,7 +70,7 @@ func TestAbuse_F24_AdminRefusesRebindingAndNoToken(t *testing.T) {
 		}
 	}
 	// The operator's path: the token the server made, mode 0600.
-	tokFile := filepath.Join(e.srv.cfg.Server.DataDir, "admin.token")
+	tokFile := filepath.Join(e.cfg.Server.DataDir, "admin.token")
 	st, err := os.Stat(tokFile)
 	if err != nil || st.Mode().Perm() != 0o600 {
 		t.Fatalf("admin token file %s: %v %v, want mode 0600", tokFile, st, err)

@@ -1,4 +1,4 @@
-package server
+package server_test
 
 import (
 	"context"
@@ -73,7 +73,7 @@ func TestAbuse_F26_SyncedAnnouncementsBoundedPerRelay(t *testing.T) {
 	cl.mustAccept(ann, purg)
 	// the held announcement's relay is synced for that repository only
 	e.eventually("the held repository's state synced from its relay", syncStep, func() bool {
-		_, ok := e.srv.purg.Get(st.ID)
+		_, ok := e.srv.Purgatory().Get(st.ID)
 		return ok
 	})
 	if d := asked.discovery(); len(d) != 0 {

@@ -1,4 +1,4 @@
-package server
+package server_test
 
 import (
 	"context"
@@ -24,6 +24,7 @@ import (
 	"github.com/grasp-dev/grasp/core/archive"
 	"github.com/grasp-dev/grasp/core/config"
 	"github.com/grasp-dev/grasp/core/env"
+	"github.com/grasp-dev/grasp/core/server"
 	"github.com/grasp-dev/grasp/internal/testwait"
 )
 
@@ -200,7 +201,7 @@ func runArchiveFollows(b *testing.B) {
 	runtime.GC()
 	var before runtime.MemStats
 	runtime.ReadMemStats(&before)
-	srv, err := newServer(cfg, Build{Version: "bench"}, Extensions{}, env.Env{})
+	srv, reg, err := newServer(cfg, server.Build{Version: "bench"}, server.Extensions{}, env.Env{})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -218,19 +219,19 @@ func runArchiveFollows(b *testing.B) {
 	polls := 0
 	testwait.For(b, "every announcement archived and the data-bearing ones mirrored", func() bool {
 		time.Sleep(time.Second)
-		if err := srv.hosting.CountArchived(ctx); err != nil {
+		if err := srv.Hosting().CountArchived(ctx); err != nil {
 			return false
 		}
-		awaiting = benchMetric(srv, "grasp_archive_repos", archive.StateAwaiting)
-		mirrored = benchMetric(srv, "grasp_archive_repos", archive.StateMirrored)
+		awaiting = metricIn(b, reg, "grasp_archive_repos", archive.StateAwaiting)
+		mirrored = metricIn(b, reg, "grasp_archive_repos", archive.StateMirrored)
 		if polls++; polls%10 == 0 {
 			fetchesSoFar := 0
 			for _, ts := range flog.byDomSnapshot() {
 				fetchesSoFar += ts
 			}
 			b.Logf("%s: %v awaiting, %v mirrored, %d fetches %v, %v held in purgatory, hunt queue %v, attempts %v ok %v, throttled %v, naughty %v", time.Since(start).Round(time.Second), awaiting, mirrored, fetchesSoFar, flog.byDomSnapshot(),
-				benchMetric(srv, "grasp_purgatory_entries", ""), benchMetric(srv, "grasp_hunt_queue_repos", ""), benchMetric(srv, "grasp_hunt_fetch_attempts_total", ""),
-				benchMetric(srv, "grasp_hunt_fetch_attempts_total", "ok"), benchMetric(srv, "grasp_hunt_throttled_waits_total", ""), benchMetric(srv, "grasp_hunt_naughty_hosts", ""))
+				metricIn(b, reg, "grasp_purgatory_entries", ""), metricIn(b, reg, "grasp_hunt_queue_repos", ""), metricIn(b, reg, "grasp_hunt_fetch_attempts_total", ""),
+				metricIn(b, reg, "grasp_hunt_fetch_attempts_total", "ok"), metricIn(b, reg, "grasp_hunt_throttled_waits_total", ""), metricIn(b, reg, "grasp_hunt_naughty_hosts", ""))
 		}
 		return int(mirrored) == archBenchWithData && int(awaiting+mirrored) == total
 	})

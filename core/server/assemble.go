@@ -12,6 +12,7 @@ import (
 	"github.com/grasp-dev/grasp/core/clientip"
 	"github.com/grasp-dev/grasp/core/config"
 	"github.com/grasp-dev/grasp/core/git"
+	"github.com/grasp-dev/grasp/core/githttp"
 	"github.com/grasp-dev/grasp/core/hosting"
 	"github.com/grasp-dev/grasp/core/nip34"
 	"github.com/grasp-dev/grasp/core/nip86"
@@ -165,19 +166,19 @@ func (s *Server) assemble(ext Extensions) error {
 	}
 	minBody := int64(cfg.Git.MinBodyBytes)
 	if minBody == 0 {
-		minBody = -1 // config's 0 is "no check"; git.Options' 0 is its default
+		minBody = -1 // config's 0 is "no check"; githttp.Options' 0 is its default
 	}
 	queueWait := cfg.Git.QueueWait.D()
 	if queueWait == 0 {
 		queueWait = -1 // refuse at once
 	}
-	var prs git.PRsHost // nil: every /prs/ path is a 404 (G06-0)
-	var prsQuota git.PRsQuota
+	var prs githttp.PRsHost // nil: every /prs/ path is a 404 (G06-0)
+	var prsQuota githttp.PRsQuota
 	if cfg.Grasp.Grasp06 {
 		prs, prsQuota = s.hosting, s.hosting
 	}
-	s.refusals = git.NewRefusals(s.clk)
-	gitHandler := git.NewHandler(git.Options{
+	s.refusals = githttp.NewRefusals(s.clk)
+	gitHandler := githttp.NewHandler(githttp.Options{
 		Repos: s.repos, Authority: s.hosting, Hooks: s.hosting, Private: s.vis, Service: svc,
 		Placeholders:      s.hosting,
 		ReadOnly:          s.hosting.ReadOnly,
@@ -206,7 +207,7 @@ func (s *Server) assemble(ext Extensions) error {
 		Repos: s.repos, Events: s.vis.PublicEvents(events), Roster: rost, Listed: s.vis.Listed, Readers: s.vis.Readers, ClientIP: s.clientIP,
 		Facts: s.pageFacts(),
 		// snapshots and raw files are git processes in the git handler's slots
-		Snapshots: gitHandler.(git.Snapshots),
+		Snapshots: gitHandler.(githttp.Snapshots),
 	}, s.env.Named("pages"))
 	if err != nil {
 		return err

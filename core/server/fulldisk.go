@@ -16,7 +16,7 @@ import (
 // A full disk is survivable (issue 24 part 7, audit 2026-11 F12 follow-up).
 // A server started with its data directory below server.min_free_mb, or on
 // a disk with no room to open the store for writing at all, opens the
-// store read-only (core/store/readonly.go): it serves reads, refuses every
+// store read-only (core/store/badger_readonly.go): it serves reads, refuses every
 // write with "error:", and says what the operator must free. Getting out
 // of it takes a restart once there is room.
 

@@ -1,4 +1,4 @@
-package server
+package server_test
 
 import (
 	"context"
@@ -493,10 +493,10 @@ func TestG01G2_StoredStateAuthorisesAHealingPush(t *testing.T) {
 	url := e.cloneURL(a, "repo")
 	e.release(a, "repo", w, x)
 	ctx := context.Background()
-	if err := e.srv.repos.Delete(ctx, a.repo("repo")); err != nil {
+	if err := e.srv.Repos().Delete(ctx, a.repo("repo")); err != nil {
 		t.Fatal(err)
 	}
-	if err := e.srv.repos.Create(ctx, a.repo("repo")); err != nil {
+	if err := e.srv.Repos().Create(ctx, a.repo("repo")); err != nil {
 		t.Fatal(err)
 	}
 	if out, err := w.push(url, "main:refs/heads/main"); err != nil {

@@ -1,4 +1,4 @@
-package server
+package server_test
 
 import (
 	"fmt"
@@ -207,7 +207,7 @@ func TestG02_9_SupportedGraspsFollowsSyncSwitch(t *testing.T) {
 	if slices.Contains(grasps(off), "GRASP-02") {
 		t.Fatalf("sync off: supported_grasps %v has GRASP-02", grasps(off))
 	}
-	if hasMetric(off.srv, "grasp_sync_relays_tracked") {
+	if off.hasMetric("grasp_sync_relays_tracked") {
 		t.Fatal("sync off, yet the sync manager was built")
 	}
 }
@@ -263,7 +263,7 @@ func TestG02_ExpiredRepoIsNoLongerSynced(t *testing.T) {
 	// past the TTL: the announcement expires, sync forgets the repo
 	e.clk.Advance(ttl)
 	e.eventually("the relay only the expired repo used is closed", time.Second, func() bool {
-		return !e.relayUp(peer.ws) && e.srv.purg.Len() == 0
+		return !e.relayUp(peer.ws) && e.srv.Purgatory().Len() == 0
 	})
 }
 

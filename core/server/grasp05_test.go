@@ -1,4 +1,4 @@
-package server
+package server_test
 
 import (
 	"context"
@@ -87,7 +87,7 @@ func TestG05_1_ArchiveAllMirrorsARepositoryFromForeignRelayAndGitServer(t *testi
 	if refs := lsRemote(t, e.cloneURL(c, "other")); refs["refs/heads/main"] != other.tip {
 		t.Fatalf("second archived repo refs %v, want main=%s", refs, other.tip)
 	}
-	if err := e.srv.hosting.CountArchived(context.Background()); err != nil {
+	if err := e.srv.Hosting().CountArchived(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	if n := e.metric("grasp_archive_repos", "mirrored"); n != 2 {
@@ -259,14 +259,14 @@ func TestG05_1_StateBeforeItsAnnouncementIsHuntedAtOnce(t *testing.T) {
 	e := newSyncEnv(t, func(cfg *config.Config) { cfg.Grasp.ArchiveAll = true })
 	ctx := context.Background()
 	sync := policy.Meta{Source: policy.SourceSync, Remote: "wss://relay.example.org"}
-	if ok, msg := e.srv.relay.Ingest(ctx, repo.state, sync); ok {
+	if ok, msg := e.srv.Relay().Ingest(ctx, repo.state, sync); ok {
 		t.Fatalf("a state without its announcement was taken: %q", msg)
 	}
-	if ok, msg := e.srv.relay.Ingest(ctx, repo.ann, sync); !ok || !strings.HasPrefix(msg, purg) {
+	if ok, msg := e.srv.Relay().Ingest(ctx, repo.ann, sync); !ok || !strings.HasPrefix(msg, purg) {
 		t.Fatalf("archived announcement: %v %q", ok, msg)
 	}
 	cl := e.dial()
-	e.eventually("the state re-checked and held", 0, func() bool { _, held := e.srv.purg.Get(repo.state.ID); return held })
+	e.eventually("the state re-checked and held", 0, func() bool { _, held := e.srv.Purgatory().Get(repo.state.ID); return held })
 	// past sync_fetch_delay (500 ms) and a hunt tick, far below 3 minutes
 	for i := 0; i < 15; i++ {
 		e.clk.Advance(200 * time.Millisecond)
@@ -296,7 +296,7 @@ func TestG05_1_LiveDiscoveryFromABootstrapRelay(t *testing.T) {
 	repo := newForeignRepo(t, a, "repo", gitRoot, gitURL, up.ws)
 	sync := policy.Meta{Source: policy.SourceSync, Remote: "wss://relay.example.org"}
 	for _, evt := range []*nostr.Event{repo.ann, repo.state} {
-		if ok, msg := up.srv.relay.Ingest(context.Background(), evt, sync); !ok {
+		if ok, msg := up.srv.Relay().Ingest(context.Background(), evt, sync); !ok {
 			t.Fatalf("bootstrap relay refused %d: %q", evt.Kind, msg)
 		}
 	}

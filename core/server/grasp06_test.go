@@ -1,4 +1,4 @@
-package server
+package server_test
 
 import (
 	"context"
@@ -19,6 +19,7 @@ import (
 	"github.com/grasp-dev/grasp/core/config"
 	"github.com/grasp-dev/grasp/core/nip34"
 	"github.com/grasp-dev/grasp/core/policy"
+	"github.com/grasp-dev/grasp/core/server"
 	"github.com/grasp-dev/grasp/internal/testwait"
 )
 
@@ -43,7 +44,7 @@ func (e *testServer) prsURL(k key, d string) string {
 // prsDir is where k's /prs/ repository d would live on disk.
 func (e *testServer) prsDir(k key, d string) string {
 	e.t.Helper()
-	dir, err := e.srv.repos.Path(nip34.PRsRepo(k.PK, d))
+	dir, err := e.srv.Repos().Path(nip34.PRsRepo(k.PK, d))
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -78,7 +79,7 @@ func TestG06_0_DisabledIs404AndNotInNIP11(t *testing.T) {
 	if out, err := w.push(off.prsURL(k, "repo"), p+":refs/nostr/"+strings.Repeat("a", 64)); err == nil {
 		t.Fatalf("GRASP-06 off: a /prs/ push was accepted:\n%s", out)
 	}
-	if exists(filepath.Join(off.srv.repos.Root(), "prs")) {
+	if exists(filepath.Join(off.srv.Repos().Root(), "prs")) {
 		t.Fatal("GRASP-06 off: a /prs/ directory was created")
 	}
 	if slices.Contains(off.grasps(), "GRASP-06") {
@@ -117,7 +118,7 @@ func TestG06_1_AnyWellFormedPathIsAnEmptyRepositoryWithoutADirectory(t *testing.
 	if out, err := gitRun(t, t.TempDir(), "clone", "-q", e.prsURL(k, "anything"), "c"); err != nil {
 		t.Fatalf("clone: %v\n%s", err, out)
 	}
-	if exists(filepath.Join(e.srv.repos.Root(), "prs")) {
+	if exists(filepath.Join(e.srv.Repos().Root(), "prs")) {
 		t.Fatal("reading /prs/ paths created a directory")
 	}
 	// a hex pubkey is not a well-formed path
@@ -152,7 +153,7 @@ func TestG06_2_PushThenPublishIsReleasedAndServed(t *testing.T) {
 	}
 	// still there after the placeholder TTL: the ref is bound
 	e.clk.Advance(time.Hour)
-	if err := e.srv.hosting.Sweep(t.Context()); err != nil {
+	if err := e.srv.Hosting().Sweep(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	if got := lsRemote(t, url)["refs/nostr/"+pr.ID]; got != p {
@@ -179,7 +180,7 @@ func TestG06_3_OnlyNostrRefsAndAMixedPushIsRefusedWhole(t *testing.T) {
 	if err == nil || !strings.Contains(out, "only refs/nostr/<event-id>") {
 		t.Fatalf("mixed push to /prs/: err=%v\n%s", err, out)
 	}
-	if exists(filepath.Join(e.srv.repos.Root(), "prs")) {
+	if exists(filepath.Join(e.srv.Repos().Root(), "prs")) {
 		t.Fatal("a refused /prs/ push wrote a directory")
 	}
 	if refs := lsRemote(t, url); len(refs) != 0 {
@@ -205,7 +206,7 @@ func TestG06_4_EventFirstIsHeldThenReleasedByThePush(t *testing.T) {
 	if cl.served(pr.ID) {
 		t.Fatal("PR served before its push")
 	}
-	if exists(filepath.Join(e.srv.repos.Root(), "prs")) {
+	if exists(filepath.Join(e.srv.Repos().Root(), "prs")) {
 		t.Fatal("a held PR created a /prs/ directory")
 	}
 	// a PR update for the same path is accepted the same way
@@ -319,7 +320,7 @@ func TestG06_7_ReleasedPRIsMirroredIntoTheHostedOwnerRepository(t *testing.T) {
 		t.Fatalf("owner's repository: refs/nostr/%s = %q, want %s", pr.ID, got, p)
 	}
 	// the mirror is a copy: the commit is in the owner's repository
-	dir, err := e.srv.repos.Path(owner.repo("repo"))
+	dir, err := e.srv.Repos().Path(owner.repo("repo"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -424,7 +425,7 @@ func TestG06_Limits_PerPubkeyAndIPRefusedBeforeWriting(t *testing.T) {
 	w := newWork(t)
 	p := w.commit("p")
 	id := func(c string) string { return strings.Repeat(c, 64) }
-	root := e.srv.repos.Root()
+	root := e.srv.Repos().Root()
 
 	// per pubkey, count: three placeholders under one npub, two allowed
 	out, err := w.push(e.prsURL(k, "a"), p+":refs/nostr/"+id("1"), p+":refs/nostr/"+id("2"), p+":refs/nostr/"+id("3"))
@@ -490,7 +491,7 @@ func TestG06_Limits_PerPubkeyAndIPRefusedBeforeWriting(t *testing.T) {
 func TestG06_Limits_PluginSeesTheUsage(t *testing.T) {
 	var mu sync.Mutex
 	var seen []policy.Usage
-	ext := Extensions{Accept: policy.AcceptorFunc(func(_ context.Context, evt *nostr.Event, meta policy.Meta) policy.Verdict {
+	ext := server.Extensions{Accept: policy.AcceptorFunc(func(_ context.Context, evt *nostr.Event, meta policy.Meta) policy.Verdict {
 		if evt.Kind != 1618 || meta.Usage == nil {
 			return policy.Verdict{}
 		}
@@ -553,21 +554,21 @@ func TestG06_8_ExcludedFromListingsAndCleanup(t *testing.T) {
 	if strings.Contains(string(body), k.Npub) || strings.Contains(string(body), "listed") {
 		t.Fatal("the landing page lists a /prs/ repository")
 	}
-	st, err := admin.Build(t.Context(), e.srv.adminSources())
+	st, err := admin.Build(t.Context(), e.srv.AdminSources())
 	if err != nil {
 		t.Fatal(err)
 	}
 	if st.Repos != 0 {
 		t.Fatalf("admin status counts %d repositories, want 0", st.Repos)
 	}
-	findings, err := e.srv.hosting.Integrity(t.Context(), true, nip34.RepoRef{})
+	findings, err := e.srv.Hosting().Integrity(t.Context(), true, nip34.RepoRef{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(findings) != 0 {
 		t.Fatalf("the integrity check looked at /prs/: %+v", findings)
 	}
-	if err := e.srv.hosting.Maintain(t.Context()); err != nil {
+	if err := e.srv.Hosting().Maintain(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	if got := lsRemote(t, e.prsURL(k, "listed"))["refs/nostr/"+strings.Repeat("a", 64)]; got != p {

@@ -1,4 +1,4 @@
-package server
+package server_test
 
 import (
 	"encoding/base64"
@@ -432,7 +432,7 @@ func TestG08_4_NoReadPathLeaksAPrivateRepository(t *testing.T) {
 	}
 	// metrics carry no repository labels
 	rec := httptest.NewRecorder()
-	e.srv.metrics.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+	e.reg.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
 	for _, leak := range []string{p.d, owner.Npub, owner.PK, "topsecret-name"} {
 		if strings.Contains(rec.Body.String(), leak) {
 			t.Errorf("metrics mention %q", leak)

@@ -1,4 +1,4 @@
-package server
+package server_test
 
 import (
 	"context"
@@ -19,6 +19,7 @@ import (
 	"github.com/grasp-dev/grasp/core/env"
 	"github.com/grasp-dev/grasp/core/metrics"
 	"github.com/grasp-dev/grasp/core/nip34"
+	"github.com/grasp-dev/grasp/core/server"
 	"github.com/grasp-dev/grasp/internal/testkit"
 	"github.com/grasp-dev/grasp/internal/testwait"
 	"github.com/hashicorp/go-hclog"
@@ -28,9 +29,11 @@ import (
 // testServer is one grasp server on 127.0.0.1 with its own data dir.
 type testServer struct {
 	t    *testing.T
-	srv  *Server
-	base string // http://127.0.0.1:port
-	ws   string // ws://127.0.0.1:port
+	srv  *server.Server
+	cfg  config.Config     // what the server was started on (paths absolute)
+	reg  *metrics.Registry // the registry handed to it, as cmd/grasp's /metrics serves it
+	base string            // http://127.0.0.1:port
+	ws   string            // ws://127.0.0.1:port
 	clk  *clock.Fake
 	stop context.CancelFunc
 }
@@ -45,11 +48,11 @@ func newEnv(t *testing.T, mutate func(c *config.Config)) *testServer {
 // newEnvOn is newEnv measuring free disk space with free (nil: statfs).
 func newEnvOn(t *testing.T, mutate func(c *config.Config), free func(dir string) (uint64, error)) *testServer {
 	t.Helper()
-	return newEnvWith(t, mutate, free, Extensions{})
+	return newEnvWith(t, mutate, free, server.Extensions{})
 }
 
 // newEnvWith is newEnvOn with the plugin extensions ext.
-func newEnvWith(t *testing.T, mutate func(c *config.Config), free func(dir string) (uint64, error), ext Extensions) *testServer {
+func newEnvWith(t *testing.T, mutate func(c *config.Config), free func(dir string) (uint64, error), ext server.Extensions) *testServer {
 	t.Helper()
 	return startEnv(t, testConfig(t, mutate), free, ext)
 }
@@ -75,7 +78,7 @@ func testConfig(t *testing.T, mutate func(c *config.Config)) config.Config {
 
 // startEnv starts a server on cfg (with the plugin extensions ext) with a
 // fake clock set to now.
-func startEnv(t *testing.T, cfg config.Config, free func(dir string) (uint64, error), ext Extensions) *testServer {
+func startEnv(t *testing.T, cfg config.Config, free func(dir string) (uint64, error), ext server.Extensions) *testServer {
 	t.Helper()
 	var log hclog.Logger
 	if os.Getenv("GRASP_TEST_LOG") != "" {
@@ -85,18 +88,22 @@ func startEnv(t *testing.T, cfg config.Config, free func(dir string) (uint64, er
 }
 
 // startEnvLog is startEnv writing the server's log to log (nil: nowhere).
-func startEnvLog(t *testing.T, cfg config.Config, free func(dir string) (uint64, error), ext Extensions, log hclog.Logger) *testServer {
+func startEnvLog(t *testing.T, cfg config.Config, free func(dir string) (uint64, error), ext server.Extensions, log hclog.Logger) *testServer {
 	t.Helper()
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
+	// New makes every path absolute; the test reads the same config
+	if err := cfg.Absolute(); err != nil {
+		t.Fatal(err)
+	}
 	clk := clock.NewFake(time.Now())
 	reg := metrics.New("test", "")
-	st, err := OpenStore(cfg, env.Env{Clock: clk, Log: log, Metrics: reg.Registerer()})
+	st, err := server.OpenStore(cfg, env.Env{Clock: clk, Log: log, Metrics: reg.Registerer()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := New(Options{Config: cfg, Build: Build{Version: "test"}, Metrics: reg, Store: st, FreeSpace: free, Extensions: ext}, env.Env{Clock: clk, Log: log})
+	srv, err := server.New(server.Options{Config: cfg, Build: server.Build{Version: "test"}, Metrics: reg, Store: st, FreeSpace: free, Extensions: ext}, env.Env{Clock: clk, Log: log})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,7 +112,7 @@ func startEnvLog(t *testing.T, cfg config.Config, free func(dir string) (uint64,
 		cancel()
 		t.Fatal(err)
 	}
-	e := &testServer{t: t, srv: srv, base: cfg.Server.PublicURL, ws: cfg.RelayURL(), clk: clk, stop: cancel}
+	e := &testServer{t: t, srv: srv, cfg: cfg, reg: reg, base: cfg.Server.PublicURL, ws: cfg.RelayURL(), clk: clk, stop: cancel}
 	t.Cleanup(func() {
 		cancel()
 		if err := srv.Wait(); err != nil {
@@ -116,20 +123,22 @@ func startEnvLog(t *testing.T, cfg config.Config, free func(dir string) (uint64,
 }
 
 // newServer builds a server the way cmd/grasp does: the registry and the
-// store first, then the server on them.
-func newServer(cfg config.Config, b Build, ext Extensions, e env.Env) (*Server, error) {
+// store first, then the server on them. It returns the registry too, for
+// what /metrics would show.
+func newServer(cfg config.Config, b server.Build, ext server.Extensions, e env.Env) (*server.Server, *metrics.Registry, error) {
 	reg := metrics.New(b.Version, b.Commit)
 	e.Metrics = reg.Registerer()
-	st, err := OpenStore(cfg, e)
+	st, err := server.OpenStore(cfg, e)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return New(Options{Config: cfg, Build: b, Metrics: reg, Store: st, Extensions: ext}, e)
+	srv, err := server.New(server.Options{Config: cfg, Build: b, Metrics: reg, Store: st, Extensions: ext}, e)
+	return srv, reg, err
 }
 
 // serveUntilCleanup starts srv and stops it (waiting for it) when the test
 // or benchmark ends.
-func serveUntilCleanup(tb testing.TB, srv *Server) {
+func serveUntilCleanup(tb testing.TB, srv *server.Server) {
 	tb.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	if err := srv.Start(ctx); err != nil {

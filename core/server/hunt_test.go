@@ -1,4 +1,4 @@
-package server
+package server_test
 
 import (
 	"context"
@@ -70,7 +70,7 @@ func TestG02_HuntReleasesSyncedStateFromForeignGitHost(t *testing.T) {
 	ann := e.announcement(a, "repo", nostr.Tag{"clone", gitURL + "/repo.git"})
 	cl.mustAccept(ann, purg)
 	st := e.state(a, "repo", map[string]string{"refs/heads/main": x}, "refs/heads/main")
-	if ok, msg := e.srv.relay.Ingest(context.Background(), st, policy.Meta{Source: policy.SourceSync, Remote: "ws://peer.example"}); !ok || !strings.HasPrefix(msg, purg) {
+	if ok, msg := e.srv.Relay().Ingest(context.Background(), st, policy.Meta{Source: policy.SourceSync, Remote: "ws://peer.example"}); !ok || !strings.HasPrefix(msg, purg) {
 		t.Fatalf("synced state: %v %q", ok, msg)
 	}
 	// the synced delay is short (500 ms); no push comes
@@ -129,7 +129,7 @@ func TestG02_HuntFromAnotherGraspInstance(t *testing.T) {
 	}
 	cl := e.dial()
 	cl.mustAccept(ann, purg)
-	if ok, msg := e.srv.relay.Ingest(context.Background(), st, policy.Meta{Source: policy.SourceSync}); !ok {
+	if ok, msg := e.srv.Relay().Ingest(context.Background(), st, policy.Meta{Source: policy.SourceSync}); !ok {
 		t.Fatalf("synced state refused: %q", msg)
 	}
 	e.advanceUntil(200*time.Millisecond, func() bool { return cl.served(st.ID) })
@@ -149,7 +149,7 @@ func TestG02_EventExpiresCleanlyWhenNoServerHasTheData(t *testing.T) {
 	ann := e.announcement(a, "repo", nostr.Tag{"clone", gitURL + "/repo.git"}, nostr.Tag{"clone", "http://127.0.0.1:1/dead.git"})
 	cl.mustAccept(ann, purg)
 	st := e.state(a, "repo", map[string]string{"refs/heads/main": strings.Repeat("ab", 20)}, "")
-	if ok, _ := e.srv.relay.Ingest(context.Background(), st, policy.Meta{Source: policy.SourceSync}); !ok {
+	if ok, _ := e.srv.Relay().Ingest(context.Background(), st, policy.Meta{Source: policy.SourceSync}); !ok {
 		t.Fatal("synced state refused")
 	}
 	url := e.cloneURL(a, "repo")
@@ -158,10 +158,10 @@ func TestG02_EventExpiresCleanlyWhenNoServerHasTheData(t *testing.T) {
 	if cl.served(st.ID) || cl.served(ann.ID) {
 		t.Fatal("expired events served")
 	}
-	if e.srv.purg.Len() != 0 {
-		t.Fatalf("purgatory still holds %d events", e.srv.purg.Len())
+	if e.srv.Purgatory().Len() != 0 {
+		t.Fatalf("purgatory still holds %d events", e.srv.Purgatory().Len())
 	}
-	testwait.For(t, "the hunter to watch no repository", func() bool { return e.srv.hunter.Stats().Repos == 0 })
+	testwait.For(t, "the hunter to watch no repository", func() bool { return e.srv.Hunter().Stats().Repos == 0 })
 }
 
 func TestG02_HourlyRecheckRestoresADriftedRepo(t *testing.T) {
@@ -174,10 +174,10 @@ func TestG02_HourlyRecheckRestoresADriftedRepo(t *testing.T) {
 	e.release(a, "repo", w, x, nostr.Tag{"clone", gitURL + "/repo.git"})
 	// the repo loses its data (disk replaced, operator mistake ...)
 	ctx := context.Background()
-	if err := e.srv.repos.Delete(ctx, a.repo("repo")); err != nil {
+	if err := e.srv.Repos().Delete(ctx, a.repo("repo")); err != nil {
 		t.Fatal(err)
 	}
-	if err := e.srv.repos.Create(ctx, a.repo("repo")); err != nil {
+	if err := e.srv.Repos().Create(ctx, a.repo("repo")); err != nil {
 		t.Fatal(err)
 	}
 	if refs := lsRemote(t, e.cloneURL(a, "repo")); len(refs) != 0 {
@@ -200,12 +200,12 @@ func TestG02_HuntRefusesInternalSourcesByDefault(t *testing.T) {
 	cl.mustAccept(e.announcement(a, "repo", nostr.Tag{"clone", gitURL + "/repo.git"}), purg)
 	st := e.state(a, "repo", map[string]string{"refs/heads/main": x}, "refs/heads/main")
 	before := plainGitRequests.Load()
-	if ok, _ := e.srv.relay.Ingest(context.Background(), st, policy.Meta{Source: policy.SourceSync}); !ok {
+	if ok, _ := e.srv.Relay().Ingest(context.Background(), st, policy.Meta{Source: policy.SourceSync}); !ok {
 		t.Fatal("synced state refused")
 	}
 	testwait.For(t, "the hunter to fetch", func() bool {
 		e.clk.Advance(time.Second)
-		return e.srv.hunter.Stats().Fetches > 0
+		return e.srv.Hunter().Stats().Fetches > 0
 	})
 	cl = e.dial()
 	if cl.served(st.ID) {

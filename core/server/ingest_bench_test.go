@@ -1,4 +1,4 @@
-package server
+package server_test
 
 import (
 	"context"
@@ -19,6 +19,7 @@ import (
 	"github.com/grasp-dev/grasp/core/nip34"
 	"github.com/grasp-dev/grasp/core/policy"
 	"github.com/grasp-dev/grasp/core/purgatory"
+	"github.com/grasp-dev/grasp/core/server"
 	"github.com/grasp-dev/grasp/core/store"
 )
 
@@ -73,7 +74,7 @@ func startHeldBench(b *testing.B) *benchServer {
 	if err != nil {
 		b.Fatal(err)
 	}
-	srv, err := New(Options{Config: cfg, Build: Build{Version: "bench"}, Metrics: reg, Store: st}, e)
+	srv, err := server.New(server.Options{Config: cfg, Build: server.Build{Version: "bench"}, Metrics: reg, Store: st}, e)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -101,7 +102,7 @@ func fillHeld(b *testing.B, s *benchServer, n int) {
 					errs <- err
 					return
 				}
-				if err := s.srv.purg.Hold(context.Background(), purgatory.Entry{Event: ann, Repo: nip34.RepoRef{Pubkey: pk, Identifier: d}}); err != nil {
+				if err := s.srv.Purgatory().Hold(context.Background(), purgatory.Entry{Event: ann, Repo: nip34.RepoRef{Pubkey: pk, Identifier: d}}); err != nil {
 					errs <- err
 					return
 				}
@@ -113,7 +114,7 @@ func fillHeld(b *testing.B, s *benchServer, n int) {
 	for err := range errs {
 		b.Fatal(err)
 	}
-	if got := s.srv.purg.Len(); got != n {
+	if got := s.srv.Purgatory().Len(); got != n {
 		b.Fatalf("holding %d, want %d", got, n)
 	}
 }
@@ -148,7 +149,7 @@ func ingestAll(b *testing.B, s *benchServer, evs []*nostr.Event) time.Duration {
 	ctx := context.Background()
 	start := time.Now()
 	for _, evt := range evs {
-		ok, msg := s.srv.relay.Ingest(ctx, evt, policy.Meta{Source: policy.SourceClient, Remote: "127.0.0.1"})
+		ok, msg := s.srv.Relay().Ingest(ctx, evt, policy.Meta{Source: policy.SourceClient, Remote: "127.0.0.1"})
 		if !ok || !strings.HasPrefix(msg, "purgatory") {
 			b.Fatalf("kind %d: OK %v %q, want held", evt.Kind, ok, msg)
 		}

@@ -1,4 +1,4 @@
-package server
+package server_test
 
 import "github.com/grasp-dev/grasp/core/config"
 

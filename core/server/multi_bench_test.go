@@ -1,4 +1,4 @@
-package server
+package server_test
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 
 	"github.com/grasp-dev/grasp/core/config"
 	"github.com/grasp-dev/grasp/core/env"
+	"github.com/grasp-dev/grasp/core/server"
 	"github.com/grasp-dev/grasp/internal/pgtest"
 )
 
@@ -65,7 +66,7 @@ func benchMulti(b *testing.B, n int) {
 		if err := cfg.Validate(); err != nil {
 			b.Fatal(err)
 		}
-		srv, err := newServer(cfg, Build{Version: "bench"}, Extensions{}, env.Env{})
+		srv, _, err := newServer(cfg, server.Build{Version: "bench"}, server.Extensions{}, env.Env{})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -1,4 +1,4 @@
-package server
+package server_test
 
 import (
 	"context"
@@ -81,7 +81,7 @@ func TestMulti_EphemeralEventsAlikeOnEveryInstance(t *testing.T) {
 	for _, e := range in {
 		evt := e.sign(k, 20001, nil, "ephemeral")
 		e.dial().mustReject(evt, "blocked: ephemeral events are not relayed here")
-		if err := e.srv.relay.Publish(context.Background(), evt); err == nil || !strings.Contains(err.Error(), "blocked: ephemeral") {
+		if err := e.srv.Relay().Publish(context.Background(), evt); err == nil || !strings.Contains(err.Error(), "blocked: ephemeral") {
 			t.Fatalf("a released ephemeral event: %v, want it refused", err)
 		}
 	}
@@ -92,7 +92,7 @@ func TestMulti_EphemeralEventsAlikeOnEveryInstance(t *testing.T) {
 // beside PostgreSQL, with its memtables, caches and goroutines).
 func TestMulti_NoLocalStoreOnPostgres(t *testing.T) {
 	for _, e := range newInstances(t, 2, nil) {
-		dir := filepath.Join(e.srv.cfg.Server.DataDir, "store")
+		dir := filepath.Join(e.cfg.Server.DataDir, "store")
 		if _, err := os.Stat(dir); !os.IsNotExist(err) {
 			t.Fatalf("%s exists (%v): a local store was opened beside PostgreSQL", dir, err)
 		}

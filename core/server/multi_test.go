@@ -1,4 +1,4 @@
-package server
+package server_test
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"github.com/nbd-wtf/go-nostr"
 
 	"github.com/grasp-dev/grasp/core/config"
+	"github.com/grasp-dev/grasp/core/server"
 	"github.com/grasp-dev/grasp/internal/pgtest"
 	"github.com/grasp-dev/grasp/internal/testkit"
 	"github.com/grasp-dev/grasp/internal/testwait"
@@ -51,7 +52,7 @@ func newInstancesOn(t *testing.T, url string, n int, mutate func(c *config.Confi
 		if mutate != nil {
 			mutate(&cfg)
 		}
-		e := startEnv(t, cfg, nil, Extensions{})
+		e := startEnv(t, cfg, nil, server.Extensions{})
 		e.base = "http://" + cfg.Server.Listen
 		e.ws = "ws://" + cfg.Server.Listen
 		out[i] = e
@@ -132,7 +133,7 @@ func TestMulti_HeldThroughAReleasedByPushThroughB(t *testing.T) {
 	cb := b.dial()
 	b.eventually("the held events to be served through B", 0, func() bool { return cb.served(ann.ID) && cb.served(st.ID) })
 	a.eventually("the held events to be served through A", 0, func() bool { return ca.served(ann.ID) && ca.served(st.ID) })
-	a.eventually("A's purgatory to forget what B released", 0, func() bool { return a.srv.purg.Len() == 0 })
+	a.eventually("A's purgatory to forget what B released", 0, func() bool { return a.srv.Purgatory().Len() == 0 })
 }
 
 // Writes to one repository through two instances serialise: while A
@@ -149,11 +150,11 @@ func TestMulti_PushesThroughAAndBSerialise(t *testing.T) {
 	a.clk.Advance(2 * time.Second) // a later state than the released one
 	a.dial().mustAccept(a.state(k, "repo", map[string]string{"refs/heads/main": tip}, "refs/heads/main"), "")
 
-	dir, err := a.srv.repos.Path(k.repo("repo"))
+	dir, err := a.srv.Repos().Path(k.repo("repo"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	unlock, err := a.srv.repos.Lock(context.Background(), dir)
+	unlock, err := a.srv.Repos().Lock(context.Background(), dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -165,7 +166,7 @@ func TestMulti_PushesThroughAAndBSerialise(t *testing.T) {
 		}
 		pushed <- err
 	}()
-	db, err := sql.Open("postgres", a.srv.cfg.Store.PostgresURL)
+	db, err := sql.Open("postgres", a.cfg.Store.PostgresURL)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -210,7 +211,7 @@ func TestMulti_LeaderFailoverTakesOverSync(t *testing.T) {
 		c.Store.LeaderLease = config.Duration(lease)
 	})
 	a, b := in[0], in[1]
-	testwait.For(t, "A to lead", a.srv.leading.Load)
+	testwait.For(t, "A to lead", a.leads)
 	if a.metric("grasp_leader", "") != 1 || b.metric("grasp_leader", "") != 0 {
 		t.Fatalf("grasp_leader: A %v, B %v; want 1 and 0", a.metric("grasp_leader", ""), b.metric("grasp_leader", ""))
 	}
@@ -218,7 +219,7 @@ func TestMulti_LeaderFailoverTakesOverSync(t *testing.T) {
 	w := newWork(t)
 	a.release(k, "repo", w, w.commit("one"), nostr.Tag{"relays", u.url})
 	a.eventually("A's sync to connect to the listed relay", syncStep, func() bool { return a.relayUp(u.url) })
-	if b.srv.syncNow.Load() != nil || b.srv.leading.Load() {
+	if b.srv.SyncManager() != nil || b.leads() {
 		t.Fatal("the follower runs sync")
 	}
 
@@ -227,7 +228,7 @@ func TestMulti_LeaderFailoverTakesOverSync(t *testing.T) {
 		t.Fatalf("A stopped with %v", err)
 	}
 	b.eventually("B to take the lease and connect to the listed relay", lease/3, func() bool {
-		return b.srv.leading.Load() && b.relayUp(u.url)
+		return b.leads() && b.relayUp(u.url)
 	})
 	if b.metric("grasp_leader", "") != 1 {
 		t.Fatal("grasp_leader is not 1 on the new leader")

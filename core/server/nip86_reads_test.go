@@ -1,4 +1,4 @@
-package server
+package server_test
 
 import (
 	"encoding/json"
@@ -66,12 +66,12 @@ func TestNIP86_BannedKeysHeldAnnouncementLeavesWithItsRepository(t *testing.T) {
 	b := newKey(t)
 	held := e.announcement(b, "held")
 	e.dial().mustAccept(held, purg)
-	if !e.srv.repos.Exists(b.repo("held")) {
+	if !e.srv.Repos().Exists(b.repo("held")) {
 		t.Fatal("control: the held announcement's bare repository was not created")
 	}
 	e.op86(op, "banpubkey", b.PK, "spam")
 	e.eventually("the banned key's held announcement and its repository go", 0, func() bool {
-		return !e.held(held.ID) && !e.srv.repos.Exists(b.repo("held"))
+		return !e.held(held.ID) && !e.srv.Repos().Exists(b.repo("held"))
 	})
 }
 

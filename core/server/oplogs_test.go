@@ -1,4 +1,4 @@
-package server
+package server_test
 
 import (
 	"net/http"
@@ -13,6 +13,7 @@ import (
 
 	"github.com/grasp-dev/grasp/core/config"
 	"github.com/grasp-dev/grasp/core/nip34"
+	"github.com/grasp-dev/grasp/core/server"
 	"github.com/grasp-dev/grasp/internal/testlog"
 	"github.com/grasp-dev/grasp/internal/testwait"
 )
@@ -29,7 +30,7 @@ func TestOperatorLogsTellTheStory(t *testing.T) {
 	log := hclog.New(&hclog.LoggerOptions{Level: hclog.Info, Output: &logs})
 	e := startEnvLog(t, testConfig(t, func(c *config.Config) {
 		c.Relay.Limits.MaxConnectionsPerIP = 6
-	}), nil, Extensions{}, log)
+	}), nil, server.Extensions{}, log)
 	cl := e.dial()
 	a, k := newKey(t), newKey(t)
 	const client = "remote=127.0.0.1"

@@ -1,4 +1,4 @@
-package server
+package server_test
 
 import (
 	"net/http"
@@ -119,7 +119,7 @@ func TestG10_IDsOnlyREQWith521IDsEndToEnd(t *testing.T) {
 func TestG10_AnnouncementRefusedWhenItsRepoCannotBeMade(t *testing.T) {
 	e := newEnv(t, nil)
 	owner := newKey(t)
-	dir, err := e.srv.repos.Path(owner.repo("blocked"))
+	dir, err := e.srv.Repos().Path(owner.repo("blocked"))
 	if err != nil {
 		t.Fatal(err)
 	}

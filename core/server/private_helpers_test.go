@@ -1,4 +1,4 @@
-package server
+package server_test
 
 import (
 	"encoding/base64"
@@ -12,6 +12,7 @@ import (
 	"github.com/nbd-wtf/go-nostr/nip77/negentropy/storage/vector"
 
 	"github.com/grasp-dev/grasp/core/config"
+	"github.com/grasp-dev/grasp/core/server"
 )
 
 // Helpers of the GRASP-08 tests of issue 23 (private stays private).
@@ -20,7 +21,7 @@ import (
 // dir, listener, store): what survives it is what was durable.
 func (e *testServer) restart() *testServer {
 	e.t.Helper()
-	return e.restartOn(e.srv.cfg)
+	return e.restartOn(e.cfg)
 }
 
 // restartOn is restart with cfg (the file as the operator left it).
@@ -31,19 +32,19 @@ func (e *testServer) restartOn(cfg config.Config) *testServer {
 	if err := e.srv.Wait(); err != nil {
 		e.t.Fatalf("server stopped with %v", err)
 	}
-	next := startEnv(e.t, cfg, nil, Extensions{})
+	next := startEnv(e.t, cfg, nil, server.Extensions{})
 	next.base, next.ws = base, ws
 	return next
 }
 
 // publicRelay is the relay URL NIP-42 AUTH events name: the public URL's,
 // whichever instance the connection reached.
-func (e *testServer) publicRelay() string { return e.srv.cfg.RelayURL() }
+func (e *testServer) publicRelay() string { return e.cfg.RelayURL() }
 
 // publicClone is k's clone URL d under the public URL: the `u` of a
 // NIP-98 token, whichever instance the request reaches.
 func (e *testServer) publicClone(k key, d string) string {
-	return strings.TrimSuffix(e.srv.cfg.Server.PublicURL, "/") + e.cloneURL(k, d)[len(e.base):]
+	return strings.TrimSuffix(e.cfg.Server.PublicURL, "/") + e.cloneURL(k, d)[len(e.base):]
 }
 
 // signIn authenticates cl as k on the next challenge, naming the public
@@ -149,7 +150,7 @@ func newEmptyNeg() string {
 func (e *testServer) publishPrivate(k key, ann *nostr.Event) *client {
 	e.t.Helper()
 	var cl *client
-	if e.srv.vis.Restricting() {
+	if e.srv.Restricting() {
 		cl = e.signedIn(k)
 	} else {
 		cl = e.dial()

@@ -1,4 +1,4 @@
-package server
+package server_test
 
 import (
 	"context"
@@ -197,7 +197,7 @@ func (m *matrix) mkTarget(t *testing.T, e *testServer, owner key, d string, extr
 	// would fetch it there, were the repository not private
 	e.clk.Advance(time.Second)
 	held := e.state(owner, d, map[string]string{"refs/heads/main": strings.Repeat("ab", 20)}, "refs/heads/main")
-	if ok, msg := e.srv.relay.Ingest(context.Background(), held, policy.Meta{Source: policy.SourceSync, Remote: "ws://peer.example"}); !ok {
+	if ok, msg := e.srv.Relay().Ingest(context.Background(), held, policy.Meta{Source: policy.SourceSync, Remote: "ws://peer.example"}); !ok {
 		t.Fatalf("held state: %q", msg)
 	}
 	// and then a public repository's, on the same foreign host: the
@@ -209,7 +209,7 @@ func (m *matrix) mkTarget(t *testing.T, e *testServer, owner key, d string, extr
 	e.release(ctlOwner, tg.ctl, cw, cw.commit("control"), nostr.Tag{"clone", m.git.url + "/" + tg.ctl + ".git"})
 	e.clk.Advance(time.Second)
 	ctlHeld := e.state(ctlOwner, tg.ctl, map[string]string{"refs/heads/main": strings.Repeat("ef", 20)}, "refs/heads/main")
-	if ok, msg := e.srv.relay.Ingest(context.Background(), ctlHeld, policy.Meta{Source: policy.SourceSync, Remote: "ws://peer.example"}); !ok {
+	if ok, msg := e.srv.Relay().Ingest(context.Background(), ctlHeld, policy.Meta{Source: policy.SourceSync, Remote: "ws://peer.example"}); !ok {
 		t.Fatalf("control held state: %q", msg)
 	}
 	tg.secrets = []string{ann.ID, st.ID, issue.ID, comment.ID, cross.ID, pr.ID}
@@ -427,7 +427,7 @@ func rowPush(t *testing.T, m *matrix, e *testServer, tg *target) {
 
 func rowPRs(t *testing.T, m *matrix, e *testServer, tg *target) {
 	prs := e.prsURL(tg.owner, tg.d)
-	public := strings.TrimSuffix(e.srv.cfg.Server.PublicURL, "/") + nip34.PRsRepo(tg.owner.PK, tg.d).URLPath()
+	public := strings.TrimSuffix(e.cfg.Server.PublicURL, "/") + nip34.PRsRepo(tg.owner.PK, tg.d).URLPath()
 	if code := infoRefsStatus(t, prs); code != http.StatusUnauthorized {
 		t.Errorf("anonymous /prs/ info/refs: %d, want 401", code)
 	}
@@ -473,7 +473,7 @@ func rowNIP11(t *testing.T, m *matrix, e *testServer, tg *target) {
 
 func rowMetrics(t *testing.T, m *matrix, e *testServer, tg *target) {
 	rec := httptest.NewRecorder()
-	e.srv.metrics.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+	e.reg.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
 	if leaks := anyIn(rec.Body.String(), append(tg.titles, tg.d, tg.owner.Npub, tg.owner.PK)...); len(leaks) > 0 {
 		t.Errorf("metrics show %v", leaks)
 	}
@@ -483,8 +483,8 @@ func rowMetrics(t *testing.T, m *matrix, e *testServer, tg *target) {
 }
 
 func rowAdmin(t *testing.T, m *matrix, e *testServer, tg *target) {
-	src := e.srv.adminSources()
-	if !e.srv.leading.Load() {
+	src := e.srv.AdminSources()
+	if !e.leads() {
 		src.Sync = nil // the sync part is the leader's
 	}
 	st, err := admin.Build(context.Background(), src)
@@ -546,7 +546,7 @@ func (m *matrix) mkPublic(t *testing.T, e *testServer) {
 	e.dial().mustAccept(e.sign(m.public, 1621, nostr.Tags{{"a", coord}, {"subject", m.pubIss}}, ""), "")
 	e.clk.Advance(time.Second)
 	held := e.state(m.public, m.pubD, map[string]string{"refs/heads/main": strings.Repeat("cd", 20)}, "refs/heads/main")
-	if ok, msg := e.srv.relay.Ingest(context.Background(), held, policy.Meta{Source: policy.SourceSync, Remote: "ws://peer.example"}); !ok {
+	if ok, msg := e.srv.Relay().Ingest(context.Background(), held, policy.Meta{Source: policy.SourceSync, Remote: "ws://peer.example"}); !ok {
 		t.Fatalf("public held state: %q", msg)
 	}
 }
@@ -587,7 +587,7 @@ func TestPrivate_LeakMatrix(t *testing.T) {
 	m.mkPublic(t, e)
 	stranger := newKey(t)
 	var all []*target
-	reloaded := &e.srv.cfg
+	reloaded := &e.cfg
 
 	t.Run("created private", func(t *testing.T) {
 		tg := m.mkTarget(t, e, owners["created"], pv("created"))
@@ -636,7 +636,7 @@ func TestPrivate_LeakMatrix(t *testing.T) {
 		}
 		// the operator edits grasp.toml and sends SIGHUP (cmd/grasp calls
 		// Reload; TestG08_SIGHUPRemovesAMemberAtOnce sends the signal)
-		next := e.srv.cfg
+		next := e.cfg
 		next.Grasp.PrivateMembers = nil
 		e.srv.Reload(next)
 		reloaded = &next

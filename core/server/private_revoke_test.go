@@ -1,4 +1,4 @@
-package server
+package server_test
 
 import (
 	"net/http"
@@ -107,7 +107,7 @@ func TestPrivate_RevocationEndsSubscriptionsAndSessionsAtOnce(t *testing.T) {
 	}
 	// the operator removes the member (SIGHUP reloads grasp.toml; here the
 	// server's Reload, which cmd/grasp calls on it)
-	next := e.srv.cfg
+	next := e.cfg
 	next.Grasp.PrivateMembers = nil
 	e.srv.Reload(next)
 	closed, negErr = ended(t, sc, "live", "neg")

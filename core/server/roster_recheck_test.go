@@ -1,4 +1,4 @@
-package server
+package server_test
 
 import (
 	"fmt"
@@ -16,7 +16,7 @@ import (
 const inviteeRefused = "grasp_roster_invitee_refused_total"
 
 func (e *testServer) held(id string) bool {
-	_, ok := e.srv.purg.Get(id)
+	_, ok := e.srv.Purgatory().Get(id)
 	return ok
 }
 

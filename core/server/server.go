@@ -33,6 +33,7 @@ import (
 	"github.com/grasp-dev/grasp/core/diskspace"
 	"github.com/grasp-dev/grasp/core/env"
 	"github.com/grasp-dev/grasp/core/git"
+	"github.com/grasp-dev/grasp/core/githttp"
 	"github.com/grasp-dev/grasp/core/hosting"
 	"github.com/grasp-dev/grasp/core/metrics"
 	"github.com/grasp-dev/grasp/core/nip34"
@@ -65,7 +66,7 @@ type Extensions struct {
 	AcceptNames []string
 	// Tuner adjusts per-domain git fetch limits (throttle plugins); nil:
 	// defaults and tuning files only.
-	Tuner purgatory.ThrottleTuner
+	Tuner throttle.Tuner
 	// Selector filters and orders the relays synced per repo (relay
 	// selection plugins); nil: all of them.
 	Selector relaysync.RelaySelector
@@ -102,7 +103,7 @@ type Server struct {
 	hosting *hosting.Hosting
 	hunter  *hunt.Hunter
 	// refusals remembers refused pushes for the repository pages
-	refusals *git.Refusals
+	refusals *githttp.Refusals
 	// syncNow is the sync stack of the current leadership term (nil on a
 	// follower, or with sync disabled); syncSvc and syncSel build it.
 	syncNow atomic.Pointer[syncStack]

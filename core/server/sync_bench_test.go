@@ -1,4 +1,4 @@
-package server
+package server_test
 
 import (
 	"context"
@@ -11,17 +11,20 @@ import (
 
 	"github.com/grasp-dev/grasp/core/config"
 	"github.com/grasp-dev/grasp/core/env"
+	"github.com/grasp-dev/grasp/core/metrics"
 	"github.com/grasp-dev/grasp/core/nip34"
 	"github.com/grasp-dev/grasp/core/policy"
 	"github.com/grasp-dev/grasp/core/relaysync"
 	"github.com/grasp-dev/grasp/core/relaysync/catchup"
+	"github.com/grasp-dev/grasp/core/server"
 	"github.com/grasp-dev/grasp/internal/testwait"
 	"github.com/nbd-wtf/go-nostr"
 )
 
 // benchServer is one of our servers on the real clock for benchmarks.
 type benchServer struct {
-	srv *Server
+	srv *server.Server
+	reg *metrics.Registry
 	ws  string
 	cfg config.Config
 }
@@ -44,12 +47,12 @@ func startBenchServer(tb testing.TB, syncOn bool) *benchServer {
 	if err := cfg.Validate(); err != nil {
 		tb.Fatal(err)
 	}
-	srv, err := newServer(cfg, Build{Version: "bench"}, Extensions{}, env.Env{})
+	srv, reg, err := newServer(cfg, server.Build{Version: "bench"}, server.Extensions{}, env.Env{})
 	if err != nil {
 		tb.Fatal(err)
 	}
 	serveUntilCleanup(tb, srv)
-	return &benchServer{srv: srv, ws: cfg.RelayURL(), cfg: cfg}
+	return &benchServer{srv: srv, reg: reg, ws: cfg.RelayURL(), cfg: cfg}
 }
 
 func (s *benchServer) cloneURL(pk, d string) string {
@@ -71,31 +74,11 @@ func seedRepo(tb testing.TB, sk, d string, servers ...*benchServer) string {
 		tb.Fatal(err)
 	}
 	for _, s := range servers {
-		if err := s.srv.relay.Publish(context.Background(), ann); err != nil {
+		if err := s.srv.Relay().Publish(context.Background(), ann); err != nil {
 			tb.Fatal(err)
 		}
 	}
 	return "30617:" + pk + ":" + d
-}
-
-func benchMetric(s *Server, name, label string) float64 {
-	mfs, _ := s.metrics.Gatherer().Gather()
-	sum := 0.0
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			match := label == ""
-			for _, l := range m.GetLabel() {
-				match = match || l.GetValue() == label
-			}
-			if match {
-				sum += m.GetGauge().GetValue() + m.GetCounter().GetValue()
-			}
-		}
-	}
-	return sum
 }
 
 // BenchmarkLivePropagation: an event published on one instance reaches a
@@ -110,7 +93,7 @@ func BenchmarkLivePropagation(b *testing.B) {
 	addr := seedRepo(b, sk, "bench", peer, sut)
 	testwait.For(b, "sync connected", func() bool {
 		return relaySnapshot(sut.srv, peer.ws).Status == relaysync.Connected &&
-			benchMetric(sut.srv, "grasp_sync_pending_batches", "") == 0 && relaySnapshot(sut.srv, peer.ws).Filters >= 4
+			metricIn(b, sut.reg, "grasp_sync_pending_batches", "") == 0 && relaySnapshot(sut.srv, peer.ws).Filters >= 4
 	})
 	ctx := testwait.Context(b)
 	pub, err := nostr.RelayConnect(ctx, peer.ws)
@@ -190,16 +173,16 @@ type discard struct{}
 func (discard) Deliver(context.Context, *nostr.Event) bool { return true }
 
 // ingestSink delivers to a server's pipeline, as the connection layer does.
-type ingestSink struct{ s *Server }
+type ingestSink struct{ s *server.Server }
 
 func (k ingestSink) Deliver(ctx context.Context, evt *nostr.Event) bool {
-	ok, _ := k.s.relay.Ingest(ctx, evt, policyMetaSync)
+	ok, _ := k.s.Relay().Ingest(ctx, evt, policyMetaSync)
 	return ok
 }
 
 // fill stores evts in s directly (as a restore would), in parallel so the
 // store's group commit batches them.
-func fill(tb testing.TB, s *Server, evts []*nostr.Event) {
+func fill(tb testing.TB, s *server.Server, evts []*nostr.Event) {
 	tb.Helper()
 	var wg sync.WaitGroup
 	ch := make(chan *nostr.Event)
@@ -209,7 +192,7 @@ func fill(tb testing.TB, s *Server, evts []*nostr.Event) {
 		go func() {
 			defer wg.Done()
 			for e := range ch {
-				if err := s.store.Events().SaveEvent(context.Background(), e); err != nil {
+				if err := s.Events().SaveEvent(context.Background(), e); err != nil {
 					select {
 					case errs <- err:
 					default:
@@ -262,7 +245,7 @@ func BenchmarkNegentropyCatchUp(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	local := catchup.StoreLocal{Store: sut.srv.store.Events()}
+	local := catchup.StoreLocal{Store: sut.srv.Events()}
 	f := nostr.Filter{Kinds: []int{1}, Tags: nostr.TagMap{"a": {addr}}}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()

@@ -1,4 +1,4 @@
-package server
+package server_test
 
 import (
 	"context"
@@ -17,7 +17,9 @@ import (
 	"github.com/fiatjaf/eventstore/slicestore"
 	"github.com/fiatjaf/khatru"
 	"github.com/grasp-dev/grasp/core/config"
+	"github.com/grasp-dev/grasp/core/metrics"
 	"github.com/grasp-dev/grasp/core/relaysync"
+	"github.com/grasp-dev/grasp/core/server"
 	"github.com/grasp-dev/grasp/internal/testwait"
 	"github.com/nbd-wtf/go-nostr"
 )
@@ -35,8 +37,8 @@ func newSyncEnv(t *testing.T, mutate func(c *config.Config)) *testServer {
 	})
 }
 
-func hasMetric(s *Server, name string) bool {
-	mfs, err := s.metrics.Gatherer().Gather()
+func (e *testServer) hasMetric(name string) bool {
+	mfs, err := e.reg.Gatherer().Gather()
 	if err != nil {
 		return false
 	}
@@ -50,14 +52,14 @@ func hasMetric(s *Server, name string) bool {
 
 // relaySnapshot is the sync manager's view of one relay (zero if it is not
 // tracked): per-relay metrics exist for bootstrap relays only.
-func relaySnapshot(s *Server, url string) relaysync.RelaySnapshot {
+func relaySnapshot(s *server.Server, url string) relaysync.RelaySnapshot {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	t := s.syncNow.Load()
-	if t == nil {
+	mgr := s.SyncManager()
+	if mgr == nil {
 		return relaysync.RelaySnapshot{}
 	}
-	snap, err := t.mgr.Snapshot(ctx)
+	snap, err := mgr.Snapshot(ctx)
 	if err != nil {
 		return relaysync.RelaySnapshot{}
 	}
@@ -69,6 +71,10 @@ func relaySnapshot(s *Server, url string) relaysync.RelaySnapshot {
 	return relaysync.RelaySnapshot{}
 }
 
+// leads reports whether e holds the leader lease, as its grasp_leader
+// gauge tells an operator.
+func (e *testServer) leads() bool { return e.metric("grasp_leader", "") == 1 }
+
 func (e *testServer) relayUp(url string) bool {
 	return relaySnapshot(e.srv, url).Status == relaysync.Connected
 }
@@ -76,11 +82,18 @@ func (e *testServer) relayUp(url string) bool {
 func (e *testServer) relayFilters(url string) int { return relaySnapshot(e.srv, url).Filters }
 
 // metric is the value of name with the given label value ("" for none),
-// summed over matching series.
+// summed over matching series, in e's registry.
 func (e *testServer) metric(name, labelValue string) float64 {
-	mfs, err := e.srv.metrics.Gatherer().Gather()
+	e.t.Helper()
+	return metricIn(e.t, e.reg, name, labelValue)
+}
+
+// metricIn is metric in the registry reg, for a server a benchmark built.
+func metricIn(tb testing.TB, reg *metrics.Registry, name, labelValue string) float64 {
+	tb.Helper()
+	mfs, err := reg.Gatherer().Gather()
 	if err != nil {
-		e.t.Fatal(err)
+		tb.Fatal(err)
 	}
 	sum := 0.0
 	for _, mf := range mfs {

@@ -4,17 +4,20 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"errors"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/nbd-wtf/go-nostr"
+
+	"github.com/grasp-dev/grasp/core/outcome"
 )
 
 // The badger backend's on-disk layout, written and read here. It is
 // eventstore v0.17.14's badger layout, byte for byte, so data directories
 // written by any earlier grasp open and read as before, and so do the
-// library's own migrations and serial counter at open (store.go):
+// library's own migrations and serial counter at open (badger_store.go):
 //
 //	0 + serial (u32)                                 the event record (encodeRecord)
 //	1 + created_at (u32) + serial                    every event
@@ -248,4 +251,39 @@ func addressParts(value string) (kind uint16, pk8 [8]byte, d string, ok bool) {
 	}
 	copy(pk8[:], full[:8])
 	return uint16(k), pk8, d, true
+}
+
+// Limits of the binary encoding. An event beyond them cannot be stored
+// faithfully, so it is refused instead of truncated. Content beyond the
+// codec's 16-bit length goes to a large-content record (badger_large.go).
+const (
+	maxTags         = math.MaxUint16
+	maxTagItems     = math.MaxUint8
+	maxTagItemBytes = math.MaxUint16
+)
+
+// checkEvent refuses what the encoding cannot hold: created_at beyond 32
+// unsigned bits, content beyond a content record, tags beyond the codec's
+// field limits.
+func (s *badgerStore) checkEvent(evt *nostr.Event) error {
+	if err := checkCreatedAt(evt, math.MaxUint32); err != nil {
+		return err
+	}
+	if len(evt.Content) > maxLargeContent {
+		return outcome.Errorf(outcome.Invalid, "content of %d bytes exceeds the store's %d-byte limit", len(evt.Content), maxLargeContent)
+	}
+	if len(evt.Tags) > maxTags {
+		return outcome.Errorf(outcome.Invalid, "%d tags exceed the store's limit of %d", len(evt.Tags), maxTags)
+	}
+	for i, tag := range evt.Tags {
+		if len(tag) > maxTagItems {
+			return outcome.Errorf(outcome.Invalid, "tag %d has %d items, the store's limit is %d", i, len(tag), maxTagItems)
+		}
+		for _, item := range tag {
+			if len(item) > maxTagItemBytes {
+				return outcome.Errorf(outcome.Invalid, "tag %d has an item of %d bytes, the store's limit is %d", i, len(item), maxTagItemBytes)
+			}
+		}
+	}
+	return nil
 }

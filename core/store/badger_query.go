@@ -259,7 +259,7 @@ func (p *queryPlan) advance(hd *head, c cursor) bool {
 // first, until emit returns false, the page is full or the sources are
 // exhausted. It returns where the next page starts and whether there is
 // more to read.
-func (s *Store) page(txn *badger.Txn, p *queryPlan, c cursor, emit func(evt *nostr.Event, serial uint32, size int) bool) (next cursor, more bool, err error) {
+func (s *badgerStore) page(txn *badger.Txn, p *queryPlan, c cursor, emit func(evt *nostr.Event, serial uint32, size int) bool) (next cursor, more bool, err error) {
 	hs := make(heads, 0, len(p.sources))
 	defer func() {
 		for _, hd := range hs {
@@ -333,7 +333,7 @@ func (s *Store) page(txn *badger.Txn, p *queryPlan, c cursor, emit func(evt *nos
 
 // candidate reads the record of serial and returns its event if it matches
 // the filter (with its content put back), and the record's size.
-func (s *Store) candidate(txn *badger.Txn, p *queryPlan, serial uint32) (*nostr.Event, int, error) {
+func (s *badgerStore) candidate(txn *badger.Txn, p *queryPlan, serial uint32) (*nostr.Event, int, error) {
 	var key [5]byte
 	key[0] = keyRaw
 	binary.BigEndian.PutUint32(key[1:], serial)
@@ -391,7 +391,7 @@ func (p *queryPlan) quickMatch(h recordHead) bool {
 
 // fillContent puts back the content of an event whose stored content is a
 // stub, from its content record in txn; it returns the record's size.
-func (s *Store) fillContent(txn *badger.Txn, evt *nostr.Event) (int, error) {
+func (s *badgerStore) fillContent(txn *badger.Txn, evt *nostr.Event) (int, error) {
 	prefix := largePrefix
 	if evt.Content == packedStub {
 		prefix = packedPrefix
@@ -424,10 +424,10 @@ func (s *Store) fillContent(txn *badger.Txn, evt *nostr.Event) (int, error) {
 	return n, err
 }
 
-// queryBadger streams up to limit events matching f, newest first, a page
+// query streams up to limit events matching f, newest first, a page
 // per read transaction (see pageEvents). An ids filter is read in one page
 // and sorted, since the id index has no created_at.
-func (s *Store) queryBadger(ctx context.Context, f nostr.Filter, limit int) (chan *nostr.Event, error) {
+func (s *badgerStore) query(ctx context.Context, f nostr.Filter, limit int) (chan *nostr.Event, error) {
 	ch := make(chan *nostr.Event)
 	p, ok := plan(f)
 	if !ok || limit <= 0 || f.Search != "" {
@@ -488,7 +488,7 @@ func (s *Store) queryBadger(ctx context.Context, f nostr.Filter, limit int) (cha
 }
 
 // collectIDs reads the events of an ids filter, newest first.
-func (s *Store) collectIDs(p *queryPlan, limit int) ([]*nostr.Event, error) {
+func (s *badgerStore) collectIDs(p *queryPlan, limit int) ([]*nostr.Event, error) {
 	var out []*nostr.Event
 	err := s.db.View(func(txn *badger.Txn) error {
 		var err error
@@ -503,7 +503,7 @@ func (s *Store) collectIDs(p *queryPlan, limit int) ([]*nostr.Event, error) {
 
 // collectIn reads every event of p in txn (at most limit, -1: all), newest
 // first; for the writer's own lookups and ids filters, which are small.
-func (s *Store) collectIn(txn *badger.Txn, p *queryPlan, limit int) ([]*nostr.Event, error) {
+func (s *badgerStore) collectIn(txn *badger.Txn, p *queryPlan, limit int) ([]*nostr.Event, error) {
 	var out []*nostr.Event
 	c := cursor{}
 	for {

@@ -20,7 +20,7 @@ const residentCheckEvery = 10 * time.Second
 
 // startResidentCheck checks every residentCheckEvery, and once after the
 // negentropy index loaded (it reads every record).
-func (s *Store) startResidentCheck() {
+func (s *badgerStore) startResidentCheck() {
 	if s.opts.ResidentFileMB < 0 {
 		return
 	}
@@ -61,7 +61,7 @@ func (s *Store) startResidentCheck() {
 //   - WALs and the discard-statistics file are never dropped.
 //
 // If GC runs, it waits for the next check.
-func (s *Store) dropResident() int64 {
+func (s *badgerStore) dropResident() int64 {
 	if !s.gcMu.TryLock() {
 		return 0
 	}

@@ -58,9 +58,9 @@ func TestSealedStoreFilesDropped(t *testing.T) {
 	if got := len(query(t, context.Background(), s.Events(), nostr.Filter{Limit: n})); got != n {
 		t.Fatalf("read %d events, want %d", got, n)
 	}
-	before := storeResident(t, s.wals.realDir)
-	advised := s.dropResident()
-	after := storeResident(t, s.wals.realDir)
+	before := storeResident(t, s.badger().wals.realDir)
+	advised := s.badger().dropResident()
+	after := storeResident(t, s.badger().wals.realDir)
 	t.Logf("store files resident: %d KiB before, %d KiB after dropping %d KiB of mappings", before>>10, after>>10, advised>>10)
 	if advised == 0 || after > before/3 {
 		t.Fatalf("resident store file pages: %d KiB before, %d KiB after", before>>10, after>>10)
@@ -109,7 +109,7 @@ func TestDropResidentWhileTheStoreChanges(t *testing.T) {
 			running = false
 		default:
 		}
-		s.dropResident()
+		s.badger().dropResident()
 		drops++
 		if drops%10 == 0 {
 			if err := s.Maintain(context.Background()); err != nil {
@@ -118,7 +118,7 @@ func TestDropResidentWhileTheStoreChanges(t *testing.T) {
 		}
 		query(t, context.Background(), s.Events(), nostr.Filter{Kinds: []int{1621}, Limit: 200})
 	}
-	s.dropResident()
+	s.badger().dropResident()
 	got := query(t, context.Background(), s.Events(), nostr.Filter{Limit: 5000})
 	if want := len(evts) - len(evts)/3; len(got) != want {
 		t.Fatalf("read %d events, want %d", len(got), want)

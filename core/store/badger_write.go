@@ -13,7 +13,7 @@ import (
 	"github.com/grasp-dev/grasp/core/outcome"
 )
 
-// Writes of the badger backend. The writer goroutine (writer.go) applies a
+// Writes of the badger backend. The writer goroutine (badger_writer.go) applies a
 // group commit's saves in one badger transaction, committed once before the
 // batch's sync, instead of a transaction per save (and one more per content
 // record) as the library's SaveEvent did; a replacement or deletion, rare,
@@ -65,7 +65,7 @@ type indexOp struct {
 // (a run); read is a snapshot taken when the run began, for duplicate
 // checks, and ids holds the ids saved in the run since.
 type batchTxn struct {
-	s    *Store
+	s    *badgerStore
 	txn  *badger.Txn
 	read *badger.Txn
 	// readIt walks read's id index: one iterator for the run's duplicate
@@ -85,14 +85,14 @@ type batchTxn struct {
 	maxCount, maxSize int64
 }
 
-func (s *Store) newBatchTxn() *batchTxn {
+func (s *badgerStore) newBatchTxn() *batchTxn {
 	maxSize := int64(s.opts.MemTableMB) << 20 * 15 / 100
 	return &batchTxn{s: s, ids: map[[32]byte]bool{}, maxSize: maxSize * 9 / 10, maxCount: maxSize / int64(skl.MaxNodeSize) * 9 / 10}
 }
 
 // applyBatch applies every op of batch, setting errs[i] for op i, and
 // reports whether a value went to the value log.
-func (s *Store) applyBatch(batch []*op, errs []error) (vlog bool) {
+func (s *badgerStore) applyBatch(batch []*op, errs []error) (vlog bool) {
 	b := s.newBatchTxn()
 	for i, o := range batch {
 		switch o.kind {
@@ -465,18 +465,18 @@ func rawKey(serial uint32) []byte {
 
 // nextSerial takes the next record serial from the library's counter, which
 // it sets from the newest record when the store opens.
-func (s *Store) nextSerial() (uint32, error) {
+func (s *badgerStore) nextSerial() (uint32, error) {
 	k := s.backend.Serial()
 	serial := binary.BigEndian.Uint32(k[1:])
 	if serial == 0 {
-		return 0, errors.New("error: the store's record serials are exhausted")
+		return 0, outcome.Errorf(outcome.Error, "the store's record serials are exhausted")
 	}
 	return serial, nil
 }
 
 // recoverWrite turns a panic while applying o into its error: a panic must
 // not kill the only writer, or every later save would hang.
-func recoverWrite(s *Store, o *op, err *error) {
+func recoverWrite(s *badgerStore, o *op, err *error) {
 	if r := recover(); r != nil {
 		s.log.Error("event store panicked", "op", o.kind.String(), "panic", r)
 		*err = outcome.Errorf(outcome.Error, "event store failed on %s: %v", o.kind, r)

@@ -144,7 +144,7 @@ func BenchmarkDurableSave(b *testing.B) {
 			nosync := ingest(b, s.Events().SaveEvent, s.Close, evts, writers)
 
 			plain := &ebadger.BadgerBackend{Path: b.TempDir(), BadgerOptionsModifier: func(o badger.Options) badger.Options {
-				o = (&Store{opts: Options{}.withDefaults(), log: nullLog, vthreshold: maxValueThreshold}).badgerOptions(o)
+				o = (&badgerStore{opts: Options{}.withDefaults(), log: nullLog, vthreshold: maxValueThreshold}).badgerOptions(o)
 				return o.WithSyncWrites(true)
 			}}
 			if err := plain.Init(); err != nil {
@@ -207,7 +207,7 @@ func BenchmarkWriteAmplification(b *testing.B) {
 				b.Fatal(err)
 			}
 			var syncs atomic.Int64
-			s.w.syncFn = func(vlog bool) error { syncs.Add(1); return s.syncDurable(vlog) }
+			s.badger().w.syncFn = func(vlog bool) error { syncs.Add(1); return s.badger().syncDurable(vlog) }
 			b.ResetTimer()
 			r := ingest(b, s.Events().SaveEvent, s.Close, evts, c.writers)
 			n := float64(len(evts))

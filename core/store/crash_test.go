@@ -131,7 +131,7 @@ func TestCrashKill9EveryAckedEventSurvives(t *testing.T) {
 		if missing > 0 {
 			t.Fatalf("round %d: %d of %d acknowledged events lost", round, missing, len(acked))
 		}
-		if !s.hasLarge.Load() {
+		if !s.badger().hasLarge.Load() {
 			t.Fatalf("round %d: no content record in the store: the test no longer covers packed events", round)
 		}
 		// New writes after recovery must not reuse a record slot.

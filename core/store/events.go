@@ -6,7 +6,9 @@ import (
 
 	"github.com/fiatjaf/eventstore"
 	"github.com/nbd-wtf/go-nostr"
+	"github.com/nbd-wtf/go-nostr/nip77/negentropy"
 
+	"github.com/grasp-dev/grasp/core/negindex"
 	"github.com/grasp-dev/grasp/core/nip34"
 	"github.com/grasp-dev/grasp/core/outcome"
 )
@@ -17,14 +19,10 @@ type EventStore interface {
 	eventstore.Counter
 }
 
-// events adapts the event backend: queries get deliberate limits, and with
-// badger writes go through the group-commit writer. With PostgreSQL (direct)
-// writes go straight to the server, whose commit is already durable and
-// whose unique id index settles duplicate races.
+// events is the event store khatru is given: the shared checks, limits and
+// metrics of every write and query, then the backend's own (backend.go).
 type events struct {
-	s      *Store
-	be     EventStore
-	direct bool
+	s *Store
 }
 
 var _ EventStore = (*events)(nil)
@@ -64,50 +62,17 @@ func (e *events) write(ctx context.Context, kind opKind, evt *nostr.Event) error
 		e.s.m.countWrite(kind, err)
 		return err
 	}
-	if err := validateEvent(evt, !e.direct); err != nil {
+	err := validateEvent(evt)
+	if err == nil {
+		err = e.s.be.checkEvent(evt)
+	}
+	if err != nil {
 		e.s.m.countWrite(kind, err)
 		return err
 	}
-	var err error
-	if e.direct {
-		err = e.writeDirect(ctx, kind, evt)
-		e.s.m.countWrite(kind, err)
-	} else {
-		// Packing runs here, on the caller's goroutine, so that the one
-		// writer only writes.
-		o := &op{kind: kind, evt: evt}
-		if kind != opDelete {
-			o.evt, o.content, o.contentPrefix = splitContent(evt, !e.s.opts.noPack)
-			o.prep = prepare(o.evt)
-		}
-		err = e.s.w.submit(ctx, o)
-	}
+	err = e.s.be.write(ctx, kind, evt)
 	e.s.m.saveSeconds.WithLabelValues(kind.String()).Observe(e.s.env.Clock.Since(start).Seconds())
 	return err
-}
-
-func (e *events) writeDirect(ctx context.Context, kind opKind, evt *nostr.Event) error {
-	if e.s.closed.Load() {
-		return errClosed
-	}
-	var err error
-	if kind != opDelete {
-		// before the insert commits: its notification must find the id
-		// here, or this instance would deliver its own event twice
-		e.s.own.add(evt.ID)
-	}
-	switch kind {
-	case opSave:
-		err = e.be.SaveEvent(ctx, evt)
-	case opReplace:
-		err = e.be.ReplaceEvent(ctx, evt)
-	default:
-		err = e.be.DeleteEvent(ctx, evt)
-	}
-	if err == nil || err == eventstore.ErrDupEvent {
-		return err
-	}
-	return outcome.Errorf(outcome.Error, "%s event in postgres: %w", kind, err)
 }
 
 // effectiveLimit is the limit a query actually runs with. The backend on its
@@ -176,10 +141,7 @@ func (e *events) QueryEvents(ctx context.Context, f nostr.Filter) (chan *nostr.E
 	// MaxLimit for REQs and NegentropyMax for negentropy sessions.
 	f.Limit = limit
 	f.LimitZero = false
-	if e.direct {
-		return e.s.pgQuery(ctx, f, limit)
-	}
-	return e.s.queryBadger(ctx, f, limit)
+	return e.s.be.query(ctx, f, limit)
 }
 
 // withoutRepeats returns f with repeated ids, authors, kinds and tag values
@@ -219,31 +181,30 @@ func (e *events) CountEvents(ctx context.Context, f nostr.Filter) (int64, error)
 		return 0, errClosed
 	}
 	e.s.m.queries.WithLabelValues("count").Inc()
-	count := e.be.CountEvents
-	if e.direct {
-		count = e.s.pgCount
-	}
-	n, err := count(ctx, f)
+	n, err := e.s.be.count(ctx, f)
 	if err != nil {
 		return 0, outcome.Errorf(outcome.Error, "count events: %w", err)
 	}
 	return n, nil
 }
 
-// Limits of the backend's binary encoding. An event beyond them cannot be
-// stored faithfully, so it is refused instead of truncated. Content beyond
-// the codec's 16-bit length goes to a large-content record (large.go).
-const (
-	maxTags         = math.MaxUint16
-	maxTagItems     = math.MaxUint8
-	maxTagItemBytes = math.MaxUint16
-)
+// NegentropyStorage answers a NEG-OPEN filter from the backend's index: the
+// sealed (created_at, id) pairs of the matching events. ok is false when
+// the backend cannot answer (PostgreSQL keeps no index; badger's is not
+// loaded within indexLoadWait, broken, or does not cover the filter); the
+// caller then queries. err is ErrTooManyEvents past max.
+func (e *events) NegentropyStorage(f nostr.Filter, max int) (st negentropy.Storage, ok bool, err error) {
+	return e.s.be.negentropyStorage(f, max)
+}
 
-// validateEvent refuses what a backend would corrupt or panic on: badger's
-// hex-decodes ids without checking them and slices the id blindly, and its
-// binary encoding has the field limits checked when binaryLimits is set.
-// PostgreSQL keeps created_at in a 32-bit signed column.
-func validateEvent(evt *nostr.Event, binaryLimits bool) error {
+// ErrTooManyEvents is NegentropyStorage's answer to a filter matching more
+// events than a session may reconcile.
+var ErrTooManyEvents = negindex.ErrTooMany
+
+// validateEvent refuses what no backend stores faithfully: badger
+// hex-decodes ids without checking them and slices the id blindly, and
+// both keep the kind in 16 bits' range. The backend's checkEvent follows.
+func validateEvent(evt *nostr.Event) error {
 	if evt == nil {
 		return outcome.Errorf(outcome.Invalid, "no event")
 	}
@@ -259,31 +220,48 @@ func validateEvent(evt *nostr.Event, binaryLimits bool) error {
 	if evt.Kind < 0 || evt.Kind > math.MaxUint16 {
 		return outcome.Errorf(outcome.Invalid, "kind %d outside 0..65535", evt.Kind)
 	}
-	maxCreatedAt := nostr.Timestamp(math.MaxUint32)
-	if !binaryLimits {
-		maxCreatedAt = math.MaxInt32
-	}
-	if evt.CreatedAt < 0 || evt.CreatedAt > maxCreatedAt {
-		return outcome.Errorf(outcome.Invalid, "created_at %d outside 0..%d", evt.CreatedAt, maxCreatedAt)
-	}
-	if !binaryLimits {
-		return nil
-	}
-	if len(evt.Content) > maxLargeContent {
-		return outcome.Errorf(outcome.Invalid, "content of %d bytes exceeds the store's %d-byte limit", len(evt.Content), maxLargeContent)
-	}
-	if len(evt.Tags) > maxTags {
-		return outcome.Errorf(outcome.Invalid, "%d tags exceed the store's limit of %d", len(evt.Tags), maxTags)
-	}
-	for i, tag := range evt.Tags {
-		if len(tag) > maxTagItems {
-			return outcome.Errorf(outcome.Invalid, "tag %d has %d items, the store's limit is %d", i, len(tag), maxTagItems)
-		}
-		for _, item := range tag {
-			if len(item) > maxTagItemBytes {
-				return outcome.Errorf(outcome.Invalid, "tag %d has an item of %d bytes, the store's limit is %d", i, len(item), maxTagItemBytes)
-			}
-		}
+	return nil
+}
+
+// checkCreatedAt refuses a created_at outside 0..max, the range a
+// backend's column or encoding holds.
+func checkCreatedAt(evt *nostr.Event, max nostr.Timestamp) error {
+	if evt.CreatedAt < 0 || evt.CreatedAt > max {
+		return outcome.Errorf(outcome.Invalid, "created_at %d outside 0..%d", evt.CreatedAt, max)
 	}
 	return nil
 }
+
+// opKind is an event write (or, on badger's writer, a barrier or sweep).
+type opKind uint8
+
+const (
+	opSave opKind = iota
+	opReplace
+	opDelete
+	// opBarrier carries no write: badger's side tables commit their own
+	// transaction and then wait on a barrier for the next group fsync.
+	opBarrier
+	// opSweep removes orphaned large-content records; it runs on badger's
+	// writer so that no write is between an event's two records
+	// (badger_large.go).
+	opSweep
+)
+
+func (k opKind) String() string {
+	switch k {
+	case opSave:
+		return "save"
+	case opReplace:
+		return "replace"
+	case opDelete:
+		return "delete"
+	case opSweep:
+		return "sweep"
+	default:
+		return "barrier"
+	}
+}
+
+// errClosed is returned for work submitted after Close began.
+var errClosed = outcome.Errorf(outcome.Error, "store is closed")

@@ -76,3 +76,9 @@ func mustSave(t testing.TB, es EventStore, evts ...*nostr.Event) {
 		}
 	}
 }
+
+// badger and pg are the backend of a store a test opened, for the tests
+// that look inside it.
+func (s *Store) badger() *badgerStore { return s.be.(*badgerStore) }
+
+func (s *Store) pg() *pgStore { return s.be.(*pgStore) }

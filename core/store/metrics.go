@@ -22,8 +22,6 @@ type metrics struct {
 	sideExpired  prometheus.Counter
 	vlogRewrites prometheus.Counter
 	readOnly     prometheus.Gauge
-	// pgPools reports the PostgreSQL pools; nil with badger.
-	pgPools *pgPoolCollector
 }
 
 func newMetrics() *metrics {
@@ -78,16 +76,15 @@ func newMetrics() *metrics {
 	}
 }
 
-// register adds the collectors to reg; a nil reg registers nothing.
-func (m *metrics) register(reg prometheus.Registerer) error {
+// register adds the collectors, and the backend's own (extra), to reg; a
+// nil reg registers nothing.
+func (m *metrics) register(reg prometheus.Registerer, extra ...prometheus.Collector) error {
 	if reg == nil {
 		return nil
 	}
 	cs := []prometheus.Collector{m.writes, m.queries, m.saveSeconds, m.batchOps,
 		m.syncSeconds, m.sizeBytes, m.keys, m.sideEntries, m.sideExpired, m.vlogRewrites, m.readOnly}
-	if m.pgPools != nil {
-		cs = append(cs, m.pgPools)
-	}
+	cs = append(cs, extra...)
 	for i, c := range cs {
 		if err := reg.Register(c); err != nil {
 			for _, done := range cs[:i] {

@@ -2,11 +2,7 @@ package store
 
 import (
 	"context"
-	"errors"
 	"time"
-
-	"github.com/dgraph-io/badger/v4"
-	"github.com/lib/pq"
 
 	"github.com/grasp-dev/grasp/core/nip34"
 	"github.com/grasp-dev/grasp/core/outcome"
@@ -42,19 +38,8 @@ const (
 	privacyMetaBucket = "grasp08-meta"
 )
 
-// privacyEventPrefix is the first key byte of an event's record in badger
-// (side entries use 0x80, content records 0x81 and 0x82).
-const privacyEventPrefix byte = 0x83
-
 // maxPrivacyValue bounds one event's record (a few coordinates).
 const maxPrivacyValue = 64 << 10
-
-func privacyEventKey(id string) ([]byte, error) {
-	if !nip34.IsHex64(id) {
-		return nil, outcome.Errorf(outcome.Invalid, "event id %q", id)
-	}
-	return append([]byte{privacyEventPrefix}, id...), nil
-}
 
 // PutEvent records val for event id, before the event itself is stored.
 // With badger the record is durable once the event's own write is (the
@@ -68,28 +53,10 @@ func (p *Privacy) PutEvent(ctx context.Context, id string, val []byte) error {
 	if len(val) > maxPrivacyValue {
 		return outcome.Errorf(outcome.Invalid, "privacy record of %d bytes exceeds %d", len(val), maxPrivacyValue)
 	}
-	k, err := privacyEventKey(id)
-	if err != nil {
-		return err
+	if !nip34.IsHex64(id) {
+		return outcome.Errorf(outcome.Invalid, "event id %q", id)
 	}
-	if s.pg != nil {
-		if _, err := s.pgDB().ExecContext(ctx, `INSERT INTO grasp_privacy_event (id, val) VALUES ($1, $2)
-			ON CONFLICT (id) DO UPDATE SET val = EXCLUDED.val`, id, val); err != nil {
-			return outcome.Errorf(outcome.Error, "record the privacy of %s: %w", id, err)
-		}
-		return nil
-	}
-	if err := s.db.Update(func(txn *badger.Txn) error { return txn.Set(k, val) }); err != nil {
-		return outcome.Errorf(outcome.Error, "record the privacy of %s: %w", id, err)
-	}
-	if int64(len(k)+len(val)) >= s.vthreshold/2 {
-		// may be in the value log, which an event batch without large
-		// values does not sync
-		if err := s.w.submit(ctx, &op{kind: opBarrier, vlog: true}); err != nil {
-			return outcome.Errorf(outcome.Error, "privacy record of %s committed but not synced: %w", id, err)
-		}
-	}
-	return nil
+	return s.be.putPrivacy(ctx, id, val)
 }
 
 // Events returns the records of those of ids that have one.
@@ -98,52 +65,10 @@ func (p *Privacy) Events(ctx context.Context, ids []string) (map[string][]byte, 
 	if s.closed.Load() {
 		return nil, errClosed
 	}
-	out := map[string][]byte{}
 	if len(ids) == 0 {
-		return out, nil
+		return map[string][]byte{}, nil
 	}
-	if s.pg != nil {
-		rows, err := s.pgDB().QueryContext(ctx, `SELECT id, val FROM grasp_privacy_event WHERE id = ANY($1)`, pq.Array(ids))
-		if err != nil {
-			return nil, outcome.Errorf(outcome.Error, "read privacy records: %w", err)
-		}
-		defer rows.Close()
-		for rows.Next() {
-			var id string
-			var val []byte
-			if err := rows.Scan(&id, &val); err != nil {
-				return nil, outcome.Errorf(outcome.Error, "read privacy records: %w", err)
-			}
-			out[id] = val
-		}
-		if err := rows.Err(); err != nil {
-			return nil, outcome.Errorf(outcome.Error, "read privacy records: %w", err)
-		}
-		return out, nil
-	}
-	err := s.db.View(func(txn *badger.Txn) error {
-		for _, id := range ids {
-			k, err := privacyEventKey(id)
-			if err != nil {
-				continue // no event has such an id
-			}
-			item, err := txn.Get(k)
-			if errors.Is(err, badger.ErrKeyNotFound) {
-				continue
-			}
-			if err != nil {
-				return err
-			}
-			if out[id], err = item.ValueCopy(nil); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, outcome.Errorf(outcome.Error, "read privacy records: %w", err)
-	}
-	return out, nil
+	return s.be.privacyEvents(ctx, ids)
 }
 
 // The repository records' methods below have no context in

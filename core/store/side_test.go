@@ -238,7 +238,7 @@ func rawKeyExists(t *testing.T, s *Store, bucket, key string) bool {
 		t.Fatal(err)
 	}
 	found := false
-	err = s.db.View(func(txn *badger.Txn) error {
+	err = s.badger().db.View(func(txn *badger.Txn) error {
 		_, err := txn.Get(k)
 		if errors.Is(err, badger.ErrKeyNotFound) {
 			return nil
@@ -319,7 +319,7 @@ func TestDeleteIfExpiredSparesRenewedEntries(t *testing.T) {
 	if err := sd.Put(context.Background(), "b", "k", []byte("new"), time.Hour); err != nil {
 		t.Fatal(err)
 	}
-	n, err := s.deleteIfExpired([][]byte{k}, fc.Now())
+	n, err := s.badger().deleteIfExpired([][]byte{k}, fc.Now())
 	if err != nil || n != 0 {
 		t.Fatalf("deleteIfExpired = %d, %v; want 0 deletions", n, err)
 	}
@@ -337,9 +337,9 @@ func TestBigSideValueSyncsTheValueLog(t *testing.T) {
 		t.Fatal(err)
 	}
 	var sawVlog []bool
-	s.w.syncFn = func(vlog bool) error {
+	s.badger().w.syncFn = func(vlog bool) error {
 		sawVlog = append(sawVlog, vlog)
-		return s.syncDurable(vlog)
+		return s.badger().syncDurable(vlog)
 	}
 	big := make([]byte, 2*maxValueThreshold/3)
 	for i := range big {
@@ -382,7 +382,7 @@ func TestWALSyncerFollowsRotations(t *testing.T) {
 		}
 	}
 	maxFid := 0
-	for name := range s.wals.files {
+	for name := range s.badger().wals.files {
 		var fid int
 		if _, err := fmt.Sscanf(name, "%d.mem", &fid); err == nil && fid > maxFid {
 			maxFid = fid
@@ -391,8 +391,8 @@ func TestWALSyncerFollowsRotations(t *testing.T) {
 	if maxFid < 3 {
 		t.Fatalf("newest tracked WAL has fid %d; the memtable did not rotate", maxFid)
 	}
-	for name := range s.wals.sealed {
-		if _, ok := s.wals.files[name]; !ok {
+	for name := range s.badger().wals.sealed {
+		if _, ok := s.badger().wals.files[name]; !ok {
 			t.Fatalf("sealed WAL %s is not tracked", name)
 		}
 	}

@@ -1,49 +1,13 @@
-// Package store owns grasp's durable state: the Nostr event store wired into
-// khatru and the side tables that hold non-event state (purgatory entries,
-// relay health, rejected and expired ids, placeholders).
-//
-// Both live in one badger database under <data dir>/store, on disjoint key
-// prefixes, so they share one write-ahead log, one memtable and cache budget
-// and one fsync per group commit. A write is acknowledged only after it is
-// fsynced: an OK true from the relay means the event survives kill -9 and a
-// power cut. Concurrent writes are funnelled through a single writer goroutine
-// that applies a batch and syncs once for all of it (strfry's design), because
-// badger's own SyncWrites issues one msync per transaction.
-//
-// With Backend "postgres" events and the side tables live in PostgreSQL
-// instead (its commit is durable on its own), shared by every grasp instance
-// on the database: the schema is versioned (pgschema.go) and migrated at
-// start-up under an advisory lock, side-table transactions serialise across
-// instances (pgside.go), and Follow fans stored events out between them
-// (pgfeed.go). Its connections are a bounded pool split so that clients'
-// queries never take what writes, locks and the leader lease need
-// (pgpool.go), and reads are paged so that no connection waits on a client
-// (pgquery.go). No local database is opened then.
-//
-// On a disk too full to open the database for writing, badger is opened
-// read-only: reads are served and every write is refused (readonly.go).
-//
-// Events whose content exceeds what the backend's codec holds (64 KiB) are
-// stored in two records (large.go), so the relay's content limit is not
-// bounded by the codec.
-//
-// This package never decides whether an event is acceptable; it only refuses
-// what it cannot store faithfully (malformed ids, fields beyond the binary
-// encoding's limits). How many events a query returns is decided here, from
-// the relay limits (max_limit, default_limit, negentropy_max_events).
 package store
 
 import (
 	"errors"
 	"fmt"
-	"os"
+	"io"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
 
-	"github.com/dgraph-io/badger/v4"
-	"github.com/dgraph-io/badger/v4/options"
-	ebadger "github.com/fiatjaf/eventstore/badger"
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/grasp-dev/grasp/core/config"
@@ -63,7 +27,7 @@ type Options struct {
 	// PostgresURL is the lib/pq connection string for Backend "postgres".
 	PostgresURL string
 	// PostgresPool is how many connections this instance opens at most
-	// (pgpool.go splits them); 0 derives it from what the server allows
+	// (pg_pool.go splits them); 0 derives it from what the server allows
 	// divided by PostgresInstances (default 2). PostgresQueriesPerIP bounds
 	// the stored queries one client address runs at once (default 4).
 	PostgresPool, PostgresInstances, PostgresQueriesPerIP int
@@ -106,7 +70,7 @@ type Options struct {
 	ValueThreshold int64
 
 	// ReadOnly opens the badger database without writing anything under
-	// Dir (readonly.go): reads are served, every write is refused with
+	// Dir (badger_readonly.go): reads are served, every write is refused with
 	// ReadOnlyReason. The server asks for it when the disk is below its
 	// free-space watermark at start; New also falls back to it when the
 	// disk has no room to open the database for writing.
@@ -211,43 +175,21 @@ func (o Options) validate() error {
 	return nil
 }
 
-// Store is the open database: events and side tables.
+// Store is the open database: events and side tables, on the backend New
+// chose (backend.go).
 type Store struct {
-	opts    Options
-	env     env.Env
-	log     hclog.Logger
-	dbDir   string
-	backend *ebadger.BadgerBackend
-	pg      *pgBackend // nil unless Backend is postgres
-	// own and delivered are the ids this instance stored and the ids
-	// Follow delivered (postgres only; pgfeed.go).
-	own, delivered *idRing
-	db             *badger.DB
-	m              *metrics
-	w              *writer
-	wals           *walSyncer
-	// vthreshold is badger's value-log threshold as configured.
-	vthreshold int64
-	events     *events
-	side       *Side
-	// neg is the negentropy index (negentropy.go); nil with postgres.
-	neg *negIndex
-	// hasLarge is set once the database holds a content record, large or
-	// packed (large.go).
-	hasLarge atomic.Bool
-	// sweepFrom is where the next sweep of content records starts; only
-	// the writer goroutine uses it.
-	sweepFrom []byte
-	closed    atomic.Bool
-	// residentStop ends the resident-memory check (badger only).
-	residentStop, residentDone chan struct{}
-	// gcMu is held by value-log GC and by dropResident.
-	gcMu sync.Mutex
-	// readOnly says why the badger database was opened read-only ("":
-	// it was not); every write is refused with it (readonly.go).
+	opts  Options
+	env   env.Env
+	log   hclog.Logger
+	dbDir string
+	m     *metrics
+	be    backend
+	// readOnly is be.readOnly(), fixed at open: every write is refused
+	// with it (readonly.go).
 	readOnly string
-	// sideMu serialises side-table write transactions (see Side.commit).
-	sideMu sync.Mutex
+	events   *events
+	side     *Side
+	closed   atomic.Bool
 
 	closeOnce sync.Once
 	closeErr  error
@@ -264,154 +206,32 @@ func New(opts Options, e env.Env) (*Store, error) {
 	}
 	m := newMetrics()
 	s := &Store{opts: opts, env: e, log: log, dbDir: filepath.Join(opts.Dir, "store"), m: m}
-	// One branch per backend: with PostgreSQL no local database is opened
-	// (issue 24 part 8), with badger nothing of PostgreSQL.
-	var err error
+	// The one choice of backend: with PostgreSQL no local database is
+	// opened (issue 24 part 8), with badger nothing of PostgreSQL.
+	open := openBadger
 	if opts.Backend == BackendPostgres {
-		err = s.openPostgres()
-	} else {
-		err = s.openBadger()
+		open = openPostgres
 	}
+	be, err := open(s)
 	if err != nil {
 		return nil, err
 	}
+	s.be, s.readOnly = be, be.readOnly()
+	s.events = &events{s: s}
 	if s.readOnly != "" {
 		m.readOnly.Set(1)
 	}
 	// Registered last, so a failed Open leaves the registry as it was.
-	if err := m.register(e.Metrics); err != nil {
-		s.closeBackend()
+	if err := m.register(e.Metrics, be.collectors()...); err != nil {
+		be.discard()
 		return nil, err
 	}
 	s.side = &Side{s: s}
-	if s.pg == nil {
-		s.startNegIndex() // before the writer: see negentropy.go
-		s.startResidentCheck()
-	}
-	if s.w != nil {
-		go s.w.run()
-	}
+	be.start()
 	log.Info("store opened", "dir", s.dbDir, "backend", opts.Backend, "max_limit", opts.Limits.MaxLimit,
 		"default_limit", opts.Limits.DefaultLimit, "negentropy_max", opts.Limits.NegentropyMaxEvents,
 		"sync", !opts.UnsafeNoSync, "read_only", s.readOnly != "")
 	return s, nil
-}
-
-// openPostgres connects to PostgreSQL: events and side tables live there,
-// and nothing is opened under Dir.
-func (s *Store) openPostgres() error {
-	var err error
-	if s.pg, err = openPostgres(s.opts, s.log); err != nil {
-		return err
-	}
-	s.events = &events{s: s, be: s.pg.events, direct: true}
-	s.m.pgPools = newPGPoolCollector(s.pg.pools)
-	s.own, s.delivered = newIDRing(pgRememberIDs), newIDRing(pgRememberIDs)
-	return nil
-}
-
-// openBadger opens the badger database under Dir/store, creating it if
-// needed, read-only when Options.ReadOnly says so or when the disk has no
-// room left to open it for writing (readonly.go).
-func (s *Store) openBadger() error {
-	dbDir := s.dbDir
-	if err := os.MkdirAll(dbDir, 0o700); err != nil {
-		return fmt.Errorf("store: create %s: %w", dbDir, err)
-	}
-	s.vthreshold = valueThreshold(int64(s.opts.MemTableMB) << 20)
-	vt := s.opts.ValueThreshold
-	if vt <= 0 {
-		vt = DefaultValueThreshold
-	}
-	s.vthreshold = min(vt, s.vthreshold)
-	if s.opts.ReadOnly {
-		s.readOnly = s.opts.ReadOnlyReason
-		if s.readOnly == "" {
-			s.readOnly = "the store was opened read-only"
-		}
-	} else if _, err := os.Stat(filepath.Join(dbDir, badger.ManifestFilename)); errors.Is(err, os.ErrNotExist) {
-		if err := s.stampFresh(); err != nil {
-			return err
-		}
-		s.log.Info("store created", "dir", dbDir)
-	}
-	err := s.initBadger()
-	if err != nil && s.readOnly == "" && noSpace(err) {
-		s.readOnly = "the disk holding " + dbDir + " is full: the store could not be opened for writing (" + err.Error() + ")"
-		s.log.Error("no space left to open the store for writing: opening it read-only; reads are served, every write is refused until space is freed and grasp restarted", "dir", dbDir, "error", err)
-		err = s.initBadger()
-	}
-	if err != nil {
-		return err
-	}
-	s.db = s.backend.DB
-	large, err := anyLarge(s.db)
-	if err != nil {
-		s.db.Close()
-		return fmt.Errorf("store: look for large contents: %w", err)
-	}
-	s.hasLarge.Store(large)
-	s.events = &events{s: s, be: s.backend}
-	if s.readOnly == "" {
-		s.wals = newWALSyncer(dbDir)
-		s.w = newWriter(s, s.opts.MaxBatch)
-	}
-	return nil
-}
-
-// initBadger opens the eventstore backend on Dir/store (read-only when
-// s.readOnly is set).
-func (s *Store) initBadger() error {
-	s.backend = &ebadger.BadgerBackend{
-		Path:                  s.dbDir,
-		MaxLimit:              s.opts.Limits.MaxLimit,
-		BadgerOptionsModifier: s.badgerOptions,
-	}
-	if err := s.backend.Init(); err != nil {
-		if s.backend.DB != nil { // opened, then a migration failed
-			s.backend.DB.Close()
-		}
-		return fmt.Errorf("store: open badger at %s: %w", s.dbDir, err)
-	}
-	// Init ties the negentropy cap to MaxLimit whenever MaxLimit is set;
-	// negentropy sessions need the whole matching set, so set it afterwards.
-	s.backend.MaxLimitNegentropy = s.opts.Limits.NegentropyMaxEvents + 1 // see effectiveLimit
-	return nil
-}
-
-// closeBackend closes what openPostgres or openBadger opened.
-func (s *Store) closeBackend() {
-	if s.db != nil {
-		s.db.Close()
-	}
-	if s.pg != nil {
-		s.pg.session.closeSession()
-		s.pg.pools.close()
-	}
-}
-
-// badgerOptions replaces badger's defaults with a budget sized for a relay:
-// see the Options fields for the reasons.
-func (s *Store) badgerOptions(o badger.Options) badger.Options {
-	const mb = 1 << 20
-	o = o.WithLogger(badgerLogger{s.log.Named("badger")}).
-		WithMemTableSize(int64(s.opts.MemTableMB) * mb).
-		WithNumMemtables(s.opts.NumMemtables).
-		WithBlockCacheSize(int64(s.opts.BlockCacheMB) * mb).
-		WithIndexCacheSize(int64(s.opts.IndexCacheMB) * mb).
-		WithNumCompactors(s.opts.NumCompactors).
-		WithValueLogFileSize(int64(s.opts.ValueLogFileMB) * mb).
-		WithValueThreshold(s.vthreshold).
-		WithCompression(options.ZSTD).
-		WithZSTDCompressionLevel(1).
-		WithMetricsEnabled(false).
-		// The writer goroutine syncs once per batch (see sync.go); badger's
-		// SyncWrites would add one msync per transaction on top.
-		WithSyncWrites(false).
-		// Read-only: no LOCK pid file, memtable, value-log file or
-		// compaction is written (readonly.go).
-		WithReadOnly(s.readOnly != "")
-	return o
 }
 
 // Events returns the event store to wire into khatru. It also implements
@@ -421,6 +241,20 @@ func (s *Store) Events() EventStore { return s.events }
 // Side returns the durable side tables.
 func (s *Store) Side() *Side { return s.side }
 
+// Backup writes a consistent dump of the badger database (events and side
+// tables; with backend postgres neither: both live in PostgreSQL) to w while
+// the store serves. It reads one snapshot: every write committed before the
+// snapshot is in the dump, none after it. A held event being released is
+// then in purgatory, in the store or in both (purgatory.Published removes
+// it only after it is stored), never in neither; a restored server releases
+// what is still held. Load it with Restore.
+func (s *Store) Backup(w io.Writer) error {
+	if s.closed.Load() {
+		return errors.New("store: backup of a closed store")
+	}
+	return s.be.backup(w)
+}
+
 // Close stops accepting writes, commits and syncs what is queued, and closes
 // the database. Call it after the relay stopped serving and the scheduler
 // stopped calling Maintain. It is safe to call more than once; later calls
@@ -428,36 +262,7 @@ func (s *Store) Side() *Side { return s.side }
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
 		s.closed.Store(true)
-		var werr, cerr, perr error
-		if s.w != nil {
-			werr = s.w.stop()
-		}
-		if s.neg != nil {
-			s.neg.close()
-		}
-		if s.residentStop != nil {
-			close(s.residentStop)
-			<-s.residentDone
-		}
-		if s.wals != nil {
-			s.wals.close()
-		}
-		// The backend's Close drops badger's error; close the DB directly.
-		if s.db != nil {
-			cerr = s.db.Close()
-		}
-		if s.pg != nil {
-			s.pg.session.closeSession()
-			perr = s.pg.pools.close()
-		}
-		switch {
-		case werr != nil:
-			s.closeErr = fmt.Errorf("store: final sync on close: %w", werr)
-		case cerr != nil:
-			s.closeErr = fmt.Errorf("store: close badger at %s: %w", s.dbDir, cerr)
-		case perr != nil:
-			s.closeErr = fmt.Errorf("store: close postgres connections: %w", perr)
-		}
+		s.closeErr = s.be.close()
 		s.log.Info("store closed", "dir", s.dbDir)
 	})
 	return s.closeErr

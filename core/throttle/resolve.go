@@ -10,30 +10,29 @@ import (
 
 	"github.com/grasp-dev/grasp/core/config"
 	"github.com/grasp-dev/grasp/core/env"
-	"github.com/grasp-dev/grasp/core/purgatory"
 )
 
 // Options configure a Resolver. Zero values take the package defaults.
 type Options struct {
-	Defaults purgatory.Limits // [throttle] concurrent, per_minute
-	Max      purgatory.Limits // [throttle] max_concurrent, max_per_minute
+	Defaults Limits // [throttle] concurrent, per_minute
+	Max      Limits // [throttle] max_concurrent, max_per_minute
 	// Tuners run in order, each getting the previous result (the plugin
 	// chain; the lead passes the plugins.Host here).
-	Tuners []purgatory.ThrottleTuner
+	Tuners []Tuner
 	Table  Table // from LoadFiles; applied after the tuners
 }
 
 // Configured returns the options of the [throttle] section: its limits and
 // hard caps, its tuning files (loaded now), and the tuners (nil ones are
 // skipped) in order.
-func Configured(c config.Throttle, tuners ...purgatory.ThrottleTuner) (Options, error) {
+func Configured(c config.Throttle, tuners ...Tuner) (Options, error) {
 	table, err := LoadFiles(c.Files)
 	if err != nil {
 		return Options{}, fmt.Errorf("throttle.files: %w", err)
 	}
 	o := Options{
-		Defaults: purgatory.Limits{Concurrency: c.Concurrent, PerMinute: c.PerMinute},
-		Max:      purgatory.Limits{Concurrency: c.MaxConcurrent, PerMinute: c.MaxPerMinute},
+		Defaults: Limits{Concurrency: c.Concurrent, PerMinute: c.PerMinute},
+		Max:      Limits{Concurrency: c.MaxConcurrent, PerMinute: c.MaxPerMinute},
 		Table:    table,
 	}
 	for _, t := range tuners {
@@ -53,13 +52,13 @@ type Resolver struct {
 	mu   sync.Mutex
 	opts Options
 	gen  uint64
-	memo map[string]purgatory.Limits
+	memo map[string]Limits
 }
 
 // NewResolver returns a Resolver for opts, logging to e.Log.
 func NewResolver(opts Options, e env.Env) *Resolver {
 	e = e.OrDefaults()
-	return &Resolver{log: e.Log, opts: withDefaults(opts), memo: map[string]purgatory.Limits{}}
+	return &Resolver{log: e.Log, opts: withDefaults(opts), memo: map[string]Limits{}}
 }
 
 func withDefaults(o Options) Options {
@@ -85,7 +84,7 @@ func (r *Resolver) Update(opts Options) {
 	r.mu.Lock()
 	r.opts = opts
 	r.gen++
-	r.memo = map[string]purgatory.Limits{}
+	r.memo = map[string]Limits{}
 	r.mu.Unlock()
 }
 
@@ -94,7 +93,7 @@ func (r *Resolver) Update(opts Options) {
 func (r *Resolver) Invalidate() {
 	r.mu.Lock()
 	r.gen++
-	r.memo = map[string]purgatory.Limits{}
+	r.memo = map[string]Limits{}
 	r.mu.Unlock()
 }
 
@@ -107,7 +106,7 @@ func (r *Resolver) Named(domain string) bool {
 }
 
 // Limits returns the limits for domain, computing them on first use.
-func (r *Resolver) Limits(ctx context.Context, domain string) purgatory.Limits {
+func (r *Resolver) Limits(ctx context.Context, domain string) Limits {
 	domain = strings.ToLower(domain)
 	r.mu.Lock()
 	if l, ok := r.memo[domain]; ok {
@@ -130,7 +129,7 @@ func (r *Resolver) Limits(ctx context.Context, domain string) purgatory.Limits {
 // Fold is the pure-ish decision behind Resolver.Limits: defaults, then each
 // tuner (a failing tuner keeps the value it was given: fail open, so the
 // hunter keeps running), then the tuning table, then the hard caps.
-func Fold(ctx context.Context, domain string, opts Options, log hclog.Logger) purgatory.Limits {
+func Fold(ctx context.Context, domain string, opts Options, log hclog.Logger) Limits {
 	opts = withDefaults(opts)
 	cur := opts.Defaults
 	for i, t := range opts.Tuners {
@@ -148,7 +147,7 @@ func Fold(ctx context.Context, domain string, opts Options, log hclog.Logger) pu
 }
 
 // Clamp bounds l to [1, max] field by field.
-func Clamp(l, max purgatory.Limits) purgatory.Limits {
+func Clamp(l, max Limits) Limits {
 	l.Concurrency = clampInt(l.Concurrency, max.Concurrency)
 	l.PerMinute = clampInt(l.PerMinute, max.PerMinute)
 	return l

@@ -1,8 +1,10 @@
 // Package throttle owns the per-domain git-fetch limits of the git-data
-// hunter: the operator's tuning files (throttle.d/*.toml) and the Resolver
-// that folds defaults, the configured ThrottleTuner chain (JS plugins) and
-// the tuning files into one clamped purgatory.Limits per domain. It never
-// imports plugins/; tuners arrive as purgatory.ThrottleTuner values.
+// hunter: their type (Limits) and the extension point that tunes them
+// (Tuner, the throttle plugins), the operator's tuning files
+// (throttle.d/*.toml) and the Resolver that folds defaults, the configured
+// Tuner chain and the tuning files into one clamped Limits per domain. It
+// never imports plugins/ (tuners arrive as Tuner values) and never fetches
+// anything: core/purgatory/hunt asks it for a domain's limits.
 package throttle
 
 import (
@@ -10,7 +12,6 @@ import (
 	"strings"
 
 	"github.com/grasp-dev/grasp/core/config"
-	"github.com/grasp-dev/grasp/core/purgatory"
 )
 
 // Defaults and hard caps used when the options leave them at zero: config's.
@@ -66,7 +67,7 @@ func (t Table) Lookup(domain string) (Entry, bool) {
 }
 
 // Apply overlays the entry for domain (if any) on cur.
-func (t Table) Apply(domain string, cur purgatory.Limits) purgatory.Limits {
+func (t Table) Apply(domain string, cur Limits) Limits {
 	e, ok := t.Lookup(domain)
 	if !ok {
 		return cur

@@ -10,7 +10,6 @@ import (
 	"testing"
 
 	"github.com/grasp-dev/grasp/core/env"
-	"github.com/grasp-dev/grasp/core/purgatory"
 )
 
 func writeFile(t *testing.T, dir, name, body string) string {
@@ -25,10 +24,10 @@ func writeFile(t *testing.T, dir, name, body string) string {
 	return p
 }
 
-// tunerFunc adapts a func to purgatory.ThrottleTuner.
-type tunerFunc func(domain string, cur purgatory.Limits) (purgatory.Limits, error)
+// tunerFunc adapts a func to Tuner.
+type tunerFunc func(domain string, cur Limits) (Limits, error)
 
-func (f tunerFunc) Throttle(_ context.Context, d string, cur purgatory.Limits) (purgatory.Limits, error) {
+func (f tunerFunc) Throttle(_ context.Context, d string, cur Limits) (Limits, error) {
 	return f(d, cur)
 }
 
@@ -112,14 +111,14 @@ func TestPrecedenceDefaultsPluginsTuningFiles(t *testing.T) {
 		t.Fatal(err)
 	}
 	var order []string
-	plugin1 := tunerFunc(func(d string, cur purgatory.Limits) (purgatory.Limits, error) {
+	plugin1 := tunerFunc(func(d string, cur Limits) (Limits, error) {
 		order = append(order, "p1")
-		if cur != (purgatory.Limits{Concurrency: 3, PerMinute: 10}) {
+		if cur != (Limits{Concurrency: 3, PerMinute: 10}) {
 			t.Errorf("first tuner saw %+v, want the defaults", cur)
 		}
-		return purgatory.Limits{Concurrency: 8, PerMinute: 100}, nil
+		return Limits{Concurrency: 8, PerMinute: 100}, nil
 	})
-	plugin2 := tunerFunc(func(d string, cur purgatory.Limits) (purgatory.Limits, error) {
+	plugin2 := tunerFunc(func(d string, cur Limits) (Limits, error) {
 		order = append(order, "p2")
 		if cur.Concurrency != 8 {
 			t.Errorf("second tuner saw %+v, want the first tuner's output", cur)
@@ -128,13 +127,13 @@ func TestPrecedenceDefaultsPluginsTuningFiles(t *testing.T) {
 		return cur, nil
 	})
 	opts := Options{
-		Defaults: purgatory.Limits{Concurrency: 3, PerMinute: 10},
-		Tuners:   []purgatory.ThrottleTuner{plugin1, plugin2},
+		Defaults: Limits{Concurrency: 3, PerMinute: 10},
+		Tuners:   []Tuner{plugin1, plugin2},
 		Table:    tab,
 	}
 	got := Fold(context.Background(), "github.com", opts, nil)
 	// Tuning file sets per_minute (beats plugins); concurrency comes from the plugins.
-	if want := (purgatory.Limits{Concurrency: 9, PerMinute: 20}); got != want {
+	if want := (Limits{Concurrency: 9, PerMinute: 20}); got != want {
 		t.Fatalf("github.com = %+v, want %+v", got, want)
 	}
 	if strings.Join(order, ",") != "p1,p2" {
@@ -147,23 +146,23 @@ func TestPrecedenceDefaultsPluginsTuningFiles(t *testing.T) {
 }
 
 func TestFoldFailingTunerKeepsPrevious(t *testing.T) {
-	bad := tunerFunc(func(string, purgatory.Limits) (purgatory.Limits, error) {
-		return purgatory.Limits{Concurrency: 99, PerMinute: 99}, errors.New("boom")
+	bad := tunerFunc(func(string, Limits) (Limits, error) {
+		return Limits{Concurrency: 99, PerMinute: 99}, errors.New("boom")
 	})
-	got := Fold(context.Background(), "x.org", Options{Tuners: []purgatory.ThrottleTuner{bad}}, nil)
-	if got != (purgatory.Limits{Concurrency: DefaultConcurrent, PerMinute: DefaultPerMinute}) {
+	got := Fold(context.Background(), "x.org", Options{Tuners: []Tuner{bad}}, nil)
+	if got != (Limits{Concurrency: DefaultConcurrent, PerMinute: DefaultPerMinute}) {
 		t.Fatalf("got %+v", got)
 	}
 }
 
 func TestClampToHardCaps(t *testing.T) {
-	huge := tunerFunc(func(string, purgatory.Limits) (purgatory.Limits, error) {
-		return purgatory.Limits{Concurrency: 1000, PerMinute: -5}, nil
+	huge := tunerFunc(func(string, Limits) (Limits, error) {
+		return Limits{Concurrency: 1000, PerMinute: -5}, nil
 	})
 	n := 500
 	tab := Table{"big.org": {PerMinute: &n}}
-	opts := Options{Max: purgatory.Limits{Concurrency: 16, PerMinute: 300}, Tuners: []purgatory.ThrottleTuner{huge}, Table: tab}
-	if got := Fold(context.Background(), "x.org", opts, nil); got != (purgatory.Limits{Concurrency: 16, PerMinute: 1}) {
+	opts := Options{Max: Limits{Concurrency: 16, PerMinute: 300}, Tuners: []Tuner{huge}, Table: tab}
+	if got := Fold(context.Background(), "x.org", opts, nil); got != (Limits{Concurrency: 16, PerMinute: 1}) {
 		t.Fatalf("plugin values not clamped: %+v", got)
 	}
 	if got := Fold(context.Background(), "big.org", opts, nil); got.PerMinute != 300 {
@@ -200,11 +199,11 @@ func TestF14_NamedOnlyForExactEntries(t *testing.T) {
 
 func TestResolverMemoisesAndInvalidates(t *testing.T) {
 	var calls atomic.Int32
-	tuner := tunerFunc(func(_ string, cur purgatory.Limits) (purgatory.Limits, error) {
+	tuner := tunerFunc(func(_ string, cur Limits) (Limits, error) {
 		calls.Add(1)
 		return cur, nil
 	})
-	r := NewResolver(Options{Tuners: []purgatory.ThrottleTuner{tuner}}, env.Env{})
+	r := NewResolver(Options{Tuners: []Tuner{tuner}}, env.Env{})
 	for i := 0; i < 3; i++ {
 		r.Limits(context.Background(), "github.com")
 	}
@@ -217,8 +216,8 @@ func TestResolverMemoisesAndInvalidates(t *testing.T) {
 	if calls.Load() != 2 {
 		t.Fatalf("tuner called %d times after Invalidate, want 2", calls.Load())
 	}
-	r.Update(Options{Defaults: purgatory.Limits{Concurrency: 2, PerMinute: 7}})
-	if got := r.Limits(context.Background(), "github.com"); got != (purgatory.Limits{Concurrency: 2, PerMinute: 7}) {
+	r.Update(Options{Defaults: Limits{Concurrency: 2, PerMinute: 7}})
+	if got := r.Limits(context.Background(), "github.com"); got != (Limits{Concurrency: 2, PerMinute: 7}) {
 		t.Fatalf("after Update: %+v", got)
 	}
 }

@@ -1,7 +1,9 @@
 // Package testkit owns the small helpers many packages' tests share: a
 // throwaway Nostr identity and the events it signs (Key), and a free
 // loopback port for a server that cannot listen on port 0 itself
-// (FreePort). Waiting is internal/testwait's, log sinks internal/testlog's.
+// (FreePort), and the git client of a test, isolated from the machine's
+// config (GitClientEnv, Git, GitWork, GitCommit, GitRepo: git.go). Waiting is
+// internal/testwait's, log sinks internal/testlog's.
 //
 // It holds no assertions about the code under test, and it must never be
 // imported by production code.

@@ -36,3 +36,18 @@ func TestSignWithABareSecretKey(t *testing.T) {
 		t.Fatalf("event %+v: signature ok %v, %v", evt, ok, err)
 	}
 }
+
+// A test's git client is the same everywhere: fixed author and date, so
+// the same work gives the same commit id in every package and on every
+// machine, whatever the machine's git config says.
+func TestGitWorkIsReproducible(t *testing.T) {
+	t.Setenv("GIT_AUTHOR_NAME", "someone else")
+	a, b := GitWork(t), GitWork(t)
+	ha, hb := Git(t, a, "rev-parse", "HEAD"), Git(t, b, "rev-parse", "HEAD")
+	if ha != hb || len(ha) != 40 {
+		t.Fatalf("two identical works have commits %q and %q", ha, hb)
+	}
+	if _, err := GitTry(a, "rev-parse", "refs/heads/none"); err == nil {
+		t.Fatal("GitTry hid git's failure")
+	}
+}

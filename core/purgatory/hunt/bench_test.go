@@ -10,7 +10,7 @@ import (
 
 	"github.com/grasp-dev/grasp/core/clock"
 	"github.com/grasp-dev/grasp/core/env"
-	"github.com/grasp-dev/grasp/core/purgatory"
+	"github.com/grasp-dev/grasp/core/throttle"
 	"github.com/grasp-dev/grasp/internal/testwait"
 )
 
@@ -18,7 +18,7 @@ import (
 // all finish when each may go to any of domains domains limited to lim: the
 // greedy schedule (start every fetch as early as both limits allow) is
 // optimal for identical jobs.
-func idealMakespan(n, domains int, lim purgatory.Limits, took time.Duration) time.Duration {
+func idealMakespan(n, domains int, lim throttle.Limits, took time.Duration) time.Duration {
 	type dom struct {
 		starts []time.Duration
 		ends   []time.Duration
@@ -68,10 +68,10 @@ func idealMakespan(n, domains int, lim purgatory.Limits, took time.Duration) tim
 func TestIdealMakespanMatchesHandCount(t *testing.T) {
 	// 200 fetches of 2 s on 3 domains at 5/30: 90 start in each minute, the
 	// last 20 in the third, 5 every 2 s: the last starts at 122 s.
-	if got := idealMakespan(200, 3, purgatory.Limits{Concurrency: 5, PerMinute: 30}, 2*time.Second); got != 124*time.Second {
+	if got := idealMakespan(200, 3, throttle.Limits{Concurrency: 5, PerMinute: 30}, 2*time.Second); got != 124*time.Second {
 		t.Fatalf("ideal %v, want 124s", got)
 	}
-	if got := idealMakespan(10, 1, purgatory.Limits{Concurrency: 2, PerMinute: 100}, 10*time.Second); got != 50*time.Second {
+	if got := idealMakespan(10, 1, throttle.Limits{Concurrency: 2, PerMinute: 100}, 10*time.Second); got != 50*time.Second {
 		t.Fatalf("ideal %v, want 50s", got)
 	}
 }
@@ -89,7 +89,7 @@ func BenchmarkHunt200Repos3Domains(b *testing.B) {
 
 func benchHunt(b *testing.B, took time.Duration) {
 	const repos, domains = 200, 3
-	lim := purgatory.Limits{Concurrency: 5, PerMinute: 30}
+	lim := throttle.Limits{Concurrency: 5, PerMinute: 30}
 	ideal := idealMakespan(repos, domains, lim, took)
 	var ratio float64
 	var actual time.Duration

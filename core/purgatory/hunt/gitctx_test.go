@@ -24,7 +24,7 @@ import (
 	"github.com/grasp-dev/grasp/core/env"
 	gitrepo "github.com/grasp-dev/grasp/core/git"
 	"github.com/grasp-dev/grasp/core/nip34"
-	"github.com/grasp-dev/grasp/core/purgatory"
+	"github.com/grasp-dev/grasp/core/throttle"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -274,8 +274,8 @@ func TestG02_8_RealHostNeverSeesMoreThanTheLimit(t *testing.T) {
 	gc := f.gitContext()
 	clk := clock.NewFake(t0)
 	opts := DefaultOptions()
-	opts.Limits = func(context.Context, string) purgatory.Limits {
-		return purgatory.Limits{Concurrency: 2, PerMinute: 100}
+	opts.Limits = func(context.Context, string) throttle.Limits {
+		return throttle.Limits{Concurrency: 2, PerMinute: 100}
 	}
 	h, err := New(withSync(opts, gc), env.Env{Clock: clk})
 	if err != nil {

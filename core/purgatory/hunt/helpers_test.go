@@ -11,7 +11,7 @@ import (
 	"github.com/grasp-dev/grasp/core/clock"
 	"github.com/grasp-dev/grasp/core/env"
 	"github.com/grasp-dev/grasp/core/nip34"
-	"github.com/grasp-dev/grasp/core/purgatory"
+	"github.com/grasp-dev/grasp/core/throttle"
 	"github.com/grasp-dev/grasp/internal/testwait"
 )
 
@@ -185,12 +185,12 @@ type harness struct {
 	h   *Hunter
 }
 
-func newHarness(t testing.TB, opts Options, lim purgatory.Limits) *harness {
+func newHarness(t testing.TB, opts Options, lim throttle.Limits) *harness {
 	t.Helper()
 	clk := clock.NewFake(t0)
 	sc := newFakeSC(clk)
-	if lim != (purgatory.Limits{}) {
-		opts.Limits = func(context.Context, string) purgatory.Limits { return lim }
+	if lim != (throttle.Limits{}) {
+		opts.Limits = func(context.Context, string) throttle.Limits { return lim }
 	}
 	h, err := New(withSync(opts, sc), env.Env{Clock: clk})
 	if err != nil {

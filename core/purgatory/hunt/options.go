@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/grasp-dev/grasp/core/config"
-	"github.com/grasp-dev/grasp/core/purgatory"
+	"github.com/grasp-dev/grasp/core/throttle"
 )
 
 // Options configure a Hunter. The zero value works: every zero timer takes
@@ -33,7 +33,7 @@ type Options struct {
 	// plugins < tuning files: pass throttle.Resolver.Limits). Nil means
 	// DefaultLimits for every domain. It is called from the owner goroutine
 	// whenever capacity is checked, so it must be cheap (memoised).
-	Limits func(ctx context.Context, domain string) purgatory.Limits
+	Limits func(ctx context.Context, domain string) throttle.Limits
 	// Labelled reports whether a domain is the operator's to name in
 	// metric labels (pass throttle.Resolver.Named: domains with a tuning
 	// file entry of their own). Every other domain's fetches are summed
@@ -48,7 +48,7 @@ type Options struct {
 }
 
 // DefaultLimits are the seed's per-domain limits: 5 concurrent, 30 a minute.
-var DefaultLimits = purgatory.Limits{Concurrency: 5, PerMinute: 30}
+var DefaultLimits = throttle.Limits{Concurrency: 5, PerMinute: 30}
 
 // rateWindow is the sliding window of Limits.PerMinute.
 const rateWindow = time.Minute
@@ -79,7 +79,7 @@ func (o Options) withDefaults() Options {
 		c.FetchBackoffMax = c.FetchBackoffBase
 	}
 	if o.Limits == nil {
-		o.Limits = func(context.Context, string) purgatory.Limits { return DefaultLimits }
+		o.Limits = func(context.Context, string) throttle.Limits { return DefaultLimits }
 	}
 	return o
 }

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/grasp-dev/grasp/core/purgatory"
+	"github.com/grasp-dev/grasp/core/throttle"
 )
 
 func TestG02_8_BackoffDoublesFrom20sCappedAt2m(t *testing.T) {
@@ -25,7 +25,7 @@ func TestG02_8_BackoffDoublesFrom20sCappedAt2m(t *testing.T) {
 }
 
 func TestG02_1_DelaysUserExpectsPushSyncedHuntsSoon(t *testing.T) {
-	hs := newHarness(t, DefaultOptions(), purgatory.Limits{})
+	hs := newHarness(t, DefaultOptions(), throttle.Limits{})
 	url := "https://a.example/r.git"
 	hs.sc.remote(url, KindOther, oid("x"))
 	hs.h.Need(Need{Repo: repoN("user"), OIDs: []string{oid("x")}, Sources: []string{url}})
@@ -51,7 +51,7 @@ func TestG02_1_DelaysUserExpectsPushSyncedHuntsSoon(t *testing.T) {
 }
 
 func TestG02_1_BurstForOneRepoIsOneFetch(t *testing.T) {
-	hs := newHarness(t, DefaultOptions(), purgatory.Limits{})
+	hs := newHarness(t, DefaultOptions(), throttle.Limits{})
 	url := "https://a.example/r.git"
 	hs.sc.remote(url, KindOther, oid("a"), oid("b"), oid("c"))
 	r := repoN("r")
@@ -83,7 +83,7 @@ func callTimes(cs []call) []time.Duration {
 }
 
 func TestG02_8_BackoffScheduleBetweenRounds(t *testing.T) {
-	hs := newHarness(t, DefaultOptions(), purgatory.Limits{})
+	hs := newHarness(t, DefaultOptions(), throttle.Limits{})
 	url := "https://a.example/r.git"
 	hs.sc.remote(url, KindOther) // has nothing
 	hs.h.Need(Need{Repo: repoN("r"), OIDs: []string{oid("x")}, Sources: []string{url}, FromSync: true})
@@ -99,7 +99,7 @@ func TestG02_8_BackoffScheduleBetweenRounds(t *testing.T) {
 }
 
 func TestG02_FreshStartResetsAttempts(t *testing.T) {
-	hs := newHarness(t, DefaultOptions(), purgatory.Limits{})
+	hs := newHarness(t, DefaultOptions(), throttle.Limits{})
 	url := "https://a.example/r.git"
 	hs.sc.remote(url, KindOther)
 	r := repoN("r")
@@ -115,7 +115,7 @@ func TestG02_FreshStartResetsAttempts(t *testing.T) {
 }
 
 func TestG02_PartialSuccessAggregatesAcrossURLs(t *testing.T) {
-	hs := newHarness(t, DefaultOptions(), purgatory.Limits{})
+	hs := newHarness(t, DefaultOptions(), throttle.Limits{})
 	u1, u2 := "https://one.example/r.git", "https://two.example/r.git"
 	hs.sc.remote(u1, KindOther, oid("x"))
 	hs.sc.remote(u2, KindOther, oid("y"))
@@ -137,7 +137,7 @@ func TestG02_PartialSuccessAggregatesAcrossURLs(t *testing.T) {
 }
 
 func TestG02_ObjectsAlreadyPresentAreNotFetched(t *testing.T) {
-	hs := newHarness(t, DefaultOptions(), purgatory.Limits{})
+	hs := newHarness(t, DefaultOptions(), throttle.Limits{})
 	r := repoN("r")
 	hs.sc.put(r, oid("x"))
 	hs.h.Need(Need{Repo: r, OIDs: []string{oid("x")}, Sources: []string{"https://a.example/r.git"}, FromSync: true})
@@ -151,7 +151,7 @@ func TestG02_ObjectsAlreadyPresentAreNotFetched(t *testing.T) {
 }
 
 func TestG02_SourcesAddedDuringARoundAreTried(t *testing.T) {
-	hs := newHarness(t, DefaultOptions(), purgatory.Limits{})
+	hs := newHarness(t, DefaultOptions(), throttle.Limits{})
 	hs.sc.took = 10 * time.Second
 	u1, u2 := "https://one.example/r.git", "https://two.example/r.git"
 	hs.sc.remote(u1, KindOther)
@@ -171,7 +171,7 @@ func TestG02_SourcesAddedDuringARoundAreTried(t *testing.T) {
 }
 
 func TestG01P5_ForgetStopsTheHunt(t *testing.T) {
-	hs := newHarness(t, DefaultOptions(), purgatory.Limits{})
+	hs := newHarness(t, DefaultOptions(), throttle.Limits{})
 	hs.sc.took = 10 * time.Second
 	url := "https://a.example/r.git"
 	hs.sc.remote(url, KindOther, oid("x"))
@@ -200,7 +200,7 @@ func TestG01P5_ForgetStopsTheHunt(t *testing.T) {
 }
 
 func TestG01P5_ForgetEventDropsOnlyItsObjects(t *testing.T) {
-	hs := newHarness(t, DefaultOptions(), purgatory.Limits{})
+	hs := newHarness(t, DefaultOptions(), throttle.Limits{})
 	r := repoN("r")
 	hs.h.Need(Need{Repo: r, OIDs: []string{oid("x"), oid("s")}, EventID: "e1"})
 	hs.h.Need(Need{Repo: r, OIDs: []string{oid("y"), oid("s")}, EventID: "e2"})
@@ -219,7 +219,7 @@ func TestG01P5_ForgetEventDropsOnlyItsObjects(t *testing.T) {
 }
 
 func TestRunTwiceAtOnceIsRefused(t *testing.T) {
-	hs := newHarness(t, DefaultOptions(), purgatory.Limits{})
+	hs := newHarness(t, DefaultOptions(), throttle.Limits{})
 	hs.h.Need(Need{Repo: repoN("r"), OIDs: []string{oid("x")}})
 	hs.settle() // the first Run is in its loop
 	if err := hs.h.Run(context.Background()); err == nil {
@@ -228,7 +228,7 @@ func TestRunTwiceAtOnceIsRefused(t *testing.T) {
 }
 
 func TestG02_RecheckQueuesDriftedRepos(t *testing.T) {
-	hs := newHarness(t, DefaultOptions(), purgatory.Limits{})
+	hs := newHarness(t, DefaultOptions(), throttle.Limits{})
 	url := "https://a.example/r.git"
 	hs.sc.remote(url, KindOther, oid("x"))
 	hs.sc.drifted = []Need{{Repo: repoN("d"), OIDs: []string{oid("x")}, Sources: []string{url}}}
@@ -243,7 +243,7 @@ func TestG02_RecheckQueuesDriftedRepos(t *testing.T) {
 }
 
 func TestInvalidNeedsAreIgnored(t *testing.T) {
-	hs := newHarness(t, DefaultOptions(), purgatory.Limits{})
+	hs := newHarness(t, DefaultOptions(), throttle.Limits{})
 	hs.h.Need(Need{Repo: repoN("bad"), OIDs: []string{"xyz", "ABC", ""}, Sources: []string{"https://a.example/r.git"}})
 	hs.h.Need(Need{Repo: repoN("r"), OIDs: []string{oid("x")}, FromSync: true, Sources: []string{
 		"file:///etc/passwd", "ssh://git@a.example/r.git", "ext::sh -c id", "https://user:pw@a.example/r.git", "-u", "",

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/grasp-dev/grasp/core/purgatory"
+	"github.com/grasp-dev/grasp/core/throttle"
 )
 
 // TestRepoReport: the hunter reports what it is doing for one repository
@@ -14,7 +14,7 @@ import (
 // source went, an unreachable host marked skipped; a repository not in
 // the queue has no report.
 func TestRepoReport(t *testing.T) {
-	hs := newHarness(t, DefaultOptions(), purgatory.Limits{})
+	hs := newHarness(t, DefaultOptions(), throttle.Limits{})
 	u1, u2 := "https://one.example/r.git", "https://two.example/r.git"
 	hs.sc.remote(u1, KindOther, oid("x"))
 	hs.sc.remote(u2, KindNetwork)

@@ -4,7 +4,7 @@ import (
 	"sort"
 	"time"
 
-	"github.com/grasp-dev/grasp/core/purgatory"
+	"github.com/grasp-dev/grasp/core/throttle"
 )
 
 // grant is the owner's answer to a task asking for its next fetch: a URL
@@ -37,7 +37,7 @@ type msgResult struct {
 
 func (h *Hunter) current(e *entry) bool { return h.entries[repoKey(e.repo)] == e && e.active }
 
-func (h *Hunter) limits(domain string) purgatory.Limits {
+func (h *Hunter) limits(domain string) throttle.Limits {
 	return clampLimits(h.opts.Limits(h.ctx, domain))
 }
 

@@ -3,7 +3,7 @@ package hunt
 import (
 	"time"
 
-	"github.com/grasp-dev/grasp/core/purgatory"
+	"github.com/grasp-dev/grasp/core/throttle"
 )
 
 // domainState is one domain's throttle: fetches in flight, the start times
@@ -34,7 +34,7 @@ func (d *domainState) prune(now time.Time) {
 }
 
 // hasCapacity reports whether a fetch may start now under lim.
-func (d *domainState) hasCapacity(now time.Time, lim purgatory.Limits) bool {
+func (d *domainState) hasCapacity(now time.Time, lim throttle.Limits) bool {
 	d.prune(now)
 	return d.inFlight < lim.Concurrency && len(d.starts) < lim.PerMinute
 }
@@ -47,7 +47,7 @@ func (d *domainState) take(now time.Time) {
 // opening is when the rate window lets the next fetch start, if the rate
 // (not concurrency) is what holds the waiting repositories back. A freed
 // concurrency slot needs no timer: the fetch result triggers the pump.
-func (d *domainState) opening(now time.Time, lim purgatory.Limits) (time.Time, bool) {
+func (d *domainState) opening(now time.Time, lim throttle.Limits) (time.Time, bool) {
 	if len(d.waiting) == 0 || d.inFlight >= lim.Concurrency {
 		return time.Time{}, false
 	}
@@ -84,7 +84,7 @@ func (d *domainState) idle(now time.Time) bool {
 }
 
 // clampLimits keeps a broken Limits func from stalling a domain forever.
-func clampLimits(l purgatory.Limits) purgatory.Limits {
+func clampLimits(l throttle.Limits) throttle.Limits {
 	if l.Concurrency < 1 {
 		l.Concurrency = 1
 	}

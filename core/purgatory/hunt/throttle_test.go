@@ -11,17 +11,17 @@ import (
 	"github.com/grasp-dev/grasp/core/clock"
 	"github.com/grasp-dev/grasp/core/config"
 	"github.com/grasp-dev/grasp/core/env"
-	"github.com/grasp-dev/grasp/core/purgatory"
+	"github.com/grasp-dev/grasp/core/throttle"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
 // TestG02_8_NextURLSelection drives pick directly: the owner's decision of
 // which URL a round tries next.
 func TestG02_8_NextURLSelection(t *testing.T) {
-	lim := purgatory.Limits{Concurrency: 1, PerMinute: 10}
+	lim := throttle.Limits{Concurrency: 1, PerMinute: 10}
 	opts := DefaultOptions()
 	opts.SelfHosts = []string{"grasp.example"}
-	opts.Limits = func(context.Context, string) purgatory.Limits { return lim }
+	opts.Limits = func(context.Context, string) throttle.Limits { return lim }
 	clk := clock.NewFake(t0)
 	h, err := New(withSync(opts, newFakeSC(clk)), env.Env{Clock: clk})
 	if err != nil {
@@ -84,7 +84,7 @@ func TestG02_8_NextURLSelection(t *testing.T) {
 }
 
 func TestDomainThrottleSlidingWindow(t *testing.T) {
-	lim := purgatory.Limits{Concurrency: 2, PerMinute: 3}
+	lim := throttle.Limits{Concurrency: 2, PerMinute: 3}
 	d := newDomainState(otherDomains)
 	d.enqueue("w")
 	for i := 0; i < 2; i++ {
@@ -118,7 +118,7 @@ func TestDomainThrottleSlidingWindow(t *testing.T) {
 }
 
 func TestG02_8_ConcurrencyLimitPerDomain(t *testing.T) {
-	hs := newHarness(t, DefaultOptions(), purgatory.Limits{Concurrency: 2, PerMinute: 100})
+	hs := newHarness(t, DefaultOptions(), throttle.Limits{Concurrency: 2, PerMinute: 100})
 	hs.sc.took = 10 * time.Second
 	for i := 0; i < 6; i++ {
 		url := fmt.Sprintf("https://a.example/r%d.git", i)
@@ -145,7 +145,7 @@ func TestG02_8_ConcurrencyLimitPerDomain(t *testing.T) {
 }
 
 func TestG02_8_RateLimitPerSlidingMinute(t *testing.T) {
-	hs := newHarness(t, DefaultOptions(), purgatory.Limits{Concurrency: 10, PerMinute: 3})
+	hs := newHarness(t, DefaultOptions(), throttle.Limits{Concurrency: 10, PerMinute: 3})
 	for i := 0; i < 5; i++ {
 		url := fmt.Sprintf("https://a.example/r%d.git", i)
 		hs.sc.remote(url, KindOther, oid("x"))
@@ -166,7 +166,7 @@ func TestG02_8_RateLimitPerSlidingMinute(t *testing.T) {
 func TestG02_8_RoundRobinAcrossReposOnADomain(t *testing.T) {
 	opts := DefaultOptions()
 	opts.Config.FetchBackoffBase, opts.Config.FetchBackoffMax = config.Duration(5*time.Minute), config.Duration(5*time.Minute) // one round each in this window
-	hs := newHarness(t, opts, purgatory.Limits{Concurrency: 1, PerMinute: 100})
+	hs := newHarness(t, opts, throttle.Limits{Concurrency: 1, PerMinute: 100})
 	hs.sc.took = 10 * time.Second
 	hs.h.Need(Need{Repo: repoN("A"), OIDs: []string{oid("x")}, FromSync: true, Sources: []string{
 		"https://x.example/a1.git", "https://x.example/a2.git", "https://x.example/a3.git"}})
@@ -193,7 +193,7 @@ func TestG02_8_RoundRobinAcrossReposOnADomain(t *testing.T) {
 func TestG02_8_NaughtyHostsSkippedUntilExpiry(t *testing.T) {
 	opts := DefaultOptions()
 	opts.Config.NaughtyTTL = config.Duration(10 * time.Minute)
-	hs := newHarness(t, opts, purgatory.Limits{})
+	hs := newHarness(t, opts, throttle.Limits{})
 	dead := "https://dead.example/r.git"
 	other := "https://dead.example:8443/r.git" // same machine, another service
 	broken := "https://broken.example/r.git"
@@ -226,7 +226,7 @@ func TestG02_8_NaughtyHostsSkippedUntilExpiry(t *testing.T) {
 }
 
 func TestG02_IdleHunterArmsNoTimer(t *testing.T) {
-	hs := newHarness(t, DefaultOptions(), purgatory.Limits{})
+	hs := newHarness(t, DefaultOptions(), throttle.Limits{})
 	url := "https://a.example/r.git"
 	hs.sc.remote(url, KindOther, oid("x"))
 	hs.settle()

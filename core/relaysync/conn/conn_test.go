@@ -22,6 +22,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/grasp-dev/grasp/core/env"
+	"github.com/grasp-dev/grasp/internal/testkit"
 )
 
 // peerServer is a scripted relay: it records frames from us and lets the
@@ -229,13 +230,11 @@ func newTestPool(t *testing.T, clk clock.Clock, snk Sink, cu CatchUpper, mutate 
 
 var testKey = nostr.GeneratePrivateKey()
 
+// signed is an event by the package's key dated at, its content unique so
+// two events of one kind and date differ; testkit signs it.
 func signed(t *testing.T, kind int, tags nostr.Tags, at time.Time) *nostr.Event {
 	t.Helper()
-	e := &nostr.Event{Kind: kind, Tags: tags, CreatedAt: nostr.Timestamp(at.Unix()), Content: fmt.Sprint(time.Now().UnixNano())}
-	if err := e.Sign(testKey); err != nil {
-		t.Fatal(err)
-	}
-	return e
+	return testkit.Sign(t, testKey, &nostr.Event{Kind: kind, Tags: tags, CreatedAt: nostr.Timestamp(at.Unix()), Content: fmt.Sprint(time.Now().UnixNano())})
 }
 
 func eventFrame(sub string, e *nostr.Event) string {
