@@ -8,7 +8,6 @@ import (
 
 	"github.com/nbd-wtf/go-nostr"
 	"github.com/nbd-wtf/go-nostr/nip77/negentropy"
-	"github.com/nbd-wtf/go-nostr/nip77/negentropy/storage"
 )
 
 // item is one (created_at, id) pair of a snapshot: 36 bytes, where
@@ -33,7 +32,9 @@ func compareItems(a, b item) int {
 // ids are made only for the items the engine lists or bounds with.
 type Snapshot struct {
 	items []item
-	acc   storage.Accumulator
+	// sums are the running sums of the ids at every sumStep-th item, made
+	// on the first large Fingerprint (fingerprint.go).
+	sums []sum256
 }
 
 var _ negentropy.Storage = (*Snapshot)(nil)
@@ -85,11 +86,8 @@ func (s *Snapshot) FindLowerBound(begin, end int, bound negentropy.Bound) int {
 
 // Fingerprint is negentropy's fingerprint of [begin, end).
 func (s *Snapshot) Fingerprint(begin, end int) string {
-	s.acc.Reset()
-	for i := begin; i < end; i++ {
-		s.acc.AddBytes(s.items[i].id[:])
-	}
-	return s.acc.GetFingerprint(end - begin)
+	sum := s.rangeSum(begin, end)
+	return sum.fingerprint(end - begin)
 }
 
 // IDs lists the snapshot's hex ids in order (tests and diagnostics).
