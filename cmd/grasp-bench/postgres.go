@@ -19,17 +19,17 @@ type pgCluster struct {
 	pid int
 }
 
-// sample sums the CPU time and bytes written of every process of the
-// server (the postmaster and its backends share its process group), or
-// nothing without its pid.
+// sample sums the CPU time and bytes written of the postmaster and its
+// children, or nothing without its pid. Every child calls setsid() when it
+// starts (InitPostmasterChild), so they are found by their parent, not by
+// the postmaster's process group (which held the postmaster alone); the
+// CPU of children that have exited is the postmaster's cutime and cstime,
+// and their bytes were added to its I/O counters when it reaped them.
 func (p *pgCluster) sample() (cpu time.Duration, written int64) {
 	if p.pid <= 0 {
 		return 0, 0
 	}
-	pgid := processGroup(p.pid)
-	if pgid == "" {
-		return 0, 0
-	}
+	parent := strconv.Itoa(p.pid)
 	entries, _ := os.ReadDir("/proc")
 	for _, e := range entries {
 		pid, err := strconv.Atoi(e.Name())
@@ -45,11 +45,16 @@ func (p *pgCluster) sample() (cpu time.Duration, written int64) {
 			continue
 		}
 		f := strings.Fields(string(stat)[i+1:])
-		// f[2] is the process group; utime and stime are f[11] and f[12].
-		if len(f) < 13 || f[2] != pgid {
+		// f[1] is the parent; utime, stime, cutime and cstime are f[11]
+		// to f[14].
+		if len(f) < 15 || (pid != p.pid && f[1] != parent) {
 			continue
 		}
-		for _, k := range []int{11, 12} {
+		fields := []int{11, 12}
+		if pid == p.pid {
+			fields = append(fields, 13, 14)
+		}
+		for _, k := range fields {
 			t, _ := strconv.ParseInt(f[k], 10, 64)
 			cpu += time.Duration(t) * time.Second / userHZ
 		}
@@ -65,21 +70,4 @@ func (p *pgCluster) sample() (cpu time.Duration, written int64) {
 		}
 	}
 	return cpu, written
-}
-
-// processGroup is pid's process group, "" if pid is gone.
-func processGroup(pid int) string {
-	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return ""
-	}
-	i := strings.LastIndexByte(string(stat), ')')
-	if i < 0 {
-		return ""
-	}
-	f := strings.Fields(string(stat)[i+1:])
-	if len(f) < 3 {
-		return ""
-	}
-	return f[2]
 }

@@ -104,6 +104,9 @@ func runScale(ctx context.Context, o scaleOpts, stderr io.Writer) (*scaleResult,
 	for i, n := range o.points {
 		o.points[i] = c.boundary(n)
 	}
+	// The cap moves to a boundary as the points do, so that -postgres-max
+	// 200000 keeps the point asked as 200000 (stored as 200,001).
+	o.postgresMax = c.boundary(o.postgresMax)
 	if o.corpusEvents > last {
 		// a prefix of a larger corpus: describe what is stored
 		sum = summarise(c, sum.Path, o.points[len(o.points)-1])
