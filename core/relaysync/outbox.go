@@ -65,7 +65,7 @@ type rootID [32]byte
 
 func parseRootID(hexID string) (rootID, bool) {
 	var r rootID
-	if len(hexID) != 64 {
+	if !nip34.IsHex64(hexID) {
 		return r, false
 	}
 	_, err := hex.Decode(r[:], []byte(hexID))
