@@ -44,7 +44,7 @@ func tokenCmd(args []string, stdout, stderr io.Writer) int {
 		}
 		m = "GET"
 	}
-	tok, err := nip98.Token(sk, u, m, time.Now())
+	tok, err := nip98.Token(sk, u, m, nil, time.Now())
 	if err != nil {
 		fmt.Fprintf(stderr, "grasp token: %v\n", err)
 		return 1

@@ -1,8 +1,6 @@
 package negindex
 
 import (
-	"encoding/hex"
-	"math/rand"
 	"runtime"
 	"syscall"
 	"testing"
@@ -34,29 +32,11 @@ func sizeName(n int) string {
 }
 
 func benchFirstRound(b *testing.B, n int) {
-	r := rand.New(rand.NewSource(1))
 	var before, after runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)
 	ix := New(nil)
-	events := make([]Event, n)
-	var authors [2000][32]byte
-	for i := range authors {
-		r.Read(authors[i][:])
-	}
-	var repos [1000]string
-	for i := range repos {
-		repos[i] = "30617:" + hex.EncodeToString(authors[i][:]) + ":repo"
-	}
-	for i := range events {
-		e := &events[i]
-		r.Read(e.ID[:])
-		e.PubKey = authors[r.Intn(len(authors))]
-		e.CreatedAt = uint32(1_700_000_000 + r.Intn(n*10))
-		e.Kind = 1111
-		// As the corpus: every event tags its repository, most an e root.
-		e.Tags = [][2]string{{"a", repos[r.Intn(len(repos))]}, {"e", hex.EncodeToString(events[r.Intn(i+1)].ID[:])}}
-	}
+	events := corpusLikeEvents(n)
 	ix.Load(events)
 	events = nil
 	runtime.GC()

@@ -72,14 +72,14 @@ func (s *Snapshot) rangeSum(begin, end int) sum256 {
 	b, e := (begin+sumStep-1)/sumStep, end/sumStep
 	sum = s.sums[e]
 	sum.minus(&s.sums[b])
-	var edge sum256
+	// the items before the first step and after the last one (addition
+	// modulo 2^256 is order-free)
 	for i := begin; i < b*sumStep; i++ {
-		edge.add(&s.items[i].id)
+		sum.add(&s.items[i].id)
 	}
 	for i := e * sumStep; i < end; i++ {
-		edge.add(&s.items[i].id)
+		sum.add(&s.items[i].id)
 	}
-	sum.plus(&edge)
 	return sum
 }
 

@@ -3,16 +3,14 @@ package nip86
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/base64"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"strings"
+	"time"
 
-	"github.com/nbd-wtf/go-nostr"
+	"github.com/grasp-dev/grasp/core/nip98"
 )
 
 // Call makes one NIP-86 call to the relay at relayURL (ws(s):// or
@@ -34,18 +32,16 @@ func Call(ctx context.Context, client *http.Client, relayURL, sk, method string,
 	case strings.HasPrefix(u, "wss://"):
 		u = "https://" + strings.TrimPrefix(u, "wss://")
 	}
-	sum := sha256.Sum256(body)
-	tok := nostr.Event{Kind: 27235, CreatedAt: nostr.Now(), Tags: nostr.Tags{{"u", u}, {"method", "POST"}, {"payload", hex.EncodeToString(sum[:])}}}
-	if err := tok.Sign(sk); err != nil {
-		return nil, fmt.Errorf("sign the NIP-98 token: %w", err)
+	tok, err := nip98.Token(sk, u, http.MethodPost, body, time.Now())
+	if err != nil {
+		return nil, fmt.Errorf("NIP-98: %w", err)
 	}
-	raw, _ := json.Marshal(tok)
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u, bytes.NewReader(body))
 	if err != nil {
 		return nil, err
 	}
 	req.Header.Set("Content-Type", ContentType)
-	req.Header.Set("Authorization", "Nostr "+base64.StdEncoding.EncodeToString(raw))
+	req.Header.Set("Authorization", "Nostr "+tok)
 	if client == nil {
 		client = http.DefaultClient
 	}

@@ -11,7 +11,9 @@
 package nip98
 
 import (
+	"crypto/sha256"
 	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -92,15 +94,21 @@ func tokenBytes(header string) ([]byte, bool) {
 	return raw, true
 }
 
-// Token signs the NIP-98 token a git client sends for a private
-// repository (core/githttp says what the git handler accepts): kind 27235 with `u`
-// and `method`, dated at, by secret key sk (64 hex). It returns the base64
-// of the event, the part after "Nostr " in the Authorization header (and
-// the password of the HTTP Basic form). `grasp token` prints it for plain
-// git and CI; it is valid for a minute either side of at.
-func Token(sk, u, method string, at time.Time) (string, error) {
+// Token signs a NIP-98 token: kind 27235 with `u` and `method`, and, when
+// body is not nil, `payload` (the SHA-256 of the body, which the NIP-86
+// endpoint requires), dated at, by secret key sk (64 hex). It returns the
+// base64 of the event, the part after "Nostr " in the Authorization header
+// (and the password of the HTTP Basic form). `grasp token` prints one for a
+// private repository (core/githttp says what the git handler accepts) and
+// `grasp admin` sends one with each NIP-86 call; it is valid for a minute
+// either side of at.
+func Token(sk, u, method string, body []byte, at time.Time) (string, error) {
 	evt := nostr.Event{Kind: KindHTTPAuth, CreatedAt: nostr.Timestamp(at.Unix()),
 		Tags: nostr.Tags{{"u", u}, {"method", strings.ToUpper(method)}}}
+	if body != nil {
+		sum := sha256.Sum256(body)
+		evt.Tags = append(evt.Tags, nostr.Tag{"payload", hex.EncodeToString(sum[:])})
+	}
 	if err := evt.Sign(sk); err != nil {
 		return "", fmt.Errorf("sign the token: %w", err)
 	}

@@ -1,7 +1,9 @@
 package nip98
 
 import (
+	"crypto/sha256"
 	"encoding/base64"
+	"encoding/hex"
 	"errors"
 	"strings"
 	"testing"
@@ -19,7 +21,7 @@ func TestG08_3_TokenRoundTrip(t *testing.T) {
 	k := testkit.NewKey(t)
 	now := time.Unix(1_800_000_000, 0)
 	const u = "https://git.example.com/npub1x/vault.git"
-	tok, err := Token(k.SK, u, "get", now)
+	tok, err := Token(k.SK, u, "get", nil, now)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -35,6 +37,23 @@ func TestG08_3_TokenRoundTrip(t *testing.T) {
 		if err != nil || evt.PubKey != k.PK {
 			t.Fatalf("VerifyHeader(%.12s…) = %v, %v; want the signer's event", h, evt, err)
 		}
+	}
+
+	// with a body, the token carries its SHA-256 as `payload` (NIP-86)
+	body := []byte(`{"method":"supportedmethods","params":[]}`)
+	post, err := Token(k.SK, u, "post", body, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(body)
+	evt, err := VerifyHeader("Nostr "+post, now, func(evt *nostr.Event) error {
+		if evt.Tags.FindWithValue("payload", hex.EncodeToString(sum[:])) == nil || evt.Tags.FindWithValue("method", "POST") == nil {
+			return errors.New("wrong payload or method")
+		}
+		return nil
+	})
+	if err != nil || evt.PubKey != k.PK {
+		t.Fatalf("a token with a body: %v, %v", evt, err)
 	}
 
 	refused := map[string]struct {
