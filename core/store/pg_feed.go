@@ -98,6 +98,13 @@ func (s *pgStore) follow(ctx context.Context, f Follower) error {
 	if err := s.pgDB().QueryRowContext(ctx, `SELECT clock_timestamp()`).Scan(&fd.last); err != nil {
 		return fmt.Errorf("store: read the database clock: %w", err)
 	}
+	// A side-table change another instance wrote after this one loaded its
+	// state at start-up but before the LISTEN above was heard by nobody (a
+	// ban through A not honoured on a B just started): reload once now, as
+	// after a reconnect. Anything later is notified.
+	if f.Resync != nil {
+		f.Resync()
+	}
 	for {
 		select {
 		case <-ctx.Done():

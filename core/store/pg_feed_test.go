@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/nbd-wtf/go-nostr"
@@ -156,4 +157,31 @@ func TestPostgresFollowCatchesUpAfterLostConnection(t *testing.T) {
 			t.Fatalf("event %s delivered %d times, want once", e.ID, n)
 		}
 	}
+}
+
+// A side-table change written by another instance after this one loaded its
+// state but before its LISTEN ran would be heard by nobody: Follow reloads
+// once (Resync) as soon as it listens, so the change is still honoured (the
+// multi-instance ban of TestNIP86_BanThroughAClosesSubscriptionOnB).
+func TestPostgresFollowResyncsOnceItListens(t *testing.T) {
+	url := pgtest.DB(t)
+	a := openTest(t, Options{Backend: BackendPostgres, PostgresURL: url})
+	b := openTest(t, Options{Backend: BackendPostgres, PostgresURL: url})
+	// written after B opened, before B listens
+	if err := a.Side().Put(context.Background(), "nip86", "banned:x", []byte("{}"), 0); err != nil {
+		t.Fatal(err)
+	}
+	var resyncs atomic.Int32
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- b.Follow(ctx, Follower{Stored: func(*nostr.Event) {}, Resync: func() { resyncs.Add(1) }})
+	}()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("follow: %v", err)
+		}
+	}()
+	testwait.For(t, "B to reload its state once it listens", func() bool { return resyncs.Load() == 1 })
 }
