@@ -112,7 +112,7 @@ func (s *badgerStore) open() error {
 	}
 	s.hasLarge.Store(large)
 	if s.ro == "" {
-		s.wals = newWALSyncer(dbDir)
+		s.wals = newWALSyncer(dbDir, s.opts.ParallelLogSync)
 		s.w = newWriter(s, s.opts.MaxBatch)
 	}
 	return nil

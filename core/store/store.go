@@ -77,6 +77,14 @@ type Options struct {
 	ReadOnly       bool
 	ReadOnlyReason string
 
+	// ParallelLogSync syncs badger's value log and its WALs at the same
+	// time after a group commit that wrote to the value log, instead of
+	// one after the other: about one device flush per commit instead of
+	// two, at the price of a window in which a power cut can leave the
+	// unacknowledged batch's records pointing past the value log's end
+	// (badger_sync.go). Default false.
+	ParallelLogSync bool
+
 	// UnsafeNoSync skips the fsync after each group commit. Only for
 	// benchmarks and throwaway test relays: OK no longer means durable.
 	UnsafeNoSync bool
