@@ -1,7 +1,6 @@
 package negindex
 
 import (
-	"encoding/hex"
 	"slices"
 
 	"github.com/nbd-wtf/go-nostr"
@@ -29,12 +28,13 @@ func NewSnapshotBuilder(n int) *SnapshotBuilder {
 // Snapshot can hold (an id that is not 64 lowercase hex digits, a created_at outside
 // 0 … 2^32-1: no store keeps such events).
 func (b *SnapshotBuilder) Add(createdAt nostr.Timestamp, id string) bool {
-	if !nip34.IsHex64(id) || createdAt < 0 || createdAt > 0xffffffff {
+	if createdAt < 0 || createdAt > 0xffffffff {
 		return false
 	}
-	var it item
-	hex.Decode(it.id[:], []byte(id))
-	it.ts = uint32(createdAt)
+	it := item{ts: uint32(createdAt)}
+	if !nip34.DecodeHex64(id, &it.id) {
+		return false
+	}
 	b.items = append(b.items, it)
 	return true
 }

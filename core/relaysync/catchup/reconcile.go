@@ -27,8 +27,7 @@ type negEnd struct {
 // reconcile runs negentropy sessions until one completes, and returns the ids
 // the peer has that we lack. A non-empty fallback says why REQ paging must be
 // used instead; err is then set too if the connection itself failed.
-func (s *session) reconcile(filter nostr.Filter, items []Item, res *Result) (needed []string, fallback string, err error) {
-	vec := localSet(items)
+func (s *session) reconcile(filter nostr.Filter, vec negentropy.Storage, res *Result) (needed []string, fallback string, err error) {
 	for attempt := 0; ; attempt++ {
 		// A sealed set can back a new engine: the old one is never used
 		// again once its session has ended.
