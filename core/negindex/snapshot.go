@@ -38,9 +38,10 @@ type Snapshot struct {
 	// sums are the running sums of the ids at every sumStep-th item, made
 	// on the first large Fingerprint (fingerprint.go).
 	sums []sum256
-	// added counts the ids added into fingerprints so far (tests bound a
-	// session's work with it).
-	added int
+	// added counts the ids added into fingerprints so far, visited the
+	// entries Select looked at to make the snapshot (tests bound a
+	// session's work with them).
+	added, visited int
 }
 
 var _ negentropy.Storage = (*Snapshot)(nil)
