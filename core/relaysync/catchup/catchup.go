@@ -297,7 +297,6 @@ func localOf(ctx context.Context, local Local, filter nostr.Filter, tryNeg bool)
 	if err != nil {
 		return nil, nil, fmt.Errorf("list local events: %w", err)
 	}
-	items = validItems(items)
 	return localSet(items), items, nil
 }
 

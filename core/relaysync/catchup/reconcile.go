@@ -3,6 +3,7 @@ package catchup
 import (
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"sync"
 	"time"
@@ -57,18 +58,20 @@ func (s *session) reconcile(filter nostr.Filter, vec negentropy.Storage, res *Re
 // id of the range (a pass over the whole set per round when the sets differ
 // everywhere: 12 s of CPU for 1 % missing at 1,000,000 events, issue 27
 // part 3); the vector only if an item does not fit a Snapshot (a created_at
-// past 2^32 or before 1970, which no store here keeps).
+// past 2^32 or before 1970, which no store here keeps). Malformed ids are
+// left out either way (the vector panics on them).
 func localSet(items []Item) negentropy.Storage {
 	b := negindex.NewSnapshotBuilder(len(items))
 	for _, it := range items {
-		if !b.Add(it.CreatedAt, it.ID) {
+		if it.CreatedAt < 0 || it.CreatedAt > math.MaxUint32 {
 			vec := vector.New()
-			for _, it := range items {
+			for _, it := range validItems(items) {
 				vec.Insert(it.CreatedAt, it.ID)
 			}
 			vec.Seal()
 			return vec
 		}
+		b.Add(it.CreatedAt, it.ID) // false: a malformed id, left out
 	}
 	return b.Snapshot()
 }

@@ -105,3 +105,20 @@ type queryOnly struct{ m *indexedMem }
 func (q queryOnly) QueryEvents(ctx context.Context, f nostr.Filter) (chan *nostr.Event, error) {
 	return q.m.QueryEvents(ctx, f)
 }
+
+// Our side is a negindex Snapshot, malformed ids left out; an item no
+// Snapshot can hold (created_at before 1970) makes it go-nostr's vector,
+// still without the malformed ids the vector would panic on.
+func TestLocalSetLeavesOutMalformedIDs(t *testing.T) {
+	good := corpus(t, 3, 0)
+	items := []Item{{ID: good[0].ID, CreatedAt: good[0].CreatedAt}, {ID: "NOT-HEX", CreatedAt: 5}, {ID: good[1].ID, CreatedAt: good[1].CreatedAt}}
+	set := localSet(items)
+	if _, ok := set.(*negindex.Snapshot); !ok || set.Size() != 2 {
+		t.Fatalf("local set %T of %d items, want a negindex snapshot of 2", set, set.Size())
+	}
+	items = append(items, Item{ID: good[2].ID, CreatedAt: -5})
+	set = localSet(items)
+	if _, ok := set.(*negindex.Snapshot); ok || set.Size() != 3 {
+		t.Fatalf("local set %T of %d items, want go-nostr's vector of 3", set, set.Size())
+	}
+}
