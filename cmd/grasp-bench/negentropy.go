@@ -73,7 +73,7 @@ func runNegentropyOf(ctx context.Context, url string, c *corpus, filter nostr.Fi
 	sink := &countSink{}
 	cctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
 	defer cancel()
-	res, err := client.CatchUp(cctx, url, filter, held, sink, catchup.Options{Negentropy: true, RoundTimeout: 2 * time.Minute})
+	res, err := client.CatchUp(cctx, url, filter, held, sink, catchup.Options{Negentropy: true, RoundTimeout: 2 * time.Minute, LargeFrameLimit: negLargeFrames})
 	out := negResult{Held: len(held), Needed: res.Needed, Fetched: res.Fetched, Rounds: res.Rounds,
 		BytesSent: res.BytesSent, BytesRecv: res.BytesReceived, Duration: res.Duration, Reconcile: res.Reconcile}
 	switch {
@@ -88,6 +88,10 @@ func runNegentropyOf(ctx context.Context, url string, c *corpus, filter nostr.Fi
 	}
 	return out, nil
 }
+
+// negLargeFrames is the catch-up's LargeFrameLimit: 0, its default, unless
+// `grasp-bench neg -small-frames` turns large frames off (-1) to compare.
+var negLargeFrames int
 
 // clients keeps one catch-up client per server URL, as a syncing relay
 // keeps one per process: what it learns of a peer (that it refuses large
