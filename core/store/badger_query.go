@@ -262,12 +262,9 @@ func (s *badgerStore) page(txn *badger.Txn, p *queryPlan, c cursor, emit func(ev
 	for i := range p.sources {
 		src := &p.sources[i]
 		it := txn.NewIterator(badger.IteratorOptions{Reverse: true, Prefix: src.prefix})
-		seek := append(slices.Clip(src.prefix), 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff)
-		switch {
-		case c.set && c.ts <= p.until:
+		seek := tsSerial(slices.Clip(src.prefix), p.until, ^uint32(0))
+		if c.set && c.ts <= p.until {
 			seek = tsSerial(slices.Clip(src.prefix), c.ts, c.serial)
-		default:
-			seek = tsSerial(slices.Clip(src.prefix), p.until, ^uint32(0))
 		}
 		it.Seek(seek)
 		hd := &head{it: it, src: src}
