@@ -491,7 +491,7 @@ func (s *badgerStore) collectIDs(p *queryPlan, limit int) ([]*nostr.Event, error
 	ids := slices.Clone(p.ids)
 	slices.SortFunc(ids, func(a, b [32]byte) int { return bytes.Compare(a[:], b[:]) }) // one forward pass
 	err := s.db.View(func(txn *badger.Txn) error {
-		r := newIDReader(txn)
+		r := s.newIDReader(txn)
 		defer r.close()
 		for i := range ids {
 			var evt *nostr.Event

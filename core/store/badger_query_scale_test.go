@@ -175,6 +175,7 @@ func BenchmarkQueryDataDir(b *testing.B) {
 	if add, _ := strconv.Atoi(os.Getenv("GRASP_QUERY_ADD")); add > 0 {
 		// a relay that keeps ingesting: the queries run while badger
 		// flushes and compacts what was just written
+		time.Sleep(20 * time.Second) // the start-up loads (negentropy index, id filter)
 		extra := newScaleCorpus(add, uint64(time.Now().UnixNano()))
 		extra.fill(b, s)
 		l0, levels := tableShape(s.badger().db)

@@ -176,7 +176,7 @@ func (b *batchTxn) save(i int, o *op, errs []error) (err error) {
 func (b *batchTxn) stored(id [32]byte) (bool, error) {
 	if b.read == nil {
 		b.read = b.s.db.NewTransaction(false)
-		b.reader = newIDReader(b.read)
+		b.reader = b.s.newIDReader(b.read)
 	}
 	return b.reader.find(&id, func(uint32, []byte) error { return nil })
 }
@@ -313,6 +313,7 @@ func (b *batchTxn) put(o *op) error {
 func (b *batchTxn) set(o *op, ckey []byte, serial uint32) error {
 	p := o.prep
 	p.setSerial(serial)
+	b.s.ids.add(p.id[:8]) // before the commit: see idFilter
 	if ckey != nil {
 		if err := b.txn.Set(ckey, o.content); err != nil {
 			return outcome.Errorf(outcome.Error, "store the content of %s: %w", o.evt.ID, err)
@@ -349,7 +350,7 @@ func (b *batchTxn) delete(id string) error {
 	if !ok {
 		return nil // no such event can be stored
 	}
-	serial, evt, err := storedEvent(b.txn, raw)
+	serial, evt, err := b.s.storedEvent(b.txn, raw)
 	if err != nil {
 		return outcome.Errorf(outcome.Error, "look up %s to delete it: %w", id, err)
 	}
@@ -393,8 +394,8 @@ func (b *batchTxn) remove(serial uint32, evt *nostr.Event) error {
 
 // storedEvent finds the stored event with this raw id (its content as
 // stored), or nil.
-func storedEvent(txn *badger.Txn, id [32]byte) (serial uint32, evt *nostr.Event, err error) {
-	r := newIDReader(txn)
+func (s *badgerStore) storedEvent(txn *badger.Txn, id [32]byte) (serial uint32, evt *nostr.Event, err error) {
+	r := s.newIDReader(txn)
 	defer r.close()
 	_, err = r.find(&id, func(sr uint32, rec []byte) error {
 		e := &nostr.Event{}
