@@ -170,12 +170,12 @@ func BenchmarkQueryDataDir(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer s.Close()
+	time.Sleep(30 * time.Second) // the start-up loads (negentropy index, id filter)
 	c := sampleDataDir(b, s)
 	b.Logf("sampled %d events, %d repositories", len(c.evts), len(c.repos))
 	if add, _ := strconv.Atoi(os.Getenv("GRASP_QUERY_ADD")); add > 0 {
 		// a relay that keeps ingesting: the queries run while badger
 		// flushes and compacts what was just written
-		time.Sleep(20 * time.Second) // the start-up loads (negentropy index, id filter)
 		extra := newScaleCorpus(add, uint64(time.Now().UnixNano()))
 		extra.fill(b, s)
 		l0, levels := tableShape(s.badger().db)
