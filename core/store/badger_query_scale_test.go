@@ -285,6 +285,7 @@ func processCPU() int64 {
 // settle waits (at most five minutes) until badger has no compaction to
 // do: every level's score below 1.
 func settle(tb testing.TB, db *badger.DB) {
+	start, cpu := time.Now(), processCPU()
 	for range 300 {
 		busy := false
 		for _, l := range db.Levels() {
@@ -292,6 +293,7 @@ func settle(tb testing.TB, db *badger.DB) {
 		}
 		if !busy {
 			time.Sleep(time.Second) // the last compaction's table swap
+			tb.Logf("compactions settled after %s, %.1f s of CPU", time.Since(start).Round(time.Second), float64(processCPU()-cpu)/1e9)
 			return
 		}
 		time.Sleep(time.Second)
