@@ -19,21 +19,24 @@ import (
 	"github.com/grasp-dev/grasp/core/env"
 )
 
-// scaleCorpus builds events shaped like grasp-bench's corpus (issue 27):
+// writesCorpus builds events shaped like grasp-bench's corpus (issue 27):
 // patches (25 %, contents of ~2 KB median), issues (15 %), NIP-22 comments
 // (45 %) and statuses (15 %) by 2,000 authors on 1,000 repositories, with
 // their tags (and so their index keys). Events are built from their index
 // alone, on the writers' goroutines, so that a run of hundreds of thousands
 // holds none in memory; ids are their real hashes, signatures random (the
-// store does not verify them).
-type scaleCorpus struct {
+// store does not verify them). Not scaleCorpus (the query benchmarks'),
+// which holds its events in memory and gives them two or three tags: what
+// the tree holds, and so what compactions rewrite, is one index key per
+// tag, so the tags here are the corpus's.
+type writesCorpus struct {
 	authors []string
 	repos   []string
 }
 
-func newScaleCorpus() *scaleCorpus {
+func newWritesCorpus() *writesCorpus {
 	rng := rand.New(rand.NewPCG(27, 4))
-	c := &scaleCorpus{}
+	c := &writesCorpus{}
 	for range 2000 {
 		c.authors = append(c.authors, corpusHex(rng, 64))
 	}
@@ -51,12 +54,12 @@ func corpusHex(rng *rand.Rand, n int) string {
 	return hex.EncodeToString(b)[:n]
 }
 
-func scaleSize(rng *rand.Rand, median, sigma float64, lo, hi int) int {
+func writesSize(rng *rand.Rand, median, sigma float64, lo, hi int) int {
 	return max(lo, min(hi, int(median*math.Exp(sigma*rng.NormFloat64()))))
 }
 
 // event returns the i-th event of the corpus.
-func (c *scaleCorpus) event(i int) *nostr.Event {
+func (c *writesCorpus) event(i int) *nostr.Event {
 	rng := rand.New(rand.NewPCG(uint64(i), 0x27))
 	author := c.authors[rng.IntN(len(c.authors))]
 	repo := c.repos[rng.IntN(len(c.repos))]
@@ -67,7 +70,7 @@ func (c *scaleCorpus) event(i int) *nostr.Event {
 	case roll < 25:
 		commit := corpusHex(rng, 40)
 		evt.Kind = 1617
-		evt.Content = benchText(rng, scaleSize(rng, 2000, 0.9, 300, 40000))
+		evt.Content = benchText(rng, writesSize(rng, 2000, 0.9, 300, 40000))
 		evt.Tags = nostr.Tags{
 			{"a", repo}, {"r", corpusHex(rng, 40)}, {"p", owner}, {"t", "root"},
 			{"commit", commit}, {"r", commit}, {"parent-commit", corpusHex(rng, 40)},
@@ -76,11 +79,11 @@ func (c *scaleCorpus) event(i int) *nostr.Event {
 		}
 	case roll < 40:
 		evt.Kind = 1621
-		evt.Content = benchText(rng, scaleSize(rng, 700, 0.8, 40, 12000))
+		evt.Content = benchText(rng, writesSize(rng, 700, 0.8, 40, 12000))
 		evt.Tags = nostr.Tags{{"a", repo}, {"p", owner}, {"subject", benchText(rng, 50)}, {"t", "bug"}, {"alt", "git issue"}}
 	case roll < 85:
 		evt.Kind = 1111
-		evt.Content = benchText(rng, scaleSize(rng, 300, 0.9, 10, 8000))
+		evt.Content = benchText(rng, writesSize(rng, 300, 0.9, 10, 8000))
 		evt.Tags = nostr.Tags{
 			{"E", root, "", author}, {"K", "1621"}, {"P", author},
 			{"e", root, "", author}, {"k", "1621"}, {"p", owner},
@@ -134,7 +137,7 @@ func (r writesResult) perJSON() float64 { return float64(r.written) / float64(r.
 // writers goroutines and returns the bytes this process wrote from before
 // the store opened until it closed (the last memtable flushed), as
 // /proc/self/io counts them.
-func ingestCorpus(tb testing.TB, c *scaleCorpus, opts Options, n, writers int) writesResult {
+func ingestCorpus(tb testing.TB, c *writesCorpus, opts Options, n, writers int) writesResult {
 	wb0 := procField(tb, "io", "write_bytes")
 	m0, c0, v0 := badgerCounters()
 	s, err := New(opts, env.Env{})
@@ -190,7 +193,7 @@ const (
 )
 
 // BenchmarkWritesAtScale reports bytes written per byte of event JSON for
-// durable ingest of corpus-like events (scaleCorpus) into a new store at
+// durable ingest of corpus-like events (writesCorpus) into a new store at
 // two sizes, and their ratio: what grows with the store is what badger's
 // compactions rewrite (issue 27 part 4). Each size runs in a fresh store;
 // 32 writers make group commits of a loaded relay.
@@ -203,7 +206,7 @@ func BenchmarkWritesAtScale(b *testing.B) {
 			b.Fatalf("GRASP_STORE_WRITES_EVENTS=%q: want small,large", v)
 		}
 	}
-	c := newScaleCorpus()
+	c := newWritesCorpus()
 	for range b.N {
 		var rs []writesResult
 		for _, n := range []int{small, large} {
