@@ -59,6 +59,9 @@ type queryPlan struct {
 	until   uint32
 	// noContent leaves stubs as they are stored (the writer's lookups).
 	noContent bool
+	// dropContent returns every event with an empty Content, reading no
+	// content record (WithoutContent).
+	dropContent bool
 	// ids lists the raw ids of an ids filter (sources are their prefixes);
 	// authors the raw authors of the filter, for quickMatch.
 	ids, authors [][32]byte
@@ -365,6 +368,10 @@ func (s *badgerStore) candidate(txn *badger.Txn, p *queryPlan, serial uint32) (*
 	if err != nil || evt == nil {
 		return nil, 0, err
 	}
+	if p.dropContent {
+		evt.Content = ""
+		return evt, size, nil
+	}
 	if isStub(evt.Content) && !p.noContent {
 		n, err := s.fillContent(txn, evt)
 		if err != nil {
@@ -434,6 +441,7 @@ func (s *badgerStore) query(ctx context.Context, f nostr.Filter, limit int) (cha
 		close(ch)
 		return ch, nil
 	}
+	p.dropContent = withoutContent(ctx)
 	if p.ids != nil {
 		evts, err := s.collectIDs(&p, limit)
 		if err != nil {
