@@ -6,9 +6,9 @@ import "context"
 type noContentKey struct{}
 
 // WithoutContent marks the queries run with ctx as reading no event
-// content: ids, authors, kinds, timestamps and tags only. The badger backend
-// then returns every event with an empty Content and never reads or unpacks
-// a content record; the postgres backend returns contents as stored. It is
+// content: ids, authors, kinds, timestamps and tags only. Every event then
+// comes with an empty Content: the badger backend never reads or unpacks a
+// content record, the postgres backend never reads the column. It is
 // for readers that walk the whole store and keep a few fields of each event
 // (sync's start-up replay of every root event and reply): at a million
 // events, unpacking every content cost ~3 GB of transient allocation

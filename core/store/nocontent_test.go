@@ -14,7 +14,14 @@ import (
 // whether the content was inline, packed or in a content record of its own
 // — and an unmarked query still returns the contents.
 func TestWithoutContentReturnsEverythingButContents(t *testing.T) {
-	s := openTest(t, Options{}) // badger
+	testWithoutContent(t, openTest(t, Options{}))
+}
+
+func TestPostgresWithoutContent(t *testing.T) {
+	testWithoutContent(t, openPostgresTest(t, Options{}))
+}
+
+func testWithoutContent(t *testing.T, s *Store) {
 	sk := testKey(0)
 	contents := []string{
 		"short, kept in the record",
