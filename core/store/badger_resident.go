@@ -7,8 +7,13 @@ import (
 )
 
 // residentCheckEvery is how often the file-backed resident memory is
-// compared with Options.ResidentFileMB.
-const residentCheckEvery = 10 * time.Second
+// compared with Options.ResidentFileMB. A check reads one line of
+// /proc/self/status; what is mapped in between goes over the budget until
+// the next one, and a scan of the store maps ~100 MB a second (the
+// negentropy index and sync's replay at start-up, a NIP-77 session's fetch):
+// checked every 10 s, a million-event store's start-up peaked at 1.1 GB of
+// file pages over a 256 MiB budget (issue 27 part 2).
+const residentCheckEvery = time.Second
 
 // Badger reads and writes its tables and value log through mmap, so every
 // page it wrote or read stayed in the process's resident memory until the
