@@ -1,6 +1,7 @@
 package relaysync
 
 import (
+	"context"
 	"slices"
 	"strings"
 
@@ -67,6 +68,28 @@ func (m *Manager) flushObserved() {
 	m.obsArmed = false
 	if len(batch) > 0 {
 		m.send(func() { m.applyUpdates(batch) })
+	}
+}
+
+// applyObserved hands the current batch to the actor now, without waiting
+// for its window, and returns once the actor has applied it (or ctx ended,
+// or the manager stopped): the subscriber calls it at the end of its
+// start-up replay, whose last batch otherwise holds up to a window's worth
+// of updates for nothing.
+func (m *Manager) applyObserved(ctx context.Context) {
+	m.flushObserved()
+	done := make(chan struct{})
+	select {
+	case m.inbox <- func() { close(done) }:
+	case <-m.stopped:
+		return
+	case <-ctx.Done():
+		return
+	}
+	select {
+	case <-done:
+	case <-m.stopped:
+	case <-ctx.Done():
 	}
 }
 
