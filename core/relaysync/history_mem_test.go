@@ -11,6 +11,7 @@ import (
 	"github.com/grasp-dev/grasp/core/env"
 	"github.com/grasp-dev/grasp/core/store"
 	"github.com/grasp-dev/grasp/internal/testkit"
+	"github.com/grasp-dev/grasp/internal/testwait"
 )
 
 // Issue 27 part 2: at start-up the self-subscriber reads every stored root
@@ -74,5 +75,28 @@ func TestReplayAllocationIndependentOfContentSize(t *testing.T) {
 	// noise of a run (the store's own goroutines) differs.
 	if large > 1.25*small {
 		t.Errorf("replay allocates %.0f B per root event with 8,000-byte contents, %.0f B with 300-byte ones: it reads the contents", large, small)
+	}
+}
+
+// Issue 27 part 2: a batch of observed events is handed to the actor once
+// it holds maxObserved updates, without waiting for its window: the
+// start-up replay observes a whole archive in seconds, and each update
+// holds its decoded event's strings until applied (~230 MB in a 5-second
+// window at a million events). The fake clock never moves here.
+func TestObservedBatchBoundedWithoutItsWindow(t *testing.T) {
+	h := newHarness(t, nil)
+	h.m.Observe(announcement(0, selfURL, r1))
+	const n = 2*maxObserved + maxObserved/2
+	for i := range n {
+		h.m.Observe(rootEvent(1617, i+1, 0))
+	}
+	snap, err := h.m.Snapshot(testwait.Context(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Two full batches (the first with the announcement) are applied; the
+	// rest waits for its window.
+	if want := 2*maxObserved - 1; snap.RootEvents != want {
+		t.Errorf("%d root events applied before the window ended, want %d", snap.RootEvents, want)
 	}
 }
