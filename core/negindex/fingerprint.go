@@ -61,6 +61,7 @@ func (s *sum256) fingerprint(n int) string {
 func (s *Snapshot) rangeSum(begin, end int) sum256 {
 	var sum sum256
 	if end-begin <= sumDirect {
+		s.added += end - begin
 		for i := begin; i < end; i++ {
 			sum.add(&s.items[i].id)
 		}
@@ -72,6 +73,7 @@ func (s *Snapshot) rangeSum(begin, end int) sum256 {
 	b, e := (begin+sumStep-1)/sumStep, end/sumStep
 	sum = s.sums[e]
 	sum.minus(&s.sums[b])
+	s.added += b*sumStep - begin + end - e*sumStep
 	// the items before the first step and after the last one (addition
 	// modulo 2^256 is order-free)
 	for i := begin; i < b*sumStep; i++ {
@@ -86,6 +88,7 @@ func (s *Snapshot) rangeSum(begin, end int) sum256 {
 // buildSums fills sums[k] with the sum of the first k*sumStep items.
 func (s *Snapshot) buildSums() {
 	s.sums = make([]sum256, len(s.items)/sumStep+1)
+	s.added += len(s.items)
 	var run sum256
 	for i := range s.items {
 		if i%sumStep == 0 {

@@ -6,6 +6,9 @@
 // decodes every event from disk (issue 15 part 1: that decode was 67 % of a
 // session's CPU).
 //
+// A Snapshot is also what grasp's NIP-77 client reconciles from
+// (SnapshotBuilder): its fingerprints cost the same on either side.
+//
 // The index answers exactly what nostr.Filter.Matches would on the indexed
 // events; filters it cannot answer (ids, limit, search, other tag letters,
 // empty lists) are refused with ok false and the caller falls back to its

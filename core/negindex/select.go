@@ -20,15 +20,16 @@ func (ix *Index) Select(f nostr.Filter, max int) (s *Snapshot, ok bool, err erro
 	ix.mu.RLock()
 	defer ix.mu.RUnlock()
 	var items []item
+	visited := 0
 	if m.tags != nil {
-		items, err = ix.selectTagged(m, max)
+		items, err = ix.selectTagged(m, max, &visited)
 	} else {
-		items, err = ix.selectWalk(m, max)
+		items, err = ix.selectWalk(m, max, &visited)
 	}
 	if err != nil {
 		return nil, true, err
 	}
-	return &Snapshot{items: items}, true, nil
+	return &Snapshot{items: items, visited: visited}, true, nil
 }
 
 // matcher is a filter compiled against the index.
@@ -117,7 +118,7 @@ func (m *matcher) matches(e *entry) bool {
 }
 
 // selectWalk walks the entries in order from since to until.
-func (ix *Index) selectWalk(m matcher, max int) ([]item, error) {
+func (ix *Index) selectWalk(m matcher, max int, visited *int) ([]item, error) {
 	if m.none {
 		return nil, nil
 	}
@@ -133,6 +134,7 @@ func (ix *Index) selectWalk(m matcher, max int) ([]item, error) {
 		items = make([]item, 0, ix.n)
 	}
 	for ; bi < len(ix.blocks); bi++ {
+		*visited += len(ix.blocks[bi])
 		for _, slot := range ix.blocks[bi] {
 			e := &ix.slots[slot]
 			if e.ts > m.until {
@@ -152,7 +154,7 @@ func (ix *Index) selectWalk(m matcher, max int) ([]item, error) {
 
 // selectTagged unions the postings of the first letter's values and keeps
 // the entries every other letter's postings also hold.
-func (ix *Index) selectTagged(m matcher, max int) ([]item, error) {
+func (ix *Index) selectTagged(m matcher, max int, visited *int) ([]item, error) {
 	if m.none {
 		return nil, nil
 	}
@@ -176,7 +178,9 @@ func (ix *Index) selectTagged(m matcher, max int) ([]item, error) {
 		set := make(map[uint32]struct{})
 		var buf [1]uint32
 		for _, k := range keys {
-			for _, slot := range ix.postings.slots(k, &buf) {
+			slots := ix.postings.slots(k, &buf)
+			*visited += len(slots)
+			for _, slot := range slots {
 				set[slot] = struct{}{}
 			}
 		}
@@ -185,8 +189,10 @@ func (ix *Index) selectTagged(m matcher, max int) ([]item, error) {
 	items := make([]item, 0, min(bestN, max+1))
 	var buf [1]uint32
 	for _, k := range m.tags[best] {
+		slots := ix.postings.slots(k, &buf)
+		*visited += len(slots)
 	postings:
-		for _, slot := range ix.postings.slots(k, &buf) {
+		for _, slot := range slots {
 			e := &ix.slots[slot]
 			if !m.matches(e) {
 				continue

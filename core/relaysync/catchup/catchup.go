@@ -27,6 +27,7 @@ import (
 	"github.com/grasp-dev/grasp/core/env"
 	"github.com/hashicorp/go-hclog"
 	"github.com/nbd-wtf/go-nostr"
+	"github.com/nbd-wtf/go-nostr/nip77/negentropy"
 
 	"github.com/grasp-dev/grasp/core/nip34"
 )
@@ -160,6 +161,9 @@ type Result struct {
 	BytesSent      int64  // websocket payload bytes, all sessions of the run
 	BytesReceived  int64
 	Duration       time.Duration
+	// Reconcile is the part of Duration the negentropy sessions took (NEG-OPEN
+	// to the last NEG-MSG, retries included), before any event was fetched.
+	Reconcile time.Duration
 }
 
 // Config builds a Client.
@@ -228,12 +232,11 @@ func (c *Client) CatchUp(ctx context.Context, url string, filter nostr.Filter, l
 }
 
 func (c *Client) run(ctx context.Context, url string, filter nostr.Filter, local Local, sink Sink, opts Options, res *Result) error {
-	items, err := local.Items(ctx, filter)
+	set, items, err := localOf(ctx, local, filter, opts.Negentropy)
 	if err != nil {
-		return fmt.Errorf("list local events: %w", err)
+		return err
 	}
-	items = validItems(items)
-	res.Local = len(items)
+	res.Local = set.Size()
 
 	s, err := c.open(ctx, url, opts)
 	if err != nil {
@@ -242,7 +245,9 @@ func (c *Client) run(ctx context.Context, url string, filter nostr.Filter, local
 	defer func() { s.close(res) }()
 
 	if opts.Negentropy {
-		needed, fallback, err := s.reconcile(filter, items, res)
+		t := c.clk.Now()
+		needed, fallback, err := s.reconcile(filter, set, res)
+		res.Reconcile = c.clk.Since(t)
 		switch {
 		case err != nil && fallback == "":
 			return err
@@ -262,11 +267,37 @@ func (c *Client) run(ctx context.Context, url string, filter nostr.Filter, local
 			s = fresh
 		}
 	}
-	known := make(map[string]struct{}, len(items))
-	for _, it := range items {
-		known[it.ID] = struct{}{}
+	known := make(map[string]struct{}, set.Size())
+	if items != nil {
+		for _, it := range items {
+			known[it.ID] = struct{}{}
+		}
+	} else {
+		for _, it := range set.Range(0, set.Size()) {
+			known[it.ID] = struct{}{}
+		}
 	}
 	return s.paginate(filter, known, sink, res)
+}
+
+// localOf is what we hold for filter: as a negentropy set, from local's
+// index when it has one (SetLocal) and NIP-77 is to be tried, else from its
+// items, which are then returned too.
+func localOf(ctx context.Context, local Local, filter nostr.Filter, tryNeg bool) (negentropy.Storage, []Item, error) {
+	if sl, ok := local.(SetLocal); ok && tryNeg {
+		set, ok, err := sl.Set(ctx, filter)
+		if err != nil {
+			return nil, nil, fmt.Errorf("list local events: %w", err)
+		}
+		if ok {
+			return set, nil, nil
+		}
+	}
+	items, err := local.Items(ctx, filter)
+	if err != nil {
+		return nil, nil, fmt.Errorf("list local events: %w", err)
+	}
+	return localSet(items), items, nil
 }
 
 // noteFallback logs a relay's first fallback only: peers without NIP-77 would
