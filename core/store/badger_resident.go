@@ -12,7 +12,7 @@ import (
 // the next one, and a scan of the store maps ~100 MB a second (the
 // negentropy index and sync's replay at start-up, a NIP-77 session's fetch):
 // checked every 10 s, a million-event store's start-up peaked at 1.1 GB of
-// file pages over a 256 MiB budget (issue 27 part 2).
+// file pages over its 256 MiB budget (issue 27 part 2).
 const residentCheckEvery = time.Second
 
 // Badger reads and writes its tables and value log through mmap, so every
