@@ -43,6 +43,10 @@ type badgerStore struct {
 	vthreshold int64
 	// neg is the negentropy index (badger_negentropy.go).
 	neg *negIndex
+	// ids is the id filter and idSeeks counts the lookups by id it did
+	// not answer (badger_query_id.go).
+	ids     *idFilter
+	idSeeks atomic.Int64
 	// hasLarge is set once the database holds a content record, large or
 	// packed (badger_large.go).
 	hasLarge atomic.Bool
@@ -145,6 +149,7 @@ func (s *badgerStore) discard() { s.db.Close() }
 // the writer.
 func (s *badgerStore) start() {
 	s.startNegIndex() // before the writer: see badger_negentropy.go
+	s.startIDFilter() // before the writer too: see badger_query_id.go
 	s.startResidentCheck()
 	if s.w != nil {
 		go s.w.run()
@@ -159,6 +164,7 @@ func (s *badgerStore) close() error {
 		werr = s.w.stop()
 	}
 	s.neg.close()
+	s.ids.close()
 	if s.residentStop != nil {
 		close(s.residentStop)
 		<-s.residentDone
