@@ -27,12 +27,16 @@ func negCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	seed := fs.Uint64("seed", 1, "corpus generator seed")
 	corpusDir := fs.String("corpus-dir", defaultCorpusDir(), "where pre-signed corpora are cached")
 	jsonPath := fs.String("json", "", "also write every figure as JSON to this file (- for stdout)")
+	small := fs.Bool("small-frames", false, "the client sends frames of at most 60,000 bytes only (catchup.Options.FrameLimit), as before large frames")
 	cpuProfile := fs.String("cpuprofile", "", "write the client's CPU profile (corpus loading excluded) to this file")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if *url == "" || *pid <= 0 || *events <= 0 {
 		return fmt.Errorf("neg needs -url, -pid and -events")
+	}
+	if *small {
+		negLargeFrames = -1
 	}
 	logf := logger(stderr)
 	c, err := loadOrGenerate(*corpusDir, max(*events, *corpusEvents), *seed, logf)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -65,14 +66,14 @@ func runNegentropyOf(ctx context.Context, url string, c *corpus, filter nostr.Fi
 		it := &c.items[p]
 		held = append(held, catchup.Item{ID: it.id, CreatedAt: nostr.Timestamp(it.createdAt)})
 	}
-	client, err := catchup.New(catchup.Config{}, env.Env{})
+	client, err := clientFor(url)
 	if err != nil {
 		return negResult{}, err
 	}
 	sink := &countSink{}
 	cctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
 	defer cancel()
-	res, err := client.CatchUp(cctx, url, filter, held, sink, catchup.Options{Negentropy: true, RoundTimeout: 2 * time.Minute})
+	res, err := client.CatchUp(cctx, url, filter, held, sink, catchup.Options{Negentropy: true, RoundTimeout: 2 * time.Minute, LargeFrameLimit: negLargeFrames})
 	out := negResult{Held: len(held), Needed: res.Needed, Fetched: res.Fetched, Rounds: res.Rounds,
 		BytesSent: res.BytesSent, BytesRecv: res.BytesReceived, Duration: res.Duration, Reconcile: res.Reconcile}
 	switch {
@@ -86,6 +87,27 @@ func runNegentropyOf(ctx context.Context, url string, c *corpus, filter nostr.Fi
 		return out, fmt.Errorf("the server lacks %d of the client's events", res.PeerLacks)
 	}
 	return out, nil
+}
+
+// negLargeFrames is the catch-up's LargeFrameLimit: 0, its default, unless
+// `grasp-bench neg -small-frames` turns large frames off (-1) to compare.
+var negLargeFrames int
+
+// clients keeps one catch-up client per server URL, as a syncing relay
+// keeps one per process: what it learns of a peer (that it refuses large
+// frames, as the khatru baseline does) is learnt once, not in every run.
+var clients sync.Map
+
+func clientFor(url string) (*catchup.Client, error) {
+	if c, ok := clients.Load(url); ok {
+		return c.(*catchup.Client), nil
+	}
+	c, err := catchup.New(catchup.Config{}, env.Env{})
+	if err != nil {
+		return nil, err
+	}
+	actual, _ := clients.LoadOrStore(url, c)
+	return actual.(*catchup.Client), nil
 }
 
 // repoSessionTarget is the size of the repository a per-repository session

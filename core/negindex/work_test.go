@@ -10,7 +10,8 @@ import (
 
 // onePercentSession reconciles a client lacking every 100th of n events
 // with the index's whole-store snapshot, with the frame limits of grasp's
-// client (catchup's 60,000) and server (negentropy_frame_bytes 500,000),
+// client towards a peer that refuses large frames (catchup's FrameLimit,
+// 60,000) and of grasp's server (negentropy_frame_bytes 500,000),
 // and returns the rounds and the ids each side added into fingerprints.
 func onePercentSession(t testing.TB, n int) (rounds, clientAdded, serverAdded int) {
 	r := rand.New(rand.NewSource(int64(n)))

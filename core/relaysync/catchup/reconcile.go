@@ -82,7 +82,7 @@ func localSet(items []Item) negentropy.Storage {
 // nip77.NegentropySync deadlock).
 func (s *session) negSession(filter nostr.Filter, vec negentropy.Storage, attempt int, res *Result) ([]string, int, negEnd) {
 	sub := s.subID("neg-")
-	neg := negentropy.New(vec, s.opts.FrameLimit)
+	neg := negentropy.New(vec, max(s.frame, s.opts.FrameLimit))
 
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
@@ -158,6 +158,9 @@ func (s *session) negSession(filter nostr.Filter, vec negentropy.Storage, attemp
 				}
 			}
 			msg, _ := nip77.MessageEnvelope{SubscriptionID: sub, Message: out}.MarshalJSON()
+			if len(out)/2 > s.opts.FrameLimit {
+				s.sentLarge = true
+			}
 			if err := s.send(msg); err != nil {
 				return fail(negEnd{err: fmt.Errorf("negentropy: %w", err)})
 			}
