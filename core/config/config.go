@@ -51,7 +51,7 @@ type Server struct {
 	// MemoryLimitMB is a soft limit for the Go runtime (debug.SetMemoryLimit):
 	// badger's table builders and compactions, not its caches, set the RSS
 	// peak, and only a soft limit bounds them (measured: 457 MiB -> 152 MiB
-	// on a 120k-event ingest). Default 1024 (defaults.go says why); 0 means
+	// on a 120k-event ingest). Default 768 (defaults.go says why); 0 means
 	// no limit.
 	MemoryLimitMB int `toml:"memory_limit_mb"`
 	// MinFreeMB is the free space the data directory keeps: below it git

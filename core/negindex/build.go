@@ -46,5 +46,5 @@ func (b *SnapshotBuilder) Snapshot() *Snapshot {
 	b.items = nil
 	slices.SortFunc(items, compareItems)
 	items = slices.CompactFunc(items, func(a, b item) bool { return a.ts == b.ts && a.id == b.id })
-	return &Snapshot{items: slices.Clip(items)}
+	return newSnapshot(slices.Clip(items))
 }

@@ -3,6 +3,7 @@ package negindex
 import (
 	"encoding/hex"
 	"slices"
+	"weak"
 
 	"github.com/grasp-dev/grasp/core/nip34"
 	"github.com/nbd-wtf/go-nostr"
@@ -19,6 +20,15 @@ func (ix *Index) Select(f nostr.Filter, max int) (s *Snapshot, ok bool, err erro
 	}
 	ix.mu.RLock()
 	defer ix.mu.RUnlock()
+	whole := m.whole()
+	if whole {
+		if ix.n > max {
+			return nil, true, ErrTooMany
+		}
+		if sh := ix.wholeSet(); sh != nil {
+			return &Snapshot{items: sh.items, sh: sh}, true, nil
+		}
+	}
 	var items []item
 	visited := 0
 	if m.tags != nil {
@@ -29,7 +39,40 @@ func (ix *Index) Select(f nostr.Filter, max int) (s *Snapshot, ok bool, err erro
 	if err != nil {
 		return nil, true, err
 	}
-	return &Snapshot{items: items, visited: visited}, true, nil
+	s = newSnapshot(items)
+	s.visited = visited
+	if whole {
+		ix.keepWholeSet(s.sh)
+	}
+	return s, true, nil
+}
+
+// whole reports whether m matches every indexed event.
+func (m *matcher) whole() bool {
+	return !m.none && m.tags == nil && m.kinds == nil && m.authors == nil && m.since == 0 && m.until == 0xffffffff
+}
+
+// wholeSet is the whole-store set a snapshot made since the last change
+// still holds, or nil. Concurrent whole-store sessions (peers syncing
+// after a restart, or at the same hour) then share one copy of the pairs
+// and of their running sums: at 1,000,000 events each copy is 36 MB and
+// ~45 ms of CPU (issue 27 part 3). It is held weakly: once no session
+// holds it, it is garbage. Called with ix.mu held.
+func (ix *Index) wholeSet() *shared {
+	ix.cacheMu.Lock()
+	defer ix.cacheMu.Unlock()
+	if ix.wholeVersion != ix.version {
+		return nil
+	}
+	return ix.whole.Value()
+}
+
+// keepWholeSet remembers sh as the set of the index's current version.
+// Called with ix.mu held.
+func (ix *Index) keepWholeSet(sh *shared) {
+	ix.cacheMu.Lock()
+	defer ix.cacheMu.Unlock()
+	ix.whole, ix.wholeVersion = weak.Make(sh), ix.version
 }
 
 // matcher is a filter compiled against the index.

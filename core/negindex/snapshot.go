@@ -6,6 +6,7 @@ import (
 	"iter"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/nbd-wtf/go-nostr"
 	"github.com/nbd-wtf/go-nostr/nip77/negentropy"
@@ -35,13 +36,26 @@ func compareItems(a, b item) int {
 // ids are made only for the items the engine lists or bounds with.
 type Snapshot struct {
 	items []item
-	// sums are the running sums of the ids at every sumStep-th item, made
-	// on the first large Fingerprint (fingerprint.go).
-	sums []sum256
+	// sh holds the items with their running sums (fingerprint.go), made on
+	// the first large Fingerprint; the snapshots of one whole-store set
+	// share it (Index.Select).
+	sh *shared
 	// added counts the ids added into fingerprints so far, visited the
 	// entries Select looked at to make the snapshot (tests bound a
 	// session's work with them).
 	added, visited int
+}
+
+// shared is what the snapshots of one set share: its items and their
+// running sums, made once for all of them.
+type shared struct {
+	items []item
+	once  sync.Once
+	sums  []sum256
+}
+
+func newSnapshot(items []item) *Snapshot {
+	return &Snapshot{items: items, sh: &shared{items: items}}
 }
 
 var _ negentropy.Storage = (*Snapshot)(nil)

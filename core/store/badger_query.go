@@ -59,6 +59,9 @@ type queryPlan struct {
 	until   uint32
 	// noContent leaves stubs as they are stored (the writer's lookups).
 	noContent bool
+	// dropContent returns every event with an empty Content, reading no
+	// content record (WithoutContent).
+	dropContent bool
 	// ids lists the raw ids of an ids filter, read by collectIDs instead
 	// of sources; authors the raw authors of the filter, for quickMatch.
 	ids, authors [][32]byte
@@ -358,9 +361,14 @@ func (s *badgerStore) matchRecord(p *queryPlan, serial uint32, raw []byte) (*nos
 }
 
 // withContent puts back the content of a matching event whose stored
-// content is a stub, unless the plan wants stubs; it returns the content
-// record's size.
+// content is a stub, unless the plan wants stubs or no content at all
+// (dropContent: the content is emptied); it returns the content record's
+// size.
 func (s *badgerStore) withContent(txn *badger.Txn, p *queryPlan, evt *nostr.Event) (int, error) {
+	if p.dropContent {
+		evt.Content = ""
+		return 0, nil
+	}
 	if !isStub(evt.Content) || p.noContent {
 		return 0, nil
 	}
@@ -426,6 +434,7 @@ func (s *badgerStore) query(ctx context.Context, f nostr.Filter, limit int) (cha
 		close(ch)
 		return ch, nil
 	}
+	p.dropContent = withoutContent(ctx)
 	if p.ids != nil {
 		evts, err := s.collectIDs(&p, limit)
 		if err != nil {
