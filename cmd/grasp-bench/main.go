@@ -14,6 +14,9 @@
 //	grasp-bench abuse [flags]    the security audits' memory and page attacks
 //	                             (F05, F06, F07, F17, F29, F30): RSS, CPU and
 //	                             a bystander's latency
+//	grasp-bench neg [flags]      the NIP-77 figures of a scale point against a
+//	                             running server that holds the corpus's first
+//	                             -events events (e.g. a copy of a kept store)
 //
 // Every command takes -h. Pre-signed corpora are cached under -corpus-dir
 // (signing a million events takes minutes; it is done once).
@@ -55,8 +58,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = verifyCmd(args, stdout, stderr)
 	case "abuse":
 		err = abuseCmd(ctx, args, stdout, stderr)
+	case "neg":
+		err = negCmd(ctx, args, stdout, stderr)
 	case "help":
-		fmt.Fprintln(stdout, "usage: grasp-bench [table|scale|corpus|verify|abuse] [flags]; each takes -h")
+		fmt.Fprintln(stdout, "usage: grasp-bench [table|scale|corpus|verify|abuse|neg] [flags]; each takes -h")
 		return 0
 	default:
 		fmt.Fprintf(stderr, "grasp-bench: unknown command %q (table, scale, corpus, verify, abuse)\n", cmd)

@@ -4,7 +4,10 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
+
+	"github.com/nbd-wtf/go-nostr"
 )
 
 // measureQueries asks the query sets over the first n events and adds each
@@ -36,43 +39,88 @@ func measureQueries(ctx context.Context, p *proc, c *corpus, n, per int, seed ui
 // measureNegentropy reconciles the first n events runs times with 1 % of
 // them missing on the client and runs times in sync, and adds the median
 // wall time of each and the server's mean CPU time per reconciliation.
-func measureNegentropy(ctx context.Context, p *proc, c *corpus, n, runs int, run *serverRun) error {
+// Then the same for one repository's events (NEG-OPEN by `#a`, the
+// repository whose events number closest to repoSessionTarget, 10 %
+// missing and in sync): a session that should cost the same at every
+// store size.
+func measureNegentropy(ctx context.Context, url string, pid int, c *corpus, n, runs int, run *serverRun) error {
 	runs = max(1, runs)
-	var partial, insync []negResult
-	var partialCPU, insyncCPU time.Duration
+	type kind struct {
+		key, what string
+		filter    nostr.Filter
+		pos       []int
+		missEvery int
+		rs        []negResult
+		cpu       time.Duration
+		clientCPU time.Duration
+	}
+	all := firstN(n)
+	kinds := []*kind{
+		{key: "neg_99", what: "99 % held", pos: all, missEvery: 100},
+		{key: "neg_insync", what: "all held", pos: all},
+	}
+	repo, ok := pickRepo(c, n)
+	if ok {
+		f := nostr.Filter{Tags: nostr.TagMap{"a": {repo.addr}}}
+		kinds = append(kinds,
+			&kind{key: "neg_repo_90", what: "90 % held", filter: f, pos: repo.pos, missEvery: 10},
+			&kind{key: "neg_repo_insync", what: "all held", filter: f, pos: repo.pos})
+	}
 	for range runs {
-		for _, missEvery := range []int{100, 0} {
-			before, err := threadCPU(p.pid())
+		for _, k := range kinds {
+			before, err := threadCPU(pid)
 			if err != nil {
 				return err
 			}
-			r, err := runNegentropy(ctx, p.wsURL(), c, n, missEvery)
+			self := cpuTime()
+			r, err := runNegentropyOf(ctx, url, c, k.filter, k.pos, k.missEvery)
+			k.clientCPU += cpuTime() - self
 			if err != nil {
-				return fmt.Errorf("negentropy (missing 1 in %d): %w", missEvery, err)
+				return fmt.Errorf("negentropy %s (%s, missing 1 in %d): %w", k.key, k.filter, k.missEvery, err)
 			}
-			after, err := threadCPU(p.pid())
+			after, err := threadCPU(pid)
 			if err != nil {
 				return err
 			}
-			if missEvery > 0 {
-				partial, partialCPU = append(partial, r), partialCPU+after-before
-			} else {
-				insync, insyncCPU = append(insync, r), insyncCPU+after-before
-			}
+			k.rs, k.cpu = append(k.rs, r), k.cpu+after-before
 		}
 	}
-	run.add("neg_99", "NIP-77 reconciliation, 99 % held (incl. fetching the 1 %)", "ms", ms(medianNeg(partial)))
-	run.add("neg_99_cpu", "  server CPU per reconciliation, 99 % held", "ms", ms(partialCPU)/float64(runs))
-	run.add("neg_insync", "NIP-77 reconciliation, all held", "ms", ms(medianNeg(insync)))
-	run.add("neg_insync_cpu", "  server CPU per reconciliation, all held", "ms", ms(insyncCPU)/float64(runs))
-	run.Detail["negentropy_99"], run.Detail["negentropy_insync"] = partial, insync
+	for _, k := range kinds {
+		if k.key == "neg_repo_90" {
+			run.add("neg_repo_events", fmt.Sprintf("NIP-77 by #a for one repository: its events (closest to %d)", repoSessionTarget), "events", float64(len(k.pos)))
+		}
+		label := "NIP-77 reconciliation, " + k.what
+		switch {
+		case k.missEvery > 0 && k.filter.Tags == nil:
+			label += " (incl. fetching the 1 %)"
+		case k.missEvery > 0:
+			label = "NIP-77 by #a, " + k.what + " (incl. fetching the 10 %)"
+		case k.filter.Tags != nil:
+			label = "NIP-77 by #a, " + k.what
+		}
+		run.add(k.key, label, "ms", ms(medianNeg(k.rs, func(r negResult) time.Duration { return r.Duration })))
+		if k.missEvery > 0 {
+			run.add(k.key+"_reconcile", "  of which reconciling (before the fetch)", "ms", ms(medianNeg(k.rs, func(r negResult) time.Duration { return r.Reconcile })))
+		}
+		per := "  server CPU per reconciliation, "
+		if k.filter.Tags != nil {
+			per = "  server CPU per #a reconciliation, "
+		}
+		run.add(k.key+"_cpu", per+k.what, "ms", ms(k.cpu)/float64(runs))
+		if k.missEvery > 0 && k.filter.Tags == nil {
+			// grasp's own client (this process): its set, the sessions, and
+			// checking the fetched events' signatures
+			run.add(k.key+"_client_cpu", "  client CPU per reconciliation (grasp's catch-up), "+k.what, "ms", ms(k.clientCPU)/float64(runs))
+		}
+		run.Detail[strings.Replace(k.key, "neg_", "negentropy_", 1)] = k.rs
+	}
 	return nil
 }
 
-func medianNeg(rs []negResult) time.Duration {
+func medianNeg(rs []negResult, of func(negResult) time.Duration) time.Duration {
 	d := make([]time.Duration, len(rs))
 	for i, r := range rs {
-		d[i] = r.Duration
+		d[i] = of(r)
 	}
 	slices.Sort(d)
 	return d[len(d)/2]

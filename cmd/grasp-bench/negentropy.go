@@ -1,8 +1,10 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -21,6 +23,9 @@ type negResult struct {
 	BytesSent int64         `json:"bytes_sent"`
 	BytesRecv int64         `json:"bytes_received"`
 	Duration  time.Duration `json:"duration_ns"`
+	// Reconcile is the part of Duration spent in the NIP-77 sessions,
+	// before the missing events were fetched.
+	Reconcile time.Duration `json:"reconcile_ns"`
 }
 
 // heldItems is the client's side of the reconciliation: the corpus's first
@@ -34,30 +39,43 @@ type countSink struct{ n atomic.Int64 }
 
 func (s *countSink) Deliver(context.Context, *nostr.Event) bool { s.n.Add(1); return true }
 
-// runNegentropy reconciles the whole store (an empty filter) with grasp's
-// own NIP-77 client (core/relaysync/catchup, as GRASP-02 sync uses it) and
-// fetches what is missing. It checks the outcome: exactly the events left
-// out must be found, and the server must lack none of the client's.
-func runNegentropy(ctx context.Context, url string, c *corpus, n, missEvery int) (negResult, error) {
-	held := make(heldItems, 0, n)
+// firstN is the positions 0 … n-1.
+func firstN(n int) []int {
+	pos := make([]int, n)
+	for i := range pos {
+		pos[i] = i
+	}
+	return pos
+}
+
+// runNegentropyOf reconciles filter (the empty filter: the whole store)
+// with grasp's own NIP-77 client (core/relaysync/catchup, as GRASP-02 sync
+// uses it) and fetches what is missing. The server matches filter with the
+// corpus events at positions (and nothing else it holds); the client holds
+// them except every missEvery-th (0: none missing). It checks the outcome:
+// exactly the events left out must be found, and the server must lack none
+// of the client's.
+func runNegentropyOf(ctx context.Context, url string, c *corpus, filter nostr.Filter, positions []int, missEvery int) (negResult, error) {
+	held := make(heldItems, 0, len(positions))
 	missing := 0
-	for i, it := range c.items[:n] {
+	for i, p := range positions {
 		if missEvery > 0 && i%missEvery == missEvery/2 {
 			missing++
 			continue
 		}
+		it := &c.items[p]
 		held = append(held, catchup.Item{ID: it.id, CreatedAt: nostr.Timestamp(it.createdAt)})
 	}
-	client, err := catchup.New(catchup.Config{}, env.Env{})
+	client, err := clientFor(url)
 	if err != nil {
 		return negResult{}, err
 	}
 	sink := &countSink{}
 	cctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
 	defer cancel()
-	res, err := client.CatchUp(cctx, url, nostr.Filter{}, held, sink, catchup.Options{Negentropy: true, RoundTimeout: 2 * time.Minute})
+	res, err := client.CatchUp(cctx, url, filter, held, sink, catchup.Options{Negentropy: true, RoundTimeout: 2 * time.Minute, LargeFrameLimit: negLargeFrames})
 	out := negResult{Held: len(held), Needed: res.Needed, Fetched: res.Fetched, Rounds: res.Rounds,
-		BytesSent: res.BytesSent, BytesRecv: res.BytesReceived, Duration: res.Duration}
+		BytesSent: res.BytesSent, BytesRecv: res.BytesReceived, Duration: res.Duration, Reconcile: res.Reconcile}
 	switch {
 	case err != nil:
 		return out, err
@@ -69,4 +87,86 @@ func runNegentropy(ctx context.Context, url string, c *corpus, n, missEvery int)
 		return out, fmt.Errorf("the server lacks %d of the client's events", res.PeerLacks)
 	}
 	return out, nil
+}
+
+// negLargeFrames is the catch-up's LargeFrameLimit: 0, its default, unless
+// `grasp-bench neg -small-frames` turns large frames off (-1) to compare.
+var negLargeFrames int
+
+// clients keeps one catch-up client per server URL, as a syncing relay
+// keeps one per process: what it learns of a peer (that it refuses large
+// frames, as the khatru baseline does) is learnt once, not in every run.
+var clients sync.Map
+
+func clientFor(url string) (*catchup.Client, error) {
+	if c, ok := clients.Load(url); ok {
+		return c.(*catchup.Client), nil
+	}
+	c, err := catchup.New(catchup.Config{}, env.Env{})
+	if err != nil {
+		return nil, err
+	}
+	actual, _ := clients.LoadOrStore(url, c)
+	return actual.(*catchup.Client), nil
+}
+
+// repoSessionTarget is the size of the repository a per-repository session
+// reconciles: at every point the one whose events number closest to it, so
+// the sessions compared across store sizes reconcile sets of one size.
+const repoSessionTarget = 500
+
+// negRepo is one repository's `a` address and the corpus positions, among
+// the first n, of the events tagged with it.
+type negRepo struct {
+	addr string
+	pos  []int
+}
+
+// pickRepo finds, among the first n corpus events, the repository address
+// whose `a`-tagged events number closest to repoSessionTarget. It reads the
+// tags from the frames: an `["a","<address>"` in the JSON is an `a` tag (a
+// quote inside a string is escaped, so content cannot look like one).
+func pickRepo(c *corpus, n int) (negRepo, bool) {
+	byAddr := map[string][]int{}
+	tag := []byte(`["a","`)
+	var seen []string
+	for p := range c.items[:n] {
+		f := c.items[p].frame
+		seen = seen[:0]
+		for {
+			i := bytes.Index(f, tag)
+			if i < 0 {
+				break
+			}
+			f = f[i+len(tag):]
+			j := bytes.IndexByte(f, '"')
+			if j < 0 || bytes.IndexByte(f[:j], '\\') >= 0 || len(f) <= j+1 || (f[j+1] != ']' && f[j+1] != ',') {
+				continue
+			}
+			addr := string(f[:j])
+			dup := false
+			for _, s := range seen {
+				dup = dup || s == addr
+			}
+			if !dup {
+				seen = append(seen, addr)
+				byAddr[addr] = append(byAddr[addr], p)
+			}
+		}
+	}
+	var best negRepo
+	for addr, pos := range byAddr {
+		d, bd := len(pos)-repoSessionTarget, len(best.pos)-repoSessionTarget
+		if best.pos == nil || abs(d) < abs(bd) || (abs(d) == abs(bd) && addr < best.addr) {
+			best = negRepo{addr, pos}
+		}
+	}
+	return best, best.pos != nil
+}
+
+func abs(x int) int {
+	if x < 0 {
+		return -x
+	}
+	return x
 }

@@ -255,7 +255,7 @@ func scaleServer(ctx context.Context, name string, bins binaries, dir string, c 
 			}
 			logf("%s: %d queries at %s events took %s", name, 4*o.queries, commas(int64(n)), time.Since(t).Round(time.Second))
 			t = time.Now()
-			if err := measureNegentropy(ctx, p, c, n, o.negRuns, run); err != nil {
+			if err := measureNegentropy(ctx, p.wsURL(), p.pid(), c, n, o.negRuns, run); err != nil {
 				return out, fmt.Errorf("at %d events: %w", n, err)
 			}
 			logf("%s: NIP-77 runs at %s events took %s", name, commas(int64(n)), time.Since(t).Round(time.Second))

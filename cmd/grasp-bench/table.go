@@ -354,7 +354,7 @@ func runServerRound(ctx context.Context, name string, bins binaries, dir string,
 	if o.scenarios["negentropy"] {
 		logf("round %d: %s: negentropy", round, name)
 		if err := profiled("negentropy", func() error {
-			return measureNegentropy(ctx, p, c, len(c.items), o.negRuns, run)
+			return measureNegentropy(ctx, p.wsURL(), p.pid(), c, len(c.items), o.negRuns, run)
 		}); err != nil {
 			return run, err
 		}

@@ -10,7 +10,8 @@ import (
 )
 
 // Audit F16 (issue 11 part 6): a server started with the defaults runs
-// under a soft Go memory limit of 1 GiB; memory_limit_mb = 0 leaves the
+// under a soft Go memory limit of 768 MiB (with resident_file_mb, the
+// 1 GiB of issue 27 part 2); memory_limit_mb = 0 leaves the
 // runtime without one. Not parallel: the limit is process-wide.
 func TestAbuse_F16_DefaultSoftMemoryLimit(t *testing.T) {
 	saved := debug.SetMemoryLimit(-1)
@@ -20,8 +21,8 @@ func TestAbuse_F16_DefaultSoftMemoryLimit(t *testing.T) {
 	if _, err := startLogging(config.Default(), io.Discard); err != nil {
 		t.Fatal(err)
 	}
-	if got := debug.SetMemoryLimit(-1); got != 1024<<20 {
-		t.Fatalf("default config: Go memory limit %d, want %d (1 GiB)", got, 1024<<20)
+	if got := debug.SetMemoryLimit(-1); got != 768<<20 {
+		t.Fatalf("default config: Go memory limit %d, want %d (768 MiB)", got, 768<<20)
 	}
 
 	// Control: 0 means none.

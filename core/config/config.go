@@ -51,7 +51,7 @@ type Server struct {
 	// MemoryLimitMB is a soft limit for the Go runtime (debug.SetMemoryLimit):
 	// badger's table builders and compactions, not its caches, set the RSS
 	// peak, and only a soft limit bounds them (measured: 457 MiB -> 152 MiB
-	// on a 120k-event ingest). Default 1024 (defaults.go says why); 0 means
+	// on a 120k-event ingest). Default 768 (defaults.go says why); 0 means
 	// no limit.
 	MemoryLimitMB int `toml:"memory_limit_mb"`
 	// MinFreeMB is the free space the data directory keeps: below it git
@@ -170,6 +170,12 @@ type Store struct {
 	// this the pages of its tables and sealed value-log files are dropped
 	// from the process's mappings (the page cache keeps them). 0: never.
 	ResidentFileMB int `toml:"resident_file_mb"`
+	// ParallelLogSync syncs badger's value log and write-ahead logs at the
+	// same time after a group commit instead of one after the other: about
+	// one device flush per commit instead of two, for a relay whose
+	// commits are small (issue 27 part 4); off keeps the value log durable
+	// before the log entries that point into it.
+	ParallelLogSync bool `toml:"parallel_log_sync"`
 	// LeaderLease is how long, with backend postgres, the instance running
 	// the singletons (GRASP-02 sync, the hunter, the sweeps) keeps its
 	// lease without renewing it; a follower takes over within it after the

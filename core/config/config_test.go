@@ -46,7 +46,7 @@ func TestDefaultsAreTheSeedValues(t *testing.T) {
 		"server.public_url": "http://127.0.0.1:7334",
 		"server.data_dir":   "./data",
 		// Audit F16: a soft limit by default (issue 11 part 6).
-		"server.memory_limit_mb": 1024,
+		"server.memory_limit_mb": 768,
 		"relay.name":             "127.0.0.1:7334 grasp relay",
 		// Sized for NIP-34 patches, not strfry's social-note values (issue 9
 		// part 5): a 1 MiB diff and an 8 KiB commit-pgp-sig must fit.

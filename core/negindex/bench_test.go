@@ -1,6 +1,7 @@
 package negindex
 
 import (
+	"fmt"
 	"runtime"
 	"syscall"
 	"testing"
@@ -26,9 +27,9 @@ func BenchmarkFirstRound(b *testing.B) {
 
 func sizeName(n int) string {
 	if n >= 1_000_000 {
-		return "1M"
+		return fmt.Sprintf("%dM", n/1_000_000)
 	}
-	return "20k"
+	return fmt.Sprintf("%dk", n/1000)
 }
 
 func benchFirstRound(b *testing.B, n int) {

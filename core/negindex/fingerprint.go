@@ -61,17 +61,21 @@ func (s *sum256) fingerprint(n int) string {
 func (s *Snapshot) rangeSum(begin, end int) sum256 {
 	var sum sum256
 	if end-begin <= sumDirect {
+		s.added += end - begin
 		for i := begin; i < end; i++ {
 			sum.add(&s.items[i].id)
 		}
 		return sum
 	}
-	if s.sums == nil {
-		s.buildSums()
-	}
+	s.sh.once.Do(func() {
+		s.sh.sums = buildSums(s.items)
+		s.added += len(s.items)
+	})
+	sums := s.sh.sums
 	b, e := (begin+sumStep-1)/sumStep, end/sumStep
-	sum = s.sums[e]
-	sum.minus(&s.sums[b])
+	sum = sums[e]
+	sum.minus(&sums[b])
+	s.added += b*sumStep - begin + end - e*sumStep
 	// the items before the first step and after the last one (addition
 	// modulo 2^256 is order-free)
 	for i := begin; i < b*sumStep; i++ {
@@ -83,17 +87,18 @@ func (s *Snapshot) rangeSum(begin, end int) sum256 {
 	return sum
 }
 
-// buildSums fills sums[k] with the sum of the first k*sumStep items.
-func (s *Snapshot) buildSums() {
-	s.sums = make([]sum256, len(s.items)/sumStep+1)
+// buildSums returns sums with sums[k] the sum of the first k*sumStep items.
+func buildSums(items []item) []sum256 {
+	sums := make([]sum256, len(items)/sumStep+1)
 	var run sum256
-	for i := range s.items {
+	for i := range items {
 		if i%sumStep == 0 {
-			s.sums[i/sumStep] = run
+			sums[i/sumStep] = run
 		}
-		run.add(&s.items[i].id)
+		run.add(&items[i].id)
 	}
-	if len(s.items)%sumStep == 0 {
-		s.sums[len(s.items)/sumStep] = run
+	if len(items)%sumStep == 0 {
+		sums[len(items)/sumStep] = run
 	}
+	return sums
 }

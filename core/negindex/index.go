@@ -6,6 +6,9 @@
 // decodes every event from disk (issue 15 part 1: that decode was 67 % of a
 // session's CPU).
 //
+// A Snapshot is also what grasp's NIP-77 client reconciles from
+// (SnapshotBuilder): its fingerprints cost the same on either side.
+//
 // The index answers exactly what nostr.Filter.Matches would on the indexed
 // events; filters it cannot answer (ids, limit, search, other tag letters,
 // empty lists) are refused with ok false and the caller falls back to its
@@ -18,6 +21,7 @@ import (
 	"errors"
 	"slices"
 	"sync"
+	"weak"
 
 	"github.com/grasp-dev/grasp/core/nip34"
 	"github.com/nbd-wtf/go-nostr"
@@ -89,6 +93,12 @@ type Index struct {
 	// postings maps tagKey(letter, value) to the slots of the entries
 	// carrying it, in no particular order.
 	postings postings
+	// version counts the changes (under mu); whole is the whole-store set
+	// last selected at wholeVersion (select.go), under cacheMu.
+	version      uint64
+	cacheMu      sync.Mutex
+	whole        weak.Pointer[shared]
+	wholeVersion uint64
 }
 
 // New returns an empty index over the given tag letters (DefaultTagLetters
@@ -192,6 +202,7 @@ func (ix *Index) add(e *Event) {
 		return
 	}
 	slot := ix.alloc(en)
+	ix.version++
 	ix.insertAt(bi, j, slot)
 	ix.eachKey(e, func(k tkey) { ix.postings.add(k, slot) })
 }
@@ -221,6 +232,7 @@ func (ix *Index) remove(e *Event) {
 	if !found {
 		return
 	}
+	ix.version++
 	slot := ix.blocks[bi][j]
 	b := slices.Delete(ix.blocks[bi], j, j+1)
 	if len(b) == 0 {
@@ -329,6 +341,7 @@ func (l *Loader) Finish() {
 	}
 	ix := l.ix
 	ix.mu.Lock()
+	ix.version++
 	ix.slots, ix.free, ix.blocks, ix.n = f.slots, f.free, f.blocks, f.n
 	ix.authors, ix.authorKeys, ix.postings = f.authors, f.authorKeys, f.postings
 	ix.mu.Unlock()

@@ -1,13 +1,17 @@
 package negindex
 
 import (
+	"bytes"
 	"encoding/hex"
 	"iter"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/nbd-wtf/go-nostr"
 	"github.com/nbd-wtf/go-nostr/nip77/negentropy"
+
+	"github.com/grasp-dev/grasp/core/nip34"
 )
 
 // item is one (created_at, id) pair of a snapshot: 36 bytes, where
@@ -32,9 +36,26 @@ func compareItems(a, b item) int {
 // ids are made only for the items the engine lists or bounds with.
 type Snapshot struct {
 	items []item
-	// sums are the running sums of the ids at every sumStep-th item, made
-	// on the first large Fingerprint (fingerprint.go).
-	sums []sum256
+	// sh holds the items with their running sums (fingerprint.go), made on
+	// the first large Fingerprint; the snapshots of one whole-store set
+	// share it (Index.Select).
+	sh *shared
+	// added counts the ids added into fingerprints so far, visited the
+	// entries Select looked at to make the snapshot (tests bound a
+	// session's work with them).
+	added, visited int
+}
+
+// shared is what the snapshots of one set share: its items and their
+// running sums, made once for all of them.
+type shared struct {
+	items []item
+	once  sync.Once
+	sums  []sum256
+}
+
+func newSnapshot(items []item) *Snapshot {
+	return &Snapshot{items: items, sh: &shared{items: items}}
 }
 
 var _ negentropy.Storage = (*Snapshot)(nil)
@@ -67,8 +88,16 @@ func (s *Snapshot) GetBound(idx int) negentropy.Bound {
 
 // FindLowerBound is the first index in [begin, end) whose item is not
 // below bound, ordered as negentropy.ItemCompare orders them (timestamp,
-// then the hex id as a string, so a bound's id may be a prefix).
+// then the hex id as a string, so a bound's id may be a prefix). Lowercase
+// hex orders as its bytes do, so the bound's id is decoded once and
+// compared as bytes (a bound the engine read or made always decodes); hex
+// ids are made per comparison only for one that does not.
 func (s *Snapshot) FindLowerBound(begin, end int, bound negentropy.Bound) int {
+	var prefix [32]byte
+	n, ok := len(bound.ID)/2, len(bound.ID)%2 == 0 && len(bound.ID) <= 64 && nip34.IsLowerHex(bound.ID)
+	if ok {
+		hex.Decode(prefix[:n], []byte(bound.ID))
+	}
 	var buf [64]byte
 	idx, _ := slices.BinarySearchFunc(s.items[begin:end], bound, func(it item, b negentropy.Bound) int {
 		ts := nostr.Timestamp(it.ts)
@@ -77,6 +106,9 @@ func (s *Snapshot) FindLowerBound(begin, end int, bound negentropy.Bound) int {
 			return -1
 		case ts > b.Timestamp:
 			return 1
+		}
+		if ok {
+			return bytes.Compare(it.id[:], prefix[:n])
 		}
 		hex.Encode(buf[:], it.id[:])
 		return strings.Compare(string(buf[:]), b.ID)

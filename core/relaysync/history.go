@@ -6,6 +6,7 @@ import (
 
 	"github.com/fiatjaf/eventstore"
 	"github.com/grasp-dev/grasp/core/nip34"
+	"github.com/grasp-dev/grasp/core/store"
 	"github.com/nbd-wtf/go-nostr"
 )
 
@@ -52,8 +53,11 @@ func replayHistory(ctx context.Context, events Events, kinds []int, observe func
 	}
 }
 
+// queryInto reads what f matches without contents: sync reads ids, authors,
+// kinds and tags only, and a start-up replay reads every root event and
+// reply in the store (store.WithoutContent).
 func queryInto(ctx context.Context, events Events, f nostr.Filter, observe func(*nostr.Event)) (n int, oldest, newest nostr.Timestamp, err error) {
-	ch, err := events.QueryEvents(eventstore.SetNegentropy(ctx), f)
+	ch, err := events.QueryEvents(store.WithoutContent(eventstore.SetNegentropy(ctx)), f)
 	if err != nil {
 		return 0, 0, 0, fmt.Errorf("query stored events for sync: %w", err)
 	}

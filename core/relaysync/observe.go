@@ -1,6 +1,7 @@
 package relaysync
 
 import (
+	"context"
 	"slices"
 	"strings"
 
@@ -42,14 +43,29 @@ func (m *Manager) Observe(evt *nostr.Event) {
 	m.enqueue(u)
 }
 
+// maxObserved bounds a batch: a full one is handed to the actor at once,
+// its window still open. An update holds the strings of the decoded event
+// it came from, and the start-up replay observes every root event and reply
+// in the store as fast as the store reads them: a 5-second window of it
+// held ~230 MB at a million events (issue 27 part 2). Live traffic rarely
+// fills one (2,000 events a second for the whole window); the replay then
+// waits for the actor to take each batch, so at most two are held.
+const maxObserved = 10000
+
 // enqueue adds u to the current batch, starting the window if none is open.
 func (m *Manager) enqueue(u update) {
 	m.obsMu.Lock()
 	m.obs = append(m.obs, u)
-	arm := !m.obsArmed
-	m.obsArmed = true
+	full := len(m.obs) >= maxObserved
+	arm := !m.obsArmed && !full
+	m.obsArmed = m.obsArmed || arm
 	m.obsMu.Unlock()
-	if arm {
+	switch {
+	case full:
+		// A window timer still armed flushes what came after, earlier than
+		// its own window: harmless, batches keep their order.
+		m.flushObserved()
+	case arm:
 		m.clk.AfterFunc(m.o.Config.BatchWindow.D(), m.flushObserved)
 	}
 }
@@ -67,6 +83,28 @@ func (m *Manager) flushObserved() {
 	m.obsArmed = false
 	if len(batch) > 0 {
 		m.send(func() { m.applyUpdates(batch) })
+	}
+}
+
+// applyObserved hands the current batch to the actor now, without waiting
+// for its window, and returns once the actor has applied it (or ctx ended,
+// or the manager stopped): the subscriber calls it at the end of its
+// start-up replay, whose last batch otherwise holds up to a window's worth
+// of updates for nothing.
+func (m *Manager) applyObserved(ctx context.Context) {
+	m.flushObserved()
+	done := make(chan struct{})
+	select {
+	case m.inbox <- func() { close(done) }:
+	case <-m.stopped:
+		return
+	case <-ctx.Done():
+		return
+	}
+	select {
+	case <-done:
+	case <-m.stopped:
+	case <-ctx.Done():
 	}
 }
 

@@ -38,6 +38,11 @@ type SubscriberOptions struct {
 	// another relay, and a repository that turns private is forgotten.
 	// nil: nothing is private.
 	Private func(evt *nostr.Event) bool
+	// Replayed is called once Run has read the store's history (whether
+	// or not it could) and the manager has applied it: the server hands
+	// the start-up's garbage back to the system then. nil: nothing is
+	// called.
+	Replayed func()
 }
 
 // maxForgotten bounds the memory of forgotten repos awaiting a return.
@@ -58,7 +63,8 @@ type Subscriber struct {
 	spawn  func(func(ctx context.Context))
 	log    hclog.Logger
 	// private: see SubscriberOptions.Private
-	private func(evt *nostr.Event) bool
+	private  func(evt *nostr.Event) bool
+	replayed func()
 
 	mu        sync.Mutex
 	forgotten map[string]bool // repo address -> forgotten, awaiting a return
@@ -71,7 +77,7 @@ func NewSubscriber(o SubscriberOptions, e env.Env) (*Subscriber, error) {
 		return nil, errors.New("sync subscriber: Manager, Events and Held are required")
 	}
 	e = e.OrDefaults()
-	s := &Subscriber{mgr: o.Manager, events: o.Events, held: o.Held, spawn: o.Spawn, log: e.Log, forgotten: map[string]bool{}, private: o.Private}
+	s := &Subscriber{mgr: o.Manager, events: o.Events, held: o.Held, spawn: o.Spawn, log: e.Log, forgotten: map[string]bool{}, private: o.Private, replayed: o.Replayed}
 	if s.spawn == nil {
 		s.spawn = func(fn func(context.Context)) { go fn(context.Background()) }
 	}
@@ -99,6 +105,12 @@ func (s *Subscriber) Run(ctx context.Context) error {
 	}
 	for _, e := range s.held.Find(func(e *purgatory.Entry) bool { return e.Event.Kind == nip34.KindAnnouncement }) {
 		s.OnHold(e)
+	}
+	if s.replayed != nil {
+		s.mgr.applyObserved(ctx)
+		if ctx.Err() == nil {
+			s.replayed()
+		}
 	}
 	return <-errc
 }

@@ -184,3 +184,40 @@ func TestG08_7_SubscriberNeverSyncsPrivateRepositories(t *testing.T) {
 		t.Fatalf("a repository that turned private is still synced: %+v", s)
 	}
 }
+
+// Issue 27 part 2: Replayed is called once the manager holds everything
+// the start-up replay read, without waiting for the batch window (the
+// fake clock never moves here), so the server can return the replay's
+// garbage to the system while it is all garbage.
+func TestReplayedCalledOnceTheHistoryIsApplied(t *testing.T) {
+	r := newSubRig(t)
+	m, err := NewManager(Options{Conns: &fakeConns{}, Health: &fakeHealth{}, Self: []string{selfURL}, Rand: func() float64 { return 0.5 }}, env.Env{Clock: r.clk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	type counts struct{ repos, roots int }
+	got := make(chan counts, 1)
+	s, err := NewSubscriber(SubscriberOptions{Manager: m, Events: r.events, Held: r.purg, Replayed: func() {
+		snap, err := m.Snapshot(context.Background())
+		if err != nil {
+			t.Error(err)
+		}
+		got <- counts{snap.Repos, snap.RootEvents}
+	}}, env.Env{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.store(announcement(0, selfURL, r1), rootEvent(1617, 1, 0), rootEvent(1621, 2, 0))
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	select {
+	case c := <-got:
+		if c.repos != 1 || c.roots != 2 {
+			t.Errorf("when Replayed was called the manager held %d repositories and %d root events, want 1 and 2", c.repos, c.roots)
+		}
+	case <-testwait.Context(t).Done():
+		t.Fatal("Replayed was never called")
+	}
+}

@@ -166,7 +166,8 @@ func StoreOptions(cfg config.Config) store.Options {
 		MemTableMB:   cfg.Store.MemtableMB,
 		BlockCacheMB: cfg.Store.BlockCacheMB,
 		// 0 in the config is never; 0 in the options is the default
-		ResidentFileMB: cmp.Or(cfg.Store.ResidentFileMB, -1),
+		ResidentFileMB:  cmp.Or(cfg.Store.ResidentFileMB, -1),
+		ParallelLogSync: cfg.Store.ParallelLogSync,
 
 		PostgresPool:         cfg.Store.PostgresPool,
 		PostgresInstances:    cfg.Store.PostgresInstances,

@@ -128,6 +128,10 @@ func (s *Server) syncTerm(ctx context.Context) error {
 		Manager: mgr, Events: s.store.Events(), Held: s.purg, Spawn: s.background,
 		// GRASP-08: a private repository's events are never synced.
 		Private: func(evt *nostr.Event) bool { return s.vis.Readers(context.Background(), evt) != nil },
+		// The replay read every root event and reply in the store (most of
+		// an archive): what it allocated is garbage now, and the runtime
+		// would keep it mapped up to its heap goal (issue 27 part 2).
+		Replayed: returnStartupMemory(s.log),
 	}, syncEnv)
 	if err != nil {
 		return fmt.Errorf("start sync: %w", err)

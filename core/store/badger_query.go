@@ -2,6 +2,7 @@ package store
 
 import (
 	"bytes"
+	"cmp"
 	"container/heap"
 	"context"
 	"encoding/binary"
@@ -15,7 +16,8 @@ import (
 
 // Queries of the badger backend, streamed page by page.
 //
-// A query is planned onto one index (plan): the id index for ids, else the
+// A query is planned onto one index (plan): the id index for ids
+// (collectIDs, badger_query_id.go), else the
 // narrowest tag index whose values are all indexed, else authors and kinds,
 // authors, kinds, or created_at alone. Each listed value is one source, a
 // run of index keys in created_at order; the sources are merged newest
@@ -44,11 +46,9 @@ const (
 const maxPairSources = 64
 
 // source is one run of index keys: those starting with prefix and exactly
-// len(prefix)+8 bytes long (created_at, serial), or, for the id index,
-// len(prefix)+4 (serial only).
+// len(prefix)+8 bytes long (created_at, serial).
 type source struct {
 	prefix []byte
-	noTS   bool
 }
 
 // queryPlan is how one filter is read.
@@ -59,8 +59,11 @@ type queryPlan struct {
 	until   uint32
 	// noContent leaves stubs as they are stored (the writer's lookups).
 	noContent bool
-	// ids lists the raw ids of an ids filter (sources are their prefixes);
-	// authors the raw authors of the filter, for quickMatch.
+	// dropContent returns every event with an empty Content, reading no
+	// content record (WithoutContent).
+	dropContent bool
+	// ids lists the raw ids of an ids filter, read by collectIDs instead
+	// of sources; authors the raw authors of the filter, for quickMatch.
 	ids, authors [][32]byte
 }
 
@@ -92,14 +95,11 @@ func plan(f nostr.Filter) (p queryPlan, ok bool) {
 	}
 	if f.IDs != nil {
 		for _, id := range f.IDs {
-			raw, ok := hex32(id)
-			if !ok {
-				continue
+			if raw, ok := hex32(id); ok && !slices.Contains(p.ids, raw) {
+				p.ids = append(p.ids, raw)
 			}
-			p.ids = append(p.ids, raw)
-			p.sources = append(p.sources, source{prefix: append([]byte{keyID}, raw[:8]...), noTS: true})
 		}
-		return p, len(p.sources) > 0
+		return p, len(p.ids) > 0
 	}
 	for _, vs := range f.Tags {
 		if vs != nil && len(vs) == 0 {
@@ -228,16 +228,6 @@ func (h *heads) Pop() any {
 func (p *queryPlan) advance(hd *head, c cursor) bool {
 	for ; hd.it.Valid(); hd.it.Next() {
 		k := hd.it.Item().Key()
-		if hd.src.noTS {
-			if len(k) != len(hd.src.prefix)+4 {
-				continue
-			}
-			hd.ts, hd.serial = 0, binary.BigEndian.Uint32(k[len(k)-4:])
-			if c.set && hd.serial >= c.serial {
-				continue
-			}
-			return true
-		}
 		if len(k) != len(hd.src.prefix)+8 {
 			continue // a longer tag value that starts with this one
 		}
@@ -275,15 +265,9 @@ func (s *badgerStore) page(txn *badger.Txn, p *queryPlan, c cursor, emit func(ev
 	for i := range p.sources {
 		src := &p.sources[i]
 		it := txn.NewIterator(badger.IteratorOptions{Reverse: true, Prefix: src.prefix})
-		seek := append(slices.Clip(src.prefix), 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff)
-		switch {
-		case src.noTS && c.set:
-			seek = binary.BigEndian.AppendUint32(slices.Clip(src.prefix), c.serial)
-		case src.noTS:
-		case c.set && c.ts <= p.until:
+		seek := tsSerial(slices.Clip(src.prefix), p.until, ^uint32(0))
+		if c.set && c.ts <= p.until {
 			seek = tsSerial(slices.Clip(src.prefix), c.ts, c.serial)
-		default:
-			seek = tsSerial(slices.Clip(src.prefix), p.until, ^uint32(0))
 		}
 		it.Seek(seek)
 		hd := &head{it: it, src: src}
@@ -347,32 +331,48 @@ func (s *badgerStore) candidate(txn *badger.Txn, p *queryPlan, serial uint32) (*
 	var evt *nostr.Event
 	size := 0
 	err = item.Value(func(raw []byte) error {
-		h := recordHead(raw)
-		if !h.ok() || !p.quickMatch(h) {
-			return nil
-		}
-		e := &nostr.Event{}
-		if err := decodeRecord(raw, e); err != nil {
-			s.log.Error("skipping an unreadable event record", "serial", serial, "error", err)
-			return nil
-		}
-		if !p.f.Matches(e) {
-			return nil
-		}
-		evt, size = e, len(raw)
+		evt, size = s.matchRecord(p, serial, raw)
 		return nil
 	})
 	if err != nil || evt == nil {
 		return nil, 0, err
 	}
-	if isStub(evt.Content) && !p.noContent {
-		n, err := s.fillContent(txn, evt)
-		if err != nil {
-			return nil, 0, err
-		}
-		size += n
+	n, err := s.withContent(txn, p, evt)
+	return evt, size + n, err
+}
+
+// matchRecord decodes the record of serial if its event matches the
+// filter; it returns the event (its content maybe a stub) and the record's
+// size.
+func (s *badgerStore) matchRecord(p *queryPlan, serial uint32, raw []byte) (*nostr.Event, int) {
+	h := recordHead(raw)
+	if !h.ok() || !p.quickMatch(h) {
+		return nil, 0
 	}
-	return evt, size, nil
+	e := &nostr.Event{}
+	if err := decodeRecord(raw, e); err != nil {
+		s.log.Error("skipping an unreadable event record", "serial", serial, "error", err)
+		return nil, 0
+	}
+	if !p.f.Matches(e) {
+		return nil, 0
+	}
+	return e, len(raw)
+}
+
+// withContent puts back the content of a matching event whose stored
+// content is a stub, unless the plan wants stubs or no content at all
+// (dropContent: the content is emptied); it returns the content record's
+// size.
+func (s *badgerStore) withContent(txn *badger.Txn, p *queryPlan, evt *nostr.Event) (int, error) {
+	if p.dropContent {
+		evt.Content = ""
+		return 0, nil
+	}
+	if !isStub(evt.Content) || p.noContent {
+		return 0, nil
+	}
+	return s.fillContent(txn, evt)
 }
 
 // quickMatch rejects records by id, kind and author before decoding them.
@@ -434,6 +434,7 @@ func (s *badgerStore) query(ctx context.Context, f nostr.Filter, limit int) (cha
 		close(ch)
 		return ch, nil
 	}
+	p.dropContent = withoutContent(ctx)
 	if p.ids != nil {
 		evts, err := s.collectIDs(&p, limit)
 		if err != nil {
@@ -487,41 +488,52 @@ func (s *badgerStore) query(ctx context.Context, f nostr.Filter, limit int) (cha
 	return ch, nil
 }
 
-// collectIDs reads the events of an ids filter, newest first.
+// collectIDs reads the events of an ids filter, newest first (by
+// created_at, then serial), in one read transaction: the id index has no
+// created_at to merge on, and an ids filter is small.
 func (s *badgerStore) collectIDs(p *queryPlan, limit int) ([]*nostr.Event, error) {
-	var out []*nostr.Event
+	type hit struct {
+		evt    *nostr.Event
+		serial uint32
+	}
+	var hits []hit
+	ids := slices.Clone(p.ids)
+	slices.SortFunc(ids, func(a, b [32]byte) int { return bytes.Compare(a[:], b[:]) }) // one forward pass
 	err := s.db.View(func(txn *badger.Txn) error {
-		var err error
-		out, err = s.collectIn(txn, p, -1)
-		return err
+		r := s.newIDReader(txn)
+		defer r.close()
+		for i := range ids {
+			var evt *nostr.Event
+			var serial uint32
+			if _, err := r.find(&ids[i], func(sr uint32, rec []byte) error {
+				evt, _ = s.matchRecord(p, sr, rec)
+				serial = sr
+				return nil
+			}); err != nil {
+				return err
+			}
+			if evt == nil {
+				continue
+			}
+			if _, err := s.withContent(txn, p, evt); err != nil {
+				return err
+			}
+			hits = append(hits, hit{evt, serial})
+		}
+		return nil
 	})
-	if len(out) > limit {
-		out = out[:limit]
+	if err != nil {
+		return nil, err
 	}
-	return out, err
-}
-
-// collectIn reads every event of p in txn (at most limit, -1: all), newest
-// first; for the writer's own lookups and ids filters, which are small.
-func (s *badgerStore) collectIn(txn *badger.Txn, p *queryPlan, limit int) ([]*nostr.Event, error) {
-	var out []*nostr.Event
-	c := cursor{}
-	for {
-		var more bool
-		var err error
-		c, more, err = s.page(txn, p, c, func(evt *nostr.Event, _ uint32, _ int) bool {
-			out = append(out, evt)
-			return limit < 0 || len(out) < limit
-		})
-		if err != nil {
-			return nil, err
+	slices.SortFunc(hits, func(a, b hit) int {
+		if a.evt.CreatedAt != b.evt.CreatedAt {
+			return cmp.Compare(b.evt.CreatedAt, a.evt.CreatedAt)
 		}
-		if !more || (limit >= 0 && len(out) >= limit) {
-			break
-		}
-	}
-	if p.ids != nil {
-		slices.SortStableFunc(out, func(a, b *nostr.Event) int { return int(b.CreatedAt) - int(a.CreatedAt) })
+		return cmp.Compare(b.serial, a.serial)
+	})
+	out := make([]*nostr.Event, 0, min(len(hits), limit))
+	for _, h := range hits[:min(len(hits), limit)] {
+		out = append(out, h.evt)
 	}
 	return out, nil
 }

@@ -7,8 +7,14 @@ import (
 )
 
 // residentCheckEvery is how often the file-backed resident memory is
-// compared with Options.ResidentFileMB.
-const residentCheckEvery = 10 * time.Second
+// compared with Options.ResidentFileMB. A check reads /proc/self/status
+// (tens of microseconds); what is mapped in between goes over the budget
+// until the next one, and reading a million-event store maps 100-200 MB a
+// second (the negentropy index and sync's replay at start-up, the queries
+// of a NIP-77 session's fetch): checked every 10 s, its start-up peaked at
+// 1.1 GB of file pages over a 256 MiB budget, and checked every second,
+// queries still swung 30 → 320 MB between checks (issue 27 part 2).
+const residentCheckEvery = 250 * time.Millisecond
 
 // Badger reads and writes its tables and value log through mmap, so every
 // page it wrote or read stayed in the process's resident memory until the

@@ -43,6 +43,10 @@ type badgerStore struct {
 	vthreshold int64
 	// neg is the negentropy index (badger_negentropy.go).
 	neg *negIndex
+	// ids is the id filter and idSeeks counts the lookups by id it did
+	// not answer (badger_query_id.go).
+	ids     *idFilter
+	idSeeks atomic.Int64
 	// hasLarge is set once the database holds a content record, large or
 	// packed (badger_large.go).
 	hasLarge atomic.Bool
@@ -112,7 +116,7 @@ func (s *badgerStore) open() error {
 	}
 	s.hasLarge.Store(large)
 	if s.ro == "" {
-		s.wals = newWALSyncer(dbDir)
+		s.wals = newWALSyncer(dbDir, s.opts.ParallelLogSync)
 		s.w = newWriter(s, s.opts.MaxBatch)
 	}
 	return nil
@@ -145,6 +149,7 @@ func (s *badgerStore) discard() { s.db.Close() }
 // the writer.
 func (s *badgerStore) start() {
 	s.startNegIndex() // before the writer: see badger_negentropy.go
+	s.startIDFilter() // before the writer too: see badger_query_id.go
 	s.startResidentCheck()
 	if s.w != nil {
 		go s.w.run()
@@ -159,6 +164,7 @@ func (s *badgerStore) close() error {
 		werr = s.w.stop()
 	}
 	s.neg.close()
+	s.ids.close()
 	if s.residentStop != nil {
 		close(s.residentStop)
 		<-s.residentDone
@@ -217,6 +223,18 @@ func (s *badgerStore) lead(ctx context.Context, o LeadOptions, lead func(ctx con
 // repoLocker is nil: git's in-process locks suffice for one process.
 func (s *badgerStore) repoLocker() *PGRepoLocker { return nil }
 
+// baseLevelSize is the size of the first level below level 0 (badger's
+// default is 10 MiB). Badger sizes its levels from the last one down by
+// LevelSizeMultiplier (10); level 0's tables, which span the whole key
+// range, are merged with all of the base level, and each base-level table
+// with the tables it overlaps one level down. With 10 MiB a million-event
+// store (~190 MB of tables) has three levels below level 0 and its
+// compactions rewrote 1,106 B per event; with 64 MiB it has two until
+// ~640 MB of tables (~3.4 million events) and they rewrite 614 B
+// (BenchmarkWritesAtScale at 1,000,000 events; issue 27 part 4). Fewer
+// levels also means fewer tables for a read to look in.
+const baseLevelSize = 64 << 20
+
 // badgerOptions replaces badger's defaults with a budget sized for a relay:
 // see the Options fields for the reasons.
 func (s *badgerStore) badgerOptions(o badger.Options) badger.Options {
@@ -229,9 +247,10 @@ func (s *badgerStore) badgerOptions(o badger.Options) badger.Options {
 		WithNumCompactors(s.opts.NumCompactors).
 		WithValueLogFileSize(int64(s.opts.ValueLogFileMB) * mb).
 		WithValueThreshold(s.vthreshold).
+		WithBaseLevelSize(baseLevelSize).
 		WithCompression(options.ZSTD).
 		WithZSTDCompressionLevel(1).
-		WithMetricsEnabled(false).
+		WithMetricsEnabled(s.opts.badgerMetrics).
 		// The writer goroutine syncs once per batch (see badger_sync.go); badger's
 		// SyncWrites would add one msync per transaction on top.
 		WithSyncWrites(false).

@@ -3,7 +3,6 @@ package store
 import (
 	"encoding/binary"
 	"encoding/hex"
-	"errors"
 
 	"github.com/dgraph-io/badger/v4"
 	"github.com/dgraph-io/badger/v4/skl"
@@ -68,9 +67,9 @@ type batchTxn struct {
 	s    *badgerStore
 	txn  *badger.Txn
 	read *badger.Txn
-	// readIt walks read's id index: one iterator for the run's duplicate
-	// checks instead of one per save.
-	readIt *badger.Iterator
+	// reader finds stored ids in read: one iterator for the run's
+	// duplicate checks instead of one per save.
+	reader *idReader
 	ids    map[[32]byte]bool
 	run    []int // the batch positions of the ops in txn
 	index  []indexOp
@@ -177,43 +176,17 @@ func (b *batchTxn) save(i int, o *op, errs []error) (err error) {
 func (b *batchTxn) stored(id [32]byte) (bool, error) {
 	if b.read == nil {
 		b.read = b.s.db.NewTransaction(false)
-		b.readIt = b.read.NewIterator(badger.IteratorOptions{Prefix: []byte{keyID}})
+		b.reader = b.s.newIDReader(b.read)
 	}
-	var prefix [9]byte
-	prefix[0] = keyID
-	copy(prefix[1:], id[:8])
-	for b.readIt.Seek(prefix[:]); b.readIt.ValidForPrefix(prefix[:]); b.readIt.Next() {
-		k := b.readIt.Item().Key()
-		if len(k) != len(prefix)+4 {
-			continue
-		}
-		item, err := b.read.Get(rawKey(binary.BigEndian.Uint32(k[len(prefix):])))
-		if errors.Is(err, badger.ErrKeyNotFound) {
-			continue
-		}
-		if err != nil {
-			return false, err
-		}
-		same := false
-		if err := item.Value(func(v []byte) error {
-			same = recordHead(v).ok() && string(recordHead(v).id()) == string(id[:])
-			return nil
-		}); err != nil {
-			return false, err
-		}
-		if same {
-			return true, nil
-		}
-	}
-	return false, nil
+	return b.reader.find(&id, func(uint32, []byte) error { return nil })
 }
 
 // flush commits the run. If the commit fails, every op of the run fails.
 func (b *batchTxn) flush(errs []error) {
 	if b.read != nil {
-		b.readIt.Close()
+		b.reader.close()
 		b.read.Discard()
-		b.read, b.readIt = nil, nil
+		b.read, b.reader = nil, nil
 	}
 	if b.txn == nil {
 		return
@@ -340,6 +313,7 @@ func (b *batchTxn) put(o *op) error {
 func (b *batchTxn) set(o *op, ckey []byte, serial uint32) error {
 	p := o.prep
 	p.setSerial(serial)
+	b.s.ids.add(p.id[:8]) // before the commit: see idFilter
 	if ckey != nil {
 		if err := b.txn.Set(ckey, o.content); err != nil {
 			return outcome.Errorf(outcome.Error, "store the content of %s: %w", o.evt.ID, err)
@@ -376,7 +350,7 @@ func (b *batchTxn) delete(id string) error {
 	if !ok {
 		return nil // no such event can be stored
 	}
-	serial, evt, err := storedEvent(b.txn, raw)
+	serial, evt, err := b.s.storedEvent(b.txn, raw)
 	if err != nil {
 		return outcome.Errorf(outcome.Error, "look up %s to delete it: %w", id, err)
 	}
@@ -420,40 +394,18 @@ func (b *batchTxn) remove(serial uint32, evt *nostr.Event) error {
 
 // storedEvent finds the stored event with this raw id (its content as
 // stored), or nil.
-func storedEvent(txn *badger.Txn, id [32]byte) (uint32, *nostr.Event, error) {
-	prefix := append([]byte{keyID}, id[:8]...)
-	it := txn.NewIterator(badger.IteratorOptions{Prefix: prefix})
-	defer it.Close()
-	for it.Rewind(); it.Valid(); it.Next() {
-		k := it.Item().Key()
-		if len(k) != len(prefix)+4 {
-			continue
+func (s *badgerStore) storedEvent(txn *badger.Txn, id [32]byte) (serial uint32, evt *nostr.Event, err error) {
+	r := s.newIDReader(txn)
+	defer r.close()
+	_, err = r.find(&id, func(sr uint32, rec []byte) error {
+		e := &nostr.Event{}
+		if err := decodeRecord(rec, e); err != nil {
+			return err
 		}
-		serial := binary.BigEndian.Uint32(k[len(prefix):])
-		item, err := txn.Get(rawKey(serial))
-		if errors.Is(err, badger.ErrKeyNotFound) {
-			continue
-		}
-		if err != nil {
-			return 0, nil, err
-		}
-		var evt *nostr.Event
-		err = item.Value(func(v []byte) error {
-			if h := recordHead(v); !h.ok() || string(h.id()) != string(id[:]) {
-				return nil
-			}
-			e := &nostr.Event{}
-			if err := decodeRecord(v, e); err != nil {
-				return err
-			}
-			evt = e
-			return nil
-		})
-		if err != nil || evt != nil {
-			return serial, evt, err
-		}
-	}
-	return 0, nil, nil
+		serial, evt = sr, e
+		return nil
+	})
+	return serial, evt, err
 }
 
 func rawKey(serial uint32) []byte {

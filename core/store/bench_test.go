@@ -170,7 +170,8 @@ func BenchmarkDurableSave(b *testing.B) {
 // table, then compactions) against today's (compressible contents packed,
 // records of at least DefaultValueThreshold bytes written once to the value
 // log); with 64 writers (large group commits) and 4 (small ones, more
-// syncs).
+// syncs), and with 4 with the value log and WALs synced at once
+// (Options.ParallelLogSync).
 //
 // Each run ingests the same 4,000 events (~2 KB of JSON each, the content
 // 1,200 bytes of patch-like text that zstd packs to about half, as it does
@@ -199,6 +200,8 @@ func BenchmarkWriteAmplification(b *testing.B) {
 		{"packed+vlog/writers=64", Options{}, 64},
 		{"before/writers=4", Options{noPack: true, ValueThreshold: maxValueThreshold}, 4},
 		{"packed+vlog/writers=4", Options{}, 4},
+		// The value log and the WALs synced at once (issue 27 part 4).
+		{"packed+vlog+parallel/writers=4", Options{ParallelLogSync: true}, 4},
 	} {
 		b.Run(c.name, func(b *testing.B) {
 			c.opts.Dir = b.TempDir()

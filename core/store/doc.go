@@ -19,9 +19,14 @@
 //   - badger (badger_*.go, the default): everything in one badger database
 //     under <data dir>/store, on disjoint key prefixes, so events and side
 //     tables share one write-ahead log, one memtable and cache budget and
-//     one fsync per group commit. A write is acknowledged only after it is
-//     fsynced: an OK true from the relay means the event survives kill -9
-//     and a power cut. Concurrent writes are funnelled through a single
+//     one sync per group commit (an fdatasync of the WAL, preceded by one
+//     of the value log when the commit wrote a record there, or beside it
+//     with Options.ParallelLogSync; badger_sync.go). A write is
+//     acknowledged only after it is synced: an OK true from the relay
+//     means the event survives kill -9 and a power cut. Event records and
+//     packed contents go to badger's value log, written once; the tree
+//     holds the index keys, which its compactions rewrite, on levels sized
+//     for that (badger_store.go, issue 27 part 4). Concurrent writes are funnelled through a single
 //     writer goroutine that applies a batch and syncs once for all of it
 //     (strfry's design, badger_writer.go), because badger's own SyncWrites
 //     issues one msync per transaction. Contents are packed with zstd or,

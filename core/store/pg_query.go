@@ -34,7 +34,7 @@ const (
 // f, newest first (ties by id). The first page is read before it returns,
 // so a failing query is an error, not an empty channel.
 func (s *pgStore) query(ctx context.Context, f nostr.Filter, limit int) (chan *nostr.Event, error) {
-	pg := &pgPager{s: s, f: f, left: limit}
+	pg := &pgPager{s: s, f: f, left: limit, noContent: withoutContent(ctx)}
 	pg.client, pg.isClient = clientip.FromContext(ctx)
 	page, err := pg.next(ctx)
 	if err != nil {
@@ -76,6 +76,9 @@ type pgPager struct {
 	after *nostr.Event
 	// end is set once a page came back short: nothing more matches.
 	end bool
+	// noContent: the reader needs no contents (WithoutContent); none is
+	// read or detoasted, and a page's bytes are its tags'.
+	noContent bool
 }
 
 func (p *pgPager) done() bool { return p.end || p.left <= 0 }
@@ -98,10 +101,14 @@ func (p *pgPager) next(ctx context.Context) ([]*nostr.Event, error) {
 	// keeps them while the bytes before each stay under pgPageBytes (the
 	// first is always kept, so a page holds at most pgPageBytes plus one
 	// event). octet_length of the content needs no detoasting.
+	content, size := "content", "octet_length(content) + octet_length(tags::text)"
+	if p.noContent {
+		content, size = "'' AS content", "octet_length(tags::text)"
+	}
 	q := `SELECT id, pubkey, created_at, kind, tags, content, sig FROM (
 		SELECT *, sum(sz) OVER (ORDER BY created_at DESC, id ROWS UNBOUNDED PRECEDING) AS upto FROM (
-			SELECT id, pubkey, created_at, kind, tags, content, sig,
-				octet_length(content) + octet_length(tags::text) AS sz
+			SELECT id, pubkey, created_at, kind, tags, ` + content + `, sig,
+				` + size + ` AS sz
 			FROM event WHERE ` + where + ` ORDER BY created_at DESC, id LIMIT ` + a.add(rows) + `
 		) page
 	) sized WHERE upto - sz < ` + a.add(pgPageBytes) + ` ORDER BY created_at DESC, id`

@@ -382,7 +382,7 @@ func TestWALSyncerFollowsRotations(t *testing.T) {
 		}
 	}
 	maxFid := 0
-	for name := range s.badger().wals.files {
+	for name := range s.badger().wals.wal.files {
 		var fid int
 		if _, err := fmt.Sscanf(name, "%d.mem", &fid); err == nil && fid > maxFid {
 			maxFid = fid
@@ -391,8 +391,8 @@ func TestWALSyncerFollowsRotations(t *testing.T) {
 	if maxFid < 3 {
 		t.Fatalf("newest tracked WAL has fid %d; the memtable did not rotate", maxFid)
 	}
-	for name := range s.badger().wals.sealed {
-		if _, ok := s.badger().wals.files[name]; !ok {
+	for name := range s.badger().wals.wal.sealed {
+		if _, ok := s.badger().wals.wal.files[name]; !ok {
 			t.Fatalf("sealed WAL %s is not tracked", name)
 		}
 	}

@@ -77,6 +77,14 @@ type Options struct {
 	ReadOnly       bool
 	ReadOnlyReason string
 
+	// ParallelLogSync syncs badger's value log and its WALs at the same
+	// time after a group commit that wrote to the value log, instead of
+	// one after the other: about one device flush per commit instead of
+	// two, at the price of a window in which a power cut can leave the
+	// unacknowledged batch's records pointing past the value log's end
+	// (badger_sync.go). Default false.
+	ParallelLogSync bool
+
 	// UnsafeNoSync skips the fsync after each group commit. Only for
 	// benchmarks and throwaway test relays: OK no longer means durable.
 	UnsafeNoSync bool
@@ -84,6 +92,11 @@ type Options struct {
 	// noPack keeps every content inline (no packed content records), as
 	// grasp wrote stores before packing existed; for tests of old stores.
 	noPack bool
+
+	// badgerMetrics turns on badger's expvar counters (bytes written to
+	// level 0, by compactions, to the value log) for benchmarks that say
+	// where written bytes go; they cost a little on every write.
+	badgerMetrics bool
 }
 
 // Backends for Options.Backend.
@@ -99,11 +112,14 @@ const (
 	DefaultNumCompactors  = 2
 	DefaultValueLogFileMB = 64
 	DefaultMaxBatch       = 1024
-	// DefaultValueThreshold sends event records and packed contents to the
-	// value log and keeps the index keys (empty values) and small records
-	// in the tree: bytes written per event fall from ~1.5x to ~1x the
-	// event's JSON (docs/benchmarks.md, issue 15 part 3).
-	DefaultValueThreshold = 512
+	// DefaultValueThreshold sends every event record (at least 136
+	// bytes: id, pubkey, signature) and packed contents to the value log,
+	// where each is written once, and keeps the index keys (empty values)
+	// and small side-table values in the tree. At 512 (issue 15 part 3)
+	// the records of statuses and short comments stayed in the tree and
+	// were rewritten by every compaction: 345 B of tables per event, 189
+	// at 128 (BenchmarkWritesAtScale; issue 27 part 4).
+	DefaultValueThreshold = 128
 )
 
 func (o Options) withDefaults() Options {

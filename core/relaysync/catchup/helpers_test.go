@@ -152,6 +152,9 @@ type upstreamOpts struct {
 	// rejectNeg makes khatru refuse NEG-OPEN (it answers NEG-ERROR).
 	rejectNeg bool
 	wrap      func(http.Handler) http.Handler
+	// maxMessage is the largest message khatru reads (it closes the
+	// connection on a larger one); 0: 4 MiB.
+	maxMessage int64
 }
 
 // upstream serves evts from a khatru relay on 127.0.0.1 and returns its
@@ -180,6 +183,9 @@ func upstream(tb testing.TB, evts []*nostr.Event, o upstreamOpts) string {
 	rl.Log = log.New(io.Discard, "", 0)
 	rl.Negentropy = o.negentropy
 	rl.MaxMessageSize = 4 << 20
+	if o.maxMessage > 0 {
+		rl.MaxMessageSize = o.maxMessage
+	}
 	// khatru drops a client that leaves its pings unanswered for PongWait
 	// (60 s) of real time; a catch-up busy storing a page on a loaded machine
 	// does, and losing it is not what these tests are about.

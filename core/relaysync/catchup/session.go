@@ -35,6 +35,10 @@ type session struct {
 	recv   int64 // written by the reader only; read after it returned
 	seq    int
 	closed bool
+	// frame is the negentropy frame size limit of this connection's
+	// sessions; sentLarge says a NEG-MSG above opts.FrameLimit was sent.
+	frame     int
+	sentLarge bool
 }
 
 var errTimeout = errors.New("no answer from the peer in time")

@@ -1,0 +1,232 @@
+package store
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"expvar"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"os"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/nbd-wtf/go-nostr"
+
+	"github.com/grasp-dev/grasp/core/env"
+)
+
+// writesCorpus builds events shaped like grasp-bench's corpus (issue 27):
+// patches (25 %, contents of ~2 KB median), issues (15 %), NIP-22 comments
+// (45 %) and statuses (15 %) by 2,000 authors on 1,000 repositories, with
+// their tags (and so their index keys). Events are built from their index
+// alone, on the writers' goroutines, so that a run of hundreds of thousands
+// holds none in memory; ids are their real hashes, signatures random (the
+// store does not verify them). Not scaleCorpus (the query benchmarks'),
+// which holds its events in memory and gives them two or three tags: what
+// the tree holds, and so what compactions rewrite, is one index key per
+// tag, so the tags here are the corpus's.
+type writesCorpus struct {
+	authors []string
+	repos   []string
+}
+
+func newWritesCorpus() *writesCorpus {
+	rng := rand.New(rand.NewPCG(27, 4))
+	c := &writesCorpus{}
+	for range 2000 {
+		c.authors = append(c.authors, corpusHex(rng, 64))
+	}
+	for j := range 1000 {
+		c.repos = append(c.repos, fmt.Sprintf("30617:%s:repo-%d", c.authors[rng.IntN(len(c.authors))], j))
+	}
+	return c
+}
+
+func corpusHex(rng *rand.Rand, n int) string {
+	b := make([]byte, (n+1)/2)
+	for i := range b {
+		b[i] = byte(rng.Uint32())
+	}
+	return hex.EncodeToString(b)[:n]
+}
+
+func writesSize(rng *rand.Rand, median, sigma float64, lo, hi int) int {
+	return max(lo, min(hi, int(median*math.Exp(sigma*rng.NormFloat64()))))
+}
+
+// event returns the i-th event of the corpus.
+func (c *writesCorpus) event(i int) *nostr.Event {
+	rng := rand.New(rand.NewPCG(uint64(i), 0x27))
+	author := c.authors[rng.IntN(len(c.authors))]
+	repo := c.repos[rng.IntN(len(c.repos))]
+	owner := repo[6:70]
+	root := corpusHex(rng, 64) // an earlier issue or patch
+	evt := &nostr.Event{PubKey: author, CreatedAt: nostr.Timestamp(1_700_000_000 + i*30 + rng.IntN(30))}
+	switch roll := rng.IntN(100); {
+	case roll < 25:
+		commit := corpusHex(rng, 40)
+		evt.Kind = 1617
+		evt.Content = benchText(rng, writesSize(rng, 2000, 0.9, 300, 40000))
+		evt.Tags = nostr.Tags{
+			{"a", repo}, {"r", corpusHex(rng, 40)}, {"p", owner}, {"t", "root"},
+			{"commit", commit}, {"r", commit}, {"parent-commit", corpusHex(rng, 40)},
+			{"committer", "Ada", "ada@example.com", strconv.Itoa(int(evt.CreatedAt)), "0"},
+			{"alt", "git patch: " + benchText(rng, 40)},
+		}
+	case roll < 40:
+		evt.Kind = 1621
+		evt.Content = benchText(rng, writesSize(rng, 700, 0.8, 40, 12000))
+		evt.Tags = nostr.Tags{{"a", repo}, {"p", owner}, {"subject", benchText(rng, 50)}, {"t", "bug"}, {"alt", "git issue"}}
+	case roll < 85:
+		evt.Kind = 1111
+		evt.Content = benchText(rng, writesSize(rng, 300, 0.9, 10, 8000))
+		evt.Tags = nostr.Tags{
+			{"E", root, "", author}, {"K", "1621"}, {"P", author},
+			{"e", root, "", author}, {"k", "1621"}, {"p", owner},
+		}
+	default:
+		evt.Kind = 1630 + rng.IntN(4)
+		if rng.IntN(3) == 0 {
+			evt.Content = benchText(rng, 60)
+		}
+		evt.Tags = nostr.Tags{{"e", root, "", "root"}, {"a", repo}, {"p", owner}, {"p", author}, {"r", corpusHex(rng, 40)}}
+	}
+	sum := sha256.Sum256(evt.Serialize())
+	evt.ID = hex.EncodeToString(sum[:])
+	evt.Sig = corpusHex(rng, 128)
+	return evt
+}
+
+// writesResult is what one ingest of n corpus events wrote.
+type writesResult struct {
+	jsonBytes, written int64
+	vlog, tables       int64
+	// badger's own counters over the run (opts.badgerMetrics): bytes
+	// added to memtables (their WAL entries, uncompressed), to tables by
+	// compactions, to the value log.
+	memtable, compacted, vlogWritten int64
+	n                                int
+}
+
+// badgerCounters reads badger's process-wide expvar counters of bytes
+// written: into memtables, by compactions (all levels), to the value log.
+func badgerCounters() (memtable, compacted, vlog int64) {
+	get := func(name string) int64 {
+		if v, ok := expvar.Get(name).(*expvar.Int); ok {
+			return v.Value()
+		}
+		return 0
+	}
+	if m, ok := expvar.Get("badger_write_bytes_compaction").(*expvar.Map); ok {
+		m.Do(func(kv expvar.KeyValue) {
+			if v, ok := kv.Value.(*expvar.Int); ok {
+				compacted += v.Value()
+			}
+		})
+	}
+	return get("badger_write_bytes_l0"), compacted, get("badger_write_bytes_vlog")
+}
+
+func (r writesResult) perJSON() float64 { return float64(r.written) / float64(r.jsonBytes) }
+
+// ingestCorpus saves events [0, n) of c into a new store under dir from
+// writers goroutines and returns the bytes this process wrote from before
+// the store opened until it closed (the last memtable flushed), as
+// /proc/self/io counts them.
+func ingestCorpus(tb testing.TB, c *writesCorpus, opts Options, n, writers int) writesResult {
+	wb0 := procField(tb, "io", "write_bytes")
+	m0, c0, v0 := badgerCounters()
+	s, err := New(opts, env.Env{})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var next, jsonBytes atomic.Int64
+	var wg sync.WaitGroup
+	var failed atomic.Value
+	for range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := int(next.Add(1) - 1); i < n; i = int(next.Add(1) - 1) {
+				evt := c.event(i)
+				jsonBytes.Add(int64(len(evt.String())))
+				if err := s.Events().SaveEvent(context.Background(), evt); err != nil {
+					failed.CompareAndSwap(nil, fmt.Errorf("save %d: %w", i, err))
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if err := s.Close(); err != nil {
+		tb.Fatalf("close: %v", err)
+	}
+	if err, _ := failed.Load().(error); err != nil {
+		tb.Fatal(err)
+	}
+	mem, compacted, vlog := badgerCounters()
+	return writesResult{
+		memtable:    mem - m0,
+		compacted:   compacted - c0,
+		vlogWritten: vlog - v0,
+		jsonBytes:   jsonBytes.Load(),
+		written:     procField(tb, "io", "write_bytes") - wb0,
+		vlog:        sizeOf(tb, opts.Dir, ".vlog"),
+		tables:      sizeOf(tb, opts.Dir, ".sst"),
+		n:           n,
+	}
+}
+
+// maxWrittenPerJSON is issue 27 part 4's bound on bytes written per byte
+// of event JSON.
+const maxWrittenPerJSON = 1.5
+
+// writesSmall and writesLarge are the two sizes BenchmarkWritesAtScale
+// compares; GRASP_STORE_WRITES_EVENTS=small,large overrides them.
+const (
+	writesSmall = 50_000
+	writesLarge = 400_000
+)
+
+// BenchmarkWritesAtScale reports bytes written per byte of event JSON for
+// durable ingest of corpus-like events (writesCorpus) into a new store at
+// two sizes, and their ratio: what grows with the store is what badger's
+// compactions rewrite (issue 27 part 4). Each size runs in a fresh store;
+// 32 writers make group commits of a loaded relay.
+//
+//	go test -run '^$' -bench WritesAtScale -benchtime 1x -timeout 30m ./core/store/
+func BenchmarkWritesAtScale(b *testing.B) {
+	small, large := writesSmall, writesLarge
+	if v := os.Getenv("GRASP_STORE_WRITES_EVENTS"); v != "" {
+		if _, err := fmt.Sscanf(v, "%d,%d", &small, &large); err != nil {
+			b.Fatalf("GRASP_STORE_WRITES_EVENTS=%q: want small,large", v)
+		}
+	}
+	c := newWritesCorpus()
+	for range b.N {
+		var rs []writesResult
+		for _, n := range []int{small, large} {
+			r := ingestCorpus(b, c, Options{Dir: b.TempDir(), badgerMetrics: true}, n, 32)
+			rs = append(rs, r)
+			k := strconv.Itoa(n/1000) + "k"
+			b.ReportMetric(r.perJSON(), "written/json@"+k)
+			b.ReportMetric(float64(r.written)/float64(n), "written-B/ev@"+k)
+			b.ReportMetric(float64(r.vlog)/float64(n), "vlog-B/ev@"+k)
+			b.ReportMetric(float64(r.tables)/float64(n), "tables-B/ev@"+k)
+			b.ReportMetric(float64(r.memtable)/float64(n), "memtable-B/ev@"+k)
+			b.ReportMetric(float64(r.compacted)/float64(n), "compacted-B/ev@"+k)
+			b.ReportMetric(float64(r.vlogWritten)/float64(n), "vlog-written-B/ev@"+k)
+		}
+		b.ReportMetric(float64(rs[0].jsonBytes)/float64(rs[0].n), "json-B/ev")
+		b.ReportMetric(rs[1].perJSON()/rs[0].perJSON(), "large/small")
+		// Issue 27's bound, on bytes: compactions must not take the
+		// larger store past 1.5x its JSON.
+		if r := rs[1].perJSON(); r > maxWrittenPerJSON {
+			b.Errorf("%d events wrote %.2fx their JSON, over %.1fx", rs[1].n, r, maxWrittenPerJSON)
+		}
+	}
+}
