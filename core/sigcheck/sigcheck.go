@@ -17,7 +17,6 @@ package sigcheck
 
 import (
 	"crypto/sha256"
-	"encoding/hex"
 
 	"github.com/nbd-wtf/go-nostr"
 
@@ -39,10 +38,7 @@ const (
 // Event checks evt's id, then its signature (see the package doc).
 func Event(evt *nostr.Event) Result {
 	var id [32]byte
-	if !nip34.IsHex64(evt.ID) { // lowercase, as the hash is written
-		return BadID
-	}
-	if _, err := hex.Decode(id[:], []byte(evt.ID)); err != nil {
+	if !nip34.DecodeHex64(evt.ID, &id) { // lowercase, as the hash is written
 		return BadID
 	}
 	hash := sha256.Sum256(evt.Serialize())

@@ -3,7 +3,12 @@
 package sigcheck
 
 import (
+	"encoding/hex"
+	"math/rand/v2"
+	"strings"
 	"testing"
+
+	"github.com/btcsuite/btcd/btcec/v2"
 
 	"github.com/nbd-wtf/go-nostr"
 
@@ -50,5 +55,52 @@ func TestKeyTableIsBounded(t *testing.T) {
 	}
 	if Event(evt) != Valid {
 		t.Fatal("a valid event fails after the table was refilled")
+	}
+}
+
+// TestKeyTableHoldsOnlyTheEvenLiftOfItsKey: whatever events put a key in
+// the table (a forged signature first, the odd-y secret's key), the entry
+// under pk is the curve point with x = pk and an even y, and keys that are
+// no point of the curve never enter it: the table cannot be taught a wrong
+// point for a pubkey.
+func TestKeyTableHoldsOnlyTheEvenLiftOfItsKey(t *testing.T) {
+	oddD := findScalar(t, 3000, true)
+	evt := signEvent(t, oddD, findScalar(t, 4000, false), &nostr.Event{Kind: 1, CreatedAt: 5, Content: "y"}, none)
+	forged := *evt
+	forged.Sig = otherHex(rand.New(rand.NewPCG(1, 2)), forged.Sig, 100)
+	if Event(&forged) != BadSignature {
+		t.Fatal("the forged event checks")
+	}
+	var pk [32]byte
+	if _, err := hex.Decode(pk[:], []byte(evt.PubKey)); err != nil {
+		t.Fatal(err)
+	}
+	keys.Lock()
+	P := keys.m[pk]
+	keys.Unlock()
+	if P == nil {
+		t.Fatal("the forged event's (valid) key is not in the table")
+	}
+	var j btcec.JacobianPoint
+	P.AsJacobian(&j)
+	j.ToAffine()
+	if j.Y.IsOdd() || *j.X.Bytes() != pk || !P.IsOnCurve() {
+		t.Fatalf("the table holds (%x, odd %v) for key %x", j.X.Bytes(), j.Y.IsOdd(), pk)
+	}
+	if Event(evt) != Valid {
+		t.Fatal("the author's valid event fails after a forged one put the key in the table")
+	}
+	for _, bad := range []string{strings.Repeat("0", 63) + "5", "fffffffffffffffffffffffffffffffffffffffffffffffffffffffefffffc2f"} {
+		e := *evt
+		e.PubKey = bad
+		e.ID = e.GetID()
+		Event(&e)
+		hex.Decode(pk[:], []byte(bad))
+		keys.Lock()
+		_, in := keys.m[pk]
+		keys.Unlock()
+		if in {
+			t.Fatalf("key %s (no point of the curve) entered the table", bad)
+		}
 	}
 }
