@@ -39,18 +39,7 @@ func repoStore(n, repoEvents int) (*Index, []Event) {
 func repoSession(tb testing.TB, ix *Index, client negentropy.Storage, want int) (bytes uint64, visited, added int) {
 	f := nostr.Filter{Tags: nostr.TagMap{"a": {repoAddr}}}
 	cneg := negentropy.New(client, 60_000)
-	go func() {
-		for range cneg.Haves {
-		}
-	}()
-	learned := make(chan int)
-	go func() {
-		k := 0
-		for range cneg.HaveNots {
-			k++
-		}
-		learned <- k
-	}()
+	learned := countHaveNots(cneg)
 	msg := cneg.Start()
 	var before, after runtime.MemStats
 	var snap *Snapshot

@@ -76,18 +76,7 @@ func TestSharedSetServesConcurrentSessions(t *testing.T) {
 			// a client of its own: the engine's channels are per session
 			cs := &Snapshot{items: client.items, sh: client.sh}
 			cneg, sneg := negentropy.New(cs, 60_000), negentropy.New(s, 500_000)
-			go func() {
-				for range cneg.Haves {
-				}
-			}()
-			learned := make(chan int)
-			go func() {
-				k := 0
-				for range cneg.HaveNots {
-					k++
-				}
-				learned <- k
-			}()
+			learned := countHaveNots(cneg)
 			msg := cneg.Start()
 			for msg != "" {
 				out, err := sneg.Reconcile(msg)

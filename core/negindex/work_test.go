@@ -34,18 +34,7 @@ func onePercentSession(t testing.TB, n int) (rounds, clientAdded, serverAdded in
 	}
 	client := b.Snapshot()
 	cneg, sneg := negentropy.New(client, 60_000), negentropy.New(server, 500_000)
-	go func() {
-		for range cneg.Haves {
-		}
-	}()
-	learned := make(chan int)
-	go func() {
-		k := 0
-		for range cneg.HaveNots {
-			k++
-		}
-		learned <- k
-	}()
+	learned := countHaveNots(cneg)
 	msg := cneg.Start()
 	for msg != "" {
 		out, err := sneg.Reconcile(msg)
@@ -87,4 +76,22 @@ func TestOnePercentMissingWorkIsBounded(t *testing.T) {
 			t.Errorf("%d events: %d rounds, want at most %d", n, rounds, max)
 		}
 	}
+}
+
+// countHaveNots drains a client engine's Haves and counts its HaveNots: how
+// many events the client learned it lacks arrives once the session ends.
+func countHaveNots(cneg *negentropy.Negentropy) <-chan int {
+	go func() {
+		for range cneg.Haves {
+		}
+	}()
+	learned := make(chan int, 1)
+	go func() {
+		k := 0
+		for range cneg.HaveNots {
+			k++
+		}
+		learned <- k
+	}()
+	return learned
 }
