@@ -43,6 +43,10 @@ type conn struct {
 	storedTurn chan struct{}
 
 	lastSeen atomic.Int64 // clock time of the last client frame, UnixNano
+	// busy is set while the reader builds a NEG-OPEN's set (negSet): it
+	// reads nothing from the client meanwhile, so that silence is not
+	// the client's.
+	busy atomic.Bool
 
 	subsMu sync.Mutex
 	subs   map[string]*subscription
@@ -153,7 +157,7 @@ func (c *conn) write() {
 			return
 		case <-t.C():
 			idle := c.g.clk.Since(time.Unix(0, c.lastSeen.Load()))
-			if idle > c.g.lim.ClientTimeout.D() {
+			if idle > c.g.lim.ClientTimeout.D() && !c.busy.Load() {
 				c.g.metrics.limit("client_timeout")
 				c.shutdown("client timeout")
 				return

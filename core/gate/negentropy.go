@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/fiatjaf/eventstore"
@@ -41,7 +42,11 @@ type negSession struct {
 // protocol version byte and no ranges.
 const negDone = "61"
 
-var errTooManyEvents = errors.New("too many events")
+var (
+	errTooManyEvents = errors.New("too many events")
+	// errOpenTooLong: the set was not built within negentropy_open_timeout.
+	errOpenTooLong = errors.New("building the set took too long")
+)
 
 func (c *conn) handleNeg(f *frame, b []byte) (alive bool) {
 	subid, ok := f.stringAt(b, 1)
@@ -131,11 +136,17 @@ func (c *conn) negOpen(f *frame, b []byte, subid string) bool {
 		}
 	}()
 	seen := &privateSeen{}
-	vec, err := c.negStorageOf(filters, seen)
+	vec, err := c.negSet(filters, seen)
 	switch {
 	case errors.Is(err, errTooManyEvents), errors.Is(err, negindex.ErrTooMany):
 		c.g.metrics.limit("neg_events")
 		return c.negErr(subid, fmt.Sprintf("blocked: filter matches more than %d events; sync narrower filters", c.g.lim.NegentropyMaxEvents))
+	case errors.Is(err, errOpenTooLong):
+		c.g.metrics.limit("neg_open_timeout")
+		c.g.log.Warn("negentropy set took too long", "remote", c.peer, "filters", fmt.Sprint(filters),
+			"negentropy_open_timeout", c.g.lim.NegentropyOpenTimeout.D().String())
+		return c.negErr(subid, fmt.Sprintf("blocked: building the set of this NEG-OPEN took longer than %s; sync narrower filters (since/until, kinds, #a)",
+			c.g.lim.NegentropyOpenTimeout.D()))
 	case err != nil:
 		c.g.log.Error("negentropy query failed", "remote", c.peer, "filters", fmt.Sprint(filters), "error", err)
 		return c.negErr(subid, "error: could not query the store")
@@ -306,20 +317,51 @@ func parseNegFilters(raw []byte) ([]nostr.Filter, error) {
 	return filters, nil
 }
 
+// negSet builds the set a session reconciles (negStorageOf) within
+// negentropy_open_timeout, on the fake clock in tests. The connection's
+// reader builds it, so meanwhile it reads no frame, not even the pong to
+// the writer's ping: the connection is marked busy so that the writer does
+// not take that silence for a dead client (on PostgreSQL at 200,001 events
+// a whole-store set took longer than client_timeout and the connection was
+// dropped without a word, issue 27); the bound keeps the wait finite, and
+// its end is a NEG-ERR.
+func (c *conn) negSet(filters []nostr.Filter, seen *privateSeen) (negentropy.Storage, error) {
+	ctx, cancel := context.WithCancel(c.ctx)
+	defer cancel()
+	var late atomic.Bool
+	t := c.g.clk.AfterFunc(c.g.lim.NegentropyOpenTimeout.D(), func() {
+		late.Store(true)
+		cancel()
+	})
+	defer t.Stop()
+	c.busy.Store(true)
+	defer func() {
+		// the client's silence while the server worked does not count:
+		// lastSeen moves before the writer may look at it again
+		c.touch()
+		c.busy.Store(false)
+	}()
+	st, err := c.negStorageOf(ctx, filters, seen)
+	if err != nil && late.Load() {
+		return nil, errOpenTooLong
+	}
+	return st, err
+}
+
 // negStorageOf is the set a session reconciles: one filter's, or the union
 // of several filters' sets. Each filter's set is built on its own, as for a
 // session of that filter alone (negStorage: the index only when the
 // connection may see everything that filter matches), so GRASP-08 holds
 // for each; the union keeps each id once and is bounded by
 // NegentropyMaxEvents like one filter's set.
-func (c *conn) negStorageOf(filters []nostr.Filter, private *privateSeen) (negentropy.Storage, error) {
+func (c *conn) negStorageOf(ctx context.Context, filters []nostr.Filter, private *privateSeen) (negentropy.Storage, error) {
 	if len(filters) == 1 {
-		return c.negStorage(filters[0], private)
+		return c.negStorage(ctx, filters[0], private)
 	}
 	union := negindex.NewSnapshotBuilder(0)
 	seen := make(map[string]struct{})
 	for _, f := range filters {
-		st, err := c.negStorage(f, private)
+		st, err := c.negStorage(ctx, f, private)
 		if err != nil {
 			return nil, err
 		}
@@ -337,30 +379,32 @@ func (c *conn) negStorageOf(filters []nostr.Filter, private *privateSeen) (negen
 	return union.Snapshot(), nil
 }
 
-// NegentropyStorer is implemented by a Backend whose store keeps the
-// (created_at, id) pairs of its events in memory (core/negindex): a session
-// then costs a walk over them instead of a query decoding every event
-// (issue 15 part 1). ok false means the filter is not covered; the session
-// then queries.
+// NegentropyStorer is implemented by a Backend whose store hands over the
+// (created_at, id) pairs of the events a filter matches without decoding
+// the events: badger keeps them in memory (core/negindex), a session then
+// costs a walk over them (issue 15 part 1); PostgreSQL reads the pairs
+// alone in one query (issue 27). ok false means the filter is not covered;
+// the session then queries. ctx bounds the work and names the client
+// (clientip).
 type NegentropyStorer interface {
-	NegentropyStorage(f nostr.Filter, max int) (st negentropy.Storage, ok bool, err error)
+	NegentropyStorage(ctx context.Context, f nostr.Filter, max int) (st negentropy.Storage, ok bool, err error)
 }
 
 // negStorage is the session's set: from the backend's index when it
 // answers and nothing the filter matches can be hidden from this connection
 // (GRASP-08: the index knows ids, not readers), else from a query that
 // leaves out what the connection may not read.
-func (c *conn) negStorage(filter nostr.Filter, seen *privateSeen) (negentropy.Storage, error) {
+func (c *conn) negStorage(ctx context.Context, filter nostr.Filter, seen *privateSeen) (negentropy.Storage, error) {
 	if ns, ok := c.g.backend.(NegentropyStorer); ok && c.onlyListsHidden() {
-		st, answered, err := ns.NegentropyStorage(filter, c.g.lim.NegentropyMaxEvents)
+		st, answered, err := ns.NegentropyStorage(c.asked(ctx), filter, c.g.lim.NegentropyMaxEvents)
 		if answered {
 			if err != nil || c.seesAll(filter) {
 				return st, err
 			}
-			return c.withoutHiddenLists(filter, st)
+			return c.withoutHiddenLists(ctx, filter, st)
 		}
 	}
-	return c.buildSet(filter, seen)
+	return c.buildSet(ctx, filter, seen)
 }
 
 // onlyListsHidden reports whether nothing but kind-10318 lists and events
@@ -381,8 +425,8 @@ func (c *conn) onlyListsHidden() bool {
 // lists are few (one replaceable event per author) and so are the withheld
 // events, so they are queried and checked; st is kept as it is when none
 // is hidden.
-func (c *conn) withoutHiddenLists(filter nostr.Filter, st negentropy.Storage) (negentropy.Storage, error) {
-	hidden, err := c.withheldOut(c.ctx, filter)
+func (c *conn) withoutHiddenLists(ctx context.Context, filter nostr.Filter, st negentropy.Storage) (negentropy.Storage, error) {
+	hidden, err := c.withheldOut(ctx, filter)
 	if err != nil {
 		return nil, err
 	}
@@ -392,14 +436,17 @@ func (c *conn) withoutHiddenLists(filter nostr.Filter, st negentropy.Storage) (n
 	if mayMatchKind(filter, privateListKind) {
 		lists := filter.Clone()
 		lists.Kinds = []int{privateListKind}
-		ch, err := c.g.backend.Query(c.asked(c.ctx), lists)
+		ch, err := c.g.backend.Query(c.asked(ctx), lists)
 		if err != nil {
 			return nil, fmt.Errorf("query %s: %w", lists, err)
 		}
 		for evt := range ch {
-			if !c.visible(c.ctx, evt) {
+			if !c.visible(ctx, evt) {
 				hidden[evt.ID] = struct{}{}
 			}
+		}
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("query %s: %w", lists, err)
 		}
 	}
 	if len(hidden) == 0 {
@@ -419,8 +466,8 @@ func (c *conn) withoutHiddenLists(filter nostr.Filter, st negentropy.Storage) (n
 // an index, PostgreSQL, a 1 % missing session over 200,000 events ran past
 // the client's patience; issue 27 part 3), refusing filters that match
 // more than NegentropyMaxEvents before holding them all in memory.
-func (c *conn) buildSet(filter nostr.Filter, seen *privateSeen) (*negindex.Snapshot, error) {
-	ctx, cancel := context.WithCancel(eventstore.SetNegentropy(c.ctx))
+func (c *conn) buildSet(ctx context.Context, filter nostr.Filter, seen *privateSeen) (*negindex.Snapshot, error) {
+	ctx, cancel := context.WithCancel(eventstore.SetNegentropy(ctx))
 	defer cancel()
 	ch, err := c.queryNoting(ctx, filter, seen)
 	if err != nil {
@@ -431,20 +478,34 @@ func (c *conn) buildSet(filter nostr.Filter, seen *privateSeen) (*negindex.Snaps
 	}
 	set := negindex.NewSnapshotBuilder(0)
 	n := 0
-	for evt := range ch {
+	for {
+		var (
+			evt  *nostr.Event
+			more bool
+		)
+		select {
+		case evt, more = <-ch:
+		case <-ctx.Done(): // past negentropy_open_timeout, or the connection ended
+			drain(ch)
+			return nil, fmt.Errorf("query %s: %w", filter, ctx.Err())
+		}
+		if !more {
+			break // every event was read
+		}
 		if !nip34.IsHex64(evt.ID) {
 			continue // a store should never hold a malformed id; the set leaves it out
 		}
 		n++
 		if n > c.g.lim.NegentropyMaxEvents {
 			cancel()
-			go func() {
-				for range ch { // let the store's producer finish
-				}
-			}()
+			drain(ch) // let the store's producer finish
 			return nil, errTooManyEvents
 		}
 		set.Add(evt.CreatedAt, evt.ID)
+	}
+	if err := ctx.Err(); err != nil {
+		// a store may close its channel early when ctx ends
+		return nil, fmt.Errorf("query %s: %w", filter, err)
 	}
 	return set.Snapshot(), nil
 }

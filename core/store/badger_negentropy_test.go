@@ -241,7 +241,7 @@ func compareIndexWithScan(t *testing.T, s *Store, g *randStore, filters int) {
 		if want := sortedPairs(oracle); !slices.Equal(scan, want) {
 			t.Fatalf("filter %s: the store query gives %d events, Filter.Matches %d", f, len(scan), len(want))
 		}
-		st, ok, err := es.NegentropyStorage(f, 1_000_000)
+		st, ok, err := es.NegentropyStorage(context.Background(), f, 1_000_000)
 		if err != nil {
 			t.Fatalf("filter %s: %v", f, err)
 		}
@@ -279,10 +279,10 @@ func TestNegentropyIndexRefusesTooMany(t *testing.T) {
 		mustSave(t, s.Events(), evt)
 	}
 	es := s.Events().(*events)
-	if _, ok, err := es.NegentropyStorage(nostr.Filter{}, 4); !ok || err != ErrTooManyEvents {
+	if _, ok, err := es.NegentropyStorage(context.Background(), nostr.Filter{}, 4); !ok || err != ErrTooManyEvents {
 		t.Fatalf("5 events, max 4: ok %v err %v; want ErrTooManyEvents", ok, err)
 	}
-	if st, ok, err := es.NegentropyStorage(nostr.Filter{Kinds: []int{1}}, 5); !ok || err != nil || st.Size() != 5 {
+	if st, ok, err := es.NegentropyStorage(context.Background(), nostr.Filter{Kinds: []int{1}}, 5); !ok || err != nil || st.Size() != 5 {
 		t.Fatalf("5 events, max 5: ok %v err %v", ok, err)
 	}
 }
@@ -315,7 +315,7 @@ func TestNegentropyIndexWaitedForRightAfterOpen(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	st, ok, err := s.Events().(*events).NegentropyStorage(nostr.Filter{}, n)
+	st, ok, err := s.Events().(*events).NegentropyStorage(context.Background(), nostr.Filter{}, n)
 	if !ok || err != nil {
 		t.Fatalf("NEG-OPEN right after open: answered from the index %v, err %v; want it answered once the index loads", ok, err)
 	}
