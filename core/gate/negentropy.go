@@ -319,12 +319,9 @@ func parseNegFilters(raw []byte) ([]nostr.Filter, error) {
 
 // negSet builds the set a session reconciles (negStorageOf) within
 // negentropy_open_timeout, on the fake clock in tests. The connection's
-// reader builds it, so meanwhile it reads no frame, not even the pong to
-// the writer's ping: the connection is marked busy so that the writer does
-// not take that silence for a dead client (on PostgreSQL at 200,001 events
-// a whole-store set took longer than client_timeout and the connection was
-// dropped without a word, issue 27); the bound keeps the wait finite, and
-// its end is a NEG-ERR.
+// reader builds it, held by the server (serverHolds: its client's silence
+// meanwhile does not count against client_timeout); the bound keeps the
+// hold finite, and its end is a NEG-ERR.
 func (c *conn) negSet(filters []nostr.Filter, seen *privateSeen) (negentropy.Storage, error) {
 	ctx, cancel := context.WithCancel(c.ctx)
 	defer cancel()
@@ -334,13 +331,7 @@ func (c *conn) negSet(filters []nostr.Filter, seen *privateSeen) (negentropy.Sto
 		cancel()
 	})
 	defer t.Stop()
-	c.busy.Store(true)
-	defer func() {
-		// the client's silence while the server worked does not count:
-		// lastSeen moves before the writer may look at it again
-		c.touch()
-		c.busy.Store(false)
-	}()
+	defer c.serverHolds()()
 	st, err := c.negStorageOf(ctx, filters, seen)
 	if err != nil && late.Load() {
 		return nil, errOpenTooLong

@@ -100,7 +100,7 @@ type pumpedTransport struct {
 	err    error
 }
 
-func (e *slowNegEnv) dialPumped() *pumpedTransport {
+func (e *testEnv) dialPumped() *pumpedTransport {
 	e.t.Helper()
 	conn := e.dial().conn
 	tr := &pumpedTransport{t: e.t, conn: conn, frames: make(chan []byte, 64), pings: make(chan struct{}, 64), closed: make(chan struct{})}
