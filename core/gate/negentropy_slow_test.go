@@ -142,6 +142,23 @@ func (tr *pumpedTransport) recv() (nostr.Envelope, error) {
 	}
 }
 
+// pingedThrough advances the fake clock by ticks ping intervals of 30 s
+// while the server holds the connection's reader (what, for the failure):
+// every tick must ping the client, none drop it.
+func (tr *pumpedTransport) pingedThrough(fake *clock.Fake, ticks int, what string) {
+	tr.t.Helper()
+	for i := 1; i <= ticks; i++ {
+		fake.Advance(30 * time.Second)
+		select {
+		case <-tr.pings:
+		case <-tr.closed:
+			tr.t.Fatalf("tick %d (%ds): the connection was dropped while %s: %v", i, 30*i, what, tr.err)
+		case <-testwait.After(tr.t):
+			tr.t.Fatalf("tick %d: no ping", i)
+		}
+	}
+}
+
 // syncAsync runs clientSync on its own goroutine.
 func syncAsync(tr negTransport, subid string) <-chan syncResult {
 	out := make(chan syncResult, 1)
@@ -178,18 +195,8 @@ func TestR2_NegOpenBuildingItsSetLongerThanClientTimeoutKeepsTheConnection(t *te
 	if !e.fake.BlockUntil(1, testwait.Limit(t)) {
 		t.Fatal("keepalive ticker never armed")
 	}
-	// Four ping intervals, twice client_timeout, while the set is built:
-	// every tick pings the client (which answers); none drops it.
-	for i := 1; i <= 4; i++ {
-		e.fake.Advance(30 * time.Second)
-		select {
-		case <-tr.pings:
-		case <-tr.closed:
-			t.Fatalf("tick %d (%ds into the NEG-OPEN): the connection was dropped while its set was built: %v", i, 30*i, tr.err)
-		case <-testwait.After(t):
-			t.Fatalf("tick %d: no ping", i)
-		}
-	}
+	// Four ping intervals, twice client_timeout, while the set is built.
+	tr.pingedThrough(e.fake, 4, "its NEG-OPEN's set was built")
 	close(e.hb.release)
 	r := <-res
 	if r.err != nil {

@@ -98,6 +98,22 @@ func (g *randStore) event(base nostr.Timestamp) *nostr.Event {
 	return evt
 }
 
+// store saves evt (replacing, for a replaceable or addressable kind) and
+// remembers it.
+func (g *randStore) store(t *testing.T, es EventStore, evt *nostr.Event) {
+	t.Helper()
+	var err error
+	if nostr.IsReplaceableKind(evt.Kind) || nostr.IsAddressableKind(evt.Kind) {
+		err = es.ReplaceEvent(context.Background(), evt)
+	} else {
+		err = es.SaveEvent(context.Background(), evt)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.stored = append(g.stored, evt)
+}
+
 func (g *randStore) filter() nostr.Filter {
 	r := g.r
 	var f nostr.Filter
@@ -173,16 +189,7 @@ func testNegentropyIndexMatchesScan(t *testing.T, seed int64) {
 					}
 				}
 			default:
-				evt := g.event(base)
-				if nostr.IsReplaceableKind(evt.Kind) || nostr.IsAddressableKind(evt.Kind) {
-					err = es.ReplaceEvent(ctx, evt)
-				} else {
-					err = es.SaveEvent(ctx, evt)
-				}
-				if err != nil {
-					t.Fatal(err)
-				}
-				g.stored = append(g.stored, evt)
+				g.store(t, es, g.event(base))
 			}
 		}
 		compareIndexWithScan(t, s, g, 60)
@@ -211,6 +218,21 @@ func waitIndexReady(t *testing.T, s *Store) {
 	}
 }
 
+// checkMatches fails unless scan, a query's sorted pairs, are those of the
+// events in everything that f matches.
+func checkMatches(t *testing.T, f nostr.Filter, scan []string, everything []*nostr.Event) {
+	t.Helper()
+	var oracle []*nostr.Event
+	for _, e := range everything {
+		if f.Matches(e) {
+			oracle = append(oracle, e)
+		}
+	}
+	if want := sortedPairs(oracle); !slices.Equal(scan, want) {
+		t.Fatalf("filter %s: the store query gives %d events, Filter.Matches %d", f, len(scan), len(want))
+	}
+}
+
 func sortedPairs(evts []*nostr.Event) []string {
 	out := make([]string, 0, len(evts))
 	for _, e := range evts {
@@ -232,15 +254,7 @@ func compareIndexWithScan(t *testing.T, s *Store, g *randStore, filters int) {
 			f = g.filter()
 		}
 		scan := sortedPairs(query(t, ctx, es, f))
-		var oracle []*nostr.Event
-		for _, e := range everything {
-			if f.Matches(e) {
-				oracle = append(oracle, e)
-			}
-		}
-		if want := sortedPairs(oracle); !slices.Equal(scan, want) {
-			t.Fatalf("filter %s: the store query gives %d events, Filter.Matches %d", f, len(scan), len(want))
-		}
+		checkMatches(t, f, scan, everything)
 		st, ok, err := es.NegentropyStorage(context.Background(), f, 1_000_000)
 		if err != nil {
 			t.Fatalf("filter %s: %v", f, err)

@@ -31,16 +31,7 @@ func TestR2_PostgresNegentropySetIsTheQuerysSet(t *testing.T) {
 		if evt.Tags == nil {
 			evt.Tags = nostr.Tags{} // as an event decoded from JSON
 		}
-		var err error
-		if nostr.IsReplaceableKind(evt.Kind) || nostr.IsAddressableKind(evt.Kind) {
-			err = es.ReplaceEvent(ctx, evt)
-		} else {
-			err = es.SaveEvent(ctx, evt)
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		g.stored = append(g.stored, evt)
+		g.store(t, es, evt)
 	}
 	neg := eventstore.SetNegentropy(ctx)
 	everything := query(t, neg, es, nostr.Filter{})
@@ -76,15 +67,7 @@ func TestR2_PostgresNegentropySetIsTheQuerysSet(t *testing.T) {
 		}
 		scan := sortedPairs(query(t, neg, es, f))
 		if f.Limit == 0 {
-			var oracle []*nostr.Event
-			for _, e := range everything {
-				if f.Matches(e) {
-					oracle = append(oracle, e)
-				}
-			}
-			if want := sortedPairs(oracle); !slices.Equal(scan, want) {
-				t.Fatalf("filter %s: the store query gives %d events, Filter.Matches %d", f, len(scan), len(want))
-			}
+			checkMatches(t, f, scan, everything)
 		}
 		got, err := pairs(f, 5000)
 		if err != nil {
