@@ -66,6 +66,12 @@ func measureNegentropy(ctx context.Context, url string, pid int, c *corpus, n, r
 			&kind{key: "neg_repo_90", what: "90 % held", filter: f, pos: repo.pos, missEvery: 10},
 			&kind{key: "neg_repo_insync", what: "all held", filter: f, pos: repo.pos})
 	}
+	if negOnly != "" {
+		kinds = slices.DeleteFunc(kinds, func(k *kind) bool { return k.key != negOnly })
+		if len(kinds) == 0 {
+			return fmt.Errorf("no reconciliation named %q", negOnly)
+		}
+	}
 	for range runs {
 		for _, k := range kinds {
 			before, err := threadCPU(pid)
@@ -100,7 +106,7 @@ func measureNegentropy(ctx context.Context, url string, pid int, c *corpus, n, r
 		}
 		run.add(k.key, label, "ms", ms(medianNeg(k.rs, func(r negResult) time.Duration { return r.Duration })))
 		if k.missEvery > 0 {
-			run.add(k.key+"_reconcile", "  of which reconciling (before the fetch)", "ms", ms(medianNeg(k.rs, func(r negResult) time.Duration { return r.Reconcile })))
+			run.add(k.key+"_reconcile", "  of which reconciling (the fetch overlaps it)", "ms", ms(medianNeg(k.rs, func(r negResult) time.Duration { return r.Reconcile })))
 		}
 		per := "  server CPU per reconciliation, "
 		if k.filter.Tags != nil {
@@ -116,6 +122,10 @@ func measureNegentropy(ctx context.Context, url string, pid int, c *corpus, n, r
 	}
 	return nil
 }
+
+// negOnly, if set (`grasp-bench neg -only`), is the one reconciliation
+// measureNegentropy runs.
+var negOnly string
 
 func medianNeg(rs []negResult, of func(negResult) time.Duration) time.Duration {
 	d := make([]time.Duration, len(rs))

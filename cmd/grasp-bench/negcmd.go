@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"runtime/pprof"
 	"text/tabwriter"
 	"time"
@@ -29,6 +30,9 @@ func negCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	jsonPath := fs.String("json", "", "also write every figure as JSON to this file (- for stdout)")
 	small := fs.Bool("small-frames", false, "the client sends frames of at most 60,000 bytes only (catchup.Options.FrameLimit), as before large frames")
 	cpuProfile := fs.String("cpuprofile", "", "write the client's CPU profile (corpus loading excluded) to this file")
+	serverProfile := fs.String("server-profile", "", "the server's CPU-profile switch (host:port a -tags benchprofile grasp names on stderr): profile it during the runs")
+	serverProfileFile := fs.String("server-cpuprofile", "server.prof", "where the server writes that profile (a path it can write)")
+	only := fs.String("only", "", "run only this reconciliation (neg_99, neg_insync, neg_repo_90, neg_repo_insync)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -38,6 +42,7 @@ func negCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if *small {
 		negLargeFrames = -1
 	}
+	negOnly = *only
 	logf := logger(stderr)
 	c, err := loadOrGenerate(*corpusDir, max(*events, *corpusEvents), *seed, logf)
 	if err != nil {
@@ -57,6 +62,21 @@ func negCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 			return err
 		}
 		defer pprof.StopCPUProfile()
+	}
+	if *serverProfile != "" {
+		sp := &proc{name: "server", profile: *serverProfile}
+		abs, err := filepath.Abs(*serverProfileFile)
+		if err != nil {
+			return err
+		}
+		if err := sp.startProfile(abs); err != nil {
+			return err
+		}
+		defer func() {
+			if err := sp.stopProfile(); err != nil {
+				logf("%v", err)
+			}
+		}()
 	}
 	t := time.Now()
 	err = measureNegentropy(ctx, *url, *pid, c, *events, *runs, run)

@@ -23,9 +23,11 @@ type negResult struct {
 	BytesSent int64         `json:"bytes_sent"`
 	BytesRecv int64         `json:"bytes_received"`
 	Duration  time.Duration `json:"duration_ns"`
-	// Reconcile is the part of Duration spent in the NIP-77 sessions,
-	// before the missing events were fetched.
+	// Reconcile is the part of Duration spent in the NIP-77 sessions; the
+	// fetch of the missing events starts during it.
 	Reconcile time.Duration `json:"reconcile_ns"`
+	// Early is how many events were delivered before the sessions ended.
+	Early int `json:"fetched_during_reconcile"`
 }
 
 // heldItems is the client's side of the reconciliation: the corpus's first
@@ -75,7 +77,7 @@ func runNegentropyOf(ctx context.Context, url string, c *corpus, filter nostr.Fi
 	defer cancel()
 	res, err := client.CatchUp(cctx, url, filter, held, sink, catchup.Options{Negentropy: true, RoundTimeout: 2 * time.Minute, LargeFrameLimit: negLargeFrames})
 	out := negResult{Held: len(held), Needed: res.Needed, Fetched: res.Fetched, Rounds: res.Rounds,
-		BytesSent: res.BytesSent, BytesRecv: res.BytesReceived, Duration: res.Duration, Reconcile: res.Reconcile}
+		BytesSent: res.BytesSent, BytesRecv: res.BytesReceived, Duration: res.Duration, Reconcile: res.Reconcile, Early: res.Early}
 	switch {
 	case err != nil:
 		return out, err

@@ -164,18 +164,21 @@ type Result struct {
 	PeerLacks      int    // ids we hold that the peer lacks (negentropy only)
 	Needed         int    // ids the peer has that we lack (negentropy only)
 	Fetched        int    // events received that passed verification
-	Known          int    // verified events we already held (REQ only), not delivered
-	Delivered      int    // events the Sink accepted
-	Rejected       int    // events the Sink refused
-	Bad            int    // events dropped: wrong id, bad signature, not asked for
-	Missing        int    // needed ids the peer never sent
-	Gaps           int    // delivered events the local store did not have
-	Truncated      int    // REQ only: seconds the peer's cap kept us from listing fully
-	BytesSent      int64  // websocket payload bytes, all sessions of the run
-	BytesReceived  int64
-	Duration       time.Duration
+	// Early is how many of Delivered were delivered before the negentropy
+	// session ended: the fetch overlaps the reconciliation.
+	Early         int
+	Known         int   // verified events we already held (REQ only), not delivered
+	Delivered     int   // events the Sink accepted
+	Rejected      int   // events the Sink refused
+	Bad           int   // events dropped: wrong id, bad signature, not asked for
+	Missing       int   // needed ids the peer never sent
+	Gaps          int   // delivered events the local store did not have
+	Truncated     int   // REQ only: seconds the peer's cap kept us from listing fully
+	BytesSent     int64 // websocket payload bytes, all sessions of the run
+	BytesReceived int64
+	Duration      time.Duration
 	// Reconcile is the part of Duration the negentropy sessions took (NEG-OPEN
-	// to the last NEG-MSG, retries included), before any event was fetched.
+	// to the last NEG-MSG, retries included); the fetch starts during it.
 	Reconcile time.Duration
 }
 
@@ -265,30 +268,35 @@ func (c *Client) run(ctx context.Context, url string, filter nostr.Filter, local
 		if opts.LargeFrameLimit > opts.FrameLimit && !c.refusesLarge(url) {
 			s.frame = opts.LargeFrameLimit
 		}
-		needed, fallback, err := s.reconcile(filter, set, res)
-		if (err != nil || fallback != "") && s.sentLarge && ctx.Err() == nil {
+		f := newFetcher(filter, sink, opts, res)
+		fallback, err := s.reconcile(filter, set, f, res)
+		if (err != nil || fallback != "") && s.sentLarge && ctx.Err() == nil && !errors.Is(err, errRefused) {
 			// The peer may have refused a frame larger than it reads (strfry
 			// and khatru close the connection): remember it and start over
-			// with frames every peer reads.
+			// with frames every peer reads. What was asked for and not
+			// received yet is asked for again on the new connection.
 			c.log.Debug("negentropy session failed after a large frame; retrying with small ones", "relay", url, "fallback", fallback, "error", err)
 			c.noteRefusesLarge(url)
 			res.Retries++
 			s.close(res)
+			f.lost()
 			if s, err = c.open(ctx, url, opts); err != nil {
 				return err
 			}
 			s.frame = opts.FrameLimit
-			needed, fallback, err = s.reconcile(filter, set, res)
+			fallback, err = s.reconcile(filter, set, f, res)
 		}
 		res.Reconcile = c.clk.Since(t)
+		res.Early = res.Delivered
 		switch {
 		case err != nil && fallback == "":
 			return err
 		case fallback == "":
-			return s.fetchIDs(filter, needed, sink, res)
+			return f.finish(s)
 		}
 		res.Method, res.FallbackReason = MethodReq, fallback
 		c.noteFallback(url, fallback)
+		f.abandon(s)
 		if errors.Is(err, errConn) {
 			// The peer hung up on NEG-OPEN: some relays drop the socket on a
 			// verb they do not know. Page over a fresh connection.
@@ -299,7 +307,14 @@ func (c *Client) run(ctx context.Context, url string, filter nostr.Filter, local
 			}
 			s = fresh
 		}
+		// Events fetched before the session failed are not delivered twice.
+		return s.paginate(filter, knownIDs(set, items, f.got), sink, res)
 	}
+	return s.paginate(filter, knownIDs(set, items, nil), sink, res)
+}
+
+// knownIDs is what paging skips: the ids we hold, and those fetched already.
+func knownIDs(set negentropy.Storage, items []Item, fetched map[string]struct{}) map[string]struct{} {
 	known := make(map[string]struct{}, set.Size())
 	if items != nil {
 		for _, it := range items {
@@ -310,7 +325,10 @@ func (c *Client) run(ctx context.Context, url string, filter nostr.Filter, local
 			known[it.ID] = struct{}{}
 		}
 	}
-	return s.paginate(filter, known, sink, res)
+	for id := range fetched {
+		known[id] = struct{}{}
+	}
+	return known
 }
 
 // localOf is what we hold for filter: as a negentropy set, from local's

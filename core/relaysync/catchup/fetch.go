@@ -3,6 +3,7 @@ package catchup
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"runtime"
 	"slices"
 	"strings"
@@ -11,43 +12,153 @@ import (
 	"github.com/nbd-wtf/go-nostr"
 )
 
-// fetchIDs asks the peer for ids in batches of IDsPerReq, at most InFlight
-// REQs outstanding, over the session's connection, and delivers each
-// verified event. Ids the peer does not send are counted as Missing.
-func (s *session) fetchIDs(filter nostr.Filter, ids []string, sink Sink, res *Result) error {
-	type batch struct{ want map[string]struct{} }
-	open := map[string]*batch{}
-	got := make(map[string]struct{}, len(ids))
-	next := 0
-	launch := func() error {
-		for next < len(ids) && len(open) < s.opts.InFlight {
-			chunk := ids[next:min(next+s.opts.IDsPerReq, len(ids))]
-			next += len(chunk)
-			b := &batch{want: make(map[string]struct{}, len(chunk))}
-			for _, id := range chunk {
-				b.want[id] = struct{}{}
-			}
-			sub := s.subID("ids-")
-			open[sub] = b
-			if err := s.sendReq(sub, nostr.Filter{IDs: chunk, Limit: len(chunk)}); err != nil {
-				return fmt.Errorf("request events: %w", err)
-			}
-			res.Rounds++
+// fetcher asks the peer for the ids reconciliation finds, in REQs of
+// IDsPerReq ids, at most InFlight outstanding, over the session's
+// connection, and delivers each verified event. It starts while the
+// negentropy session is still running: each round's ids are requested as
+// soon as a full batch has gathered, so the peer looks events up and we check
+// their signatures while the next round is computed (issue 27 part 3); once
+// the session has ended, what is left is asked for in batches as they fit.
+// Ids the peer does not send are counted as Missing.
+//
+// Only the goroutine that called CatchUp uses a fetcher.
+type fetcher struct {
+	filter nostr.Filter
+	sink   Sink
+	opts   Options
+	res    *Result
+	// flush: the session has ended, so a partial batch is asked for too
+	flush   bool
+	pending []string
+	// queued is every id ever queued: a restarted session finds the same
+	// ids again, and they are asked for once.
+	queued map[string]struct{}
+	open   map[string]*idBatch
+	got    map[string]struct{}
+}
+
+type idBatch struct{ want map[string]struct{} }
+
+func newFetcher(filter nostr.Filter, sink Sink, opts Options, res *Result) *fetcher {
+	return &fetcher{filter: filter, sink: sink, opts: opts, res: res,
+		queued: map[string]struct{}{}, open: map[string]*idBatch{}, got: map[string]struct{}{}}
+}
+
+// add queues the ids not queued before, MaxEvents in all at most.
+func (f *fetcher) add(ids []string) {
+	for _, id := range ids {
+		if len(f.queued) >= f.opts.MaxEvents {
+			return
 		}
-		return nil
+		if _, ok := f.queued[id]; ok {
+			continue
+		}
+		f.queued[id] = struct{}{}
+		f.pending = append(f.pending, id)
 	}
-	if err := launch(); err != nil {
+}
+
+// launch sends REQs for pending ids while fewer than InFlight are open:
+// full batches only until flush is set.
+func (f *fetcher) launch(s *session) error {
+	for len(f.pending) > 0 && len(f.open) < f.opts.InFlight && (f.flush || len(f.pending) >= f.opts.IDsPerReq) {
+		n := min(f.opts.IDsPerReq, len(f.pending))
+		chunk := f.pending[:n:n]
+		f.pending = f.pending[n:]
+		b := &idBatch{want: make(map[string]struct{}, len(chunk))}
+		for _, id := range chunk {
+			b.want[id] = struct{}{}
+		}
+		sub := s.subID("ids-")
+		f.open[sub] = b
+		f.res.Rounds++
+		if err := s.sendReq(sub, nostr.Filter{IDs: chunk, Limit: len(chunk)}); err != nil {
+			return fmt.Errorf("request events: %w", err)
+		}
+	}
+	if len(f.pending) == 0 {
+		f.pending = nil // let the consumed backing array go
+	}
+	return nil
+}
+
+// wanted reports whether an EVENT on sub with id is one an open request
+// waits for: only those are verified.
+func (f *fetcher) wanted(sub, id string) bool {
+	b := f.open[sub]
+	if b == nil {
+		return false
+	}
+	_, ok := b.want[id]
+	return ok
+}
+
+// handle takes one frame that may answer an id request (EVENT, EOSE,
+// CLOSED of one of ours); any other frame is left alone.
+func (f *fetcher) handle(s *session, fr *frame) error {
+	switch fr.label {
+	case "EVENT":
+		b := f.open[fr.sub]
+		if fr.evt == nil || b == nil {
+			return nil // unparseable, or not one of our open requests
+		}
+		if _, asked := b.want[fr.evt.ID]; !asked {
+			if _, dup := f.got[fr.evt.ID]; !dup {
+				s.bad(fr.evt, "not requested", f.res)
+			}
+			return nil
+		}
+		if !s.accept(fr, f.filter, f.res) {
+			return nil // stays wanted: a valid copy may still come
+		}
+		delete(b.want, fr.evt.ID)
+		f.got[fr.evt.ID] = struct{}{}
+		s.deliver(f.sink, fr.evt, f.res)
+	case "EOSE":
+		var env nostr.EOSEEnvelope
+		if env.FromJSON(string(fr.raw)) != nil {
+			return nil
+		}
+		sub := string(env)
+		b := f.open[sub]
+		if b == nil {
+			return nil
+		}
+		f.res.Missing += len(b.want)
+		delete(f.open, sub)
+		if err := s.sendClose(sub); err != nil {
+			return fmt.Errorf("close subscription: %w", err)
+		}
+		return f.launch(s)
+	case "CLOSED":
+		var env nostr.ClosedEnvelope
+		if env.FromJSON(string(fr.raw)) != nil {
+			return nil
+		}
+		b := f.open[env.SubscriptionID]
+		if b == nil {
+			return nil
+		}
+		f.res.Missing += len(b.want)
+		delete(f.open, env.SubscriptionID)
+		if fatalClosed(env.Reason) {
+			return fmt.Errorf("fetch events: %w: %s", errRefused, env.Reason)
+		}
+		s.c.log.Debug("peer closed an id request", "relay", s.url, "reason", env.Reason)
+		return f.launch(s)
+	}
+	return nil
+}
+
+// finish asks for everything still pending and waits for every open
+// request to end.
+func (f *fetcher) finish(s *session) error {
+	f.flush = true
+	if err := f.launch(s); err != nil {
 		return err
 	}
-	for len(open) > 0 {
-		batch, err := s.nextFrames(func(sub, id string) bool {
-			b := open[sub]
-			if b == nil {
-				return false
-			}
-			_, ok := b.want[id]
-			return ok
-		})
+	for len(f.open) > 0 {
+		batch, err := s.nextFrames(f.wanted)
 		if errors.Is(err, errTimeout) {
 			return fmt.Errorf("fetch events: %w (%s)", err, s.opts.RoundTimeout)
 		}
@@ -56,69 +167,46 @@ func (s *session) fetchIDs(filter nostr.Filter, ids []string, sink Sink, res *Re
 		}
 		for i := range batch {
 			fr := &batch[i]
-			switch fr.label {
-			case "EVENT":
-				b := open[fr.sub]
-				if fr.evt == nil || b == nil {
-					continue // unparseable, or a subscription we already closed
-				}
-				if _, asked := b.want[fr.evt.ID]; !asked {
-					if _, dup := got[fr.evt.ID]; !dup {
-						s.bad(fr.evt, "not requested", res)
-					}
-					continue
-				}
-				if !s.accept(fr, filter, res) {
-					continue // stays wanted: a valid copy may still come
-				}
-				delete(b.want, fr.evt.ID)
-				got[fr.evt.ID] = struct{}{}
-				s.deliver(sink, fr.evt, res)
-			case "EOSE":
-				var env nostr.EOSEEnvelope
-				if env.FromJSON(string(fr.raw)) != nil {
-					continue
-				}
-				sub := string(env)
-				b := open[sub]
-				if b == nil {
-					continue
-				}
-				res.Missing += len(b.want)
-				delete(open, sub)
-				if err := s.sendClose(sub); err != nil {
-					return fmt.Errorf("close subscription: %w", err)
-				}
-				if err := launch(); err != nil {
-					return err
-				}
-			case "CLOSED":
-				var env nostr.ClosedEnvelope
-				if env.FromJSON(string(fr.raw)) != nil {
-					continue
-				}
-				b := open[env.SubscriptionID]
-				if b == nil {
-					continue
-				}
-				res.Missing += len(b.want)
-				delete(open, env.SubscriptionID)
-				if fatalClosed(env.Reason) {
-					return fmt.Errorf("fetch events: peer closed the request: %s", env.Reason)
-				}
-				s.c.log.Debug("peer closed an id request", "relay", s.url, "reason", env.Reason)
-				if err := launch(); err != nil {
-					return err
-				}
-			case "NOTICE":
+			if fr.label == "NOTICE" {
 				var env nostr.NoticeEnvelope
 				_ = env.FromJSON(string(fr.raw))
 				s.c.log.Debug("notice while fetching", "relay", s.url, "notice", string(env))
+				continue
+			}
+			if err := f.handle(s, fr); err != nil {
+				return err
 			}
 		}
 	}
 	return nil
 }
+
+// lost puts the ids of the open requests back in front of the pending ones:
+// the connection they were asked on is gone, the next one asks again.
+func (f *fetcher) lost() {
+	var again []string
+	for _, sub := range slices.Sorted(maps.Keys(f.open)) {
+		for id := range f.open[sub].want {
+			again = append(again, id)
+		}
+	}
+	clear(f.open)
+	f.pending = append(again, f.pending...)
+}
+
+// abandon closes the open requests: the catch-up pages with REQ instead,
+// and the ids already fetched are known to it.
+func (f *fetcher) abandon(s *session) {
+	for sub := range f.open {
+		_ = s.sendClose(sub) // best effort: paging ignores their frames anyway
+	}
+	clear(f.open)
+	f.pending = nil
+}
+
+// errRefused marks a CLOSED that will recur on every further REQ (rate
+// limit, auth, policy): not something a new connection mends.
+var errRefused = errors.New("peer closed the request")
 
 // fatalClosed reports CLOSED reasons that will recur on every further REQ.
 func fatalClosed(reason string) bool {
@@ -163,15 +251,6 @@ func (s *session) deliver(sink Sink, evt *nostr.Event, res *Result) {
 	s.c.m.events.WithLabelValues(sourceLabel, "delivered").Inc()
 	res.Gaps++
 	s.c.m.gaps.Inc()
-}
-
-func sortedIDs(set map[string]struct{}) []string {
-	out := make([]string, 0, len(set))
-	for id := range set {
-		out = append(out, id)
-	}
-	slices.Sort(out)
-	return out
 }
 
 // verifyAll checks id and signature of the events at idx in batch, spread

@@ -254,9 +254,18 @@ type scripted struct {
 	hostile   string        // answer NEG-OPEN with this raw NEG-MSG payload
 	gotOpen   chan struct{} // receives one value per NEG-OPEN
 	extra     func(sub string, f nostr.Filter) []*nostr.Event
+	closeReqs string // answer every REQ with CLOSED and this reason
 
-	mu   sync.Mutex
-	lost bool
+	mu    sync.Mutex
+	lost  bool
+	verbs []string // what the client sent, in order
+}
+
+// received is the verbs the client has sent so far, in order.
+func (p *scripted) received() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return slices.Clone(p.verbs)
 }
 
 func (p *scripted) serve(tb testing.TB) string {
@@ -293,6 +302,9 @@ func (p *scripted) handle(ctx context.Context, c *websocket.Conn) {
 			return
 		}
 		m := string(msg)
+		p.mu.Lock()
+		p.verbs = append(p.verbs, label(msg))
+		p.mu.Unlock()
 		switch label(msg) {
 		case "NEG-OPEN":
 			env := nip77.ParseNegMessage(m).(*nip77.OpenEnvelope)
@@ -349,6 +361,10 @@ func (p *scripted) handle(ctx context.Context, c *websocket.Conn) {
 		case "REQ":
 			var env nostr.ReqEnvelope
 			if env.FromJSON(m) != nil {
+				continue
+			}
+			if p.closeReqs != "" {
+				send(nostr.ClosedEnvelope{SubscriptionID: env.SubscriptionID, Reason: p.closeReqs})
 				continue
 			}
 			for _, f := range env.Filters {

@@ -122,6 +122,17 @@ const maxBatch = 128
 // whatever else is already queued, and verifies the batch's events except
 // those wanted reports it will ignore (known, duplicate, not asked for).
 func (s *session) nextFrames(wanted func(sub, id string) bool) ([]frame, error) {
+	batch, err := s.takeFrames()
+	if err != nil {
+		return nil, err
+	}
+	verifyWanted(batch, wanted)
+	return batch, nil
+}
+
+// takeFrames waits (one round timeout at most) for the next frame, takes
+// whatever else is already queued, labels them and parses the EVENTs.
+func (s *session) takeFrames() ([]frame, error) {
 	f, err := s.next()
 	if err != nil {
 		return nil, err
@@ -134,7 +145,6 @@ func (s *session) nextFrames(wanted func(sub, id string) bool) ([]frame, error) 
 		}
 		batch = append(batch, frame{raw: f})
 	}
-	var events []int
 	for i := range batch {
 		fr := &batch[i]
 		fr.label = label(fr.raw)
@@ -146,12 +156,20 @@ func (s *session) nextFrames(wanted func(sub, id string) bool) ([]frame, error) 
 			continue
 		}
 		fr.sub, fr.evt = *env.SubscriptionID, &env.Event
-		if wanted(fr.sub, fr.evt.ID) {
+	}
+	return batch, nil
+}
+
+// verifyWanted checks, in parallel, the events of batch that wanted says
+// will be used.
+func verifyWanted(batch []frame, wanted func(sub, id string) bool) {
+	var events []int
+	for i := range batch {
+		if fr := &batch[i]; fr.evt != nil && wanted(fr.sub, fr.evt.ID) {
 			events = append(events, i)
 		}
 	}
 	verifyAll(batch, events)
-	return batch, nil
 }
 
 // next waits for the next frame for at most one round timeout.
