@@ -328,12 +328,12 @@ func (s *Server) Query(ctx context.Context, f nostr.Filter) (chan *nostr.Event, 
 // NegentropyStorage answers a NEG-OPEN from the store's negentropy index
 // when it keeps one (gate.NegentropyStorer); ok false sends the gate to
 // Query.
-func (s *Server) NegentropyStorage(f nostr.Filter, max int) (negentropy.Storage, bool, error) {
+func (s *Server) NegentropyStorage(ctx context.Context, f nostr.Filter, max int) (negentropy.Storage, bool, error) {
 	ns, ok := s.store.(gate.NegentropyStorer)
 	if !ok {
 		return nil, false, nil
 	}
-	return ns.NegentropyStorage(f, max)
+	return ns.NegentropyStorage(ctx, f, max)
 }
 
 // Count answers the gate's COUNTs (NIP-45).
