@@ -270,7 +270,7 @@ func (c *Client) run(ctx context.Context, url string, filter nostr.Filter, local
 		}
 		f := newFetcher(filter, sink, opts, res)
 		fallback, err := s.reconcile(filter, set, f, res)
-		if (err != nil || fallback != "") && s.sentLarge && ctx.Err() == nil {
+		if (err != nil || fallback != "") && s.sentLarge && ctx.Err() == nil && !errors.Is(err, errRefused) {
 			// The peer may have refused a frame larger than it reads (strfry
 			// and khatru close the connection): remember it and start over
 			// with frames every peer reads. What was asked for and not

@@ -142,7 +142,7 @@ func (f *fetcher) handle(s *session, fr *frame) error {
 		f.res.Missing += len(b.want)
 		delete(f.open, env.SubscriptionID)
 		if fatalClosed(env.Reason) {
-			return fmt.Errorf("fetch events: peer closed the request: %s", env.Reason)
+			return fmt.Errorf("fetch events: %w: %s", errRefused, env.Reason)
 		}
 		s.c.log.Debug("peer closed an id request", "relay", s.url, "reason", env.Reason)
 		return f.launch(s)
@@ -203,6 +203,10 @@ func (f *fetcher) abandon(s *session) {
 	clear(f.open)
 	f.pending = nil
 }
+
+// errRefused marks a CLOSED that will recur on every further REQ (rate
+// limit, auth, policy): not something a new connection mends.
+var errRefused = errors.New("peer closed the request")
 
 // fatalClosed reports CLOSED reasons that will recur on every further REQ.
 func fatalClosed(reason string) bool {

@@ -254,6 +254,7 @@ type scripted struct {
 	hostile   string        // answer NEG-OPEN with this raw NEG-MSG payload
 	gotOpen   chan struct{} // receives one value per NEG-OPEN
 	extra     func(sub string, f nostr.Filter) []*nostr.Event
+	closeReqs string // answer every REQ with CLOSED and this reason
 
 	mu    sync.Mutex
 	lost  bool
@@ -360,6 +361,10 @@ func (p *scripted) handle(ctx context.Context, c *websocket.Conn) {
 		case "REQ":
 			var env nostr.ReqEnvelope
 			if env.FromJSON(m) != nil {
+				continue
+			}
+			if p.closeReqs != "" {
+				send(nostr.ClosedEnvelope{SubscriptionID: env.SubscriptionID, Reason: p.closeReqs})
 				continue
 			}
 			for _, f := range env.Filters {

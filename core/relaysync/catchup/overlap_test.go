@@ -1,8 +1,11 @@
 package catchup
 
 import (
+	"errors"
 	"slices"
 	"testing"
+
+	"github.com/nbd-wtf/go-nostr"
 
 	"github.com/grasp-dev/grasp/core/env"
 )
@@ -14,17 +17,8 @@ import (
 // costs ceil(need/IDsPerReq) REQs, as many as fetching after the session
 // did (issue 27 part 3).
 func TestG02_1_FetchOverlapsTheReconciliation(t *testing.T) {
-	const shared, need, perReq = 20_000, 100, 10
-	evts, local := withShared(t, testPool(t)[:300], shared, need)
-	// Move the stand-ins after the signed events: the ranges holding what
-	// we lack come first in the set's order, and are settled while the
-	// rounds over the stand-ins go on.
-	for _, e := range evts[300:] {
-		e.CreatedAt += 3000
-	}
-	for i := range local.own {
-		local.own[i].CreatedAt += 3000
-	}
+	const need, perReq = 100, 10
+	evts, local := overlapping(t, need)
 	peer := &scripted{events: evts}
 	url := peer.serve(t)
 	// 4,096-byte frames: our side of a set this size takes many rounds.
@@ -63,4 +57,42 @@ func TestG02_1_FetchOverlapsTheReconciliation(t *testing.T) {
 	if want := (need + perReq - 1) / perReq; reqs != want {
 		t.Fatalf("%d REQs for %d ids at %d per REQ, want %d", reqs, need, perReq, want)
 	}
+}
+
+// overlapping is a peer's events and our side for a session of many rounds
+// (at 4,096-byte frames) whose ids to fetch are found in its first rounds:
+// withShared's stand-ins moved after the signed events, so the ranges
+// holding what we lack come first in the set's order and are settled while
+// the rounds over the stand-ins go on.
+func overlapping(t *testing.T, need int) ([]*nostr.Event, manyOwn) {
+	evts, local := withShared(t, testPool(t)[:300], 20_000, need)
+	for _, e := range evts[300:] {
+		e.CreatedAt += 3000
+	}
+	for i := range local.own {
+		local.own[i].CreatedAt += 3000
+	}
+	return evts, local
+}
+
+// A peer that refuses the id requests with a reason that will recur
+// (rate-limited:) while a session with large frames runs fails the
+// catch-up as it is; it is not taken for a peer refusing large frames, so
+// no second session with small frames is tried and the peer is not
+// remembered as one. (Large frames here are 8,192 bytes against 4,096, so
+// that the session runs rounds while the requests are refused.)
+func TestG02_1_RefusedFetchDuringTheSessionIsNotALargeFrameRefusal(t *testing.T) {
+	evts, local := overlapping(t, 100)
+	peer := &scripted{events: evts, closeReqs: "rate-limited: slow down"}
+	url := peer.serve(t)
+	c := newClient(t, Config{}, env.Env{})
+	o := realClock(t, Options{Negentropy: true, FrameLimit: 4096, LargeFrameLimit: 8192, IDsPerReq: 10})
+	res, err := c.CatchUp(ctxFor(t), url, allKinds, local, local.memStore, o)
+	if !errors.Is(err, errRefused) {
+		t.Fatalf("err %v, want the peer's refusal", err)
+	}
+	if res.Retries != 0 || c.refusesLarge(url) {
+		t.Fatalf("%d retries, peer remembered as refusing large frames: %v; want neither", res.Retries, c.refusesLarge(url))
+	}
+	requireNoLeak(t)
 }
