@@ -33,6 +33,9 @@ type scaleOpts struct {
 	// corpusEvents draws the points from the cached corpus of this many
 	// events when it is larger than the last point (0: the last point's).
 	corpusEvents int
+	// only, when set, names the servers measured (the others are left
+	// out): a column measured again without the whole curve.
+	only []string
 }
 
 // pointRun is one server's figures at one store size.
@@ -73,6 +76,7 @@ func scaleCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	pgURL := fs.String("postgres-url", "", "also measure grasp on PostgreSQL (one instance) in this empty database (postgres://...), at the points up to -postgres-max")
 	fs.IntVar(&o.postgresMax, "postgres-max", 200_000, "the largest point measured on PostgreSQL")
 	fs.IntVar(&o.corpusEvents, "corpus-events", 0, "draw the points from the corpus of this many events (e.g. the million-event corpus already cached): its first events are the same as those of the full curve's points; 0 = the last point's corpus")
+	only := fs.String("only", "", "measure only these servers, comma-separated (grasp, baseline, grasp-libsecp256k1, grasp-postgres); empty = all")
 	pgPid := fs.Int("postgres-pid", 0, "the PostgreSQL server's postmaster pid: its CPU and bytes written are reported beside grasp's")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -86,6 +90,18 @@ func scaleCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	if *pgURL != "" {
 		o.postgres = &pgCluster{url: *pgURL, pid: *pgPid}
+	}
+	if *only != "" {
+		for _, s := range strings.Split(*only, ",") {
+			s = strings.TrimSpace(s)
+			if !slices.Contains([]string{serverGrasp, serverBaseline, serverLibsecp, serverPostgres}, s) {
+				return fmt.Errorf("-only: unknown server %q", s)
+			}
+			o.only = append(o.only, s)
+		}
+		if !slices.Contains(o.only, serverBaseline) {
+			o.build.noBaseline = true
+		}
 	}
 	o.build.libsecp = o.libsecp
 	res, err := runScale(ctx, o, stderr)
@@ -140,6 +156,9 @@ func runScale(ctx context.Context, o scaleOpts, stderr io.Writer) (*scaleResult,
 	if o.postgres != nil && o.postgresMax >= o.points[0] {
 		servers = append(servers, serverPostgres)
 		bins.postgresURL = o.postgres.url
+	}
+	if len(o.only) > 0 {
+		servers = slices.DeleteFunc(servers, func(s string) bool { return !slices.Contains(o.only, s) })
 	}
 	for _, name := range servers {
 		var pg *pgCluster

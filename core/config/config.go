@@ -132,6 +132,10 @@ type Limits struct {
 	NegentropySessionsPerConn int      `toml:"negentropy_sessions_per_conn"`
 	NegentropyFrameBytes      int      `toml:"negentropy_frame_bytes"`
 	NegentropyIdleTimeout     Duration `toml:"negentropy_idle_timeout"`
+	// NegentropyOpenTimeout bounds the work of one NEG-OPEN: building the
+	// set it reconciles. Past it the client gets NEG-ERR, never a silent
+	// drop (issue 27).
+	NegentropyOpenTimeout Duration `toml:"negentropy_open_timeout"`
 	// NegentropySessionsPerIP bounds one client address's sessions across
 	// its connections, so one client cannot hold the relay-wide slots
 	// (audit F07).

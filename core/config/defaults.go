@@ -322,6 +322,11 @@ func defaultLimits() Limits {
 		// A reconciling client answers within a round trip; an idle
 		// session only holds memory.
 		NegentropyIdleTimeout: Duration(time.Minute),
+		// A set comes from the in-memory index in milliseconds, on
+		// PostgreSQL from one query of (created_at, id) pairs in about a
+		// second per million events; a connection's reader serves
+		// nothing else meanwhile.
+		NegentropyOpenTimeout: Duration(30 * time.Second),
 		// A syncing peer needs one or two sessions; 8 lets a few peers
 		// share an address (NAT) and leaves 56 of the 64 slots to others.
 		NegentropySessionsPerIP: 8,

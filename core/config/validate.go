@@ -301,6 +301,7 @@ func (c *Config) checkRelay(k *checker) {
 	k.positiveDur(p+"ping_interval", l.PingInterval)
 	k.positiveDur(p+"client_timeout", l.ClientTimeout)
 	k.positiveDur(p+"negentropy_idle_timeout", l.NegentropyIdleTimeout)
+	k.positiveDur(p+"negentropy_open_timeout", l.NegentropyOpenTimeout)
 	k.positive(p+"negentropy_sessions_per_ip", l.NegentropySessionsPerIP)
 	k.positive(p+"max_connections", l.MaxConnections)
 	k.positive(p+"max_connections_per_ip", l.MaxConnectionsPerIP)

@@ -45,6 +45,7 @@ func TestEveryValidationRule(t *testing.T) {
 		{"default > max limit", "[relay.limits]\ndefault_limit = 501", "relay.limits.default_limit", "exceeds max_limit"},
 		{"subid < 64", "[relay.limits]\nmax_subid_length = 10", "relay.limits.max_subid_length", "at least 64"},
 		{"negentropy idle", "[relay.limits]\nnegentropy_idle_timeout = \"-1s\"", "relay.limits.negentropy_idle_timeout", "positive duration"},
+		{"negentropy open", "[relay.limits]\nnegentropy_open_timeout = \"-1s\"", "relay.limits.negentropy_open_timeout", "positive duration"},
 		{"backend", "[store]\nbackend = \"lmdb\"", "store.backend", "not one of badger, postgres"},
 		{"postgres needs url", "[store]\nbackend = \"postgres\"", "store.postgres_url", "required"},
 		{"postgres url scheme", "[store]\nbackend = \"postgres\"\npostgres_url = \"mysql://u:secret@h/db\"", "store.postgres_url", "postgres://"},

@@ -43,6 +43,10 @@ type conn struct {
 	storedTurn chan struct{}
 
 	lastSeen atomic.Int64 // clock time of the last client frame, UnixNano
+	// held is set while the server holds the reader (serverHolds): it
+	// reads nothing from the client meanwhile, so that silence is not
+	// the client's.
+	held atomic.Bool
 
 	subsMu sync.Mutex
 	subs   map[string]*subscription
@@ -94,6 +98,21 @@ func (c *conn) start() {
 }
 
 func (c *conn) touch() { c.lastSeen.Store(c.g.clk.Now().UnixNano()) }
+
+// serverHolds marks the reader as held by the server until the returned
+// func is called: building a NEG-OPEN's set, waiting for a slot of
+// max_unanswered or for max_inflight_event_bytes. The reader then reads
+// no frame, not even the pong to the writer's ping, so the writer must not
+// take that silence for a dead client (issue 27: a whole-store NEG-OPEN on
+// PostgreSQL outlasted client_timeout and the connection was reset without
+// a word). The client's silence counts again from the end of the hold.
+func (c *conn) serverHolds() (release func()) {
+	c.held.Store(true)
+	return func() {
+		c.touch() // before the flag drops, so the writer never sees the old time unheld
+		c.held.Store(false)
+	}
+}
 
 // shutdown ends the connection, once.
 func (c *conn) shutdown(reason string) {
@@ -153,7 +172,7 @@ func (c *conn) write() {
 			return
 		case <-t.C():
 			idle := c.g.clk.Since(time.Unix(0, c.lastSeen.Load()))
-			if idle > c.g.lim.ClientTimeout.D() {
+			if idle > c.g.lim.ClientTimeout.D() && !c.held.Load() {
 				c.g.metrics.limit("client_timeout")
 				c.shutdown("client timeout")
 				return
@@ -297,8 +316,15 @@ func (c *conn) handleSafely(typ int, b []byte) (alive bool) {
 func (c *conn) goWork(what string, fn func(), failed func(reason string)) bool {
 	select {
 	case c.slots <- struct{}{}:
-	case <-c.ctx.Done():
-		return false
+	default: // every slot is taken: wait, held by the server
+		release := c.serverHolds()
+		select {
+		case c.slots <- struct{}{}:
+			release()
+		case <-c.ctx.Done():
+			release()
+			return false
+		}
 	}
 	go func() {
 		defer func() { <-c.slots }()

@@ -73,7 +73,10 @@ func (c *conn) handleEvent(f *frame, b []byte) bool {
 	// The frame's bytes count against max_inflight_event_bytes until it is
 	// answered; waiting here stops reading this socket (F05).
 	n := int64(len(b))
-	if !c.g.eventBytes.acquire(c.ctx, n) {
+	release := c.serverHolds()
+	acquired := c.g.eventBytes.acquire(c.ctx, n)
+	release()
+	if !acquired {
 		return false
 	}
 	started := c.goWork("EVENT", func() {

@@ -143,7 +143,7 @@ func (b *testBackend) Query(ctx context.Context, f nostr.Filter) (chan *nostr.Ev
 }
 
 // NegentropyStorage answers from the store's index when it has one.
-func (b *testBackend) NegentropyStorage(f nostr.Filter, max int) (negentropy.Storage, bool, error) {
+func (b *testBackend) NegentropyStorage(_ context.Context, f nostr.Filter, max int) (negentropy.Storage, bool, error) {
 	if b.store.ix == nil {
 		return nil, false, nil
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/grasp-dev/grasp/core/nip86"
 	"github.com/grasp-dev/grasp/core/outcome"
 	"github.com/grasp-dev/grasp/core/policy"
+	"github.com/grasp-dev/grasp/core/sigcheck"
 )
 
 // The write path's own answers.
@@ -53,11 +54,13 @@ func (s *Server) Accept(ctx context.Context, evt *nostr.Event, meta policy.Meta)
 			res = outcome.New(outcome.Error, "internal error while processing this event; it was logged, try again later")
 		}
 	}()
-	if !evt.CheckID() {
+	// One serialisation and hash for the id and the signature (issue 27
+	// part 5: the check bounds ingest).
+	switch sigcheck.Event(evt) {
+	case sigcheck.BadID:
 		s.metrics.rejected.WithLabelValues(kindLabel(evt.Kind), "invalid").Inc()
 		return outcome.New(outcome.Invalid, "id is computed incorrectly")
-	}
-	if valid, err := evt.CheckSignature(); err != nil || !valid {
+	case sigcheck.BadSignature:
 		s.metrics.rejected.WithLabelValues(kindLabel(evt.Kind), "invalid").Inc()
 		return outcome.New(outcome.Invalid, "signature is invalid")
 	}
@@ -325,12 +328,12 @@ func (s *Server) Query(ctx context.Context, f nostr.Filter) (chan *nostr.Event, 
 // NegentropyStorage answers a NEG-OPEN from the store's negentropy index
 // when it keeps one (gate.NegentropyStorer); ok false sends the gate to
 // Query.
-func (s *Server) NegentropyStorage(f nostr.Filter, max int) (negentropy.Storage, bool, error) {
+func (s *Server) NegentropyStorage(ctx context.Context, f nostr.Filter, max int) (negentropy.Storage, bool, error) {
 	ns, ok := s.store.(gate.NegentropyStorer)
 	if !ok {
 		return nil, false, nil
 	}
-	return ns.NegentropyStorage(f, max)
+	return ns.NegentropyStorage(ctx, f, max)
 }
 
 // Count answers the gate's COUNTs (NIP-45).

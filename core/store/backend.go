@@ -39,9 +39,10 @@ type backend interface {
 	// its limit set), newest first.
 	query(ctx context.Context, f nostr.Filter, limit int) (chan *nostr.Event, error)
 	count(ctx context.Context, f nostr.Filter) (int64, error)
-	// negentropyStorage answers a NEG-OPEN filter from an index of the
-	// backend's own; ok false: it cannot, the caller queries.
-	negentropyStorage(f nostr.Filter, max int) (st negentropy.Storage, ok bool, err error)
+	// negentropyStorage answers a NEG-OPEN filter with its (created_at,
+	// id) pairs, from an index of the backend's own or a query of the
+	// pairs alone; ok false: it cannot, the caller queries. ctx bounds it.
+	negentropyStorage(ctx context.Context, f nostr.Filter, max int) (st negentropy.Storage, ok bool, err error)
 
 	// sideUpdate and sideView run fn in one side-table transaction
 	// (Side.Update, Side.view); ctx bounds its queries and the wait for

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -128,7 +129,7 @@ func (n *negIndex) usableSoon() bool {
 // negentropyStorage answers from the index once it is loaded (waiting up
 // to indexLoadWait for it); not while it is broken, nor for a filter it
 // does not cover.
-func (s *badgerStore) negentropyStorage(f nostr.Filter, max int) (st negentropy.Storage, ok bool, err error) {
+func (s *badgerStore) negentropyStorage(_ context.Context, f nostr.Filter, max int) (st negentropy.Storage, ok bool, err error) {
 	if s.neg == nil || !s.neg.usableSoon() {
 		return nil, false, nil
 	}

@@ -98,6 +98,22 @@ func (g *randStore) event(base nostr.Timestamp) *nostr.Event {
 	return evt
 }
 
+// store saves evt (replacing, for a replaceable or addressable kind) and
+// remembers it.
+func (g *randStore) store(t *testing.T, es EventStore, evt *nostr.Event) {
+	t.Helper()
+	var err error
+	if nostr.IsReplaceableKind(evt.Kind) || nostr.IsAddressableKind(evt.Kind) {
+		err = es.ReplaceEvent(context.Background(), evt)
+	} else {
+		err = es.SaveEvent(context.Background(), evt)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.stored = append(g.stored, evt)
+}
+
 func (g *randStore) filter() nostr.Filter {
 	r := g.r
 	var f nostr.Filter
@@ -173,16 +189,7 @@ func testNegentropyIndexMatchesScan(t *testing.T, seed int64) {
 					}
 				}
 			default:
-				evt := g.event(base)
-				if nostr.IsReplaceableKind(evt.Kind) || nostr.IsAddressableKind(evt.Kind) {
-					err = es.ReplaceEvent(ctx, evt)
-				} else {
-					err = es.SaveEvent(ctx, evt)
-				}
-				if err != nil {
-					t.Fatal(err)
-				}
-				g.stored = append(g.stored, evt)
+				g.store(t, es, g.event(base))
 			}
 		}
 		compareIndexWithScan(t, s, g, 60)
@@ -211,6 +218,21 @@ func waitIndexReady(t *testing.T, s *Store) {
 	}
 }
 
+// checkMatches fails unless scan, a query's sorted pairs, are those of the
+// events in everything that f matches.
+func checkMatches(t *testing.T, f nostr.Filter, scan []string, everything []*nostr.Event) {
+	t.Helper()
+	var oracle []*nostr.Event
+	for _, e := range everything {
+		if f.Matches(e) {
+			oracle = append(oracle, e)
+		}
+	}
+	if want := sortedPairs(oracle); !slices.Equal(scan, want) {
+		t.Fatalf("filter %s: the store query gives %d events, Filter.Matches %d", f, len(scan), len(want))
+	}
+}
+
 func sortedPairs(evts []*nostr.Event) []string {
 	out := make([]string, 0, len(evts))
 	for _, e := range evts {
@@ -232,16 +254,8 @@ func compareIndexWithScan(t *testing.T, s *Store, g *randStore, filters int) {
 			f = g.filter()
 		}
 		scan := sortedPairs(query(t, ctx, es, f))
-		var oracle []*nostr.Event
-		for _, e := range everything {
-			if f.Matches(e) {
-				oracle = append(oracle, e)
-			}
-		}
-		if want := sortedPairs(oracle); !slices.Equal(scan, want) {
-			t.Fatalf("filter %s: the store query gives %d events, Filter.Matches %d", f, len(scan), len(want))
-		}
-		st, ok, err := es.NegentropyStorage(f, 1_000_000)
+		checkMatches(t, f, scan, everything)
+		st, ok, err := es.NegentropyStorage(context.Background(), f, 1_000_000)
 		if err != nil {
 			t.Fatalf("filter %s: %v", f, err)
 		}
@@ -279,10 +293,10 @@ func TestNegentropyIndexRefusesTooMany(t *testing.T) {
 		mustSave(t, s.Events(), evt)
 	}
 	es := s.Events().(*events)
-	if _, ok, err := es.NegentropyStorage(nostr.Filter{}, 4); !ok || err != ErrTooManyEvents {
+	if _, ok, err := es.NegentropyStorage(context.Background(), nostr.Filter{}, 4); !ok || err != ErrTooManyEvents {
 		t.Fatalf("5 events, max 4: ok %v err %v; want ErrTooManyEvents", ok, err)
 	}
-	if st, ok, err := es.NegentropyStorage(nostr.Filter{Kinds: []int{1}}, 5); !ok || err != nil || st.Size() != 5 {
+	if st, ok, err := es.NegentropyStorage(context.Background(), nostr.Filter{Kinds: []int{1}}, 5); !ok || err != nil || st.Size() != 5 {
 		t.Fatalf("5 events, max 5: ok %v err %v", ok, err)
 	}
 }
@@ -315,7 +329,7 @@ func TestNegentropyIndexWaitedForRightAfterOpen(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	st, ok, err := s.Events().(*events).NegentropyStorage(nostr.Filter{}, n)
+	st, ok, err := s.Events().(*events).NegentropyStorage(context.Background(), nostr.Filter{}, n)
 	if !ok || err != nil {
 		t.Fatalf("NEG-OPEN right after open: answered from the index %v, err %v; want it answered once the index loads", ok, err)
 	}

@@ -165,7 +165,8 @@ func BenchmarkQueryDataDir(b *testing.B) {
 	if dir == "" {
 		b.Skip("GRASP_QUERY_DIR names no data directory")
 	}
-	s, err := New(Options{Dir: dir}, env.Env{})
+	tune, memMB := writesTune(b, os.Getenv("GRASP_STORE_WRITES_TUNE")) // badger options to compare
+	s, err := New(Options{Dir: dir, MemTableMB: memMB, badgerTweak: tune}, env.Env{})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -223,17 +223,40 @@ func (s *badgerStore) lead(ctx context.Context, o LeadOptions, lead func(ctx con
 // repoLocker is nil: git's in-process locks suffice for one process.
 func (s *badgerStore) repoLocker() *PGRepoLocker { return nil }
 
-// baseLevelSize is the size of the first level below level 0 (badger's
-// default is 10 MiB). Badger sizes its levels from the last one down by
-// LevelSizeMultiplier (10); level 0's tables, which span the whole key
+// baseLevelMemtables is the size of the first level below level 0 (badger's
+// default is 10 MiB), as a multiple of the memtable size: 64 MiB with the
+// default 16 MiB memtables. Badger sizes its levels from the last one down
+// by LevelSizeMultiplier (10); level 0's tables, which span the whole key
 // range, are merged with all of the base level, and each base-level table
 // with the tables it overlaps one level down. With 10 MiB a million-event
 // store (~190 MB of tables) has three levels below level 0 and its
 // compactions rewrote 1,106 B per event; with 64 MiB it has two until
 // ~640 MB of tables (~3.4 million events) and they rewrite 614 B
 // (BenchmarkWritesAtScale at 1,000,000 events; issue 27 part 4). Fewer
-// levels also means fewer tables for a read to look in.
-const baseLevelSize = 64 << 20
+// levels also means fewer tables for a read to look in. Tying it (and the
+// table size, badger's 2 MiB at 16 MiB memtables) to the memtable keeps the
+// tree's shape, and so what compactions rewrite per event, the same for a
+// store k times smaller with memtables k times smaller: how the benchmark
+// predicts a million events from a quarter of them.
+const baseLevelMemtables = 4
+
+// tableMemtableDiv sizes base-level tables: memtable / 8.
+const tableMemtableDiv = 8
+
+// levelZeroTables is how many level-0 tables (one per memtable flushed)
+// wait before badger merges them into the base level, and levelZeroStall
+// how many stall writes (badger: 5 and 15). Level 0's tables span the
+// whole key range, so each of those merges rewrites all of the base level
+// (64 MiB at a million events) for what level 0 brought: merging 10
+// tables at a time instead of 5 halves that. Compactions at a million
+// events: 615 -> 354 B per event, bytes written 1.57x -> 1.43x the JSON
+// (BenchmarkWritesAtScale; issue 27 part 4). It costs no memory; a query
+// iterator merges each level-0 table, up to 9 instead of 4 (the cost
+// measured in docs/benchmarks.md).
+const (
+	levelZeroTables = 10
+	levelZeroStall  = 20
+)
 
 // badgerOptions replaces badger's defaults with a budget sized for a relay:
 // see the Options fields for the reasons.
@@ -247,7 +270,10 @@ func (s *badgerStore) badgerOptions(o badger.Options) badger.Options {
 		WithNumCompactors(s.opts.NumCompactors).
 		WithValueLogFileSize(int64(s.opts.ValueLogFileMB) * mb).
 		WithValueThreshold(s.vthreshold).
-		WithBaseLevelSize(baseLevelSize).
+		WithBaseLevelSize(baseLevelMemtables * int64(s.opts.MemTableMB) * mb).
+		WithBaseTableSize(int64(s.opts.MemTableMB) * mb / tableMemtableDiv).
+		WithNumLevelZeroTables(levelZeroTables).
+		WithNumLevelZeroTablesStall(levelZeroStall).
 		WithCompression(options.ZSTD).
 		WithZSTDCompressionLevel(1).
 		WithMetricsEnabled(s.opts.badgerMetrics).
@@ -257,5 +283,8 @@ func (s *badgerStore) badgerOptions(o badger.Options) badger.Options {
 		// Read-only: no LOCK pid file, memtable, value-log file or
 		// compaction is written (badger_readonly.go).
 		WithReadOnly(s.ro != "")
+	if s.opts.badgerTweak != nil {
+		o = s.opts.badgerTweak(o)
+	}
 	return o
 }

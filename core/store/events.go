@@ -188,13 +188,18 @@ func (e *events) CountEvents(ctx context.Context, f nostr.Filter) (int64, error)
 	return n, nil
 }
 
-// NegentropyStorage answers a NEG-OPEN filter from the backend's index: the
-// sealed (created_at, id) pairs of the matching events. ok is false when
-// the backend cannot answer (PostgreSQL keeps no index; badger's is not
-// loaded within indexLoadWait, broken, or does not cover the filter); the
-// caller then queries. err is ErrTooManyEvents past max.
-func (e *events) NegentropyStorage(f nostr.Filter, max int) (st negentropy.Storage, ok bool, err error) {
-	return e.s.be.negentropyStorage(f, max)
+// NegentropyStorage answers a NEG-OPEN filter with the sealed (created_at,
+// id) pairs of the matching events: from badger's in-memory index, or on
+// PostgreSQL from one query of the pairs alone (pg_negentropy.go). ok is
+// false when the backend cannot answer (badger's index is not loaded
+// within indexLoadWait, broken, or does not cover the filter); the caller
+// then queries. err is ErrTooManyEvents past max. ctx bounds the work and
+// names the client (clientip) whose query it is.
+func (e *events) NegentropyStorage(ctx context.Context, f nostr.Filter, max int) (st negentropy.Storage, ok bool, err error) {
+	if e.s.closed.Load() {
+		return nil, false, errClosed
+	}
+	return e.s.be.negentropyStorage(ctx, f, max)
 }
 
 // ErrTooManyEvents is NegentropyStorage's answer to a filter matching more

@@ -32,7 +32,7 @@ func newMetrics() *metrics {
 		}, []string{"op", "result"}),
 		queries: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "grasp_store_queries_total",
-			Help: "Event queries by kind (req, negentropy, count; negentropy_index: NIP-77 sessions answered from the in-memory index instead of a query).",
+			Help: "Event queries by kind (req, negentropy, count; negentropy_index: NIP-77 sessions answered from the in-memory index instead of a query; negentropy_set: on PostgreSQL, from one query of (created_at, id) pairs).",
 		}, []string{"kind"}),
 		saveSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "grasp_store_write_seconds",

@@ -90,9 +90,15 @@ func (p *pgPager) next(ctx context.Context) ([]*nostr.Event, error) {
 		return nil, nil
 	}
 	if p.after != nil {
+		// created_at <= t on its own is what the index on created_at
+		// takes as a bound; the former (created_at < t OR (created_at = t
+		// AND id > i)) was only a filter, so each page scanned the index
+		// from the newest event again: at 200,001 events a page 150,000
+		// deep read 150,001 rows to keep 500, 713 ms instead of 5 ms
+		// (issue 27).
 		a := newArgs(args)
-		where += fmt.Sprintf(" AND (created_at < %s OR (created_at = %s AND id > %s))",
-			a.add(int64(p.after.CreatedAt)), a.add(int64(p.after.CreatedAt)), a.add(p.after.ID))
+		at := a.add(int64(p.after.CreatedAt))
+		where += fmt.Sprintf(" AND created_at <= %s AND (created_at < %s OR id > %s)", at, at, a.add(p.after.ID))
 		args = a.list
 	}
 	a := newArgs(args)

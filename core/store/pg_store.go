@@ -13,7 +13,6 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/jmoiron/sqlx"
 	"github.com/nbd-wtf/go-nostr"
-	"github.com/nbd-wtf/go-nostr/nip77/negentropy"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/grasp-dev/grasp/core/env"
@@ -166,12 +165,6 @@ func (s *pgStore) writeEvent(ctx context.Context, kind opKind, evt *nostr.Event)
 		return err
 	}
 	return outcome.Errorf(outcome.Error, "%s event in postgres: %w", kind, err)
-}
-
-// negentropyStorage cannot answer: PostgreSQL keeps no in-memory index, a
-// NEG-OPEN queries.
-func (s *pgStore) negentropyStorage(nostr.Filter, int) (negentropy.Storage, bool, error) {
-	return nil, false, nil
 }
 
 // maintain has nothing to do after the side tables: no local database to

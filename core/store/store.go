@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/dgraph-io/badger/v4"
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/grasp-dev/grasp/core/config"
@@ -97,6 +98,9 @@ type Options struct {
 	// level 0, by compactions, to the value log) for benchmarks that say
 	// where written bytes go; they cost a little on every write.
 	badgerMetrics bool
+	// badgerTweak, when set, edits badger's options last: benchmarks
+	// that compare tunings (writes_bench_test.go).
+	badgerTweak func(badger.Options) badger.Options
 }
 
 // Backends for Options.Backend.

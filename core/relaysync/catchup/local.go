@@ -51,14 +51,15 @@ type SetLocal interface {
 	Set(ctx context.Context, filter nostr.Filter) (st negentropy.Storage, ok bool, err error)
 }
 
-// indexed is a store that keeps the (created_at, id) pairs of its events in
-// memory (core/store's badger backend, with core/negindex): the method the
-// relay's NIP-77 server asks too.
+// indexed is a store that hands over the (created_at, id) pairs of the
+// events a filter matches without decoding them (core/store: badger keeps
+// them in memory, core/negindex; PostgreSQL reads the pairs alone): the
+// method the relay's NIP-77 server asks too.
 type indexed interface {
-	NegentropyStorage(f nostr.Filter, max int) (st negentropy.Storage, ok bool, err error)
+	NegentropyStorage(ctx context.Context, f nostr.Filter, max int) (st negentropy.Storage, ok bool, err error)
 }
 
-// Set answers from the store's negentropy index when it has one that covers
+// Set answers from the store's negentropy pairs when it has them for
 // filter: a walk over compact pairs instead of a query decoding every event
 // we hold (a whole-store catch-up at 1,000,000 events decoded them all,
 // before its first NEG-OPEN; issue 27 part 3).
@@ -69,7 +70,7 @@ func (l StoreLocal) Set(ctx context.Context, filter nostr.Filter) (negentropy.St
 	}
 	// no bound: this is our own store, and the pairs are what Items would
 	// hold anyway, in a tenth of the memory
-	st, ok, err := ix.NegentropyStorage(filter, math.MaxInt32)
+	st, ok, err := ix.NegentropyStorage(ctx, filter, math.MaxInt32)
 	if err != nil {
 		return nil, false, fmt.Errorf("local negentropy index: %w", err)
 	}

@@ -32,7 +32,7 @@ func (m *indexedMem) QueryEvents(ctx context.Context, f nostr.Filter) (chan *nos
 	return ch, nil
 }
 
-func (m *indexedMem) NegentropyStorage(f nostr.Filter, max int) (negentropy.Storage, bool, error) {
+func (m *indexedMem) NegentropyStorage(_ context.Context, f nostr.Filter, max int) (negentropy.Storage, bool, error) {
 	m.sets.Add(1)
 	ix := negindex.New(nil)
 	m.mu.Lock()

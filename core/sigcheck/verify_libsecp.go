@@ -1,0 +1,15 @@
+//go:build libsecp256k1
+
+package sigcheck
+
+import "github.com/nbd-wtf/go-nostr"
+
+// parses counts key decompressions; the cgo binding keeps no table.
+var parses int
+
+// verify checks the signature with go-nostr's binding of libsecp256k1 (it
+// hashes the event again: ~2 µs against the C check's ~40).
+func verify(evt *nostr.Event, _ *[32]byte) bool {
+	ok, err := evt.CheckSignature()
+	return ok && err == nil
+}
