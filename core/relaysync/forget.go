@@ -1,6 +1,7 @@
 package relaysync
 
 import (
+	"slices"
 	"strings"
 
 	"github.com/grasp-dev/grasp/core/nip34"
@@ -39,9 +40,13 @@ func (m *Manager) forget(addr string, changed map[RepoID]struct{}) {
 	for _, rs := range m.relays {
 		m.forgetAt(rs, id)
 	}
-	roots := m.repos.RootEvents(id)
+	roots := slices.Clone(m.repos.repos[id].roots)
+	ids := make([][32]byte, len(roots))
+	for i, ei := range roots {
+		ids[i] = m.repos.events[ei]
+	}
 	m.repos.Remove(addr)
-	m.forgetOutbox(roots)
+	m.forgetOutbox(roots, ids)
 	m.log.Debug("forgot repository", "repo", addrRepo(addr).URLPath())
 }
 

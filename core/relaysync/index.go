@@ -234,6 +234,11 @@ func (x *RepoSyncIndex) EventRepos(eventID string) []RepoID {
 	if !ok {
 		return nil
 	}
+	return x.eventRepos(ei)
+}
+
+// eventRepos returns the repositories the root event at position ei references.
+func (x *RepoSyncIndex) eventRepos(ei uint32) []RepoID {
 	return append([]RepoID{x.eventRepo[ei]}, x.eventMore[ei]...)
 }
 

@@ -31,22 +31,28 @@ const maxReplyRefs = 8
 
 // outboxState is owned by the manager goroutine.
 type outboxState struct {
-	// Root ids are kept as 32 bytes, not as the hex strings events bring:
-	// there is one per root event in the store (a million on an archive),
-	// and a string sliced from a decoded record would also keep the rest of
-	// the record's id bytes alive (issue 27: ~140 B per root event).
-	parts  map[rootID][]string // root event id → participants, first perRoot
-	roots  map[string][]rootID // participant → the root ids they take part in
+	// Root events are kept as their positions in the repository index
+	// (RepoSyncIndex.events), 4 bytes instead of the 32-byte id: there is
+	// one per root event in the store (a million on an archive), once in
+	// parts and once per participant in roots (issue 27 part 2: 49.5 MiB of
+	// 32-byte ids in participants' lists and a 33.5 MiB map at a million
+	// events). A position is reused only after the event leaves the index,
+	// and forget drops its entries here in the same step (forgetOutbox).
+	parts  [][]string          // root position → participants, first perRoot
+	roots  map[string][]uint32 // participant → positions of the roots they take part in
 	writes map[string][]string // pubkey → write relays, first perParticipant
 	people map[RepoID][]string // repository → its people (people.go)
 	// names holds one copy of each participant's key: every event brings
 	// its own copy, and a key kept per root and per repository would
 	// otherwise cost 64 bytes each time.
 	names map[string]string
+	// rootCount is the number of roots with participants (len(parts)
+	// counts free positions too).
+	rootCount int
 }
 
 func newOutboxState() *outboxState {
-	return &outboxState{parts: map[rootID][]string{}, roots: map[string][]rootID{}, writes: map[string][]string{},
+	return &outboxState{roots: map[string][]uint32{}, writes: map[string][]string{},
 		people: map[RepoID][]string{}, names: map[string]string{}}
 }
 
@@ -60,19 +66,26 @@ func (ob *outboxState) intern(p string) string {
 	return p
 }
 
-// rootID is a root event's id in binary.
-type rootID [32]byte
-
-func parseRootID(hexID string) (rootID, bool) {
-	var r rootID
-	if !nip34.IsHex64(hexID) {
-		return r, false
+// participantsOf returns the participants of the root at position ei.
+func (ob *outboxState) participantsOf(ei uint32) []string {
+	if int(ei) < len(ob.parts) {
+		return ob.parts[ei]
 	}
-	_, err := hex.Decode(r[:], []byte(hexID))
-	return r, err == nil
+	return nil
 }
 
-func (r rootID) String() string { return hex.EncodeToString(r[:]) }
+// rootPosition is the repository index's position of the root event with
+// hex id root.
+func (m *Manager) rootPosition(root string) (uint32, bool) {
+	var raw [32]byte
+	if !nip34.IsHex64(root) {
+		return 0, false
+	}
+	if _, err := hex.Decode(raw[:], []byte(root)); err != nil {
+		return 0, false
+	}
+	return m.repos.findEvent(raw)
+}
 
 // parseOutbox turns a reply or a relay list into an update; root events
 // are parsed by parse, which adds their participants.
@@ -136,8 +149,8 @@ func (m *Manager) applyOutbox(u update, changed map[RepoID]struct{}) {
 			return
 		}
 		ob.writes[u.writer] = u.writes
-		for _, root := range ob.roots[u.writer] {
-			m.markRoot(root.String(), changed)
+		for _, ei := range ob.roots[u.writer] {
+			m.markRoot(ei, changed)
 		}
 	case u.id != "":
 		m.addParticipants(u.id, u.people, changed)
@@ -153,13 +166,14 @@ func (m *Manager) applyOutbox(u update, changed map[RepoID]struct{}) {
 
 func (m *Manager) addParticipants(root string, people []string, changed map[RepoID]struct{}) {
 	ob := m.outbox
-	key, ok := parseRootID(root)
+	ei, ok := m.rootPosition(root)
 	if !ok {
 		return
 	}
-	have := ob.parts[key]
+	have := ob.participantsOf(ei)
+	hadAny := len(have) > 0
 	added := false
-	repos := m.repos.EventRepos(root)
+	repos := m.repos.eventRepos(ei)
 	for _, p := range people {
 		if slices.Contains(have, p) {
 			continue
@@ -170,20 +184,29 @@ func (m *Manager) addParticipants(root string, people []string, changed map[Repo
 		}
 		p = ob.intern(p)
 		have = append(have, p)
-		ob.roots[p] = append(ob.roots[p], key)
+		ob.roots[p] = append(ob.roots[p], ei)
 		added = added || len(ob.writes[p]) > 0
 		for _, id := range repos {
 			m.addPerson(id, p)
 		}
 	}
-	ob.parts[key] = have
+	if len(have) == 0 {
+		return
+	}
+	if int(ei) >= len(ob.parts) {
+		ob.parts = append(ob.parts, make([][]string, int(ei)+1-len(ob.parts))...)
+	}
+	ob.parts[ei] = have
+	if !hadAny {
+		ob.rootCount++
+	}
 	if added {
-		m.markRoot(root, changed)
+		m.markRoot(ei, changed)
 	}
 }
 
-func (m *Manager) markRoot(root string, changed map[RepoID]struct{}) {
-	for _, id := range m.repos.EventRepos(root) {
+func (m *Manager) markRoot(ei uint32, changed map[RepoID]struct{}) {
+	for _, id := range m.repos.eventRepos(ei) {
 		changed[id] = struct{}{}
 	}
 }
@@ -194,9 +217,8 @@ func (m *Manager) markRoot(root string, changed map[RepoID]struct{}) {
 func (m *Manager) refreshOutbox(id RepoID) {
 	var relays []string
 	seen := map[string]struct{}{}
-	for _, root := range m.repos.RootEvents(id) {
-		key, _ := parseRootID(root)
-		for _, p := range m.outbox.parts[key] {
+	for _, ei := range m.repos.repos[id].roots {
+		for _, p := range m.outbox.participantsOf(ei) {
 			for _, w := range m.outbox.writes[p] {
 				if _, dup := seen[w]; !dup {
 					seen[w] = struct{}{}
@@ -209,19 +231,18 @@ func (m *Manager) refreshOutbox(id RepoID) {
 }
 
 // forgetOutbox drops the participants of root events no repository
-// references any more.
-func (m *Manager) forgetOutbox(roots []string) {
+// references any more. roots are the positions and ids the forgotten
+// repository's roots had before it left the index: an id the index still
+// finds is listed by another repository, at the same position; the others'
+// positions are free and must not keep state for the next root given them.
+func (m *Manager) forgetOutbox(roots []uint32, ids [][32]byte) {
 	ob := m.outbox
-	for _, root := range roots {
-		if m.repos.EventRepos(root) != nil {
+	for i, ei := range roots {
+		if _, live := m.repos.findEvent(ids[i]); live {
 			continue
 		}
-		key, ok := parseRootID(root)
-		if !ok {
-			continue
-		}
-		for _, p := range ob.parts[key] {
-			rs := slices.DeleteFunc(ob.roots[p], func(r rootID) bool { return r == key })
+		for _, p := range ob.participantsOf(ei) {
+			rs := slices.DeleteFunc(ob.roots[p], func(r uint32) bool { return r == ei })
 			if len(rs) == 0 {
 				delete(ob.roots, p)
 				delete(ob.names, p)
@@ -229,6 +250,12 @@ func (m *Manager) forgetOutbox(roots []string) {
 				ob.roots[p] = rs
 			}
 		}
-		delete(ob.parts, key)
+		if int(ei) < len(ob.parts) && ob.parts[ei] != nil {
+			ob.parts[ei] = nil
+			ob.rootCount--
+		}
+	}
+	if ob.rootCount == 0 {
+		ob.parts = nil // the index restarts its positions once empty
 	}
 }

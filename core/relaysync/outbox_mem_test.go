@@ -51,15 +51,18 @@ func TestOutboxHeapPerRootEvent(t *testing.T) {
 		runtime.GC()
 		runtime.ReadMemStats(&after)
 	}()
-	if len(m.outbox.parts) != n { // also keeps m alive until after the measure
-		t.Fatalf("outbox holds %d roots, want %d", len(m.outbox.parts), n)
+	if m.outbox.rootCount != n { // also keeps m alive until after the measure
+		t.Fatalf("outbox holds %d roots, want %d", m.outbox.rootCount, n)
 	}
 	perRoot := float64(int64(after.HeapAlloc)-int64(before.HeapAlloc)) / n
 	t.Logf("%.0f B of heap per root event (repository index and outbox)", perRoot)
-	// The id (32 B) in the repository index and in the outbox, their map
-	// entries and the participant lists: ~260 B. Keeping the hex strings
-	// (and the decoded record's string behind them) cost ~350.
-	if perRoot > 300 {
-		t.Errorf("%.0f B of heap per root event, want at most 300", perRoot)
+	// The id (32 B) in the repository index with its lookup map entry, the
+	// outbox's participant list by the root's position and the root's
+	// 4-byte position in its participant's list: ~155 B. Keying the outbox
+	// on the 32-byte id as well (a map of ids and 32 bytes per participant
+	// and root) cost ~263; keeping the hex strings (and the decoded
+	// record's string behind them) ~350.
+	if perRoot > 190 {
+		t.Errorf("%.0f B of heap per root event, want at most 190", perRoot)
 	}
 }

@@ -226,8 +226,14 @@ func (h *harness) gauge(name string) float64 {
 // outboxParts reads the participants of a root in the actor.
 func (m *Manager) outboxParts(root string) []string {
 	reply := make(chan []string, 1)
-	key, _ := parseRootID(root)
-	m.send(func() { reply <- slices.Clone(m.outbox.parts[key]) })
+	m.send(func() {
+		ei, ok := m.rootPosition(root)
+		if !ok {
+			reply <- nil
+			return
+		}
+		reply <- slices.Clone(m.outbox.participantsOf(ei))
+	})
 	return <-reply
 }
 
