@@ -95,8 +95,10 @@ func importViolations(imports map[string][]string) []string {
 				bad = append(bad, pkg+" imports "+dep+": core never imports plugins/ or cmd/")
 			case pkg == "core/nip34" || pkg == "core/clock":
 				bad = append(bad, pkg+" imports "+dep+": it imports nothing of ours")
-			case pkg == "core/policy" && !slices.Contains([]string{"core/nip34", "core/env", "core/clock", "core/roster", "core/archive"}, dep):
-				bad = append(bad, pkg+" imports "+dep+": policy imports only core/nip34, core/env, core/clock, core/roster and core/archive")
+			case pkg == "core/policy" && !slices.Contains([]string{"core/nip34", "core/env", "core/clock", "core/roster", "core/archive", "core/nocontent"}, dep):
+				bad = append(bad, pkg+" imports "+dep+": policy imports only core/nip34, core/env, core/clock, core/roster, core/archive and core/nocontent")
+			case pkg == "core/nocontent":
+				bad = append(bad, pkg+" imports "+dep+": it imports nothing of ours")
 			case pkg == "core/archive" && !slices.Contains([]string{"core/nip34", "core/env"}, dep):
 				bad = append(bad, pkg+" imports "+dep+": archive imports only core/nip34 and core/env")
 			case pkg == "core/roster" && !slices.Contains([]string{"core/nip34", "core/env", "core/clock"}, dep):

@@ -1,9 +1,10 @@
 package store
 
-import "context"
+import (
+	"context"
 
-// noContentKey marks a query context whose reader needs no event content.
-type noContentKey struct{}
+	"github.com/grasp-dev/grasp/core/nocontent"
+)
 
 // WithoutContent marks the queries run with ctx as reading no event
 // content: ids, authors, kinds, timestamps and tags only. Every event then
@@ -15,11 +16,10 @@ type noContentKey struct{}
 // (issue 27 part 2). Events read this way must never be served, stored or
 // checked against a signature: their ids no longer hash what they carry.
 func WithoutContent(ctx context.Context) context.Context {
-	return context.WithValue(ctx, noContentKey{}, true)
+	return nocontent.With(ctx) // core/nocontent owns the mark
 }
 
 // withoutContent reports a context marked by WithoutContent.
 func withoutContent(ctx context.Context) bool {
-	v, _ := ctx.Value(noContentKey{}).(bool)
-	return v
+	return nocontent.Asked(ctx)
 }

@@ -8,8 +8,8 @@ import (
 	"github.com/nbd-wtf/go-nostr"
 
 	"github.com/grasp-dev/grasp/core/nip34"
+	"github.com/grasp-dev/grasp/core/nocontent"
 	"github.com/grasp-dev/grasp/core/outcome"
-	"github.com/grasp-dev/grasp/core/store"
 )
 
 // The decision at acceptance (issue 23 part 1). Record runs once per event
@@ -161,11 +161,11 @@ func (v *Visibility) ancestry(ctx context.Context, evt *nostr.Event) (repos []st
 
 // lookup returns the stored events of ids (and, with held, those held in
 // purgatory). The stored ones come without their contents
-// (store.WithoutContent): every caller reads their kind, author and tags
+// (core/nocontent): every caller reads their kind, author and tags
 // only, and decoding a patch's content on each reply's acceptance cost ~30
 // µs an event (issue 27 part 5). They must never be served or stored.
 func (v *Visibility) lookup(ctx context.Context, ids []string, held bool) ([]*nostr.Event, error) {
-	ch, err := v.opts.Events.QueryEvents(store.WithoutContent(ctx), nostr.Filter{IDs: ids, Limit: len(ids)})
+	ch, err := v.opts.Events.QueryEvents(nocontent.With(ctx), nostr.Filter{IDs: ids, Limit: len(ids)})
 	if err != nil {
 		return nil, err
 	}
