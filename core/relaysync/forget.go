@@ -36,7 +36,7 @@ func (m *Manager) forget(addr string, changed map[RepoID]struct{}) {
 	}
 	delete(changed, id)
 	delete(m.sel, addr)
-	delete(m.outbox.people, id)
+	m.forgetPeople(id)
 	for _, rs := range m.relays {
 		m.forgetAt(rs, id)
 	}

@@ -32,44 +32,43 @@ const maxReplyRefs = 8
 // outboxState is owned by the manager goroutine.
 type outboxState struct {
 	// Root events are kept as their positions in the repository index
-	// (RepoSyncIndex.events), 4 bytes instead of the 32-byte id: there is
-	// one per root event in the store (a million on an archive), once in
-	// parts and once per participant in roots (issue 27 part 2: 49.5 MiB of
-	// 32-byte ids in participants' lists and a 33.5 MiB map at a million
-	// events). A position is reused only after the event leaves the index,
-	// and forget drops its entries here in the same step (forgetOutbox).
-	parts  [][]string          // root position → participants, first perRoot
-	roots  map[string][]uint32 // participant → positions of the roots they take part in
+	// (RepoSyncIndex.events), 4 bytes instead of the 32-byte id, and
+	// participants as their ids in keys, 4 bytes instead of a string
+	// header: there is one root event per issue or patch series in the
+	// store (a million on an archive), with a few participants each (issue
+	// 27 part 2: 32-byte ids in participants' lists, a map of ids and
+	// string lists took ~110 MiB at a million events). A root's position is
+	// reused only after the event leaves the index, and forget drops its
+	// entries here in the same step (forgetOutbox).
+	parts  [][]uint32          // root position → participants' key ids, first perRoot
+	roots  [][]uint32          // key id → positions of the roots they take part in
 	writes map[string][]string // pubkey → write relays, first perParticipant
-	people map[RepoID][]string // repository → its people (people.go)
-	// names holds one copy of each participant's key: every event brings
-	// its own copy, and a key kept per root and per repository would
-	// otherwise cost 64 bytes each time.
-	names map[string]string
+	people map[RepoID][]uint32 // repository → its people's key ids (people.go)
+	// keys holds each participant's key once; a reference is counted for
+	// every root and every repository's people list the key is in.
+	keys pubkeys
 	// rootCount is the number of roots with participants (len(parts)
 	// counts free positions too).
 	rootCount int
 }
 
 func newOutboxState() *outboxState {
-	return &outboxState{roots: map[string][]uint32{}, writes: map[string][]string{},
-		people: map[RepoID][]string{}, names: map[string]string{}}
+	return &outboxState{writes: map[string][]string{}, people: map[RepoID][]uint32{}, keys: newPubkeys()}
 }
 
-func (ob *outboxState) intern(p string) string {
-	if c, ok := ob.names[p]; ok {
-		return c
-	}
-	// A copy: p may be sliced from a larger string (a decoded record).
-	p = strings.Clone(p)
-	ob.names[p] = p
-	return p
-}
-
-// participantsOf returns the participants of the root at position ei.
-func (ob *outboxState) participantsOf(ei uint32) []string {
+// participantsOf returns the key ids of the participants of the root at
+// position ei.
+func (ob *outboxState) participantsOf(ei uint32) []uint32 {
 	if int(ei) < len(ob.parts) {
 		return ob.parts[ei]
+	}
+	return nil
+}
+
+// rootsOf returns the positions of the roots key id k takes part in.
+func (ob *outboxState) rootsOf(k uint32) []uint32 {
+	if int(k) < len(ob.roots) {
+		return ob.roots[k]
 	}
 	return nil
 }
@@ -149,8 +148,10 @@ func (m *Manager) applyOutbox(u update, changed map[RepoID]struct{}) {
 			return
 		}
 		ob.writes[u.writer] = u.writes
-		for _, ei := range ob.roots[u.writer] {
-			m.markRoot(ei, changed)
+		if k, ok := ob.keys.lookup(u.writer); ok {
+			for _, ei := range ob.rootsOf(k) {
+				m.markRoot(ei, changed)
+			}
 		}
 	case u.id != "":
 		m.addParticipants(u.id, u.people, changed)
@@ -175,16 +176,19 @@ func (m *Manager) addParticipants(root string, people []string, changed map[Repo
 	added := false
 	repos := m.repos.eventRepos(ei)
 	for _, p := range people {
-		if slices.Contains(have, p) {
+		if k, known := ob.keys.lookup(p); known && slices.Contains(have, k) {
 			continue
 		}
 		if len(have) >= m.o.Config.OutboxParticipantsPerRoot {
 			m.m.outboxBounded.WithLabelValues(boundParticipantsPerRoot).Inc()
 			break
 		}
-		p = ob.intern(p)
-		have = append(have, p)
-		ob.roots[p] = append(ob.roots[p], ei)
+		k := ob.keys.ref(p)
+		have = append(have, k)
+		if int(k) >= len(ob.roots) {
+			ob.roots = append(ob.roots, make([][]uint32, int(k)+1-len(ob.roots))...)
+		}
+		ob.roots[k] = append(ob.roots[k], ei)
 		added = added || len(ob.writes[p]) > 0
 		for _, id := range repos {
 			m.addPerson(id, p)
@@ -194,7 +198,7 @@ func (m *Manager) addParticipants(root string, people []string, changed map[Repo
 		return
 	}
 	if int(ei) >= len(ob.parts) {
-		ob.parts = append(ob.parts, make([][]string, int(ei)+1-len(ob.parts))...)
+		ob.parts = append(ob.parts, make([][]uint32, int(ei)+1-len(ob.parts))...)
 	}
 	ob.parts[ei] = have
 	if !hadAny {
@@ -218,8 +222,8 @@ func (m *Manager) refreshOutbox(id RepoID) {
 	var relays []string
 	seen := map[string]struct{}{}
 	for _, ei := range m.repos.repos[id].roots {
-		for _, p := range m.outbox.participantsOf(ei) {
-			for _, w := range m.outbox.writes[p] {
+		for _, k := range m.outbox.participantsOf(ei) {
+			for _, w := range m.outbox.writes[m.outbox.keys.key(k)] {
 				if _, dup := seen[w]; !dup {
 					seen[w] = struct{}{}
 					relays = append(relays, w)
@@ -241,14 +245,13 @@ func (m *Manager) forgetOutbox(roots []uint32, ids [][32]byte) {
 		if _, live := m.repos.findEvent(ids[i]); live {
 			continue
 		}
-		for _, p := range ob.participantsOf(ei) {
-			rs := slices.DeleteFunc(ob.roots[p], func(r uint32) bool { return r == ei })
+		for _, k := range ob.participantsOf(ei) {
+			rs := slices.DeleteFunc(ob.roots[k], func(r uint32) bool { return r == ei })
 			if len(rs) == 0 {
-				delete(ob.roots, p)
-				delete(ob.names, p)
-			} else {
-				ob.roots[p] = rs
+				rs = nil
 			}
+			ob.roots[k] = rs
+			ob.keys.unref(k)
 		}
 		if int(ei) < len(ob.parts) && ob.parts[ei] != nil {
 			ob.parts[ei] = nil
@@ -257,5 +260,8 @@ func (m *Manager) forgetOutbox(roots []uint32, ids [][32]byte) {
 	}
 	if ob.rootCount == 0 {
 		ob.parts = nil // the index restarts its positions once empty
+	}
+	if ob.keys.len() == 0 {
+		ob.roots = nil // so do the keys
 	}
 }

@@ -3,6 +3,7 @@ package relaysync
 import (
 	"fmt"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -64,5 +65,67 @@ func TestOutboxHeapPerRootEvent(t *testing.T) {
 	// record's string behind them) ~350.
 	if perRoot > 190 {
 		t.Errorf("%.0f B of heap per root event, want at most 190", perRoot)
+	}
+}
+
+// Issue 27 part 2: a root event has a few participants (its author, the
+// repliers and the keys they p-tag), and each was a 16-byte string header
+// in the root's list and in its repository's people. They are 4-byte ids
+// of keys held once.
+func TestOutboxHeapPerParticipant(t *testing.T) {
+	m, err := NewManager(Options{Conns: &fakeConns{}, Health: &fakeHealth{}, Self: []string{selfURL}, Rand: func() float64 { return 0.5 },
+		Config: config.Sync{Outbox: true, OutboxParticipantsPerRoot: 10, DisconnectCheckInterval: config.Duration(time.Hour)}}, env.Env{Metrics: prometheus.NewRegistry()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n, perRoot, pool, repos = 20_000, 4, 200, 10
+	keys := make([]string, pool)
+	for i := range keys {
+		keys[i] = fmt.Sprintf("%064x", 1_000_000+i)
+	}
+	ids := make([]string, n)
+	for i := range ids {
+		ids[i] = fmt.Sprintf("%064x", i)
+	}
+	people := make([][]string, n)
+	for i := range people {
+		for j := 0; j < perRoot; j++ {
+			people[i] = append(people[i], keys[(i*7+j*13)%pool])
+		}
+	}
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	changed := map[RepoID]struct{}{}
+	for i, id := range ids {
+		if _, err := m.repos.AddRootEvent(repoAddr(i%repos), id); err != nil {
+			t.Fatal(err)
+		}
+		m.addParticipants(id, people[i][:1], changed) // the root's author
+		m.addParticipants(id, people[i][1:], changed) // its replies
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	runtime.KeepAlive(ids) // counted in before: keep them out of the difference
+	runtime.KeepAlive(people)
+	if m.outbox.rootCount != n {
+		t.Fatalf("outbox holds %d roots, want %d", m.outbox.rootCount, n)
+	}
+	ei, _ := m.rootPosition(ids[n-1])
+	var got []string
+	for _, k := range m.outbox.participantsOf(ei) {
+		got = append(got, m.outbox.keys.key(k))
+	}
+	if !slices.Equal(got, people[n-1]) {
+		t.Fatalf("participants of the last root: %v, want %v", got, people[n-1])
+	}
+	heap := float64(int64(after.HeapAlloc)-int64(before.HeapAlloc)) / n
+	t.Logf("%.0f B of heap per root event with %d participants (repository index and outbox)", heap, perRoot)
+	// The id in the repository index with its map entry and owner, the
+	// root's list of 4 key ids (16 B and a 24-byte slice header) and its
+	// position in 4 participants' lists (16 B), with append's slack: ~175.
+	// With the participants as strings (16-byte headers): ~224.
+	if heap > 195 {
+		t.Errorf("%.0f B of heap per root event with %d participants, want at most 195", heap, perRoot)
 	}
 }

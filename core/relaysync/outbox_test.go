@@ -232,7 +232,11 @@ func (m *Manager) outboxParts(root string) []string {
 			reply <- nil
 			return
 		}
-		reply <- slices.Clone(m.outbox.participantsOf(ei))
+		var out []string
+		for _, k := range m.outbox.participantsOf(ei) {
+			out = append(out, m.outbox.keys.key(k))
+		}
+		reply <- out
 	})
 	return <-reply
 }
@@ -466,5 +470,63 @@ func TestG03_11_PeopleFiltersPacked(t *testing.T) {
 		if !slices.Contains(asked, p) {
 			t.Fatalf("person %s not in any open people filter (%d asked)", p, len(asked))
 		}
+	}
+}
+
+// G03-1 with forget (issue 27 part 2): participants are 4-byte ids of keys
+// held once, freed with the last root or repository that names them and
+// reused by the next new key. Forgetting a repository releases its roots'
+// participants and people, and a key that takes a freed id brings only its
+// own write relays.
+func TestG03_1_ForgottenParticipantsReleasedAndTheirIDsReused(t *testing.T) {
+	h := newHarness(t, outboxOn(nil))
+	const w, w2 = "wss://write.example", "wss://write2.example"
+	author, replier, mentioned := pubkey(7), pubkey(8), pubkey(9)
+	issue := rootEvent(1621, 1, 0)
+	issue.PubKey = author
+	h.observe(announcement(0, selfURL, r1), issue, relayList(author, nostr.Tag{"r", w}),
+		&nostr.Event{ID: hexID(2), PubKey: replier, Kind: 1111, Tags: nostr.Tags{{"E", hexID(1)}, {"p", mentioned}}})
+	if got := connects(h.conns.take()); !got[w] {
+		t.Fatalf("the author's write relay was not dialled: %v", got)
+	}
+	h.m.Forget(repoAddr(0))
+	h.clk.Advance(h.m.o.Config.BatchWindow.D())
+	h.check()
+	type state struct {
+		roots, keys, people int
+		parts, keyRoots     int
+		outbox              []string
+	}
+	read := func(addr string) state {
+		reply := make(chan state, 1)
+		h.m.send(func() {
+			ob := h.m.outbox
+			s := state{roots: ob.rootCount, keys: ob.keys.len(), people: len(ob.people), parts: len(ob.parts), keyRoots: len(ob.roots)}
+			if id, ok := h.m.repos.Lookup(addr); ok {
+				s.outbox = h.m.repos.Outbox(id)
+			}
+			reply <- s
+		})
+		return <-reply
+	}
+	if s := read(""); s.roots != 0 || s.keys != 0 || s.people != 0 || s.parts != 0 || s.keyRoots != 0 {
+		t.Fatalf("after forgetting the only repository the outbox holds %+v, want nothing", s)
+	}
+	h.conns.take()
+	// A new repository whose root's author is a new key: it takes the
+	// freed ids, and the outbox is its own write relay only.
+	other := pubkey(20)
+	root := rootEvent(1621, 3, 1)
+	root.PubKey = other
+	h.observe(announcement(1, selfURL, r1), root, relayList(other, nostr.Tag{"r", w2}))
+	h.conns.take()
+	s := read(repoAddr(1))
+	if !slices.Equal(s.outbox, []string{w2}) || s.roots != 1 || s.keys != 2 { // the root's author and the announcement's
+		t.Fatalf("the new repository's outbox state %+v, want outbox [%s], 1 root, 2 keys", s, w2)
+	}
+	// the forgotten author's relay list changing marks nothing of the new one
+	h.observe(relayList(author, nostr.Tag{"r", "wss://moved.example"}))
+	if s := read(repoAddr(1)); !slices.Equal(s.outbox, []string{w2}) {
+		t.Fatalf("outbox %v after a forgotten participant's relay list, want [%s]", s.outbox, w2)
 	}
 }

@@ -37,11 +37,23 @@ func (m *Manager) peopleFilterBudget() int { return max(2, m.o.Config.Consolidat
 
 // addPerson appends pubkey to the people of repository id.
 func (m *Manager) addPerson(id RepoID, pubkey string) {
-	seq := m.outbox.people[id]
-	if len(seq) >= maxPeoplePerRepo || slices.Contains(seq, pubkey) {
+	ob := m.outbox
+	seq := ob.people[id]
+	if len(seq) >= maxPeoplePerRepo {
 		return
 	}
-	m.outbox.people[id] = append(seq, pubkey)
+	if k, known := ob.keys.lookup(pubkey); known && slices.Contains(seq, k) {
+		return
+	}
+	ob.people[id] = append(seq, ob.keys.ref(pubkey))
+}
+
+// forgetPeople drops repository id's people, whose id is about to be reused.
+func (m *Manager) forgetPeople(id RepoID) {
+	for _, k := range m.outbox.people[id] {
+		m.outbox.keys.unref(k)
+	}
+	delete(m.outbox.people, id)
 }
 
 // peopleRepos are the repositories whose people relay rs is asked for:
@@ -74,17 +86,17 @@ func (m *Manager) syncPeople(rs *RelayState) {
 		return
 	}
 	var fresh []string
-	seen := map[string]struct{}{}
+	seen := map[uint32]struct{}{}
 	for _, id := range m.peopleRepos(rs, nil) {
 		seq := m.outbox.people[id]
 		have := rs.people[id]
 		if int(have) >= len(seq) {
 			continue
 		}
-		for _, p := range seq[have:] {
-			if _, dup := seen[p]; !dup {
-				seen[p] = struct{}{}
-				fresh = append(fresh, p)
+		for _, k := range seq[have:] {
+			if _, dup := seen[k]; !dup {
+				seen[k] = struct{}{}
+				fresh = append(fresh, m.outbox.keys.key(k))
 			}
 		}
 		if rs.people == nil {
@@ -104,10 +116,10 @@ func (m *Manager) syncPeople(rs *RelayState) {
 	var old []string
 	for id, n := range rs.people {
 		seq := m.outbox.people[id]
-		for _, p := range seq[:min(int(n), len(seq))] {
-			if _, isNew := seen[p]; !isNew {
-				seen[p] = struct{}{}
-				old = append(old, p)
+		for _, k := range seq[:min(int(n), len(seq))] {
+			if _, isNew := seen[k]; !isNew {
+				seen[k] = struct{}{}
+				old = append(old, m.outbox.keys.key(k))
 			}
 		}
 	}
@@ -148,14 +160,14 @@ func (m *Manager) resubscribePeople(rs *RelayState, since *nostr.Timestamp) {
 	if !m.o.Config.Outbox {
 		return
 	}
-	seen := map[string]struct{}{}
+	seen := map[uint32]struct{}{}
 	var all []string
 	for id, n := range rs.people {
 		seq := m.outbox.people[id]
-		for _, p := range seq[:min(int(n), len(seq))] {
-			if _, dup := seen[p]; !dup {
-				seen[p] = struct{}{}
-				all = append(all, p)
+		for _, k := range seq[:min(int(n), len(seq))] {
+			if _, dup := seen[k]; !dup {
+				seen[k] = struct{}{}
+				all = append(all, m.outbox.keys.key(k))
 			}
 		}
 	}

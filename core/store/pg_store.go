@@ -153,6 +153,14 @@ func (s *pgStore) writeEvent(ctx context.Context, kind opKind, evt *nostr.Event)
 		// here, or this instance would deliver its own event twice
 		s.own.add(evt.ID)
 	}
+	if evt.Tags == nil && kind != opDelete {
+		// An event sent without "tags" decodes to nil, which the eventstore
+		// writes as JSON null: its trigger then fails to index the row.
+		// Its id and signature cover "[]", so store that.
+		e := *evt
+		e.Tags = nostr.Tags{}
+		evt = &e
+	}
 	switch kind {
 	case opSave:
 		err = s.events.SaveEvent(ctx, evt)
