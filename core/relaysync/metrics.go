@@ -26,6 +26,7 @@ type metrics struct {
 	pending        prometheus.Gauge
 	confirmed      prometheus.Counter
 	consolidations prometheus.Counter
+	unconfirmed    prometheus.Counter
 	daily          prometheus.Counter
 	capped         prometheus.Gauge
 	outbox         prometheus.Gauge
@@ -69,6 +70,9 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		consolidations: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "grasp_sync_consolidations_total", Help: "Filter consolidations (a connection would have exceeded consolidate_above).",
 		}),
+		unconfirmed: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "grasp_sync_repos_unconfirmed_total", Help: "Repositories asked for again from full history because a subscription serving them closed before its catch-up could be trusted.",
+		}),
 		daily: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "grasp_sync_daily_syncs_total", Help: "Daily fresh syncs started.",
 		}),
@@ -88,7 +92,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	if reg == nil {
 		return m, nil
 	}
-	for _, c := range []prometheus.Collector{m.relayConnected, m.filters, m.filtersOpen, m.attempts, m.tracked, m.connected, m.pending, m.confirmed, m.consolidations, m.daily, m.capped, m.outbox, m.outboxUp, m.outboxBounded} {
+	for _, c := range []prometheus.Collector{m.relayConnected, m.filters, m.filtersOpen, m.attempts, m.tracked, m.connected, m.pending, m.confirmed, m.consolidations, m.unconfirmed, m.daily, m.capped, m.outbox, m.outboxUp, m.outboxBounded} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}

@@ -172,7 +172,8 @@ func TestG03_2_OutboxRelaysCapped(t *testing.T) {
 	}
 }
 
-// counter reads a counter's value with the given label value.
+// counter reads a counter's value with the given label value ("" for
+// an unlabelled counter).
 func (h *harness) counter(name, label string) float64 {
 	h.t.Helper()
 	h.snap()
@@ -185,6 +186,9 @@ func (h *harness) counter(name, label string) float64 {
 			continue
 		}
 		for _, m := range mf.GetMetric() {
+			if label == "" && len(m.GetLabel()) == 0 {
+				return m.GetCounter().GetValue() // an unlabelled counter
+			}
 			for _, l := range m.GetLabel() {
 				if l.GetValue() == label {
 					return m.GetCounter().GetValue()

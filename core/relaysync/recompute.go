@@ -197,7 +197,16 @@ func (m *Manager) checkRelays() {
 		case Connected:
 			switch {
 			case rs.layer1 == "" && !m.coolingDown(u):
-				m.subscribeLayer1(rs, timestamp(now.Add(-m.o.Config.QuickReconnectWindow.D())), CatchUpReq)
+				since, mode := timestamp(now.Add(-m.o.Config.QuickReconnectWindow.D())), CatchUpReq
+				if rs.layer1Owed {
+					// the closed layer 1 had not caught up: start where it did
+					if rs.layer1From == nil {
+						since, mode = nil, m.historyMode()
+					} else if *rs.layer1From < *since {
+						since = rs.layer1From
+					}
+				}
+				m.subscribeLayer1(rs, since, mode)
 			}
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/grasp-dev/grasp/core/clock"
+	"github.com/nbd-wtf/go-nostr"
 )
 
 // ConnStatus is the lifecycle of one relay connection.
@@ -53,10 +54,15 @@ type RelayState struct {
 	// Filters is how many filters (one per subscription) are open.
 	Filters int
 
-	ahead          []ItemRange // confirmed out of order, merged once contiguous
-	subs           map[string]*subscription
-	layer1         string // subscription id of the layer 1 filter, "" if none
-	deferred       bool   // an AddFilters waits for pending batches (consolidation)
+	ahead  []ItemRange // confirmed out of order, merged once contiguous
+	subs   map[string]*subscription
+	layer1 string // subscription id of the layer 1 filter, "" if none
+	// layer1Owed is set when a layer 1 closed before its catch-up finished:
+	// the next layer 1 must start where that one did (layer1From, nil for
+	// full history), or what it had still to bring is never asked for.
+	layer1Owed     bool
+	layer1From     *nostr.Timestamp
+	deferred       bool // an AddFilters waits for pending batches (consolidation)
 	connectStarted time.Time
 	dailyTimer     clock.Timer
 	dailyGen       uint64
@@ -75,6 +81,10 @@ type subscription struct {
 	group  *subGroup     // the repositories it serves; nil for layer 1 and people
 	people bool          // GRASP-03 people (kinds 0, 10002, 10317)
 	layer1 string        // the layer 1 subscription's key (layer1Filter)
+	since  *nostr.Timestamp
+	// caughtUp: the relay reported the end of its stored events (EOSE or
+	// negentropy done). A subscription closed before that owes its catch-up.
+	caughtUp bool
 }
 
 func newRelayState(url string, bootstrap bool) *RelayState {

@@ -16,7 +16,8 @@ func (m *Manager) subscribeLayer1(rs *RelayState, since *nostr.Timestamp, mode C
 	}
 	id := m.newID("l1-")
 	rs.layer1 = id
-	rs.subs[id] = &subscription{layer1: key}
+	rs.subs[id] = &subscription{layer1: key, since: since}
+	rs.layer1Owed, rs.layer1From = false, nil
 	m.setFilters(rs, rs.Filters+1)
 	m.conns.Subscribe(rs.URL, id, []nostr.Filter{f}, mode)
 }
@@ -214,7 +215,11 @@ func (m *Manager) onDone(url, subID string) {
 		return
 	}
 	s := rs.subs[subID]
-	if s == nil || s.batch == nil {
+	if s == nil {
+		return
+	}
+	s.caughtUp = true
+	if s.batch == nil {
 		return
 	}
 	b := s.batch
@@ -247,6 +252,9 @@ func (m *Manager) onClosed(url, subID, reason string) {
 	m.setFilters(rs, rs.Filters-1)
 	if subID == rs.layer1 {
 		rs.layer1 = ""
+		if !s.caughtUp {
+			rs.layer1Owed, rs.layer1From = true, s.since
+		}
 	}
 	if s.people {
 		rs.peopleFilters--
@@ -257,6 +265,9 @@ func (m *Manager) onClosed(url, subID, reason string) {
 	}
 	m.log.Warn("relay closed a subscription", "relay", url, "sub", subID, "reason", reason)
 	if s.batch == nil {
+		if s.group != nil {
+			m.unconfirm(rs, s.group)
+		}
 		return
 	}
 	b := s.batch
@@ -272,6 +283,27 @@ func (m *Manager) onClosed(url, subID, reason string) {
 		rs.deferred = false
 		m.recomputeRelay(url)
 	}
+}
+
+// unconfirm handles a closed item subscription outside a pending batch: a
+// quick reconnect's or a consolidation's catch-up of confirmed items, or a
+// live subscription. Either what its catch-up was to bring or what arrives
+// from now on would be missed, so its repositories are no longer confirmed
+// on this relay and the subscriptions serving them are closed; the next
+// compute_actions asks for them again from full history (at once, or from
+// the periodic check once a cooldown ends).
+func (m *Manager) unconfirm(rs *RelayState, g *subGroup) {
+	m.closeSubs(rs, func(s *subscription) bool { return s.group == g && s.batch == nil })
+	for r := range g.repos {
+		delete(rs.Confirmed, r)
+	}
+	rs.ahead = slices.DeleteFunc(rs.ahead, func(it ItemRange) bool {
+		_, in := g.repos[it.Repo]
+		return in
+	})
+	m.m.unconfirmed.Add(float64(len(g.repos)))
+	m.log.Info("subscription closed before it could be trusted; asking for its repositories again", "relay", rs.URL, "repos", len(g.repos))
+	m.recomputeRelay(rs.URL)
 }
 
 func (m *Manager) removeBatch(url string, b *PendingBatch) {

@@ -184,8 +184,11 @@ func TestG02_ReconnectWithinAndAfter15MinutesLosesNothing(t *testing.T) {
 		e.eventually("the drop noticed", 0, func() bool { return !e.relayUp(u.url) })
 		missed := e.sign(b, 1621, nostr.Tags{{"a", repoCoord(a, "repo")}}, "while away "+gap.String())
 		u.put(missed)
-		u.up()
+		// the peer stays down through the gap: had it come back first, the
+		// reconnect could land before the jump (a quick reconnect after a
+		// "20 minute" gap) and the jump would time out its catch-up midway
 		e.clk.Advance(gap)
+		u.up()
 		// a fresh client: the advance may have timed out idle connections
 		cl = e.dial()
 		e.eventually("reconnect after "+gap.String(), syncStep, func() bool { return connected() && cl.served(missed.ID) })
