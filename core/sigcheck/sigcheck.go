@@ -50,12 +50,12 @@ const (
 
 // Event checks evt's id, then its signature (see the package doc).
 func Event(evt *nostr.Event) Result {
-	return check(evt, true)
+	return verifyEvent(evt, true)
 }
 
-// check is Event; remember false neither consults nor fills the table of
+// verifyEvent is Event; remember false neither consults nor fills the table of
 // verified signatures (the benchmarks measure the verification with it).
-func check(evt *nostr.Event, remember bool) Result {
+func verifyEvent(evt *nostr.Event, remember bool) Result {
 	var id [32]byte
 	if !nip34.DecodeHex64(evt.ID, &id) { // lowercase, as the hash is written
 		return BadID

@@ -124,7 +124,7 @@ func BenchmarkCheckAgain(b *testing.B) {
 		}
 		return float64(time.Since(start).Nanoseconds()) / float64(b.N)
 	}
-	full := measure(func(e *nostr.Event) Result { return check(e, false) })
+	full := measure(func(e *nostr.Event) Result { return verifyEvent(e, false) })
 	again := measure(Event)
 	b.ReportMetric(again/1000, "µs/check-again")
 	b.ReportMetric(full/1000, "µs/check")
