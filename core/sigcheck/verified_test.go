@@ -1,9 +1,7 @@
 package sigcheck
 
 import (
-	"strings"
 	"testing"
-	"time"
 	"unsafe"
 
 	"github.com/nbd-wtf/go-nostr"
@@ -103,30 +101,4 @@ func TestVerifiedTableIsBounded(t *testing.T) {
 	if !v.has(at(100)) || !v.has(at(n-1)) {
 		t.Fatal("the newest proofs were forgotten")
 	}
-}
-
-// BenchmarkCheckAgain reports the time of a check of an event verified
-// before ÷ that of a full check, both measured in this run.
-func BenchmarkCheckAgain(b *testing.B) {
-	var evs []*nostr.Event
-	for i := range 16 {
-		evs = append(evs, testkit.NewKey(b).Event(b, 1621, nostr.Timestamp(1700000000+i), nostr.Tags{{"t", "x"}}, strings.Repeat("text ", 400)))
-	}
-	for _, e := range evs {
-		Event(e)
-	}
-	measure := func(f func(*nostr.Event) Result) float64 {
-		start := time.Now()
-		for i := range b.N {
-			if f(evs[i%len(evs)]) != Valid {
-				b.Fatal("invalid")
-			}
-		}
-		return float64(time.Since(start).Nanoseconds()) / float64(b.N)
-	}
-	full := measure(func(e *nostr.Event) Result { return verifyEvent(e, false) })
-	again := measure(Event)
-	b.ReportMetric(again/1000, "µs/check-again")
-	b.ReportMetric(full/1000, "µs/check")
-	b.ReportMetric(again/full, "ratio")
 }
