@@ -428,9 +428,9 @@ func (s *badgerStore) fillContent(txn *badger.Txn, evt *nostr.Event) (int, error
 // per read transaction (see pageEvents). An ids filter is read in one page
 // and sorted, since the id index has no created_at.
 func (s *badgerStore) query(ctx context.Context, f nostr.Filter, limit int) (chan *nostr.Event, error) {
-	ch := make(chan *nostr.Event)
 	p, ok := plan(f)
 	if !ok || limit <= 0 || f.Search != "" {
+		ch := make(chan *nostr.Event)
 		close(ch)
 		return ch, nil
 	}
@@ -440,24 +440,19 @@ func (s *badgerStore) query(ctx context.Context, f nostr.Filter, limit int) (cha
 		if err != nil {
 			return nil, err
 		}
-		if len(evts) == 0 {
-			// Every save's duplicate check asks for an id not stored:
-			// answered without a goroutine (issue 27 part 5).
-			close(ch)
-			return ch, nil
+		// The events are read already: a channel holding all of them
+		// (at most the filter's ids) hands them over without a goroutine
+		// and a context switch per event; the write path's lookups by id
+		// (the duplicate check, policy's and GRASP-08's related events)
+		// are two or three per event (issue 27 part 5).
+		ch := make(chan *nostr.Event, len(evts))
+		for _, evt := range evts {
+			ch <- evt
 		}
-		go func() {
-			defer close(ch)
-			for _, evt := range evts {
-				select {
-				case ch <- evt:
-				case <-ctx.Done():
-					return
-				}
-			}
-		}()
+		close(ch)
 		return ch, nil
 	}
+	ch := make(chan *nostr.Event)
 	go func() {
 		defer close(ch)
 		c, left := cursor{}, limit

@@ -43,6 +43,45 @@ func TestQueryOfANewIDAllocatesLittle(t *testing.T) {
 	}
 }
 
+// Guard of the cut: a lookup of stored events by id hands them over in a
+// channel holding them all when QueryEvents returns, without a goroutine
+// feeding them one context switch at a time, and answers them newest first
+// as before; one event's lookup stays within its 42 allocations.
+func TestQueryOfStoredIDsStartsNoGoroutine(t *testing.T) {
+	s := openTest(t, Options{UnsafeNoSync: true})
+	g := newRandStore(7)
+	older, newer := g.event(1_700_000_000), g.event(1_700_000_500)
+	mustSave(t, s.Events(), older, newer)
+	ctx := context.Background()
+	f := nostr.Filter{IDs: []string{older.ID, newer.ID}}
+	ch, err := s.Events().QueryEvents(ctx, f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(ch); n != 2 {
+		t.Errorf("the channel held %d events when returned, want both (no goroutine feeding it)", n)
+	}
+	var got []string
+	for e := range ch {
+		got = append(got, e.ID)
+	}
+	if !slices.Equal(got, []string{newer.ID, older.ID}) {
+		t.Errorf("got %v, want newest first %v", got, []string{newer.ID, older.ID})
+	}
+	one := nostr.Filter{IDs: []string{older.ID}}
+	n := testing.AllocsPerRun(50, func() {
+		ch, err := s.Events().QueryEvents(ctx, one)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for range ch {
+		}
+	})
+	if n > 42 {
+		t.Errorf("a lookup of one stored event by id allocated %.0f times, want at most 42", n)
+	}
+}
+
 // Repeated ids, authors, kinds and tag values still find each event once,
 // and a filter without repeats is used as it came (no copies).
 func TestQueryRepeatsAnswerOnceAndNoRepeatsCopyNothing(t *testing.T) {
