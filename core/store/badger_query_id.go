@@ -274,6 +274,7 @@ func (s *badgerStore) startIDFilter() {
 			l.set(f.hashes(ids[i][:]))
 		}
 		l.n = len(ids)
+		loaded := len(ids)
 		base := newSerialBase(ids, serials) // in the id index's order: sorted
 		ids, serials = nil, nil
 		f.mu.Lock()
@@ -281,7 +282,7 @@ func (s *badgerStore) startIDFilter() {
 		f.hints.load(base)
 		f.ready = true
 		f.mu.Unlock()
-		s.log.Info("id filter loaded", "ids", l.n, "bytes", f.bytes(), "serial_hint_bytes", f.hintBytes())
+		s.log.Info("id filter loaded", "ids", loaded, "bytes", f.bytes(), "serial_hint_bytes", f.hintBytes())
 	}()
 }
 
