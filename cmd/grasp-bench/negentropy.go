@@ -10,6 +10,7 @@ import (
 
 	"github.com/grasp-dev/grasp/core/env"
 	"github.com/grasp-dev/grasp/core/relaysync/catchup"
+	"github.com/grasp-dev/grasp/core/sigcheck"
 	"github.com/nbd-wtf/go-nostr"
 )
 
@@ -28,6 +29,10 @@ type negResult struct {
 	Reconcile time.Duration `json:"reconcile_ns"`
 	// Early is how many events were delivered before the sessions ended.
 	Early int `json:"fetched_during_reconcile"`
+	// Verified is how many signatures the client verified: at least one per
+	// fetched event (sigcheck's table of verified signatures is emptied
+	// before each run, so no run profits from the one before).
+	Verified int64 `json:"signatures_verified"`
 }
 
 // heldItems is the client's side of the reconciliation: the corpus's first
@@ -73,14 +78,19 @@ func runNegentropyOf(ctx context.Context, url string, c *corpus, filter nostr.Fi
 		return negResult{}, err
 	}
 	sink := &countSink{}
+	sigcheck.Forget()
+	verified0 := sigcheck.Verifications()
 	cctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
 	defer cancel()
 	res, err := client.CatchUp(cctx, url, filter, held, sink, catchup.Options{Negentropy: true, RoundTimeout: 2 * time.Minute, LargeFrameLimit: negLargeFrames})
 	out := negResult{Held: len(held), Needed: res.Needed, Fetched: res.Fetched, Rounds: res.Rounds,
-		BytesSent: res.BytesSent, BytesRecv: res.BytesReceived, Duration: res.Duration, Reconcile: res.Reconcile, Early: res.Early}
+		BytesSent: res.BytesSent, BytesRecv: res.BytesReceived, Duration: res.Duration, Reconcile: res.Reconcile, Early: res.Early,
+		Verified: sigcheck.Verifications() - verified0}
 	switch {
 	case err != nil:
 		return out, err
+	case out.Verified < int64(res.Fetched):
+		return out, fmt.Errorf("%d events fetched, %d signatures verified", res.Fetched, out.Verified)
 	case res.Method != catchup.MethodNegentropy:
 		return out, fmt.Errorf("fell back to REQ: %s", res.FallbackReason)
 	case res.Needed != missing || int(sink.n.Load()) != missing:

@@ -100,3 +100,29 @@ func TestG02_Layer1ClosedBeforeCatchingUpIsReplacedFromItsStart(t *testing.T) {
 		t.Fatalf("layer 1 replacing one closed after its catch-up %+v, want since %d", l1, want)
 	}
 }
+
+// A live item subscription closed after its EOSE (the relay dropped it)
+// would miss what arrives from then on: its items are asked for again, but
+// from the periodic check, not at once, so a relay that closes every live
+// subscription right after its EOSE cannot spin the manager.
+func TestG02_LiveItemSubscriptionClosedIsAskedAgainByThePeriodicCheck(t *testing.T) {
+	h := newHarness(t, nil)
+	_, items := split(h.initialSync(2))
+	h.m.SubscriptionClosed(r1, items[0].sub, "error: shutting down")
+	h.snap()
+	if _, again := split(h.conns.take()); len(again) != 0 {
+		t.Fatalf("re-subscribed at once after a live subscription closed: %+v", again)
+	}
+	if r := h.relay(r1); r.ConfirmedEvents != 0 {
+		t.Fatalf("the closed subscription's items still count as confirmed: %+v", r)
+	}
+	h.check()
+	_, again := split(h.conns.take())
+	if len(again) != len(items) {
+		t.Fatalf("the periodic check asked %d item subscriptions, want %d", len(again), len(items))
+	}
+	h.finish(again)
+	if r := h.relay(r1); r.ConfirmedEvents != 2 {
+		t.Fatalf("after the re-request: %+v", r)
+	}
+}

@@ -266,7 +266,7 @@ func (m *Manager) onClosed(url, subID, reason string) {
 	m.log.Warn("relay closed a subscription", "relay", url, "sub", subID, "reason", reason)
 	if s.batch == nil {
 		if s.group != nil {
-			m.unconfirm(rs, s.group)
+			m.unconfirm(rs, s.group, !s.caughtUp)
 		}
 		return
 	}
@@ -290,9 +290,11 @@ func (m *Manager) onClosed(url, subID, reason string) {
 // live subscription. Either what its catch-up was to bring or what arrives
 // from now on would be missed, so its repositories are no longer confirmed
 // on this relay and the subscriptions serving them are closed; the next
-// compute_actions asks for them again from full history (at once, or from
-// the periodic check once a cooldown ends).
-func (m *Manager) unconfirm(rs *RelayState, g *subGroup) {
+// compute_actions asks for them again from full history: at once for a
+// catch-up that failed (the new request is a pending batch, whose own CLOSED
+// waits for the periodic check), else from the periodic check, so a relay
+// that closes every live subscription after its EOSE cannot spin us.
+func (m *Manager) unconfirm(rs *RelayState, g *subGroup, now bool) {
 	m.closeSubs(rs, func(s *subscription) bool { return s.group == g && s.batch == nil })
 	for r := range g.repos {
 		delete(rs.Confirmed, r)
@@ -303,7 +305,9 @@ func (m *Manager) unconfirm(rs *RelayState, g *subGroup) {
 	})
 	m.m.unconfirmed.Add(float64(len(g.repos)))
 	m.log.Info("subscription closed before it could be trusted; asking for its repositories again", "relay", rs.URL, "repos", len(g.repos))
-	m.recomputeRelay(rs.URL)
+	if now {
+		m.recomputeRelay(rs.URL)
+	}
 }
 
 func (m *Manager) removeBatch(url string, b *PendingBatch) {
