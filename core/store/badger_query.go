@@ -440,6 +440,12 @@ func (s *badgerStore) query(ctx context.Context, f nostr.Filter, limit int) (cha
 		if err != nil {
 			return nil, err
 		}
+		if len(evts) == 0 {
+			// Every save's duplicate check asks for an id not stored:
+			// answered without a goroutine (issue 27 part 5).
+			close(ch)
+			return ch, nil
+		}
 		go func() {
 			defer close(ch)
 			for _, evt := range evts {
@@ -497,7 +503,18 @@ func (s *badgerStore) collectIDs(p *queryPlan, limit int) ([]*nostr.Event, error
 		serial uint32
 	}
 	var hits []hit
-	ids := slices.Clone(p.ids)
+	// The ids the id filter rules out are not stored; when it rules out
+	// all of them (a save's duplicate check, issue 27 part 5) no read
+	// transaction is opened.
+	ids := make([][32]byte, 0, len(p.ids))
+	for _, id := range p.ids {
+		if !s.ids.absent(id[:8]) {
+			ids = append(ids, id)
+		}
+	}
+	if len(ids) == 0 {
+		return nil, nil
+	}
 	slices.SortFunc(ids, func(a, b [32]byte) int { return bytes.Compare(a[:], b[:]) }) // one forward pass
 	err := s.db.View(func(txn *badger.Txn) error {
 		r := s.newIDReader(txn)

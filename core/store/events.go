@@ -2,7 +2,9 @@ package store
 
 import (
 	"context"
+	"maps"
 	"math"
+	"slices"
 
 	"github.com/fiatjaf/eventstore"
 	"github.com/nbd-wtf/go-nostr"
@@ -145,23 +147,38 @@ func (e *events) QueryEvents(ctx context.Context, f nostr.Filter) (chan *nostr.E
 }
 
 // withoutRepeats returns f with repeated ids, authors, kinds and tag values
-// dropped; the caller's slices are never modified.
+// dropped; the caller's slices are never modified. A filter without
+// repeats, as the write path's lookups are, is returned as it came,
+// without copies (issue 27 part 5).
 func withoutRepeats(f nostr.Filter) nostr.Filter {
 	f.IDs = uniq(f.IDs)
 	f.Authors = uniq(f.Authors)
 	f.Kinds = uniq(f.Kinds)
-	if len(f.Tags) > 0 {
-		tags := make(nostr.TagMap, len(f.Tags))
-		for k, vs := range f.Tags {
-			tags[k] = uniq(vs)
+	var tags nostr.TagMap
+	for k, vs := range f.Tags {
+		if u := uniq(vs); len(u) != len(vs) {
+			if tags == nil {
+				tags = maps.Clone(f.Tags)
+			}
+			tags[k] = u
 		}
+	}
+	if tags != nil {
 		f.Tags = tags
 	}
 	return f
 }
 
+// uniqScan is the length up to which uniq looks for repeats by comparing
+// every pair instead of building a set.
+const uniqScan = 16
+
+// uniq returns vs without repeated values, vs itself when it has none.
 func uniq[T comparable](vs []T) []T {
 	if len(vs) < 2 {
+		return vs
+	}
+	if len(vs) <= uniqScan && !hasRepeat(vs) {
 		return vs
 	}
 	seen := make(map[T]struct{}, len(vs))
@@ -172,7 +189,20 @@ func uniq[T comparable](vs []T) []T {
 			out = append(out, v)
 		}
 	}
+	if len(out) == len(vs) {
+		return vs
+	}
 	return out
+}
+
+// hasRepeat reports whether a value of vs occurs twice.
+func hasRepeat[T comparable](vs []T) bool {
+	for i := 1; i < len(vs); i++ {
+		if slices.Contains(vs[:i], vs[i]) {
+			return true
+		}
+	}
+	return false
 }
 
 // CountEvents counts matching events (NIP-45).
