@@ -335,6 +335,7 @@ func (l *Loader) Finish() {
 	f.n = len(order)
 	order = nil
 	f.postings.dropSlots(dropped)
+	f.postings.compact()
 	for s := range dropped {
 		f.slots[s] = entry{}
 		f.free = append(f.free, s)

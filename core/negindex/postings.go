@@ -1,8 +1,10 @@
 package negindex
 
 import (
+	"bytes"
 	"encoding/hex"
 	"slices"
+	"sort"
 
 	"github.com/grasp-dev/grasp/core/nip34"
 )
@@ -13,7 +15,7 @@ import (
 // set, so it never equals a literal value of the same bytes; any other
 // value is s, the letter followed by the value.
 type tkey struct {
-	h [33]byte
+	h [hexKeyLen]byte
 	s string
 }
 
@@ -30,46 +32,147 @@ func tagKey(letter, value string) tkey {
 // postings maps keys to the slots of the entries carrying them. Most
 // values are carried by one event (an issue's id, named by its comments,
 // is carried by each of them; a root patch's by nobody else), so a key's
-// postings are one slot held in the map itself, and a list in lists only
-// from the second: ~47 bytes per distinct 64-hex value where a string key
-// and a slice took ~120.
+// postings are one slot held beside the key, and a list in lists only from
+// the second.
+//
+// The 64-hex keys (most keys: ~0.65 per event in a corpus-like store) live
+// in two tiers: sorted, a packed array of 33-byte keys with their values
+// searched by bisection (37 bytes a key, no slack), and recent, a map of
+// the keys added since the last merge, folded into sorted once it holds a
+// sixteenth as many (issue 27 part 2: the map alone took 47–93 bytes a key
+// depending on where it was in its growth, 37–50 MiB per million events).
+// A key is in one tier only; one removed from sorted keeps its place with
+// the value tomb until the next merge.
 type postings struct {
-	hexes map[[33]byte]uint32
-	strs  map[string]uint32
-	lists [][]uint32
-	free  []uint32 // unused positions in lists
+	sortedKeys []byte   // hexKeyLen bytes per key, ascending
+	sortedVals []uint32 // the value of each key in sortedKeys, or tomb
+	tombs      int      // tomb values in sortedVals
+	hexes      map[[hexKeyLen]byte]uint32
+	strs       map[string]uint32
+	lists      [][]uint32
+	free       []uint32 // unused positions in lists
 }
+
+const (
+	hexKeyLen = 33
+	// tomb marks a removed key in sortedVals; it is never a value (a list
+	// index that high would need 2^31 lists).
+	tomb = ^uint32(0)
+	// mergeMin is the fewest recent keys that are merged into sorted: a
+	// small store keeps its keys in the map.
+	mergeMin = 1024
+)
 
 // listBit marks a posting value that is an index into lists.
 const listBit = 1 << 31
 
 func newPostings() postings {
-	return postings{hexes: map[[33]byte]uint32{}, strs: map[string]uint32{}}
+	return postings{hexes: map[[hexKeyLen]byte]uint32{}, strs: map[string]uint32{}}
+}
+
+// search returns h's position in sorted, or where it would go.
+func (p *postings) search(h *[hexKeyLen]byte) (int, bool) {
+	n := len(p.sortedVals)
+	i := sort.Search(n, func(i int) bool { return bytes.Compare(p.sortedKeys[i*hexKeyLen:(i+1)*hexKeyLen], h[:]) >= 0 })
+	return i, i < n && bytes.Equal(p.sortedKeys[i*hexKeyLen:(i+1)*hexKeyLen], h[:])
 }
 
 func (p *postings) get(k tkey) (uint32, bool) {
-	if k.s == "" {
-		v, ok := p.hexes[k.h]
+	if k.s != "" {
+		v, ok := p.strs[k.s]
 		return v, ok
 	}
-	v, ok := p.strs[k.s]
-	return v, ok
+	if v, ok := p.hexes[k.h]; ok {
+		return v, true
+	}
+	if i, ok := p.search(&k.h); ok && p.sortedVals[i] != tomb {
+		return p.sortedVals[i], true
+	}
+	return 0, false
 }
 
 func (p *postings) set(k tkey, v uint32) {
-	if k.s == "" {
-		p.hexes[k.h] = v
-	} else {
+	if k.s != "" {
 		p.strs[k.s] = v
+		return
+	}
+	if i, ok := p.search(&k.h); ok {
+		if p.sortedVals[i] == tomb {
+			p.tombs--
+		}
+		p.sortedVals[i] = v
+		return
+	}
+	p.hexes[k.h] = v
+	if len(p.hexes) >= max(mergeMin, len(p.sortedVals)/16) {
+		p.merge()
 	}
 }
 
 func (p *postings) del(k tkey) {
-	if k.s == "" {
-		delete(p.hexes, k.h)
-	} else {
+	if k.s != "" {
 		delete(p.strs, k.s)
+		return
 	}
+	if _, ok := p.hexes[k.h]; ok {
+		delete(p.hexes, k.h)
+		return
+	}
+	if i, ok := p.search(&k.h); ok && p.sortedVals[i] != tomb {
+		p.sortedVals[i] = tomb
+		p.tombs++
+	}
+}
+
+// merge folds recent into sorted and drops the tombs, in place: sorted's
+// arrays grow by appending (no second copy of them unless their capacity
+// is exceeded) and are filled from the back.
+func (p *postings) merge() {
+	// Drop the tombs, moving the live keys down.
+	n := 0
+	if p.tombs > 0 {
+		for i, v := range p.sortedVals {
+			if v == tomb {
+				continue
+			}
+			copy(p.sortedKeys[n*hexKeyLen:(n+1)*hexKeyLen], p.sortedKeys[i*hexKeyLen:(i+1)*hexKeyLen])
+			p.sortedVals[n] = v
+			n++
+		}
+		p.tombs = 0
+	} else {
+		n = len(p.sortedVals)
+	}
+	recent := make([][hexKeyLen]byte, 0, len(p.hexes))
+	for h := range p.hexes {
+		recent = append(recent, h)
+	}
+	slices.SortFunc(recent, func(a, b [hexKeyLen]byte) int { return bytes.Compare(a[:], b[:]) })
+	total := n + len(recent)
+	p.sortedKeys = slices.Grow(p.sortedKeys[:n*hexKeyLen], len(recent)*hexKeyLen)[:total*hexKeyLen]
+	p.sortedVals = slices.Grow(p.sortedVals[:n], len(recent))[:total]
+	i, j := n-1, len(recent)-1
+	for w := total - 1; j >= 0; w-- {
+		if i >= 0 && bytes.Compare(p.sortedKeys[i*hexKeyLen:(i+1)*hexKeyLen], recent[j][:]) > 0 {
+			copy(p.sortedKeys[w*hexKeyLen:(w+1)*hexKeyLen], p.sortedKeys[i*hexKeyLen:(i+1)*hexKeyLen])
+			p.sortedVals[w] = p.sortedVals[i]
+			i--
+			continue
+		}
+		copy(p.sortedKeys[w*hexKeyLen:(w+1)*hexKeyLen], recent[j][:])
+		p.sortedVals[w] = p.hexes[recent[j]]
+		j--
+	}
+	clear(p.hexes)
+}
+
+// compact merges everything into sorted, trims its slack and gives the
+// recent map's table back: after a load.
+func (p *postings) compact() {
+	p.merge()
+	p.sortedKeys = slices.Clip(p.sortedKeys)
+	p.sortedVals = slices.Clip(p.sortedVals)
+	p.hexes = map[[hexKeyLen]byte]uint32{}
 }
 
 // add records slot under k.
@@ -182,6 +285,17 @@ func (p *postings) dropSlots(dropped map[uint32]bool) {
 			p.hexes[k] = nv
 		}
 	}
+	for i, v := range p.sortedVals {
+		if v == tomb {
+			continue
+		}
+		if nv, keep := fix(v); !keep {
+			p.sortedVals[i] = tomb
+			p.tombs++
+		} else {
+			p.sortedVals[i] = nv
+		}
+	}
 	for k, v := range p.strs {
 		if nv, keep := fix(v); !keep {
 			delete(p.strs, k)
@@ -194,7 +308,8 @@ func (p *postings) dropSlots(dropped map[uint32]bool) {
 // bytes estimates the heap the postings take.
 func (p *postings) bytes() int64 {
 	const slotHex, slotStr = 47, 32 // map slot with its share of control bytes and load
-	n := int64(len(p.hexes))*slotHex + int64(len(p.strs))*slotStr + int64(cap(p.lists))*24 + int64(cap(p.free))*4
+	n := int64(len(p.hexes))*slotHex + int64(len(p.strs))*slotStr + int64(cap(p.lists))*24 + int64(cap(p.free))*4 +
+		int64(cap(p.sortedKeys)) + int64(cap(p.sortedVals))*4
 	for k := range p.strs {
 		n += int64(len(k))
 	}

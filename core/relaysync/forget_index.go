@@ -1,7 +1,5 @@
 package relaysync
 
-import "encoding/binary"
-
 // Remove forgets a repository: its coordinate, its relay list and its root
 // events (an event another repository also lists stays for that one). It
 // reports the id the repository had, which the next new repository may
@@ -72,13 +70,7 @@ func (x *RepoSyncIndex) dropEventOwner(ei uint32, repo RepoID) {
 }
 
 func (x *RepoSyncIndex) releaseEvent(ei uint32) {
-	raw := x.events[ei]
-	p := binary.LittleEndian.Uint64(raw[:8])
-	if i, ok := x.eventByPrefix[p]; ok && i == ei {
-		delete(x.eventByPrefix, p)
-	} else {
-		delete(x.eventOverflow, raw)
-	}
+	x.eventIdx.remove(x.events, ei)
 	x.events[ei], x.eventRepo[ei] = [32]byte{}, 0
 	x.delEvents++
 	x.freeEvents = append(x.freeEvents, ei)
@@ -104,8 +96,7 @@ func (x *RepoSyncIndex) compact() {
 		x.relayByURL, x.delRelays = copyMap(x.relayByURL), 0
 	}
 	if x.delEvents >= x.RootEventCount() {
-		x.eventByPrefix = copyMap(x.eventByPrefix)
-		x.eventOverflow = copyMap(x.eventOverflow)
+		x.eventIdx.shrink(x.events)
 		x.eventMore = copyMap(x.eventMore)
 		x.delEvents = 0
 	}

@@ -1,7 +1,6 @@
 package relaysync
 
 import (
-	"encoding/binary"
 	"encoding/hex"
 	"fmt"
 	"slices"
@@ -36,15 +35,13 @@ type RepoSyncIndex struct {
 	relayRefs  []uint32 // repositories listing each interned relay
 	freeRelays []uint32
 
-	// Event ids are stored once. The lookup map keys on the first 8 bytes;
-	// ids sharing a prefix with a different stored id (possible only by
-	// deliberate grinding) go to the exact-match overflow map.
-	eventByPrefix map[uint64]uint32
-	eventOverflow map[[32]byte]uint32
-	events        [][32]byte
-	eventRepo     []RepoID            // first repo that listed the event
-	eventMore     map[uint32][]RepoID // further repos, rare
-	freeEvents    []uint32
+	// Event ids are stored once, in events; eventIdx finds their
+	// positions (idtable.go).
+	eventIdx   idTable
+	events     [][32]byte
+	eventRepo  []RepoID            // first repo that listed the event
+	eventMore  map[uint32][]RepoID // further repos, rare
+	freeEvents []uint32
 
 	// Go maps keep their storage after deletes, and churn grows them;
 	// each lookup map is rebuilt once it has seen as many deletes as it
@@ -66,11 +63,10 @@ type repoEntry struct {
 // NewRepoSyncIndex returns an empty index.
 func NewRepoSyncIndex() *RepoSyncIndex {
 	return &RepoSyncIndex{
-		byAddr:        map[string]RepoID{},
-		relayByURL:    map[string]uint32{},
-		eventByPrefix: map[uint64]uint32{},
-		eventOverflow: map[[32]byte]uint32{},
-		eventMore:     map[uint32][]RepoID{},
+		byAddr:     map[string]RepoID{},
+		relayByURL: map[string]uint32{},
+		eventIdx:   newIDTable(),
+		eventMore:  map[uint32][]RepoID{},
 	}
 }
 
@@ -273,12 +269,7 @@ func (x *RepoSyncIndex) AddRootEvent(addr, eventID string) (bool, error) {
 }
 
 func (x *RepoSyncIndex) findEvent(raw [32]byte) (uint32, bool) {
-	p := binary.LittleEndian.Uint64(raw[:8])
-	if i, ok := x.eventByPrefix[p]; ok && x.events[i] == raw {
-		return i, true
-	}
-	i, ok := x.eventOverflow[raw]
-	return i, ok
+	return x.eventIdx.find(x.events, &raw)
 }
 
 func (x *RepoSyncIndex) storeEvent(raw [32]byte, repo RepoID) uint32 {
@@ -292,12 +283,7 @@ func (x *RepoSyncIndex) storeEvent(raw [32]byte, repo RepoID) uint32 {
 		x.events = append(x.events, raw)
 		x.eventRepo = append(x.eventRepo, repo)
 	}
-	p := binary.LittleEndian.Uint64(raw[:8])
-	if _, taken := x.eventByPrefix[p]; taken {
-		x.eventOverflow[raw] = i
-	} else {
-		x.eventByPrefix[p] = i
-	}
+	x.eventIdx.insert(x.events, i)
 	return i
 }
 

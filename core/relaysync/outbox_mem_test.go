@@ -57,14 +57,15 @@ func TestOutboxHeapPerRootEvent(t *testing.T) {
 	}
 	perRoot := float64(int64(after.HeapAlloc)-int64(before.HeapAlloc)) / n
 	t.Logf("%.0f B of heap per root event (repository index and outbox)", perRoot)
-	// The id (32 B) in the repository index with its lookup map entry, the
+	// The id (32 B) in the repository index with its lookup slot, the
 	// outbox's participant list by the root's position and the root's
-	// 4-byte position in its participant's list: ~155 B. Keying the outbox
+	// 4-byte position in its participant's list: ~89 B (~150 with the
+	// index's lookup a map of 8-byte prefixes, idtable.go). Keying the outbox
 	// on the 32-byte id as well (a map of ids and 32 bytes per participant
 	// and root) cost ~263; keeping the hex strings (and the decoded
 	// record's string behind them) ~350.
-	if perRoot > 190 {
-		t.Errorf("%.0f B of heap per root event, want at most 190", perRoot)
+	if perRoot > 120 {
+		t.Errorf("%.0f B of heap per root event, want at most 120", perRoot)
 	}
 }
 
@@ -121,11 +122,12 @@ func TestOutboxHeapPerParticipant(t *testing.T) {
 	}
 	heap := float64(int64(after.HeapAlloc)-int64(before.HeapAlloc)) / n
 	t.Logf("%.0f B of heap per root event with %d participants (repository index and outbox)", heap, perRoot)
-	// The id in the repository index with its map entry and owner, the
+	// The id in the repository index with its lookup slot and owner, the
 	// root's list of 4 key ids (16 B and a 24-byte slice header) and its
-	// position in 4 participants' lists (16 B), with append's slack: ~175.
-	// With the participants as strings (16-byte headers): ~224.
-	if heap > 195 {
-		t.Errorf("%.0f B of heap per root event with %d participants, want at most 195", heap, perRoot)
+	// position in 4 participants' lists (16 B), with append's slack: ~116
+	// (~175 with the index's lookup a map of prefixes). With the
+	// participants as strings (16-byte headers): ~224.
+	if heap > 150 {
+		t.Errorf("%.0f B of heap per root event with %d participants, want at most 150", heap, perRoot)
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/grasp-dev/grasp/core/git"
 	"github.com/grasp-dev/grasp/core/githttp"
 	"github.com/grasp-dev/grasp/core/hosting"
+	"github.com/grasp-dev/grasp/core/memlimit"
 	"github.com/grasp-dev/grasp/core/nip34"
 	"github.com/grasp-dev/grasp/core/nip86"
 	"github.com/grasp-dev/grasp/core/outcome"
@@ -217,6 +218,9 @@ func (s *Server) assemble(ext Extensions) error {
 
 	s.sched = scheduler.New(scheduler.Options{}, s.env.Named("scheduler"))
 	s.sched.Every("refusal-log", time.Minute, func(context.Context) error { s.refusalLog.Flush(); return nil })
+	// a store that has outgrown server.memory_limit_mb is told in the log
+	s.memWatch = &memlimit.Watch{Log: s.log.Named("memory")}
+	s.sched.Every("memory-limit", time.Minute, func(context.Context) error { s.memWatch.Check(); return nil })
 	s.assembleFanout()
 	s.startSync(svc, ext.Selector)
 	if s.archive.Enabled() {

@@ -35,6 +35,7 @@ import (
 	"github.com/grasp-dev/grasp/core/git"
 	"github.com/grasp-dev/grasp/core/githttp"
 	"github.com/grasp-dev/grasp/core/hosting"
+	"github.com/grasp-dev/grasp/core/memlimit"
 	"github.com/grasp-dev/grasp/core/metrics"
 	"github.com/grasp-dev/grasp/core/nip34"
 	"github.com/grasp-dev/grasp/core/nip86"
@@ -90,11 +91,13 @@ type Options struct {
 
 // Server is one running grasp.
 type Server struct {
-	cfg   config.Config
-	log   hclog.Logger
-	clk   clock.Clock
-	env   env.Env
-	build Build
+	cfg config.Config
+	log hclog.Logger
+	clk clock.Clock
+	// memWatch compares the live heap with server.memory_limit_mb
+	memWatch *memlimit.Watch
+	env      env.Env
+	build    Build
 
 	metrics *metrics.Registry
 	store   *store.Store

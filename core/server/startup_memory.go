@@ -5,6 +5,8 @@ import (
 	"runtime/debug"
 
 	"github.com/hashicorp/go-hclog"
+
+	"github.com/grasp-dev/grasp/core/memlimit"
 )
 
 // returnStartupMemory returns what the start-up loads allocated to the
@@ -16,13 +18,17 @@ import (
 // million-event server stayed at ~950 MiB of anonymous memory with 350 MiB
 // of it live (issue 27 part 2). One forced collection (~0.3 s of CPU at a
 // million events) hands the rest back; the heap then regrows only with
-// what the server does.
-func returnStartupMemory(log hclog.Logger) func() {
+// what the server does. The live heap is exact then, so the memory-limit
+// watch compares it at once rather than at its next minute.
+func returnStartupMemory(log hclog.Logger, watch *memlimit.Watch) func() {
 	return func() {
 		debug.FreeOSMemory()
 		var ms runtime.MemStats
 		runtime.ReadMemStats(&ms)
 		log.Info("start-up loads done: memory returned to the system",
 			"heap_live_mb", ms.HeapAlloc>>20, "heap_released_mb", ms.HeapReleased>>20, "runtime_mb", ms.Sys>>20)
+		if watch != nil {
+			watch.Check()
+		}
 	}
 }

@@ -131,7 +131,7 @@ func (s *Server) syncTerm(ctx context.Context) error {
 		// The replay read every root event and reply in the store (most of
 		// an archive): what it allocated is garbage now, and the runtime
 		// would keep it mapped up to its heap goal (issue 27 part 2).
-		Replayed: returnStartupMemory(s.log),
+		Replayed: returnStartupMemory(s.log, s.memWatch),
 	}, syncEnv)
 	if err != nil {
 		return fmt.Errorf("start sync: %w", err)

@@ -313,7 +313,7 @@ func (b *batchTxn) put(o *op) error {
 func (b *batchTxn) set(o *op, ckey []byte, serial uint32) error {
 	p := o.prep
 	p.setSerial(serial)
-	b.s.ids.add(p.id[:8]) // before the commit: see idFilter
+	b.s.ids.add(p.id[:8], serial) // before the commit: see idFilter
 	if ckey != nil {
 		if err := b.txn.Set(ckey, o.content); err != nil {
 			return outcome.Errorf(outcome.Error, "store the content of %s: %w", o.evt.ID, err)

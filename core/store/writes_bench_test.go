@@ -10,12 +10,14 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
+	rtmetrics "runtime/metrics"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/dgraph-io/badger/v4"
 	"github.com/nbd-wtf/go-nostr"
@@ -123,6 +125,34 @@ type writesResult struct {
 	// batches is the number of group commits (one sync each).
 	batches int64
 	n       int
+	// peakLive is the largest live heap a collection found during the
+	// ingest and the close: badger's compaction table builders allocate
+	// theirs on the Go heap (z.Calloc without jemalloc), the ingest peak
+	// of issue 27 part 2.
+	peakLive uint64
+}
+
+// peakLiveHeap samples the live heap the last collection measured
+// (/gc/heap/live:bytes) until stop is closed, and returns the largest.
+func peakLiveHeap(stop <-chan struct{}) <-chan uint64 {
+	out := make(chan uint64, 1)
+	go func() {
+		sample := []rtmetrics.Sample{{Name: "/gc/heap/live:bytes"}}
+		var peak uint64
+		t := time.NewTicker(5 * time.Millisecond)
+		defer t.Stop()
+		for {
+			rtmetrics.Read(sample)
+			peak = max(peak, sample[0].Value.Uint64())
+			select {
+			case <-stop:
+				out <- peak
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	return out
 }
 
 // badgerCounters reads badger's process-wide expvar counters of bytes
@@ -171,6 +201,8 @@ func (r writesResult) perJSON() float64 { return float64(r.written) / float64(r.
 func ingestCorpus(tb testing.TB, c *writesCorpus, opts Options, n, writers int) writesResult {
 	wb0 := procField(tb, "io", "write_bytes")
 	m0, c0, v0, l0 := badgerCounters()
+	stopPeak := make(chan struct{})
+	peak := peakLiveHeap(stopPeak)
 	s, err := New(opts, env.Env{})
 	if err != nil {
 		tb.Fatal(err)
@@ -204,6 +236,8 @@ func ingestCorpus(tb testing.TB, c *writesCorpus, opts Options, n, writers int) 
 	if err := s.Close(); err != nil {
 		tb.Fatalf("close: %v", err)
 	}
+	close(stopPeak)
+	peakLive := <-peak
 	if err, _ := failed.Load().(error); err != nil {
 		tb.Fatal(err)
 	}
@@ -212,6 +246,7 @@ func ingestCorpus(tb testing.TB, c *writesCorpus, opts Options, n, writers int) 
 		byLevel[l] -= v
 	}
 	return writesResult{
+		peakLive:    peakLive,
 		byLevel:     byLevel,
 		batches:     int64(batches.GetHistogram().GetSampleCount()),
 		keys:        keys.Load(),
@@ -293,6 +328,7 @@ func BenchmarkWritesAtScale(b *testing.B) {
 			b.ReportMetric(float64(r.compacted)/float64(n), "compacted-B/ev@"+k)
 			b.ReportMetric(float64(r.tables)/float64(n), "tables-B/ev@"+k)
 			b.ReportMetric(float64(n)/float64(r.batches), "events/sync@"+k)
+			b.ReportMetric(float64(r.peakLive)/(1<<20), "peak-live-MiB@"+k)
 		}
 		b.ReportMetric(float64(rs[0].jsonBytes)/float64(rs[0].n), "json-B/ev")
 		b.ReportMetric(rs[1].perJSON()/rs[0].perJSON(), "large/small")
