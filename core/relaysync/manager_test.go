@@ -299,16 +299,23 @@ func (h *harness) take1(op string) {
 	}
 }
 
-func TestG02_Scenario3_StaleReconnect(t *testing.T) {
-	h := newHarness(t, nil)
-	h.initialSync(3)
+// staleReconnect loses r1, reconnects it past the quick-reconnect window
+// and returns what the manager subscribed.
+func (h *harness) staleReconnect() (l1, items []call) {
+	h.t.Helper()
 	h.m.Disconnected(r1, nil)
 	h.snap()
 	h.take1("connect")
 	h.clk.Advance(16 * time.Minute)
 	h.m.Connected(r1)
 	h.snap()
-	l1, items := split(h.conns.take())
+	return split(h.conns.take())
+}
+
+func TestG02_Scenario3_StaleReconnect(t *testing.T) {
+	h := newHarness(t, nil)
+	h.initialSync(3)
+	l1, items := h.staleReconnect()
 	if len(l1) != 1 || l1[0].filters[0].Since != nil {
 		t.Fatalf("layer 1 after stale reconnect %+v, want full history", l1)
 	}

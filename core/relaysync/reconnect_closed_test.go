@@ -74,13 +74,7 @@ func TestG02_QuickReconnectCatchUpClosedEarlyAsksForItsItemsAgain(t *testing.T) 
 func TestG02_Layer1ClosedBeforeCatchingUpIsReplacedFromItsStart(t *testing.T) {
 	h := newHarness(t, func(o *Options) { o.Config.Negentropy = true })
 	h.initialSync(1)
-	h.m.Disconnected(r1, nil)
-	h.snap()
-	h.take1("connect")
-	h.clk.Advance(16 * time.Minute)
-	h.m.Connected(r1)
-	h.snap()
-	l1, _ := split(h.conns.take())
+	l1, _ := h.staleReconnect()
 	if len(l1) != 1 || l1[0].filters[0].Since != nil {
 		t.Fatalf("stale reconnect layer 1 %+v, want full history", l1)
 	}
