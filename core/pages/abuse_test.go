@@ -301,3 +301,31 @@ func TestAbuse_F29_ParallelViewsOfATreeReadItOnce(t *testing.T) {
 		t.Errorf("%d parallel views of one tree ran ls-tree %v times, want 2", len(statuses), n)
 	}
 }
+
+// TestAbuse_F30_RenderFinishedBetweenCacheLookAndRunIsNotRepeated: a view
+// looks in the cache, misses, and only then asks the pool; if the render of
+// the same blob finished in between (under load this window is wide: CI saw
+// 7 renders for 2 files in TestAbuse_F30_MarkdownIsRenderedOncePerBlob), its
+// stored result is what the view gets, not a second render.
+func TestAbuse_F30_RenderFinishedBetweenCacheLookAndRunIsNotRepeated(t *testing.T) {
+	rp := newRenderPool(clock.NewFake(time.Now()), time.Hour, 1, 1)
+	c := newCache(1 << 20)
+	cached := func() (any, bool) { return c.get("k") }
+	renders := 0
+	render := func() any { renders++; return "html" }
+	store := func(v any) { c.put("k", v, 4) }
+
+	// the first view renders (nothing cached, nothing running)
+	if v, o := rp.run(context.Background(), "markdown", "a", "k", cached, render, store); o != rendered || v != "html" {
+		t.Fatalf("first view: %v %v", v, o)
+	}
+	// the second view looked in the cache before the first render stored
+	// its result (a miss), and asks the pool after the render ended
+	v, o := rp.run(context.Background(), "markdown", "b", "k", cached, render, store)
+	if renders != 1 {
+		t.Fatalf("%d renders of one blob, want 1: the render that had just finished was repeated", renders)
+	}
+	if o != fromCache || v != "html" {
+		t.Fatalf("second view got %v (%v), want the stored render", v, o)
+	}
+}

@@ -95,10 +95,20 @@ func (rp *renderPool) collectors() []prometheus.Collector {
 // outcome says why) when no worker was free for client or the result was
 // not ready within the budget or the request; fn's result is then still
 // delivered to done when it finishes, for the caller to cache.
-func (rp *renderPool) run(ctx context.Context, kind, client, key string, fn func() any, done func(any)) (any, renderOutcome) {
+//
+// cached is the caller's cache, asked again under the pool's lock when no
+// render of key is running: a render that finished between the caller's
+// own look in the cache and this call has stored its result (done runs
+// before the flight is removed), so it is found there instead of being
+// rendered a second time.
+func (rp *renderPool) run(ctx context.Context, kind, client, key string, cached func() (any, bool), fn func() any, done func(any)) (any, renderOutcome) {
 	rp.mu.Lock()
 	f, joined := rp.flights[key]
 	if !joined {
+		if v, ok := cached(); ok {
+			rp.mu.Unlock()
+			return v, fromCache
+		}
 		if rp.running >= rp.total || rp.byClient[client] >= rp.perClient {
 			rp.mu.Unlock()
 			return nil, plainBusy

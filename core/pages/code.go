@@ -95,7 +95,7 @@ func (p *Pages) code(r *http.Request, oid, name string, src []byte) codeView {
 		p.renders.count(kind, fromCache)
 		return v.(codeView)
 	}
-	v, outcome := p.renders.run(r.Context(), kind, p.opts.ClientIP(r), key, func() any {
+	v, outcome := p.renders.run(r.Context(), kind, p.opts.ClientIP(r), key, func() (any, bool) { return p.cache.get(key) }, func() any {
 		it, err := chroma.Coalesce(lexer).Tokenise(nil, string(src))
 		if err != nil {
 			return codeView{Lines: plainLines(src), Lang: lang, Plain: "it could not be coloured"}
@@ -104,7 +104,7 @@ func (p *Pages) code(r *http.Request, oid, name string, src []byte) codeView {
 	}, func(v any) { p.cache.put(key, v, v.(codeView).size()) })
 	p.renders.count(kind, outcome)
 	switch outcome {
-	case rendered:
+	case rendered, fromCache:
 		return v.(codeView)
 	case plainBusy:
 		return codeView{Lines: plainLines(src), Lang: lang, Plain: "the server is busy colouring other files; reload in a moment"}

@@ -56,7 +56,7 @@ func (p *Pages) markdown(r *http.Request, name string, src []byte, blobBase, dir
 		p.renders.count(kind, plainShape)
 		return v
 	}
-	v, outcome := p.renders.run(r.Context(), kind, p.opts.ClientIP(r), key, func() any {
+	v, outcome := p.renders.run(r.Context(), kind, p.opts.ClientIP(r), key, func() (any, bool) { return p.cache.get(key) }, func() any {
 		html := renderMarkdown(src, blobBase, dir)
 		if len(html) > maxMarkdownHTML {
 			return markdownView{Plain: "its HTML would be larger than " + humanSize(maxMarkdownHTML)}
@@ -64,6 +64,9 @@ func (p *Pages) markdown(r *http.Request, name string, src []byte, blobBase, dir
 		return markdownView{HTML: html}
 	}, func(v any) { p.cache.put(key, v, v.(markdownView).size()) })
 	switch outcome {
+	case fromCache:
+		p.renders.count(kind, outcome)
+		return v.(markdownView)
 	case rendered:
 		mv := v.(markdownView)
 		if mv.Plain != "" {
