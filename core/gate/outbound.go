@@ -12,18 +12,32 @@ import (
 // reader, so a client that stops reading stalls no one. Frames the client
 // asked for and that may wait (stored results, OKs) wait for room instead:
 // a client reading a large result as fast as it can is not dropped.
+//
+// The frames that cannot wait are bounded by what they add beside the paced
+// ones: a client reading its stored results as fast as it can holds up to
+// the limit of them in the queue (one frame above it if that frame alone is
+// larger), and a live event for it then must not count it as a slow reader
+// (under load a bystander reading 5 MB of issues was dropped for a live
+// issue, TestAbuse_F25_PostgresCannotBePinned). A client that reads nothing
+// is still dropped, at twice the limit at most; over the relay-wide budget
+// (F06) every unread byte counts, as before.
 type outQueue struct {
 	mu      sync.Mutex
 	frames  [][]byte
 	spare   [][]byte
+	paced   []bool // per queued frame: a stored result or an OK (pushWait)
 	pending int
-	peak    int
-	limit   int
-	closed  bool
-	wake    chan struct{}
-	room    chan struct{} // closed and replaced when bytes are released
-	waiting bool          // someone waits on room
-	shared  *sharedBudget // every queue's bytes together; nil: no bound
+	// pacedBytes is the part of pending queued by pushWait, and batchPaced
+	// that part of the batch being written (released with it).
+	pacedBytes int
+	batchPaced int
+	peak       int
+	limit      int
+	closed     bool
+	wake       chan struct{}
+	room       chan struct{} // closed and replaced when bytes are released
+	waiting    bool          // someone waits on room
+	shared     *sharedBudget // every queue's bytes together; nil: no bound
 }
 
 func newOutQueue(limit int, shared *sharedBudget) *outQueue {
@@ -38,11 +52,14 @@ func (q *outQueue) push(b []byte) bool {
 		q.mu.Unlock()
 		return true
 	}
-	if q.pending+len(b) > q.limit || (q.shared.over() && q.pending+len(b) > sharedLowWater) {
+	// over the relay-wide budget every unread byte counts (F06): a
+	// connection holding more than the low-water mark is dropped
+	live := q.pending - q.pacedBytes + len(b)
+	if live > q.limit || (q.shared.over() && q.pending+len(b) > sharedLowWater) {
 		q.mu.Unlock()
 		return false
 	}
-	q.appendLocked(b)
+	q.appendLocked(b, false)
 	q.mu.Unlock()
 	q.signal()
 	return true
@@ -62,7 +79,7 @@ func (q *outQueue) pushWait(ctx context.Context, b []byte) bool {
 		// when empty: each connection then holds at most one frame more
 		// than it reads, however many never read (F06).
 		if q.pending == 0 || (q.pending+len(b) <= q.limit && !q.shared.over()) {
-			q.appendLocked(b)
+			q.appendLocked(b, true)
 			q.mu.Unlock()
 			q.signal()
 			return true
@@ -78,8 +95,12 @@ func (q *outQueue) pushWait(ctx context.Context, b []byte) bool {
 	}
 }
 
-func (q *outQueue) appendLocked(b []byte) {
+func (q *outQueue) appendLocked(b []byte, paced bool) {
 	q.frames = append(q.frames, b)
+	q.paced = append(q.paced, paced)
+	if paced {
+		q.pacedBytes += len(b)
+	}
 	q.pending += len(b)
 	q.shared.add(len(b))
 	q.peak = max(q.peak, q.pending)
@@ -97,6 +118,12 @@ func (q *outQueue) take() [][]byte {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	batch := q.frames
+	for i, p := range q.paced {
+		if p {
+			q.batchPaced += len(batch[i])
+		}
+	}
+	q.paced = q.paced[:0]
 	q.frames = q.spare[:0]
 	q.spare = nil
 	return batch
@@ -111,6 +138,8 @@ func (q *outQueue) release(batch [][]byte, n int) {
 		return
 	}
 	q.pending -= n
+	q.pacedBytes -= q.batchPaced
+	q.batchPaced = 0
 	q.shared.add(-n)
 	if q.spare == nil && cap(batch) <= 1024 {
 		q.spare = batch[:0]
@@ -133,8 +162,9 @@ func (q *outQueue) close() {
 	}
 	q.frames = nil
 	q.spare = nil
+	q.paced = nil
 	q.shared.add(-q.pending)
-	q.pending = 0
+	q.pending, q.pacedBytes, q.batchPaced = 0, 0, 0
 	q.mu.Unlock()
 }
 

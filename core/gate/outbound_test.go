@@ -79,3 +79,32 @@ func TestOutQueuePushWait(t *testing.T) {
 		t.Fatal("an oversized frame must go into an empty queue")
 	}
 }
+
+// A client reading its stored results holds up to the limit of them (here
+// one frame larger than the limit, which goes into an empty queue); a live
+// event for it beside them is queued, not taken for a slow reader. Live
+// frames alone are still bounded by the limit, so a client that reads
+// nothing is dropped at twice the limit at most.
+func TestLimits_LiveFrameBesidePacedStoredResultsIsNotASlowReader(t *testing.T) {
+	q := newOutQueue(1000, nil)
+	if !q.pushWait(context.Background(), make([]byte, 1500)) {
+		t.Fatal("a stored result larger than the limit must go into an empty queue")
+	}
+	if !q.push(make([]byte, 300)) {
+		t.Fatal("a live event beside a stored result being read was refused: its client would be dropped as a slow reader")
+	}
+	batch := q.take() // the writer takes both; still counted while written
+	if !q.push(make([]byte, 600)) {
+		t.Fatal("live frames 300+600 under the limit refused while the stored result is written")
+	}
+	if q.push(make([]byte, 200)) {
+		t.Fatal("live frames past the limit accepted: a client that reads nothing would never be dropped")
+	}
+	q.release(batch, 1800)
+	if q.push(make([]byte, 500)) {
+		t.Fatal("after the batch, 600 + 500 live bytes must still be over the 1000-byte limit")
+	}
+	if !q.push(make([]byte, 400)) {
+		t.Fatal("600 + 400 live bytes refused under the limit")
+	}
+}
