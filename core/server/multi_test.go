@@ -222,7 +222,9 @@ func TestMulti_LeaderFailoverTakesOverSync(t *testing.T) {
 	}
 	k := newKey(t)
 	w := newWork(t)
-	a.release(k, "repo", w, w.commit("one"), nostr.Tag{"relays", u.url})
+	// published through the instance at the public URL: announcements
+	// name that one (whichever instance leads)
+	in[0].release(k, "repo", w, w.commit("one"), nostr.Tag{"relays", u.url})
 	a.eventually("A's sync to connect to the listed relay", syncStep, func() bool { return a.relayUp(u.url) })
 	if b.srv.SyncManager() != nil || b.leads() {
 		t.Fatal("the follower runs sync")
