@@ -36,6 +36,11 @@ type scaleOpts struct {
 	// only, when set, names the servers measured (the others are left
 	// out): a column measured again without the whole curve.
 	only []string
+	// memoryLimitMB is grasp's server.memory_limit_mb (0: its default).
+	// Past a few million events the default's live heap outgrows it and
+	// the collector is paced by the limit: a curve that should tell the
+	// store's own costs apart from that sets it.
+	memoryLimitMB int
 }
 
 // pointRun is one server's figures at one store size.
@@ -77,6 +82,7 @@ func scaleCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.IntVar(&o.postgresMax, "postgres-max", 200_000, "the largest point measured on PostgreSQL")
 	fs.IntVar(&o.corpusEvents, "corpus-events", 0, "draw the points from the corpus of this many events (e.g. the million-event corpus already cached): its first events are the same as those of the full curve's points; 0 = the last point's corpus")
 	only := fs.String("only", "", "measure only these servers, comma-separated (grasp, baseline, grasp-libsecp256k1, grasp-postgres); empty = all")
+	fs.IntVar(&o.memoryLimitMB, "memory-limit-mb", 0, "grasp's server.memory_limit_mb (0 = its default)")
 	pgPid := fs.Int("postgres-pid", 0, "the PostgreSQL server's postmaster pid: its CPU and bytes written are reported beside grasp's")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -136,7 +142,7 @@ func runScale(ctx context.Context, o scaleOpts, stderr io.Writer) (*scaleResult,
 	res.Settings = map[string]any{
 		"points": o.points, "conns": o.conns, "window": o.window, "queries_per_kind": o.queries, "neg_runs": o.negRuns,
 		"baseline_budget": o.baselineBudget.String(), "baseline_sync_writes": o.baselineSync, "baseline_neg_limit": o.baselineNeg,
-		"grasp_negentropy_max_events": negMax,
+		"grasp_negentropy_max_events": negMax, "grasp_memory_limit_mb": o.memoryLimitMB,
 	}
 	bins, err := prepareBinaries(ctx, o.build, tmp, logf)
 	if err != nil {
@@ -188,7 +194,7 @@ func runScale(ctx context.Context, o scaleOpts, stderr io.Writer) (*scaleResult,
 // With pg (grasp-postgres), PostgreSQL's CPU and bytes written are
 // reported beside grasp's.
 func scaleServer(ctx context.Context, name string, bins binaries, dir string, c *corpus, o scaleOpts, negMax int, pg *pgCluster, logf func(string, ...any)) ([]pointRun, error) {
-	sopts := serverOpts{negentropyMax: negMax, baselineSync: o.baselineSync, baselineNeg: o.baselineNeg, legacyConfig: o.legacyConfig}
+	sopts := serverOpts{negentropyMax: negMax, baselineSync: o.baselineSync, baselineNeg: o.baselineNeg, legacyConfig: o.legacyConfig, memoryLimitMB: o.memoryLimitMB}
 	p, _, err := startServer(ctx, name, bins, dir, sopts)
 	if err != nil {
 		return nil, err

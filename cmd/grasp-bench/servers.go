@@ -98,6 +98,8 @@ type serverOpts struct {
 	// extraTOML is appended to grasp's configuration (tables of its own,
 	// e.g. the abuse command's [grasp] for F20).
 	extraTOML string
+	// memoryLimitMB is grasp's server.memory_limit_mb when > 0.
+	memoryLimitMB int
 }
 
 // startServer starts the named server with its data under dir. For the
@@ -112,37 +114,7 @@ func startServer(ctx context.Context, name string, bins binaries, dir string, o 
 			bin = bins.libsecp
 		}
 		cfg := filepath.Join(dir, "grasp.toml")
-		// Defaults except what a benchmark needs: a free port, the public
-		// URL the corpus was signed for, metrics off, JSON logs (the address
-		// is read from them) and, past a million events, a NIP-77 limit that
-		// covers the whole store. Every client of the benchmark comes from
-		// 127.0.0.1, so the per-address limits (purgatory quotas, connection
-		// cap) are raised to the relay-wide ones: they are there against one
-		// abusive address, which the benchmark is not, and would refuse the
-		// seeding of 50+ repositories and the 101 fan-out connections
-		// (except for the abuse command, which measures that cap). Builds
-		// older than those limits get none of these keys (legacyConfig).
-		body := fmt.Sprintf("[server]\nlisten = \"127.0.0.1:0\"\npublic_url = %q\ndata_dir = %q\n", benchPublicURL, data)
-		if o.gitDir != "" {
-			body += fmt.Sprintf("git_dir = %q\n", o.gitDir)
-		}
-		body += "\n[metrics]\nenabled = false\n\n[log]\nlevel = \"info\"\nformat = \"json\"\n"
-		limits := "\n[relay.limits]\n"
-		if !o.legacyConfig {
-			body += "\n[purgatory]\nmax_held_per_ip = 20000\nmax_held_announcements_per_ip = 5000\n" +
-				"max_held_announcements_per_pubkey = 5000\nmax_held_announcements_per_identifier = 5000\n"
-			if !o.perAddressCaps {
-				limits += "max_connections_per_ip = 10000\n"
-			}
-		}
-		if name == serverPostgres {
-			body += fmt.Sprintf("\n[store]\nbackend = \"postgres\"\npostgres_url = %q\npostgres_instances = 1\n", bins.postgresURL)
-		}
-		body += limits
-		if o.negentropyMax > 0 {
-			body += "negentropy_max_events = " + strconv.Itoa(o.negentropyMax) + "\n"
-		}
-		body += o.extraTOML
+		body := graspTOML(name, bins, data, o)
 		if err := os.WriteFile(cfg, []byte(body), 0o644); err != nil {
 			return nil, "", err
 		}
@@ -173,4 +145,44 @@ func startServer(ctx context.Context, name string, bins binaries, dir string, o 
 		return p, gitRoot, err
 	}
 	return nil, "", fmt.Errorf("unknown server %q", name)
+}
+
+// graspTOML is the configuration a benchmark gives grasp (the named
+// variant) with its data under data.
+func graspTOML(name string, bins binaries, data string, o serverOpts) string {
+	// Defaults except what a benchmark needs: a free port, the public
+	// URL the corpus was signed for, metrics off, JSON logs (the address
+	// is read from them) and, past a million events, a NIP-77 limit that
+	// covers the whole store. Every client of the benchmark comes from
+	// 127.0.0.1, so the per-address limits (purgatory quotas, connection
+	// cap) are raised to the relay-wide ones: they are there against one
+	// abusive address, which the benchmark is not, and would refuse the
+	// seeding of 50+ repositories and the 101 fan-out connections
+	// (except for the abuse command, which measures that cap). Builds
+	// older than those limits get none of these keys (legacyConfig).
+	body := fmt.Sprintf("[server]\nlisten = \"127.0.0.1:0\"\npublic_url = %q\ndata_dir = %q\n", benchPublicURL, data)
+	if o.gitDir != "" {
+		body += fmt.Sprintf("git_dir = %q\n", o.gitDir)
+	}
+	if o.memoryLimitMB > 0 {
+		body += "memory_limit_mb = " + strconv.Itoa(o.memoryLimitMB) + "\n"
+	}
+	body += "\n[metrics]\nenabled = false\n\n[log]\nlevel = \"info\"\nformat = \"json\"\n"
+	limits := "\n[relay.limits]\n"
+	if !o.legacyConfig {
+		body += "\n[purgatory]\nmax_held_per_ip = 20000\nmax_held_announcements_per_ip = 5000\n" +
+			"max_held_announcements_per_pubkey = 5000\nmax_held_announcements_per_identifier = 5000\n"
+		if !o.perAddressCaps {
+			limits += "max_connections_per_ip = 10000\n"
+		}
+	}
+	if name == serverPostgres {
+		body += fmt.Sprintf("\n[store]\nbackend = \"postgres\"\npostgres_url = %q\npostgres_instances = 1\n", bins.postgresURL)
+	}
+	body += limits
+	if o.negentropyMax > 0 {
+		body += "negentropy_max_events = " + strconv.Itoa(o.negentropyMax) + "\n"
+	}
+	body += o.extraTOML
+	return body
 }
