@@ -321,6 +321,7 @@ func (s *badgerStore) candidate(txn *badger.Txn, p *queryPlan, serial uint32) (*
 	var key [5]byte
 	key[0] = keyRaw
 	binary.BigEndian.PutUint32(key[1:], serial)
+	s.recordReads.Add(1)
 	item, err := txn.Get(key[:])
 	if errors.Is(err, badger.ErrKeyNotFound) {
 		return nil, 0, nil // an index key whose record is gone

@@ -143,7 +143,8 @@ func BenchmarkQueryAtScale(b *testing.B) {
 			if keep := os.Getenv("GRASP_QUERY_KEEP"); keep != "" {
 				dir = filepath.Join(keep, strconv.Itoa(n)) // for BenchmarkQueryDataDir
 			}
-			s, err := New(Options{Dir: dir, UnsafeNoSync: true}, env.Env{})
+			tune, memMB := writesTune(b, os.Getenv("GRASP_STORE_WRITES_TUNE")) // badger options to compare
+			s, err := New(Options{Dir: dir, UnsafeNoSync: true, MemTableMB: memMB, badgerTweak: tune}, env.Env{})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -257,6 +258,7 @@ func benchQueryKinds(b *testing.B, s *Store, filters func(*rand.Rand) map[string
 			b.StopTimer()
 			runtime.ReadMemStats(&ms1)
 			b.ReportMetric(float64(processCPU()-cpu0)/1e3/float64(b.N), "cpu-µs/query")
+			b.ReportMetric(float64(got)/float64(b.N), "events/query")
 			if kind == "ids" && got < b.N*5*9/10 {
 				b.Fatalf("ids queries found %d of %d events", got, b.N*5)
 			}

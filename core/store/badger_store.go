@@ -47,6 +47,10 @@ type badgerStore struct {
 	// not answer (badger_query_id.go).
 	ids     *idFilter
 	idSeeks atomic.Int64
+	// recordReads counts the event records queries read from index keys
+	// (candidate): what a query costs beyond the index walk, bounded by
+	// its limit when the plan's index is exact (issue 27 part 3).
+	recordReads atomic.Int64
 	// hasLarge is set once the database holds a content record, large or
 	// packed (badger_large.go).
 	hasLarge atomic.Bool

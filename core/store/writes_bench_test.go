@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/dgraph-io/badger/v4"
+	"github.com/dgraph-io/badger/v4/options"
 	"github.com/nbd-wtf/go-nostr"
 	dto "github.com/prometheus/client_model/go"
 
@@ -341,7 +342,7 @@ func BenchmarkWritesAtScale(b *testing.B) {
 }
 
 // writesTune parses GRASP_STORE_WRITES_TUNE, badger options to try against
-// the store's ("l0=8,stall=16,mem=32,block=16,mult=10,base=64,table=2",
+// the store's ("l0=8,stall=16,mem=32,block=16,mult=10,base=64,table=2,comp=1",
 // sizes in MiB but block in KiB): how the alternatives in
 // docs/benchmarks.md were measured.
 func writesTune(tb testing.TB, spec string) (tweak func(badger.Options) badger.Options, memMB int) {
@@ -360,6 +361,8 @@ func writesTune(tb testing.TB, spec string) (tweak func(badger.Options) badger.O
 		"tmult":  func(o badger.Options, v int64) badger.Options { o.TableSizeMultiplier = int(v); return o },
 		"bcache": func(o badger.Options, v int64) badger.Options { return o.WithBlockCacheSize(v << 20) },
 		"zstd":   func(o badger.Options, v int64) badger.Options { return o.WithZSTDCompressionLevel(int(v)) },
+		// comp: the tables' compression, 0 none, 1 snappy, 2 zstd (badger's options.CompressionType)
+		"comp": func(o badger.Options, v int64) badger.Options { return o.WithCompression(options.CompressionType(v)) },
 	}
 	var fns []func(badger.Options) badger.Options
 	for _, kv := range strings.Split(spec, ",") {
