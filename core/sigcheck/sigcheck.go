@@ -7,14 +7,15 @@
 // pure Go verifier decompresses the author's key (a field square root, ~15 %
 // of a verification) twice per event, then computes s·G and e·P apart. Event
 // serialises and hashes once. In the default build it verifies with its own
-// BIP-340 verifier (verify_go.go, strauss.go) on decred's secp256k1 field and
-// point arithmetic: R = s·G − e·P as one multi-scalar multiplication (one
-// chain of ~128 doublings for four half-length scalars: e split by the curve's
-// endomorphism, s by its bits), the odd multiples of recent authors' keys kept
-// in a bounded table so an author's second event skips the square root and
-// the table's construction; ~1.4× btcec's speed per check (docs/
+// BIP-340 verifier (verify_go.go, strauss.go, fe.go): R = s·G − e·P as one
+// multi-scalar multiplication (one chain of ~128 doublings for four
+// half-length scalars: e split by the curve's endomorphism, s by its bits) on
+// its own 4×64-bit field arithmetic, the odd multiples of recent authors'
+// keys kept in a bounded table so an author's second event skips the square
+// root and the table's construction: ~3× btcec's speed per check (docs/
 // benchmarks.md, "Signature check: one combined multiplication"). Its tests
-// compare it with btcec's schnorr.Verify on valid and broken signatures.
+// compare it with btcec's schnorr.Verify on valid and broken signatures and
+// its arithmetic with math/big and decred's.
 // Built with -tags libsecp256k1, the signature is checked by go-nostr's cgo
 // binding of bitcoin-core's library instead.
 //

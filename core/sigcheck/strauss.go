@@ -37,10 +37,10 @@ import (
 
 const (
 	// windowP is the NAF width of the key's two scalars: 8 odd multiples of
-	// P per author (640 bytes in the author table).
+	// P per author (512 bytes in the author table).
 	windowP = 5
 	// windowG is the NAF width of s's halves: two fixed tables of 256 odd
-	// multiples (40 KiB, built at the first verification).
+	// multiples (32 KiB, built at the first verification).
 	windowG = 10
 
 	oddP = 1 << (windowP - 2)
@@ -51,9 +51,9 @@ const (
 	nafDigits = 257
 )
 
-// affinePoint is a finite curve point with z = 1, normalised: the tables
-// hold these so that each addition is the cheaper mixed one.
-type affinePoint struct{ x, y secp.FieldVal }
+// affinePoint is a finite curve point with z = 1: the tables hold these so
+// that each addition is the cheaper mixed one.
+type affinePoint struct{ x, y fe }
 
 // generatorTables holds the odd multiples of G and of 2^128·G:
 // g[i] = (2i+1)·G, h[i] = (2i+1)·2^128·G.
@@ -78,49 +78,63 @@ func genTables() *generatorTables {
 		for range 128 {
 			secp.DoubleNonConst(&h, &h)
 		}
-		oddMultiples(&g, t.g[:])
-		oddMultiples(&h, t.h[:])
+		g.ToAffine()
+		h.ToAffine()
+		gx, gy, hx, hy := feFromField(&g.X), feFromField(&g.Y), feFromField(&h.X), feFromField(&h.Y)
+		oddMultiples(&gx, &gy, t.g[:])
+		oddMultiples(&hx, &hy, t.h[:])
 		gen = t
 	})
 	return gen
 }
 
-// oddMultiples fills out with P, 3P, 5P, … in affine coordinates (one field
-// inversion for all of them). p must be a finite point; no odd multiple
-// below n of a point of prime order n is the point at infinity.
-func oddMultiples(p *secp.JacobianPoint, out []affinePoint) {
-	jac := make([]secp.JacobianPoint, len(out))
-	var twice secp.JacobianPoint
-	secp.DoubleNonConst(p, &twice)
-	jac[0].Set(p)
-	for i := 1; i < len(jac); i++ {
-		secp.AddNonConst(&jac[i-1], &twice, &jac[i])
+// oddMultiples fills out with P, 3P, 5P, … in affine coordinates, P = (x, y)
+// a point of the curve: 2P made affine (one inversion) so that each step is
+// a mixed addition, then all of them made affine with one more. No odd
+// multiple below n of a point of prime order n is the point at infinity.
+func oddMultiples(x, y *fe, out []affinePoint) {
+	d := jac{x: *x, y: *y, z: fe{1}}
+	d.double()
+	var zi, zi2, zi3, dx, dy fe
+	zi.inv(&d.z)
+	zi2.sqr(&zi)
+	zi3.mul(&zi2, &zi)
+	dx.mul(&d.x, &zi2)
+	dy.mul(&d.y, &zi3)
+	qs := make([]jac, len(out))
+	qs[0] = jac{x: *x, y: *y, z: fe{1}}
+	for i := 1; i < len(qs); i++ {
+		qs[i] = qs[i-1]
+		qs[i].addAffine(&dx, &dy)
 	}
-	batchAffine(jac, out)
+	batchAffine(qs, out)
 }
 
-// batchAffine converts the finite points jac to affine coordinates with one
+// batchAffine converts the finite points qs to affine coordinates with one
 // inversion (Montgomery's trick): out[i].x first holds z0·…·zi.
-func batchAffine(jac []secp.JacobianPoint, out []affinePoint) {
-	n := len(jac)
-	out[0].x.Set(&jac[0].Z)
+func batchAffine(qs []jac, out []affinePoint) {
+	n := len(qs)
+	out[0].x = qs[0].z
 	for i := 1; i < n; i++ {
-		out[i].x.Mul2(&out[i-1].x, &jac[i].Z)
+		out[i].x.mul(&out[i-1].x, &qs[i].z)
 	}
-	var inv secp.FieldVal // (z0·…·zi)^-1 for the i being worked on
-	inv.Set(&out[n-1].x).Normalize().Inverse()
+	var inv fe // (z0·…·zi)^-1 for the i being worked on
+	inv.inv(&out[n-1].x)
 	for i := n - 1; i >= 0; i-- {
-		var zi secp.FieldVal // 1/zi
+		var zi fe // 1/zi
 		if i > 0 {
-			zi.Mul2(&inv, &out[i-1].x)
-			inv.Mul(&jac[i].Z)
+			zi.mul(&inv, &out[i-1].x)
+			inv.mul(&inv, &qs[i].z)
 		} else {
-			zi.Set(&inv)
+			zi = inv
 		}
-		var zi2 secp.FieldVal
-		zi2.SquareVal(&zi)
-		out[i].x.Mul2(&jac[i].X, &zi2).Normalize()
-		out[i].y.Mul2(&jac[i].Y, zi2.Mul(&zi)).Normalize()
+		var zi2, zi3 fe
+		zi2.sqr(&zi)
+		zi3.mul(&zi2, &zi)
+		out[i].x.mul(&qs[i].x, &zi2)
+		out[i].x.normalize()
+		out[i].y.mul(&qs[i].y, &zi3)
+		out[i].y.normalize()
 	}
 }
 
@@ -132,6 +146,7 @@ func batchAffine(jac []secp.JacobianPoint, out []affinePoint) {
 // g1 = ⌊b2·2^320/n⌋, g2 = ⌊−b1·2^320/n⌋ (also checked by the tests).
 var (
 	endoBeta     = fieldHex("7ae96a2b657c07106e64479eac3434e99cf0497512f58995c1396c28719501ee")
+	endoBetaFe   = feFromField(&endoBeta)
 	endoLambda   = scalarHex("5363ad4cc05c30e0a5261c028812645a122e22ea20816678df02967c1b23bd72")
 	endoNegB1    = scalarHex("e4437ed6010e88286f547fa90abfe4c3")
 	endoB2       = scalarHex("3086d221a7d46bcde86c90e49284eb15")
@@ -279,7 +294,7 @@ func shiftRight(x *[5]uint64, s uint) {
 
 // addDigit adds d·T to q, T the point whose odd multiples t holds (t[i] =
 // (2i+1)·T), negated when neg is set.
-func addDigit(q *secp.JacobianPoint, t []affinePoint, d int16, neg bool) {
+func addDigit(q *jac, t []affinePoint, d int16, neg bool) {
 	if d == 0 {
 		return
 	}
@@ -287,20 +302,17 @@ func addDigit(q *secp.JacobianPoint, t []affinePoint, d int16, neg bool) {
 		d, neg = -d, !neg
 	}
 	e := &t[(d-1)/2]
-	var p secp.JacobianPoint
-	p.X.Set(&e.x)
 	if neg {
-		p.Y.NegateVal(&e.y, 1).Normalize()
-	} else {
-		p.Y.Set(&e.y)
+		var y fe
+		y.neg(&e.y)
+		q.addAffine(&e.x, &y)
+		return
 	}
-	p.Z.SetInt(1)
-	secp.AddNonConst(q, &p, q)
+	q.addAffine(&e.x, &e.y)
 }
 
 // sumMul sets q to s·G + k·P, P the author's point (odd its odd multiples).
-// The result is normalised; the point at infinity has z = 0.
-func sumMul(q *secp.JacobianPoint, s, k *secp.ModNScalar, odd *[oddP]affinePoint) {
+func sumMul(q *jac, s, k *secp.ModNScalar, odd *[oddP]affinePoint) {
 	gt := genTables()
 
 	k1, k2 := splitScalar(k)
@@ -314,8 +326,8 @@ func sumMul(q *secp.JacobianPoint, s, k *secp.ModNScalar, odd *[oddP]affinePoint
 	}
 	var phi [oddP]affinePoint // φ(P)'s odd multiples: (β·x, y)
 	for i := range odd {
-		phi[i].x.Mul2(&odd[i].x, &endoBeta).Normalize()
-		phi[i].y.Set(&odd[i].y)
+		phi[i].x.mul(&odd[i].x, &endoBetaFe)
+		phi[i].y = odd[i].y
 	}
 
 	sl := limbs(s)
@@ -326,9 +338,9 @@ func sumMul(q *secp.JacobianPoint, s, k *secp.ModNScalar, odd *[oddP]affinePoint
 	n4 := wnaf(&ds2, [4]uint64{sl[2], sl[3]}, windowG)
 	top := max(n1, n2, n3, n4)
 
-	*q = secp.JacobianPoint{} // the point at infinity
+	*q = jac{inf: true}
 	for i := top - 1; i >= 0; i-- {
-		secp.DoubleNonConst(q, q)
+		q.double()
 		addDigit(q, odd[:], d1[i], neg1)
 		addDigit(q, phi[:], d2[i], neg2)
 		addDigit(q, gt.g[:], ds1[i], false)

@@ -81,20 +81,18 @@ func TestKeyTableHoldsOnlyTheEvenLiftOfItsKey(t *testing.T) {
 	if P == nil {
 		t.Fatal("the forged event's (valid) key is not in the table")
 	}
-	j := &P.odd[0] // P itself
+	j := toField(&P.odd[0]) // P itself
 	var y2, x3 btcec.FieldVal
-	y2.SquareVal(&j.y).Normalize()
-	x3.SquareVal(&j.x).Mul(&j.x).AddInt(7).Normalize()
-	if j.y.IsOdd() || *j.x.Bytes() != pk || !y2.Equals(&x3) {
-		t.Fatalf("the table holds (%x, odd %v) for key %x", j.x.Bytes(), j.y.IsOdd(), pk)
+	y2.SquareVal(&j.Y).Normalize()
+	x3.SquareVal(&j.X).Mul(&j.X).AddInt(7).Normalize()
+	if j.Y.IsOdd() || *j.X.Bytes() != pk || !y2.Equals(&x3) {
+		t.Fatalf("the table holds (%x, odd %v) for key %x", j.X.Bytes(), j.Y.IsOdd(), pk)
 	}
 	var three, want btcec.JacobianPoint // and its multiples are P's: odd[1] = 3·P
-	threeP := btcec.JacobianPoint{X: j.x, Y: j.y}
-	threeP.Z.SetInt(1)
-	btcec.DoubleNonConst(&threeP, &three)
-	btcec.AddNonConst(&three, &threeP, &want)
+	btcec.DoubleNonConst(&j, &three)
+	btcec.AddNonConst(&three, &j, &want)
 	want.ToAffine()
-	if !want.X.Equals(&P.odd[1].x) || !want.Y.Equals(&P.odd[1].y) {
+	if got := toField(&P.odd[1]); !want.X.Equals(&got.X) || !want.Y.Equals(&got.Y) {
 		t.Fatal("the table's 3·P is not 3·P")
 	}
 	if Event(evt) != Valid {
