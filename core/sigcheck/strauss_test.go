@@ -557,3 +557,31 @@ func btcecCached(msg, pk *[32]byte, sig *[64]byte, P *btcec.JacobianPoint) bool 
 	R.ToAffine()
 	return !R.Y.IsOdd() && r.Equals(&R.X)
 }
+
+// FuzzVerifyAgreesWithBtcec: the open-ended form of TestVerifyAgreesWithBtcec,
+// seeded with valid signatures and each kind of broken one:
+// `go test -run '^$' -fuzz FuzzVerifyAgreesWithBtcec -fuzztime 20000x ./core/sigcheck`.
+// Run as a test it checks the seeds.
+func FuzzVerifyAgreesWithBtcec(f *testing.F) {
+	r := rand.New(rand.NewPCG(19, 20))
+	for i := range 8 {
+		d, k := randomScalar(r), randomScalar(r)
+		if d.IsZero() || k.IsZero() {
+			continue
+		}
+		msg := sha256.Sum256([]byte{byte(i)})
+		for _, b := range []breaks{none, keyParity, nonceParity, infinity, wrongMessage} {
+			pk, sig := signRaw(d, k, msg, b)
+			f.Add(msg[:], pk[:], sig[:])
+		}
+	}
+	f.Fuzz(func(t *testing.T, m, p, s []byte) {
+		if len(m) != 32 || len(p) != 32 || len(s) != 64 {
+			return
+		}
+		msg, pk, sig := [32]byte(m), [32]byte(p), [64]byte(s)
+		if got, want := verifySchnorr(&msg, &pk, &sig), btcecVerify(&msg, &pk, &sig); got != want {
+			t.Fatalf("verifier %v, btcec %v\nmsg %x\npk %x\nsig %x", got, want, msg, pk, sig)
+		}
+	})
+}
