@@ -137,5 +137,6 @@ func verifyCmd(args []string, stdout, stderr io.Writer) error {
 		return json.NewEncoder(stdout).Encode(v)
 	}
 	fmt.Fprintf(stdout, "%s: %.0f verifications/s on %d goroutines, %.0f per CPU second\n", v.Library, v.Rate, v.Goroutines, v.PerCPU)
+	fmt.Fprintf(stdout, "%s: %.0f verifications/s on %d goroutines, %.0f per CPU second\n", v.CheckLibrary, v.CheckRate, v.Goroutines, v.CheckPerCPU)
 	return nil
 }

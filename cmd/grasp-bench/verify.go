@@ -8,15 +8,19 @@ import (
 	"time"
 
 	"github.com/nbd-wtf/go-nostr"
+
+	"github.com/grasp-dev/grasp/core/sigcheck"
 )
 
 // verifyRate measures how many event signatures this binary's secp256k1
 // library (btcec, or libsecp256k1 when built with -tags libsecp256k1)
 // checks per second on the given number of goroutines, over the corpus's
 // own events: the ceiling on what a relay that verifies every event can
-// ingest on that many cores. It runs for about d.
+// ingest on that many cores. It runs for about d, then as long again with
+// grasp's own check (core/sigcheck, its table of verified signatures
+// bypassed: every event verified), the ceiling of the write path as built.
 func verifyRate(c *corpus, goroutines int, d time.Duration) (verifyResult, error) {
-	v := verifyResult{Library: verifyLibrary(), Goroutines: goroutines}
+	v := verifyResult{Library: verifyLibrary(), Goroutines: goroutines, CheckLibrary: checkLibrary()}
 	n := min(len(c.items), 4096)
 	evts := make([]nostr.Event, n)
 	for i := range evts {
@@ -25,6 +29,25 @@ func verifyRate(c *corpus, goroutines int, d time.Duration) (verifyResult, error
 			return v, fmt.Errorf("corpus event %d: %w", i, err)
 		}
 	}
+	var err error
+	// CheckSignature hashes the serialised event too, as a relay does.
+	v.Rate, v.PerCPU, err = rate(evts, goroutines, d, func(e *nostr.Event) bool {
+		ok, err := e.CheckSignature()
+		return ok && err == nil
+	})
+	if err != nil {
+		return v, err
+	}
+	v.CheckRate, v.CheckPerCPU, err = rate(evts, goroutines, d, func(e *nostr.Event) bool {
+		return sigcheck.EventUncached(e) == sigcheck.Valid
+	})
+	return v, err
+}
+
+// rate runs check over evts on goroutines for about d: checks per wall
+// second and per CPU second.
+func rate(evts []nostr.Event, goroutines int, d time.Duration, check func(*nostr.Event) bool) (wallRate, perCPU float64, err error) {
+	n := len(evts)
 	var done atomic.Int64
 	var bad atomic.Int64
 	deadline := time.Now().Add(d)
@@ -33,8 +56,7 @@ func verifyRate(c *corpus, goroutines int, d time.Duration) (verifyResult, error
 	for g := range goroutines {
 		wg.Go(func() {
 			for k := g; time.Now().Before(deadline); k += goroutines {
-				// CheckSignature hashes the serialised event too, as a relay does.
-				if ok, err := evts[k%n].CheckSignature(); !ok || err != nil {
+				if !check(&evts[k%n]) {
 					bad.Add(1)
 				}
 				done.Add(1)
@@ -44,11 +66,9 @@ func verifyRate(c *corpus, goroutines int, d time.Duration) (verifyResult, error
 	wg.Wait()
 	wall, cpu := time.Since(start), cpuTime()-cpu0
 	if bad.Load() > 0 {
-		return v, fmt.Errorf("%d signatures did not verify", bad.Load())
+		return 0, 0, fmt.Errorf("%d signatures did not verify", bad.Load())
 	}
-	v.Rate = float64(done.Load()) / wall.Seconds()
-	v.PerCPU = float64(done.Load()) / cpu.Seconds()
-	return v, nil
+	return float64(done.Load()) / wall.Seconds(), float64(done.Load()) / cpu.Seconds(), nil
 }
 
 // cpuTime is the CPU time this process has used. Verifications per CPU
@@ -65,4 +85,12 @@ func verifyLibrary() string {
 		return "libsecp256k1 (cgo)"
 	}
 	return "btcec (pure Go)"
+}
+
+// checkLibrary names what core/sigcheck verifies with in this build.
+func checkLibrary() string {
+	if libsecp256k1 {
+		return "sigcheck (libsecp256k1)"
+	}
+	return "sigcheck (pure Go)"
 }

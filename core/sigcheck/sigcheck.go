@@ -3,13 +3,21 @@
 // signature a BIP-340 Schnorr signature of that id by the event's pubkey.
 //
 // It exists because that check bounds ingest (issue 27 part 5): go-nostr's
-// CheckID and CheckSignature serialise and hash the event twice, and the pure
-// Go verifier decompresses the author's key (a field square root, ~15 % of a
-// verification) twice per event. Event serialises and hashes once and, in the
-// default build, keeps the decompressed keys of recent authors in a bounded
-// table, so an author's second event skips both square roots. Built with
-// -tags libsecp256k1, the signature is checked by go-nostr's cgo binding of
-// bitcoin-core's library instead.
+// CheckID and CheckSignature serialise and hash the event twice, and btcec's
+// pure Go verifier decompresses the author's key (a field square root, ~15 %
+// of a verification) twice per event, then computes s·G and e·P apart. Event
+// serialises and hashes once. In the default build it verifies with its own
+// BIP-340 verifier (verify_go.go, strauss.go, fe.go): R = s·G − e·P as one
+// multi-scalar multiplication (one chain of ~128 doublings for four
+// half-length scalars: e split by the curve's endomorphism, s by its bits) on
+// its own 4×64-bit field arithmetic, the odd multiples of recent authors'
+// keys kept in a bounded table so an author's second event skips the square
+// root and the table's construction: ~3× btcec's speed per check (docs/
+// benchmarks.md, "Signature check: one combined multiplication"). Its tests
+// compare it with btcec's schnorr.Verify on valid and broken signatures and
+// its arithmetic with math/big and decred's.
+// Built with -tags libsecp256k1, the signature is checked by go-nostr's cgo
+// binding of bitcoin-core's library instead.
 //
 // An event is often checked twice: a catch-up session (core/relaysync/
 // catchup) verifies what a peer sends, in parallel on every core, before the
@@ -21,8 +29,9 @@
 // field changes the hash or misses the table; nothing but a successful
 // verification enters it).
 //
-// It decides nothing else about an event and never touches storage. Imports
-// only core/nip34 (the 64-hex check).
+// It decides nothing else about an event and never touches storage, and it
+// never multiplies a secret: its arithmetic is variable-time, right only for
+// public data. Imports only core/nip34 (the 64-hex check).
 package sigcheck
 
 import (
@@ -51,6 +60,13 @@ const (
 // Event checks evt's id, then its signature (see the package doc).
 func Event(evt *nostr.Event) Result {
 	return verifyEvent(evt, true)
+}
+
+// EventUncached is Event without the table of verified signatures: every
+// call verifies. Only a measurement of the verification itself wants it
+// (grasp-bench's verification ceiling); the write path calls Event.
+func EventUncached(evt *nostr.Event) Result {
+	return verifyEvent(evt, false)
 }
 
 // verifyEvent is Event; remember false neither consults nor fills the table of

@@ -81,11 +81,19 @@ func TestKeyTableHoldsOnlyTheEvenLiftOfItsKey(t *testing.T) {
 	if P == nil {
 		t.Fatal("the forged event's (valid) key is not in the table")
 	}
-	var j btcec.JacobianPoint
-	P.AsJacobian(&j)
-	j.ToAffine()
-	if j.Y.IsOdd() || *j.X.Bytes() != pk || !P.IsOnCurve() {
+	j := toField(&P.odd[0]) // P itself
+	var y2, x3 btcec.FieldVal
+	y2.SquareVal(&j.Y).Normalize()
+	x3.SquareVal(&j.X).Mul(&j.X).AddInt(7).Normalize()
+	if j.Y.IsOdd() || *j.X.Bytes() != pk || !y2.Equals(&x3) {
 		t.Fatalf("the table holds (%x, odd %v) for key %x", j.X.Bytes(), j.Y.IsOdd(), pk)
+	}
+	var three, want btcec.JacobianPoint // and its multiples are P's: odd[1] = 3·P
+	btcec.DoubleNonConst(&j, &three)
+	btcec.AddNonConst(&three, &j, &want)
+	want.ToAffine()
+	if got := toField(&P.odd[1]); !want.X.Equals(&got.X) || !want.Y.Equals(&got.Y) {
+		t.Fatal("the table's 3·P is not 3·P")
 	}
 	if Event(evt) != Valid {
 		t.Fatal("the author's valid event fails after a forged one put the key in the table")
