@@ -13,7 +13,7 @@ import (
 // id list (under 32 items) and, by pairs, for bounds: "chunked" is
 // Snapshot.Range (one allocation per 32 hex ids), "per-id" the
 // hex.EncodeToString per item it replaced, in the same run (issue 27
-// part 3: ~30 % of a NEG-MSG answer's CPU at 1,000,000 events went to
+// part 3: ~24 % of a NEG-MSG answer's CPU at 1,000,000 events went to
 // making these strings).
 //
 //	go test -run '^$' -bench RangeIDList -benchmem ./core/negindex/

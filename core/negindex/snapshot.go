@@ -78,9 +78,9 @@ func (it *item) negItemIn(buf []byte) negentropy.Item {
 
 // rangeChunk is how many hex ids Range makes per allocation: the engine
 // lists ranges of under 32 items (id lists) and pairs of neighbours
-// (bounds); one allocation a chunk instead of two per id (hex.EncodeToString
-// makes a []byte and copies it into a string) was ~30 % of a NEG-MSG
-// answer's CPU at 1,000,000 events (issue 27 part 3).
+// (bounds). hex.EncodeToString per id (a []byte, then a string copied from
+// it) was ~24 % of a NEG-MSG answer's CPU at 1,000,000 events (issue 27
+// part 3).
 const rangeChunk = 32
 
 // Range yields the items in [begin, end).
