@@ -3,8 +3,8 @@ package gate
 import (
 	"sync"
 	"testing"
-	"time"
 
+	"github.com/grasp-dev/grasp/internal/testkit"
 	"github.com/grasp-dev/grasp/internal/testwait"
 )
 
@@ -80,27 +80,13 @@ func BenchmarkEventWorkers(b *testing.B) {
 		}
 	}
 	perMessage := func(fn func()) { go fn() }
-	sides := []func(func()){perMessage, w.run}
-	var took [2]time.Duration
-	const rounds = 8
-	b.ResetTimer()
-	for r := range rounds {
-		from, to := r*b.N/rounds, (r+1)*b.N/rounds
-		for k := range sides {
-			i := (k + r) % 2
-			t0 := time.Now()
-			for range to - from {
-				done := make(chan struct{})
-				sides[i](task(done))
-				<-done
-			}
-			took[i] += time.Since(t0)
-		}
+	side := func(name string, start func(func())) testkit.Side {
+		return testkit.Side{Name: name, Run: func(int) {
+			done := make(chan struct{})
+			start(task(done))
+			<-done
+		}}
 	}
-	b.StopTimer()
-	n := float64(b.N)
-	b.ReportMetric(float64(took[0].Nanoseconds())/n, "goroutine-ns/event")
-	b.ReportMetric(float64(took[1].Nanoseconds())/n, "workers-ns/event")
-	b.ReportMetric(float64(took[1])/float64(took[0]), "workers/goroutine")
+	testkit.AlternateRounds(b, "event", side("goroutine", perMessage), side("workers", w.run))
 	_ = sink
 }

@@ -3,11 +3,11 @@ package store
 import (
 	"context"
 	"testing"
-	"time"
 
 	"github.com/nbd-wtf/go-nostr"
 
 	"github.com/grasp-dev/grasp/core/nocontent"
+	"github.com/grasp-dev/grasp/internal/testkit"
 )
 
 // BenchmarkSharedRelatedLookup is what an accepted reply costs in lookups
@@ -40,27 +40,7 @@ func BenchmarkSharedRelatedLookup(b *testing.B) {
 			}
 		}
 	}
-	sides := []func(i int){
-		func(i int) { twoReaders(context.Background(), i) },
-		func(i int) { twoReaders(nocontent.Shared(context.Background()), i) },
-	}
-	var took [2]time.Duration
-	const rounds = 8
-	b.ResetTimer()
-	for r := range rounds {
-		from, to := r*b.N/rounds, (r+1)*b.N/rounds
-		for k := range sides {
-			j := (k + r) % 2
-			t0 := time.Now()
-			for i := from; i < to; i++ {
-				sides[j](i)
-			}
-			took[j] += time.Since(t0)
-		}
-	}
-	b.StopTimer()
-	n := float64(b.N)
-	b.ReportMetric(float64(took[0].Nanoseconds())/n, "apart-ns/event")
-	b.ReportMetric(float64(took[1].Nanoseconds())/n, "shared-ns/event")
-	b.ReportMetric(float64(took[1])/float64(took[0]), "shared/apart")
+	testkit.AlternateRounds(b, "event",
+		testkit.Side{Name: "apart", Run: func(i int) { twoReaders(context.Background(), i) }},
+		testkit.Side{Name: "shared", Run: func(i int) { twoReaders(nocontent.Shared(context.Background()), i) }})
 }
