@@ -192,7 +192,7 @@ func TestCorpusReproducible(t *testing.T) {
 		if ca.items[i].id != cb.items[i].id {
 			t.Fatalf("event %d differs between two generations with one seed", i)
 		}
-		if d := ca.items[i].dep; d >= i {
+		if d := int(ca.items[i].dep); d >= i {
 			t.Fatalf("event %d depends on event %d, not an earlier one", i, d)
 		}
 		if k := ca.items[i].kind; k != nip34.KindAnnouncement && ca.items[i].dep < 0 {

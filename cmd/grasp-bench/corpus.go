@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -45,25 +46,106 @@ type corpusHeader struct {
 	Repos     []string `json:"repos"` // announcement addresses, in announcement order
 }
 
-// item is one pre-signed event as the benchmark publishes it.
+// item is what the benchmark keeps of one pre-signed event in memory: 64
+// bytes. The event's JSON stays in the corpus file and is read when it is
+// sent (corpus.appendFrame): held as frames, a 5,000,000-event corpus took
+// 12-18 GB of the benchmark's RAM (issue 27 part 6). What the ingest order,
+// the query sets and the NIP-77 checks need is kept here.
 type item struct {
-	frame     []byte // ["EVENT",<event>]
-	id        string
-	pubkey    string
-	kind      int
+	id        [32]byte
+	off       int64 // where the event's JSON starts in the corpus file
 	createdAt int64
+	size      uint32 // its length in bytes
 	// dep is the index of the last earlier event that must be answered
 	// before this one is sent (its announcement, the state that releases
 	// its repository, the issue it comments on); -1 if none. The generator
 	// keeps dependencies far behind, so waiting is rare, but honouring them
 	// makes the outcome independent of how connections interleave.
-	dep int
+	dep    int32
+	author uint32 // index in corpus.authors
+	// repo is the event's `a` tag: an index in corpus.addrs, -1 if none
+	// (corpus.moreAddrs has any further distinct ones).
+	repo int32
+	kind uint16
 }
+
+// idHex is the event id as the protocol writes it.
+func (it *item) idHex() string { return hex.EncodeToString(it.id[:]) }
 
 type corpus struct {
 	hdr        corpusHeader
 	items      []item
 	eventBytes int64 // sum of the events' JSON sizes
+	// file is the corpus file, open for reading the events' JSON
+	// (os.File.ReadAt is safe from many goroutines); closed when the
+	// corpus is garbage.
+	file *os.File
+	// authors are the distinct pubkeys (hex) and addrs the distinct `a`
+	// tag values, in order of first appearance; moreAddrs maps an event to
+	// its `a` values past the first (the generator writes one).
+	authors   []string
+	addrs     []string
+	moreAddrs map[int32][]int32
+	// dTags are the d tags of the announcements and states, by position.
+	dTags map[int32]string
+}
+
+// pubkey is the hex pubkey of the event at i.
+func (c *corpus) pubkey(i int) string { return c.authors[c.items[i].author] }
+
+// dTag is the d tag of the announcement or state at i ("" for other kinds).
+func (c *corpus) dTag(i int) string { return c.dTags[int32(i)] }
+
+// aTags are the distinct `a` tag values of the event at i.
+func (c *corpus) aTags(i int) []string {
+	it := &c.items[i]
+	if it.repo < 0 {
+		return nil
+	}
+	out := []string{c.addrs[it.repo]}
+	for _, a := range c.moreAddrs[int32(i)] {
+		out = append(out, c.addrs[a])
+	}
+	return out
+}
+
+// frameHead and frameTail wrap an event's JSON into the EVENT message.
+const frameHead, frameTail = `["EVENT",`, `]`
+
+// appendFrame appends the ["EVENT",<event>] message of the event at i to
+// buf, read from the corpus file.
+func (c *corpus) appendFrame(buf []byte, i int) ([]byte, error) {
+	buf = append(buf, frameHead...)
+	buf, err := c.appendJSON(buf, i)
+	return append(buf, frameTail...), err
+}
+
+// appendJSON appends the event at i's JSON, as the corpus file holds it.
+func (c *corpus) appendJSON(buf []byte, i int) ([]byte, error) {
+	it := &c.items[i]
+	n := len(buf)
+	buf = slices.Grow(buf, int(it.size))[:n+int(it.size)]
+	if _, err := c.file.ReadAt(buf[n:], it.off); err != nil {
+		return buf[:n], fmt.Errorf("read corpus event %d: %w", i, err)
+	}
+	return buf, nil
+}
+
+// event decodes the event at i from the corpus file, checking it is the
+// event the index says.
+func (c *corpus) event(i int) (*nostr.Event, error) {
+	raw, err := c.appendJSON(nil, i)
+	if err != nil {
+		return nil, err
+	}
+	evt := &nostr.Event{}
+	if err := evt.UnmarshalJSON(raw); err != nil {
+		return nil, fmt.Errorf("corpus event %d: %w", i, err)
+	}
+	if evt.ID != c.items[i].idHex() {
+		return nil, fmt.Errorf("corpus event %d: read %s, the index says %s (was the file changed?)", i, evt.ID, c.items[i].idHex())
+	}
+	return evt, nil
 }
 
 // avgEventBytes is the mean JSON size of an event.
@@ -449,28 +531,50 @@ func generateFile(path string, n int, seed uint64, now time.Time) error {
 // loadCorpus reads a corpus file and works out each event's dependency.
 func loadCorpus(path string) (*corpus, error) { return loadCorpusHead(path, 0) }
 
-// loadCorpusHead reads the first limit events of a corpus file (0: all).
+// loadCorpusHead reads the first limit events of a corpus file (0: all),
+// keeping of each what item holds; the file stays open for the events'
+// JSON.
 func loadCorpusHead(path string, limit int) (*corpus, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
+	c, err := indexCorpus(f, limit)
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	c.file = f
+	runtime.AddCleanup(c, func(f *os.File) { f.Close() }, f)
+	return c, nil
+}
+
+// indexCorpus reads the corpus in f and works out each event's dependency.
+func indexCorpus(f *os.File, limit int) (*corpus, error) {
 	r := bufio.NewReaderSize(f, 1<<20)
 	head, err := r.ReadBytes('\n')
 	if err != nil {
 		return nil, fmt.Errorf("read corpus header: %w", err)
 	}
-	c := &corpus{}
+	c := &corpus{moreAddrs: map[int32][]int32{}, dTags: map[int32]string{}}
 	if err := json.Unmarshal(head, &c.hdr); err != nil {
 		return nil, fmt.Errorf("corpus header: %w", err)
 	}
 	if c.hdr.Events <= 0 || c.hdr.Events > 100_000_000 {
 		return nil, fmt.Errorf("corpus header: %d events", c.hdr.Events)
 	}
-	c.items = make([]item, 0, c.hdr.Events)
-	idPos := make(map[string]int, c.hdr.Events)
-	repoPos := map[string]int{} // address -> its announcement, then the state releasing it
+	want := c.hdr.Events
+	if limit > 0 {
+		want = min(want, limit)
+	}
+	c.items = make([]item, 0, want)
+	// Only while loading: ids to positions (deps), interned pubkeys and
+	// addresses.
+	idPos := make(map[[32]byte]int32, want)
+	authorIdx := map[string]uint32{}
+	addrIdx := map[string]int32{}
+	repoPos := map[string]int32{} // address -> its announcement, then the state releasing it
+	off := int64(len(head))
 	for i := 0; limit == 0 || i < limit; i++ {
 		line, err := r.ReadBytes('\n')
 		if err == io.EOF && len(line) == 0 {
@@ -479,39 +583,60 @@ func loadCorpusHead(path string, limit int) (*corpus, error) {
 		if err != nil && err != io.EOF {
 			return nil, fmt.Errorf("read corpus: %w", err)
 		}
+		lineOff := off
+		off += int64(len(line))
 		line = bytes.TrimSuffix(line, []byte{'\n'})
 		var evt nostr.Event
 		if err := evt.UnmarshalJSON(line); err != nil {
 			return nil, fmt.Errorf("corpus line %d: %w", i+2, err)
 		}
-		it := item{id: evt.ID, pubkey: evt.PubKey, kind: evt.Kind, createdAt: int64(evt.CreatedAt), dep: -1}
-		it.frame = make([]byte, 0, len(line)+10)
-		it.frame = append(append(append(it.frame, `["EVENT",`...), line...), ']')
+		if i >= math.MaxInt32 || len(line) > math.MaxUint32 || evt.Kind < 0 || evt.Kind > math.MaxUint16 ||
+			!nip34.IsHex64(evt.ID) || !nip34.IsHex64(evt.PubKey) {
+			return nil, fmt.Errorf("corpus line %d: an event this benchmark cannot index (kind %d, id %q, pubkey %q, %d bytes)", i+2, evt.Kind, evt.ID, evt.PubKey, len(line))
+		}
+		it := item{off: lineOff, size: uint32(len(line)), kind: uint16(evt.Kind), createdAt: int64(evt.CreatedAt), dep: -1, repo: -1}
+		hex.Decode(it.id[:], []byte(evt.ID))
+		a, ok := authorIdx[evt.PubKey]
+		if !ok {
+			a = uint32(len(c.authors))
+			authorIdx[evt.PubKey] = a
+			c.authors = append(c.authors, evt.PubKey)
+		}
+		it.author = a
 		for _, t := range evt.Tags {
 			if len(t) < 2 {
 				continue
 			}
-			var p int
+			var p int32
 			var ok bool
 			switch t[0] {
 			case "a", "A":
 				p, ok = repoPos[t[1]]
 			case "e", "E", "q":
-				p, ok = idPos[t[1]]
+				var id [32]byte
+				if nip34.IsHex64(t[1]) {
+					hex.Decode(id[:], []byte(t[1]))
+					p, ok = idPos[id]
+				}
 			}
 			if ok {
 				it.dep = max(it.dep, p)
 			}
+			if t[0] == "a" {
+				c.addA(&it, int32(i), t[1], addrIdx)
+			}
 		}
 		switch evt.Kind {
 		case nip34.KindAnnouncement, nip34.KindState:
-			addr := fmt.Sprintf("%d:%s:%s", nip34.KindAnnouncement, evt.PubKey, evt.Tags.GetD())
+			d := evt.Tags.GetD()
+			addr := fmt.Sprintf("%d:%s:%s", nip34.KindAnnouncement, evt.PubKey, d)
 			if p, ok := repoPos[addr]; ok && evt.Kind == nip34.KindState {
 				it.dep = max(it.dep, p)
 			}
-			repoPos[addr] = i
+			repoPos[addr] = int32(i)
+			c.dTags[int32(i)] = d
 		}
-		idPos[evt.ID] = i
+		idPos[it.id] = int32(i)
 		c.eventBytes += int64(len(line))
 		c.items = append(c.items, it)
 	}
@@ -521,11 +646,27 @@ func loadCorpusHead(path string, limit int) (*corpus, error) {
 	return c, nil
 }
 
+// addA records addr as one of the `a` tags of the event at i.
+func (c *corpus) addA(it *item, i int32, addr string, addrIdx map[string]int32) {
+	k, ok := addrIdx[addr]
+	if !ok {
+		k = int32(len(c.addrs))
+		addrIdx[addr] = k
+		c.addrs = append(c.addrs, addr)
+	}
+	switch {
+	case it.repo < 0:
+		it.repo = k
+	case it.repo != k && !slices.Contains(c.moreAddrs[i], k):
+		c.moreAddrs[i] = append(c.moreAddrs[i], k)
+	}
+}
+
 // kindCounts tallies the corpus by kind, for the report.
 func (c *corpus) kindCounts() map[int]int {
 	out := map[int]int{}
 	for _, it := range c.items {
-		out[it.kind]++
+		out[int(it.kind)]++
 	}
 	return out
 }
@@ -566,7 +707,7 @@ func (c *corpus) boundary(n int) int {
 			return i
 		}
 		if it.kind == nip34.KindAnnouncement || it.kind == nip34.KindState {
-			key := it.pubkey + ":" + dTag(it)
+			key := c.pubkey(i) + ":" + c.dTag(i)
 			if it.kind == nip34.KindAnnouncement {
 				open[key] = true
 			} else {

@@ -205,14 +205,15 @@ func ingest(ctx context.Context, url string, c *corpus, idx []int, done *doneSet
 		})
 		// sender
 		wg.Go(func() {
+			var frame []byte // read from the corpus file per event, reused
 			for _, i := range mine {
 				it := &c.items[i]
-				if it.dep >= 0 && !done.isDone(it.dep) {
+				if it.dep >= 0 && !done.isDone(int(it.dep)) {
 					mu.Lock()
 					res.Waits++
 					mu.Unlock()
 				}
-				if err := done.wait(ctx, it.dep); err != nil {
+				if err := done.wait(ctx, int(it.dep)); err != nil {
 					return
 				}
 				select {
@@ -220,10 +221,15 @@ func ingest(ctx context.Context, url string, c *corpus, idx []int, done *doneSet
 				case <-ctx.Done():
 					return
 				}
+				var err error
+				if frame, err = c.appendFrame(frame[:0], i); err != nil {
+					cancel(fmt.Errorf("connection %d: %w", k, err))
+					return
+				}
 				pmu.Lock()
-				pending[it.id] = sent{i, time.Now()}
+				pending[it.idHex()] = sent{i, time.Now()}
 				pmu.Unlock()
-				if err := ws.Write(ctx, websocket.MessageText, it.frame); err != nil {
+				if err := ws.Write(ctx, websocket.MessageText, frame); err != nil {
 					cancel(fmt.Errorf("connection %d: write: %w", k, err))
 					return
 				}

@@ -29,6 +29,7 @@ func negCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	corpusDir := fs.String("corpus-dir", defaultCorpusDir(), "where pre-signed corpora are cached")
 	jsonPath := fs.String("json", "", "also write every figure as JSON to this file (- for stdout)")
 	small := fs.Bool("small-frames", false, "the client sends frames of at most 60,000 bytes only (catchup.Options.FrameLimit), as before large frames")
+	frameBytes := fs.Int("frame-bytes", 0, "the client's large frame limit (catchup.Options.LargeFrameLimit); 0 = its default")
 	cpuProfile := fs.String("cpuprofile", "", "write the client's CPU profile (corpus loading excluded) to this file")
 	serverProfile := fs.String("server-profile", "", "the server's CPU-profile switch (host:port a -tags benchprofile grasp names on stderr): profile it during the runs")
 	serverProfileFile := fs.String("server-cpuprofile", "server.prof", "where the server writes that profile (a path it can write)")
@@ -38,6 +39,9 @@ func negCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 	if *url == "" || *pid <= 0 || *events <= 0 {
 		return fmt.Errorf("neg needs -url, -pid and -events")
+	}
+	if *frameBytes > 0 {
+		negLargeFrames = *frameBytes
 	}
 	if *small {
 		negLargeFrames = -1

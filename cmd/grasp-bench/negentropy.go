@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"sync"
@@ -71,7 +70,7 @@ func runNegentropyOf(ctx context.Context, url string, c *corpus, filter nostr.Fi
 			continue
 		}
 		it := &c.items[p]
-		held = append(held, catchup.Item{ID: it.id, CreatedAt: nostr.Timestamp(it.createdAt)})
+		held = append(held, catchup.Item{ID: it.idHex(), CreatedAt: nostr.Timestamp(it.createdAt)})
 	}
 	client, err := clientFor(url)
 	if err != nil {
@@ -135,35 +134,13 @@ type negRepo struct {
 }
 
 // pickRepo finds, among the first n corpus events, the repository address
-// whose `a`-tagged events number closest to repoSessionTarget. It reads the
-// tags from the frames: an `["a","<address>"` in the JSON is an `a` tag (a
-// quote inside a string is escaped, so content cannot look like one).
+// whose `a`-tagged events number closest to repoSessionTarget (the `a`
+// tags the corpus index kept of each event: corpus.aTags).
 func pickRepo(c *corpus, n int) (negRepo, bool) {
 	byAddr := map[string][]int{}
-	tag := []byte(`["a","`)
-	var seen []string
 	for p := range c.items[:n] {
-		f := c.items[p].frame
-		seen = seen[:0]
-		for {
-			i := bytes.Index(f, tag)
-			if i < 0 {
-				break
-			}
-			f = f[i+len(tag):]
-			j := bytes.IndexByte(f, '"')
-			if j < 0 || bytes.IndexByte(f[:j], '\\') >= 0 || len(f) <= j+1 || (f[j+1] != ']' && f[j+1] != ',') {
-				continue
-			}
-			addr := string(f[:j])
-			dup := false
-			for _, s := range seen {
-				dup = dup || s == addr
-			}
-			if !dup {
-				seen = append(seen, addr)
-				byAddr[addr] = append(byAddr[addr], p)
-			}
+		for _, addr := range c.aTags(p) {
+			byAddr[addr] = append(byAddr[addr], p)
 		}
 	}
 	var best negRepo

@@ -38,9 +38,9 @@ func querySets(c *corpus, n, per int, seed uint64) []querySet {
 	rng := rand.New(rand.NewPCG(seed, uint64(n)))
 	items := c.items[:n]
 	var repos []string
-	for _, it := range items {
+	for i, it := range items {
 		if it.kind == nip34.KindAnnouncement {
-			repos = append(repos, "30617:"+it.pubkey+":"+dTag(it))
+			repos = append(repos, "30617:"+c.pubkey(i)+":"+c.dTag(i))
 		}
 	}
 	lo, hi := items[0].createdAt, items[0].createdAt
@@ -51,7 +51,7 @@ func querySets(c *corpus, n, per int, seed uint64) []querySet {
 	for range per {
 		ids := make([]string, 5)
 		for k := range ids {
-			ids[k] = items[rng.IntN(n)].id
+			ids[k] = items[rng.IntN(n)].idHex()
 		}
 		sets[0].filters = append(sets[0].filters, nostr.Filter{IDs: ids})
 		if len(repos) > 0 {
@@ -61,7 +61,7 @@ func querySets(c *corpus, n, per int, seed uint64) []querySet {
 			})
 		}
 		sets[2].filters = append(sets[2].filters, nostr.Filter{
-			Authors: []string{items[rng.IntN(n)].pubkey},
+			Authors: []string{c.pubkey(rng.IntN(n))},
 			Kinds:   []int{nip34.KindComment, nip34.KindIssue, nip34.KindPatch}, Limit: 100,
 		})
 		since := nostr.Timestamp(lo + rng.Int64N(max(1, hi-lo)))
@@ -69,15 +69,6 @@ func querySets(c *corpus, n, per int, seed uint64) []querySet {
 		sets[3].filters = append(sets[3].filters, nostr.Filter{Since: &since, Until: &until, Limit: 100})
 	}
 	return sets
-}
-
-// dTag reads the d tag of an announcement item.
-func dTag(it item) string {
-	var evt nostr.Event
-	if err := evt.UnmarshalJSON(it.frame[len(`["EVENT",`) : len(it.frame)-1]); err != nil {
-		return ""
-	}
-	return evt.Tags.GetD()
 }
 
 // runQueries asks every filter in turn on one connection, each as its own

@@ -49,9 +49,8 @@ func seedRepos(ctx context.Context, p *proc, isGrasp bool, c *corpus, anns, stat
 	type push struct{ url, oid string }
 	var pushes []push
 	for _, i := range states {
-		var evt nostr.Event
-		frame := c.items[i].frame
-		if err := evt.UnmarshalJSON(frame[len(`["EVENT",`) : len(frame)-1]); err != nil {
+		evt, err := c.event(i)
+		if err != nil {
 			return res, err
 		}
 		d := evt.Tags.GetD()
@@ -103,7 +102,7 @@ feed:
 	res.Pushes = len(pushes)
 	ids := make([]string, len(anns))
 	for k, i := range anns {
-		ids[k] = c.items[i].id
+		ids[k] = c.items[i].idHex()
 	}
 	if err := waitServed(ctx, p.wsURL(), ids, 2*time.Minute); err != nil {
 		return res, err

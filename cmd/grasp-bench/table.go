@@ -187,7 +187,7 @@ func summarise(c *corpus, path string, n int) corpusSummary {
 	var bytes int64
 	for _, it := range c.items[:n] {
 		s.Kinds[fmt.Sprint(it.kind)]++
-		bytes += int64(len(it.frame) - len(`["EVENT",]`))
+		bytes += int64(it.size)
 		if it.kind == nip34.KindAnnouncement {
 			s.Repositories++
 		}

@@ -24,10 +24,11 @@ func verifyRate(c *corpus, goroutines int, d time.Duration) (verifyResult, error
 	n := min(len(c.items), 4096)
 	evts := make([]nostr.Event, n)
 	for i := range evts {
-		frame := c.items[i].frame
-		if err := evts[i].UnmarshalJSON(frame[len(`["EVENT",`) : len(frame)-1]); err != nil {
-			return v, fmt.Errorf("corpus event %d: %w", i, err)
+		evt, err := c.event(i)
+		if err != nil {
+			return v, err
 		}
+		evts[i] = *evt
 	}
 	var err error
 	// CheckSignature hashes the serialised event too, as a relay does.

@@ -310,7 +310,7 @@ func (c *conn) handleSafely(typ int, b []byte) (alive bool) {
 	return c.handle(typ, b)
 }
 
-// goWork runs fn on its own goroutine once one of the connection's
+// goWork runs fn on a worker of its own (workers.go) once one of the connection's
 // in-flight slots is free; it reports false if the connection ended first.
 // If fn panics, failed answers the client (recover.go).
 func (c *conn) goWork(what string, fn func(), failed func(reason string)) bool {
@@ -326,11 +326,11 @@ func (c *conn) goWork(what string, fn func(), failed func(reason string)) bool {
 			return false
 		}
 	}
-	go func() {
+	c.g.workers.run(func() {
 		defer func() { <-c.slots }()
 		defer c.recovered(what, failed)
 		fn()
-	}()
+	})
 	return true
 }
 

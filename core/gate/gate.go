@@ -147,6 +147,8 @@ type Gate struct {
 	outBytes   *sharedBudget
 	// subs indexes the filters of every open subscription for Broadcast.
 	subs *subIndex
+	// workers run the client messages' work (goWork).
+	workers *workers
 }
 
 // New returns a gate in front of opts.Backend.
@@ -162,6 +164,7 @@ func New(opts Options, e env.Env) *Gate {
 		conns:   map[*conn]struct{}{},
 		perIP:   map[string]int{},
 		subs:    newSubIndex(),
+		workers: newWorkers(),
 
 		negPerIP: map[string]int{},
 		upgrader: websocket.Upgrader{
@@ -270,8 +273,12 @@ func (g *Gate) snapshot() []*conn {
 // connections, so the relay calls this after Shutdown returns.
 func (g *Gate) Close() {
 	g.mu.Lock()
+	already := g.closed
 	g.closed = true
 	g.mu.Unlock()
+	if !already {
+		g.workers.close()
+	}
 	for _, c := range g.snapshot() {
 		msg := websocket.FormatCloseMessage(websocket.CloseGoingAway, "relay shutting down")
 		c.ws.WriteControl(websocket.CloseMessage, msg, time.Now().Add(time.Second)) //nolint:errcheck // best effort before closing

@@ -91,3 +91,48 @@ func cpuTime() int64 {
 	}
 	return ru.Utime.Nano() + ru.Stime.Nano()
 }
+
+// BenchmarkWholeSessionAfterCollection is an in-sync whole-store session
+// (select + the answer to the client's first message) with a collection
+// since the last one, as between peers' sessions on a busy server: "held"
+// within WholeHold, "weak" with the hold off (what every session cost
+// before it, issue 27 part 3). The collection itself is not timed.
+//
+//	go test -run '^$' -bench WholeSessionAfterCollection -benchtime 5x ./core/negindex/
+func BenchmarkWholeSessionAfterCollection(b *testing.B) {
+	const n = 1_000_000
+	ix := New(nil)
+	ix.Load(corpusLikeEvents(n))
+	snap, _, _ := ix.Select(nostr.Filter{}, n)
+	client := &Snapshot{items: snap.items, sh: &shared{items: snap.items}}
+	msg := negentropy.New(client, 60_000).Start()
+	snap = nil
+	for _, held := range []bool{true, false} {
+		name := "held"
+		if !held {
+			name = "weak"
+			ix.cacheMu.Lock()
+			ix.hold.d = 0
+			ix.releaseLocked()
+			ix.cacheMu.Unlock()
+		}
+		b.Run(name, func(b *testing.B) {
+			var cpu int64
+			for b.Loop() {
+				b.StopTimer()
+				runtime.GC()
+				b.StartTimer()
+				cpu0 := cpuTime()
+				s, ok, err := ix.Select(nostr.Filter{}, n)
+				if !ok || err != nil {
+					b.Fatal(ok, err)
+				}
+				if _, err := negentropy.New(s, 60_000).Reconcile(msg); err != nil {
+					b.Fatal(err)
+				}
+				cpu += cpuTime() - cpu0
+			}
+			b.ReportMetric(float64(cpu)/float64(b.N)/1e6, "cpu-ms/op")
+		})
+	}
+}

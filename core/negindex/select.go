@@ -56,15 +56,21 @@ func (m *matcher) whole() bool {
 // still holds, or nil. Concurrent whole-store sessions (peers syncing
 // after a restart, or at the same hour) then share one copy of the pairs
 // and of their running sums: at 1,000,000 events each copy is 36 MB and
-// ~45 ms of CPU (issue 27 part 3). It is held weakly: once no session
-// holds it, it is garbage. Called with ix.mu held.
+// ~45 ms of CPU (issue 27 part 3). It is held strongly for WholeHold
+// after the last whole-store Select, within a share of the memory limit
+// (hold.go), and weakly after that: once no session holds it either, it is
+// garbage. Called with ix.mu held.
 func (ix *Index) wholeSet() *shared {
 	ix.cacheMu.Lock()
 	defer ix.cacheMu.Unlock()
 	if ix.wholeVersion != ix.version {
 		return nil
 	}
-	return ix.whole.Value()
+	sh := ix.whole.Value()
+	if sh != nil {
+		ix.holdLocked(sh)
+	}
+	return sh
 }
 
 // keepWholeSet remembers sh as the set of the index's current version.
@@ -73,6 +79,7 @@ func (ix *Index) keepWholeSet(sh *shared) {
 	ix.cacheMu.Lock()
 	defer ix.cacheMu.Unlock()
 	ix.whole, ix.wholeVersion = weak.Make(sh), ix.version
+	ix.holdLocked(sh)
 }
 
 // matcher is a filter compiled against the index.

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/grasp-dev/grasp/core/nip34"
+	"github.com/grasp-dev/grasp/core/nocontent"
 	"github.com/grasp-dev/grasp/core/roster"
 	"github.com/nbd-wtf/go-nostr"
 )
@@ -89,7 +90,9 @@ func (r *Rules) related(ctx context.Context, evt *nostr.Event, meta Meta) Decisi
 		var next []*nostr.Event
 		// Tags an accepted event?
 		if len(ids) > 0 {
-			out, err := r.stored(ctx, nostr.Filter{IDs: ids})
+			// The ids the GRASP-08 record looks up too: one lookup for both
+			// (nocontent.ByID under the relay's nocontent.Shared).
+			out, err := nocontent.ByID(ctx, r.events, ids, queryCap)
 			if err != nil {
 				return r.internal("look up referenced events", evt, err)
 			}

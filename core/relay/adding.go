@@ -14,6 +14,7 @@ import (
 	"github.com/grasp-dev/grasp/core/gate"
 	"github.com/grasp-dev/grasp/core/nip34"
 	"github.com/grasp-dev/grasp/core/nip86"
+	"github.com/grasp-dev/grasp/core/nocontent"
 	"github.com/grasp-dev/grasp/core/outcome"
 	"github.com/grasp-dev/grasp/core/policy"
 	"github.com/grasp-dev/grasp/core/sigcheck"
@@ -180,9 +181,13 @@ func (s *Server) commit(ctx context.Context, evt *nostr.Event, meta policy.Meta,
 		return s.refuse(evt, resDeleted)
 	}
 
+	// Policy's reference rule and the GRASP-08 record read the same
+	// related events: one lookup for both (issue 27 part 5), shared by
+	// these two calls only (nothing after them reads a stale answer).
+	decideCtx := nocontent.Shared(ctx)
 	d := policy.Decision{Outcome: policy.Store}
 	if !publish {
-		d = s.pipeline.Decide(ctx, evt, meta)
+		d = s.pipeline.Decide(decideCtx, evt, meta)
 	}
 	if d.Outcome == policy.Rejected {
 		if len(d.Effects) > 0 && s.effects != nil {
@@ -196,7 +201,7 @@ func (s *Server) commit(ctx context.Context, evt *nostr.Event, meta policy.Meta,
 	if (d.Outcome == policy.Store || d.Outcome == policy.Hold) && s.opts.Record != nil {
 		// GRASP-08: privacy is decided once, before the event is durable
 		// (and, for a deletion, before its targets are gone).
-		if err := s.opts.Record(ctx, evt); err != nil {
+		if err := s.opts.Record(decideCtx, evt); err != nil {
 			if r, ok := outcome.Of(err); ok && !r.OK() {
 				return s.refuse(evt, r)
 			}

@@ -41,6 +41,7 @@ type negIndex struct {
 // writer runs.
 func (s *badgerStore) startNegIndex() {
 	n := &negIndex{ix: negindex.New(nil), building: true, stop: make(chan struct{}), done: make(chan struct{})}
+	n.ix.SetClock(s.env.Clock) // the whole-store set's hold
 	s.neg = n
 	txn := s.db.NewTransaction(false)
 	go func() {

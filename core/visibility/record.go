@@ -165,20 +165,15 @@ func (v *Visibility) ancestry(ctx context.Context, evt *nostr.Event) (repos []st
 // only, and decoding a patch's content on each reply's acceptance cost ~30
 // µs an event (issue 27 part 5). They must never be served or stored.
 func (v *Visibility) lookup(ctx context.Context, ids []string, held bool) ([]*nostr.Event, error) {
-	ch, err := v.opts.Events.QueryEvents(nocontent.With(ctx), nostr.Filter{IDs: ids, Limit: len(ids)})
+	// The ids policy's reference rule looked up too: one lookup for both
+	// (nocontent.ByID under the relay's nocontent.Shared).
+	out, err := nocontent.ByID(ctx, v.opts.Events, ids, 0)
 	if err != nil {
 		return nil, err
 	}
-	var out []*nostr.Event
-	seen := map[string]bool{}
-	for e := range ch {
-		if !seen[e.ID] {
-			seen[e.ID] = true
-			out = append(out, e)
-		}
-	}
-	if err := ctx.Err(); err != nil {
-		return nil, err
+	seen := make(map[string]bool, len(out))
+	for _, e := range out {
+		seen[e.ID] = true
 	}
 	if held && v.opts.Held != nil && len(out) < len(ids) {
 		var missing []string

@@ -195,7 +195,9 @@ func (s *session) negSession(filter nostr.Filter, vec negentropy.Storage, attemp
 			return fail(negEnd{err: fmt.Errorf("negentropy: %w", err)})
 		}
 		// The session's frames first: our next message is on its way
-		// before the batch's events are checked.
+		// before the batch's events are checked, and a NEG-MSG that arrives
+		// while they are is answered between two chunks of them, its ids
+		// asked for at once.
 		var done bool
 		var end negEnd
 		for i := range batch {
@@ -206,7 +208,23 @@ func (s *session) negSession(filter nostr.Filter, vec negentropy.Storage, attemp
 				}
 			}
 		}
-		verifyWanted(batch, f.wanted)
+		var failed error
+		verifyWantedBetween(batch, f.wanted, func() {
+			for !done && failed == nil {
+				raw, ok := s.q.popNeg()
+				if !ok {
+					return
+				}
+				if done, end = round(raw); done {
+					return
+				}
+				f.add(haveNots.take())
+				failed = f.launch(s)
+			}
+		})
+		if failed != nil {
+			return fail(negEnd{err: failed})
+		}
 		for i := range batch {
 			if err := f.handle(s, &batch[i]); err != nil {
 				return fail(negEnd{err: err})

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"strconv"
 	"time"
 
@@ -163,13 +164,36 @@ func (s *session) takeFrames() ([]frame, error) {
 // verifyWanted checks, in parallel, the events of batch that wanted says
 // will be used.
 func verifyWanted(batch []frame, wanted func(sub, id string) bool) {
+	verifyAll(batch, wantedEvents(batch, wanted))
+}
+
+func wantedEvents(batch []frame, wanted func(sub, id string) bool) []int {
 	var events []int
 	for i := range batch {
 		if fr := &batch[i]; fr.evt != nil && wanted(fr.sub, fr.evt.ID) {
 			events = append(events, i)
 		}
 	}
-	verifyAll(batch, events)
+	return events
+}
+
+// verifyChunk is how many events per core are checked between two calls of
+// verifyWantedBetween's between: a few hundred microseconds each.
+const verifyChunk = 4
+
+// verifyWantedBetween is verifyWanted in chunks, calling between after
+// each one (from this goroutine, no check running): a negentropy session
+// answers a round that arrived meanwhile instead of after the whole batch.
+// Which events are checked is decided before the first chunk.
+func verifyWantedBetween(batch []frame, wanted func(sub, id string) bool, between func()) {
+	events := wantedEvents(batch, wanted)
+	chunk := verifyChunk * runtime.GOMAXPROCS(0)
+	for len(events) > 0 {
+		n := min(chunk, len(events))
+		verifyAll(batch, events[:n])
+		events = events[n:]
+		between()
+	}
 }
 
 // next waits for the next frame for at most one round timeout.
