@@ -171,11 +171,22 @@ func TestMulti_PushesThroughAAndBSerialise(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
+	var early error
+	done := false
 	testwait.For(t, "B's push to wait for the repository lock A holds", func() bool {
+		select {
+		case early = <-pushed: // it did not wait: say why instead of waiting on
+			done = true
+			return true
+		default:
+		}
 		var waiting int
 		err := db.QueryRow(`SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted`).Scan(&waiting)
 		return err == nil && waiting == 1
 	})
+	if done {
+		t.Fatalf("the push through B finished while A held the repository: %v", early)
+	}
 	select {
 	case err := <-pushed:
 		t.Fatalf("the push through B finished while A held the repository: %v", err)
