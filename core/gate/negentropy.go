@@ -23,13 +23,13 @@ import (
 // NEG-ERROR instead of NEG-ERR, replies before it stores the session (a
 // client answering at once finds no session), and neither bounds the events
 // a session covers nor the sessions open; so grasp serves NIP-77 here, on
-// go-nostr's engine.
+// negindex's engine (go-nostr's for a set that is no negindex.Snapshot).
 
 // negSession is one NIP-77 reconciliation, keyed by subscription id within
 // its connection. Only the client reader touches neg; the idle timer only
 // removes the session from the map.
 type negSession struct {
-	neg      *negentropy.Negentropy
+	neg      negindex.Reconciler
 	timer    clock.Timer
 	lastUsed time.Time // under conn.negMu
 	// filters are what it reconciles, seen the private events its set
@@ -151,7 +151,11 @@ func (c *conn) negOpen(f *frame, b []byte, subid string) bool {
 		c.g.log.Error("negentropy query failed", "remote", c.peer, "filters", fmt.Sprint(filters), "error", err)
 		return c.negErr(subid, "error: could not query the store")
 	}
-	s := &negSession{neg: negentropy.New(vec, c.g.lim.NegentropyFrameBytes), filters: filters, seen: seen}
+	neg, err := negindex.NewReconciler(vec, c.g.lim.NegentropyFrameBytes)
+	if err != nil {
+		return c.negErr(subid, "error: "+err.Error())
+	}
+	s := &negSession{neg: neg, filters: filters, seen: seen}
 	out, err := reconcile(s.neg, msg)
 	if err != nil {
 		return c.negErr(subid, "invalid: negentropy message: "+err.Error())
@@ -206,9 +210,11 @@ func (c *conn) negMsg(f *frame, b []byte, subid string) bool {
 	return c.send(appendEnvelope(nil, "NEG-MSG", subid, out))
 }
 
-// reconcile runs go-nostr's engine, turning a panic on input that passed
-// negguard.Check into an error rather than a crashed process.
-func reconcile(neg *negentropy.Negentropy, msg string) (out string, err error) {
+// reconcile runs the session's engine, turning a panic on input that passed
+// negguard.Check into an error rather than a crashed process (negindex's
+// Engine errs instead of panicking; go-nostr's, for sets that are no
+// Snapshot, may not).
+func reconcile(neg negindex.Reconciler, msg string) (out string, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			err = fmt.Errorf("reconcile: %v", p)

@@ -15,7 +15,9 @@
 // collection: 1.9 s of server CPU per in-sync session at 5,000,000 events.
 //
 // A Snapshot is also what grasp's NIP-77 client reconciles from
-// (SnapshotBuilder): its fingerprints cost the same on either side.
+// (SnapshotBuilder): its fingerprints cost the same on either side. Both
+// sides run the package's own engine over it (Engine, engine.go): NIP-77's
+// protocol v1 on raw ids, sending what go-nostr's engine sends.
 //
 // The index answers exactly what nostr.Filter.Matches would on the indexed
 // events; filters it cannot answer (ids, limit, search, other tag letters,

@@ -17,6 +17,8 @@ import (
 // as negentropy_frame_bytes) timed apart from the client (catchup's side:
 // a built Snapshot, or go-nostr's vector as before issue 27 part 3, with
 // frames of 60,000 bytes, its FrameLimit, or 500,000, its LargeFrameLimit).
+// The "engine" arms run both sides on this package's Engine, the others on
+// go-nostr's (their messages are the same: engine_test.go).
 // Reported: server and client time, rounds, and the bytes each way.
 // 317 ms of server time per session at 200,000 before the running sums
 // (fingerprint.go), 61 ms after; at 1,000,000 the vector client took 12 s
@@ -29,16 +31,18 @@ func BenchmarkMissingOnePercent(b *testing.B) {
 			name  string
 			frame int
 			vec   bool
-		}{{"snapshot-60k", 60_000, false}, {"snapshot-500k", 500_000, false}, {"vector-60k", 60_000, true}} {
+			ours  bool
+		}{{"snapshot-60k", 60_000, false, false}, {"snapshot-500k", 500_000, false, false}, {"vector-60k", 60_000, true, false},
+			{"engine-60k", 60_000, false, true}, {"engine-500k", 500_000, false, true}} {
 			if c.vec && n > 200_000 && testing.Short() {
 				continue
 			}
-			b.Run(fmt.Sprintf("%s/%s", sizeName(n), c.name), func(b *testing.B) { benchMissing(b, n, c.frame, c.vec) })
+			b.Run(fmt.Sprintf("%s/%s", sizeName(n), c.name), func(b *testing.B) { benchMissing(b, n, c.frame, c.vec, c.ours) })
 		}
 	}
 }
 
-func benchMissing(b *testing.B, n, clientFrame int, useVector bool) {
+func benchMissing(b *testing.B, n, clientFrame int, useVector, ours bool) {
 	r := rand.New(rand.NewSource(1))
 	ix := New(nil)
 	events := make([]Event, n)
@@ -77,7 +81,7 @@ func benchMissing(b *testing.B, n, clientFrame int, useVector bool) {
 	rounds, up, down := 0, 0, 0
 	for b.Loop() {
 		t := time.Now()
-		cneg := negentropy.New(client, clientFrame)
+		cneg := engineFor(b, client, clientFrame, ours)
 		msg := cneg.Start()
 		cl += time.Since(t)
 		t = time.Now()
@@ -85,16 +89,16 @@ func benchMissing(b *testing.B, n, clientFrame int, useVector bool) {
 		if !ok || err != nil {
 			b.Fatal(ok, err)
 		}
-		sneg := negentropy.New(s, 500_000)
+		sneg := engineFor(b, s, 500_000, ours)
 		server += time.Since(t)
 		missing := make(chan int)
 		go func() {
-			for range cneg.Haves {
+			for range cneg.Haves() {
 			}
 		}()
 		go func() {
 			k := 0
-			for range cneg.HaveNots {
+			for range cneg.HaveNots() {
 				k++
 			}
 			missing <- k
@@ -126,4 +130,16 @@ func benchMissing(b *testing.B, n, clientFrame int, useVector bool) {
 	b.ReportMetric(float64(rounds)/per, "rounds/op")
 	b.ReportMetric(float64(up)/1e3/per, "KB-up/op")
 	b.ReportMetric(float64(down)/1e3/per, "KB-down/op")
+}
+
+// engineFor is this package's engine over st (NewReconciler) or go-nostr's.
+func engineFor(b *testing.B, st negentropy.Storage, frame int, ours bool) Reconciler {
+	if !ours {
+		return goNostrEngine{negentropy.New(st, frame)}
+	}
+	r, err := NewReconciler(st, frame)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return r
 }

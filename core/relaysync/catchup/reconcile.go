@@ -86,7 +86,10 @@ func localSet(items []Item) negentropy.Storage {
 // lack and how many we have that it lacks.
 func (s *session) negSession(filter nostr.Filter, vec negentropy.Storage, attempt int, f *fetcher, res *Result) (int, int, negEnd) {
 	sub := s.subID("neg-")
-	neg := negentropy.New(vec, max(s.frame, s.opts.FrameLimit))
+	neg, err := negindex.NewReconciler(vec, max(s.frame, s.opts.FrameLimit))
+	if err != nil {
+		return 0, 0, negEnd{err: fmt.Errorf("negentropy: %w", err)}
+	}
 
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
@@ -95,11 +98,11 @@ func (s *session) negSession(filter nostr.Filter, vec negentropy.Storage, attemp
 	wg.Add(2)
 	go func() {
 		defer wg.Done()
-		haveNots.drain(neg.HaveNots, stop)
+		haveNots.drain(neg.HaveNots(), stop)
 	}()
 	go func() {
 		defer wg.Done()
-		haves = len(drainIDs(neg.Haves, stop, 0))
+		haves = len(drainIDs(neg.Haves(), stop, 0))
 	}()
 	fail := func(end negEnd) (int, int, negEnd) {
 		close(stop) // Reconcile is not running: it is only called below
@@ -318,7 +321,7 @@ func (c *idSet) len() int {
 
 // reconcile runs one engine round, turning a panic the checks did not
 // foresee into an error instead of a crashed process.
-func reconcile(neg *negentropy.Negentropy, msg string) (out string, err error) {
+func reconcile(neg negindex.Reconciler, msg string) (out string, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("negentropy engine failed on the peer's message: %v", r)
