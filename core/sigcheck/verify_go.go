@@ -88,6 +88,23 @@ func malformed(*nostr.Event) bool { return false }
 // challenge's data (BIP-340's tagged hash).
 var challengeTag = sha256.Sum256([]byte("BIP0340/challenge"))
 
+// schnorrChallenge is BIP-340's e = H_challenge(r ‖ pk ‖ m) mod n.
+func schnorrChallenge(r []byte, pk, msg *[32]byte) secp.ModNScalar {
+	var buf [64 + 32 + 32 + 32]byte
+	copy(buf[:32], challengeTag[:])
+	copy(buf[32:64], challengeTag[:])
+	copy(buf[64:96], r[:32])
+	copy(buf[96:128], pk[:])
+	copy(buf[128:], msg[:])
+	h := sha256.Sum256(buf[:])
+	var e secp.ModNScalar
+	e.SetBytes(&h) // reduced mod n, as BIP-340 says
+	return e
+}
+
+// batching: Events verifies a batch's signatures together (batch_go.go).
+const batching = true
+
 // verify is BIP-340's Verify(pk, m, sig) with m the event's id: R = s·G − e·P
 // with e = H_challenge(r ‖ pk ‖ m) mod n must be a finite point with an even
 // y whose x is r; r < p and s < n. pk and sig are the event's, decoded.
@@ -110,15 +127,7 @@ func verifySchnorr(msg *[32]byte, pk *[32]byte, sig *[64]byte) bool {
 	if s.SetByteSlice(sig[32:]) {
 		return false // s ≥ n
 	}
-	var buf [64 + 32 + 32 + 32]byte
-	copy(buf[:32], challengeTag[:])
-	copy(buf[32:64], challengeTag[:])
-	copy(buf[64:96], sig[:32])
-	copy(buf[96:128], pk[:])
-	copy(buf[128:], msg[:])
-	h := sha256.Sum256(buf[:])
-	var e secp.ModNScalar
-	e.SetBytes(&h) // reduced mod n, as BIP-340 says
+	e := schnorrChallenge(sig[:32], pk, msg)
 	e.Negate()
 
 	var R jac
