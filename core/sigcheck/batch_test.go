@@ -6,10 +6,7 @@ import (
 	"fmt"
 	"math/big"
 	"math/rand/v2"
-	"os"
 	"runtime"
-	"strconv"
-	"strings"
 	"testing"
 
 	"github.com/btcsuite/btcd/btcec/v2"
@@ -238,18 +235,18 @@ func BenchmarkVerifyBatch(b *testing.B) {
 			defer runtime.UnlockOSThread()
 			var single, batch int64
 			for b.Loop() {
-				t := threadCPU(b)
+				t := testkit.ThreadCPU(b)
 				for i := range ps[:n] {
 					if !verifySchnorr(&ps[i].id, &ps[i].pk, &ps[i].sig) {
 						b.Fatal("a valid signature fails")
 					}
 				}
-				t2 := threadCPU(b)
+				t2 := testkit.ThreadCPU(b)
 				single += t2 - t
 				if !verifyBatch(ps[:n]) {
 					b.Fatal("a valid batch fails")
 				}
-				batch += threadCPU(b) - t2
+				batch += testkit.ThreadCPU(b) - t2
 			}
 			per := float64(b.N * n)
 			b.ReportMetric(float64(single)/per/1000, "µs/single")
@@ -257,17 +254,4 @@ func BenchmarkVerifyBatch(b *testing.B) {
 			b.ReportMetric(float64(batch)/float64(single), "batch/single")
 		})
 	}
-}
-
-// threadCPU is this thread's CPU time in nanoseconds.
-func threadCPU(b *testing.B) int64 {
-	data, err := os.ReadFile("/proc/thread-self/schedstat")
-	if err != nil {
-		b.Skip("no schedstat:", err)
-	}
-	ns, err := strconv.ParseInt(strings.Fields(string(data))[0], 10, 64)
-	if err != nil {
-		b.Fatal(err)
-	}
-	return ns
 }
