@@ -72,6 +72,12 @@ type Options struct {
 	Repos *git.Repos
 	// Authority answers what push authorisation needs (required).
 	Authority Authority
+	// CaughtUp, with several instances on one store, returns once this
+	// instance has followed what the others committed before it was
+	// called (store.CaughtUp): a push asks it before its first decision,
+	// so a state or PR another instance has just answered OK true to
+	// authorises it here too; nil: this instance is alone.
+	CaughtUp func(ctx context.Context) error
 	// Hooks hears about applied pushes; nil: nobody.
 	Hooks Hooks
 	// Placeholders bounds refs/nostr placeholder pushes; nil: unbounded.

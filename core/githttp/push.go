@@ -127,8 +127,18 @@ func (p *push) writable() bool {
 
 // authorize makes the first decision, without the lock; the push gate
 // decides again under it, against the refs and states of that moment.
+// Before it, this instance catches up with the others sharing its store:
+// the state a client published through another instance just before its
+// push (OK true there) is then in this instance's purgatory too. Only
+// here, never under the lock: what the catch-up waits behind may itself
+// wait for the repository's lock.
 func (p *push) authorize() bool {
 	h := p.h
+	if h.opts.CaughtUp != nil {
+		if err := h.opts.CaughtUp(p.ctx); err != nil {
+			h.log.Warn("push decided on what this instance knows: it could not catch up with the other instances", "repo", p.repo.URLPath(), "error", err)
+		}
+	}
 	res, err := h.authorize(p.ctx, p.repo, p.dir, p.cmds.Updates)
 	if err != nil {
 		h.log.Error("push authorisation could not be decided", "repo", p.repo.URLPath(), "remote", p.ip, "error", err)

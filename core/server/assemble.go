@@ -178,9 +178,14 @@ func (s *Server) assemble(ext Extensions) error {
 	if cfg.Grasp.Grasp06 {
 		prs, prsQuota = s.hosting, s.hosting
 	}
+	var caughtUp func(ctx context.Context) error // nil: alone on the store
+	if s.store.Shared() {
+		caughtUp = s.store.CaughtUp
+	}
 	s.refusals = githttp.NewRefusals(s.clk)
 	gitHandler := githttp.NewHandler(githttp.Options{
 		Repos: s.repos, Authority: s.hosting, Hooks: s.hosting, Private: s.vis, Service: svc,
+		CaughtUp:          caughtUp,
 		Placeholders:      s.hosting,
 		ReadOnly:          s.hosting.ReadOnly,
 		PRs:               prs,

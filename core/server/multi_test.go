@@ -110,28 +110,52 @@ func TestMulti_PushThroughACloneThroughB(t *testing.T) {
 	}
 }
 
-// A purgatory entry held through A (announcement and state) is released
-// by a push through B, and both instances serve it afterwards (issue 17
-// parts 1 and 2).
+// A purgatory entry held through A (announcement and state) is served by
+// no instance while it waits for its git data (G01-P1: OK true
+// "purgatory:", not served), is released by a push through B made right
+// after (B catches up with A's holds before it decides), and is then
+// served by both instances and delivered to both instances' live
+// subscribers (G01-P3; issue 17 parts 1 and 2).
 func TestMulti_HeldThroughAReleasedByPushThroughB(t *testing.T) {
 	in := newInstances(t, 2, nil)
 	a, b := in[0], in[1]
 	k := newKey(t)
 	w := newWork(t)
 	tip := w.commit("one")
-	ca := a.dial()
+	ca, cb := a.dial(), b.dial()
+	filter := nostr.Filter{Kinds: []int{30617, 30618}, Authors: []string{k.PK}}
+	liveA, liveB := a.dial(), b.dial()
+	for _, l := range []*client{liveA, liveB} {
+		l.send("REQ", "live", filter)
+		l.next(func(m []jsonMsg) bool { return label(m) == "EOSE" })
+	}
 	ann := a.announcement(k, "repo")
 	st := a.state(k, "repo", map[string]string{"refs/heads/main": tip}, "refs/heads/main")
 	ca.mustAccept(ann, purg)
 	ca.mustAccept(st, purg)
-	// B learns of the holds through the side-table notifications; until
-	// then a push through B is refused, so retry until it goes through.
-	b.eventually("B to accept the push the state held through A allows", 0, func() bool {
-		_, err := w.push(b.cloneURL(k, "repo"), "main:refs/heads/main")
-		return err == nil
-	})
-	cb := b.dial()
-	b.eventually("the held events to be served through B", 0, func() bool { return cb.served(ann.ID) && cb.served(st.ID) })
+	for _, c := range []*client{ca, cb} {
+		if got := c.query(filter); len(got) != 0 {
+			t.Fatalf("an instance serves %d held events before their git data arrived", len(got))
+		}
+	}
+	if out, err := w.push(b.cloneURL(k, "repo"), "main:refs/heads/main"); err != nil {
+		t.Fatalf("push through B right after the state was held through A: %v\n%s", err, out)
+	}
+	for name, l := range map[string]*client{"A": liveA, "B": liveB} {
+		got := map[string]bool{}
+		for len(got) < 2 {
+			m := l.next(func(m []jsonMsg) bool { return label(m) == "EVENT" })
+			var e nostr.Event
+			unmarshal(m[2], &e)
+			if e.ID != ann.ID && e.ID != st.ID {
+				t.Fatalf("%s's subscriber got %s, want the released announcement and state", name, e.ID)
+			}
+			got[e.ID] = true
+		}
+	}
+	if !cb.served(ann.ID) || !cb.served(st.ID) {
+		t.Fatal("B does not serve the events it released")
+	}
 	a.eventually("the held events to be served through A", 0, func() bool { return ca.served(ann.ID) && ca.served(st.ID) })
 	a.eventually("A's purgatory to forget what B released", 0, func() bool { return a.srv.Purgatory().Len() == 0 })
 }
@@ -148,7 +172,9 @@ func TestMulti_PushesThroughAAndBSerialise(t *testing.T) {
 	a.release(k, "repo", w, w.commit("one"))
 	tip := w.commit("two")
 	a.clk.Advance(2 * time.Second) // a later state than the released one
-	a.dial().mustAccept(a.state(k, "repo", map[string]string{"refs/heads/main": tip}, "refs/heads/main"), "")
+	// held in A's purgatory until its data arrives (G01-P1): no instance
+	// serves it before the push below; B's push is authorised by it
+	a.dial().mustAccept(a.state(k, "repo", map[string]string{"refs/heads/main": tip}, "refs/heads/main"), purg)
 
 	dir, err := a.srv.Repos().Path(k.repo("repo"))
 	if err != nil {
@@ -158,54 +184,74 @@ func TestMulti_PushesThroughAAndBSerialise(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pushed := make(chan error, 1)
-	go func() {
-		out, err := w.push(b.cloneURL(k, "repo"), "main:refs/heads/main")
-		if err != nil {
-			err = fmt.Errorf("%v\n%s", err, out)
-		}
-		pushed <- err
-	}()
+	push := w.pushing(b.cloneURL(k, "repo"), "main:refs/heads/main")
 	db, err := sql.Open("postgres", a.cfg.Store.PostgresURL)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	var early error
-	done := false
-	testwait.For(t, "B's push to wait for the repository lock A holds", func() bool {
-		select {
-		case early = <-pushed: // it did not wait: say why instead of waiting on
-			done = true
-			return true
-		default:
-		}
+	if ended, err := push.waitFor(t, "B's push to wait for the repository lock A holds", func() bool {
 		var waiting int
-		err := db.QueryRow(`SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted`).Scan(&waiting)
+		// two-key advisory locks are the repository locks; a side-table
+		// transaction's one-key lock may be waited for meanwhile
+		err := db.QueryRow(`SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND objsubid = 2 AND NOT granted`).Scan(&waiting)
 		return err == nil && waiting == 1
-	})
-	if done {
-		t.Fatalf("the push through B finished while A held the repository: %v", early)
-	}
-	select {
-	case err := <-pushed:
+	}); ended {
 		t.Fatalf("the push through B finished while A held the repository: %v", err)
-	default:
 	}
 	if got := lsRemote(t, a.cloneURL(k, "repo"))["refs/heads/main"]; got == tip {
 		t.Fatal("the push through B moved main while A held the repository")
 	}
 	unlock()
-	select {
-	case err := <-pushed:
-		if err != nil {
-			t.Fatalf("push through B after A let go: %v", err)
-		}
-	case <-testwait.After(t):
-		t.Fatal("the push through B never finished after A let go")
-	}
+	push.mustSucceed(t, "the push through B after A let go")
 	if got := lsRemote(t, a.cloneURL(k, "repo"))["refs/heads/main"]; got != tip {
 		t.Fatalf("main is %s after the push through B, want %s", got, tip)
+	}
+}
+
+// pushRun is a push running in the background (pushing).
+type pushRun struct{ done chan error }
+
+// pushing starts a push of refspecs to url; its answer (nil, or the error
+// with git's output) is read by waitFor or mustSucceed.
+func (w *work) pushing(url string, refspecs ...string) *pushRun {
+	p := &pushRun{done: make(chan error, 1)}
+	go func() {
+		out, err := w.push(url, refspecs...)
+		if err != nil {
+			err = fmt.Errorf("%v\n%s", err, out)
+		}
+		p.done <- err
+	}()
+	return p
+}
+
+// waitFor waits for cond while the push runs; if the push ends first it
+// reports so with its answer, so the test says why instead of waiting on.
+func (p *pushRun) waitFor(t *testing.T, what string, cond func() bool) (ended bool, answer error) {
+	t.Helper()
+	testwait.For(t, what, func() bool {
+		select {
+		case answer = <-p.done:
+			ended = true
+			return true
+		default:
+		}
+		return cond()
+	})
+	return ended, answer
+}
+
+// mustSucceed waits for the push to end and fails t unless it went through.
+func (p *pushRun) mustSucceed(t *testing.T, what string) {
+	t.Helper()
+	select {
+	case err := <-p.done:
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+	case <-testwait.After(t):
+		t.Fatalf("%s never finished", what)
 	}
 }
 

@@ -64,10 +64,11 @@ type backend interface {
 	// backup writes a dump of what the backend keeps locally (Backup).
 	backup(w io.Writer) error
 
-	// shared, follow, lead and repoLocker are what instances sharing the
-	// store need of each other (cluster.go).
+	// shared, follow, caughtUp, lead and repoLocker are what instances
+	// sharing the store need of each other (cluster.go).
 	shared() bool
 	follow(ctx context.Context, f Follower) error
+	caughtUp(ctx context.Context) error
 	lead(ctx context.Context, o LeadOptions, lead func(ctx context.Context)) error
 	repoLocker() *PGRepoLocker
 }

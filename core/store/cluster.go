@@ -42,6 +42,20 @@ func (s *Store) Shared() bool { return s.be.shared() }
 // returns an error at once: a badger store has no other writers.
 func (s *Store) Follow(ctx context.Context, f Follower) error { return s.be.follow(ctx, f) }
 
+// CaughtUp returns once Follow has delivered every event and side-table
+// change the instances sharing the store committed before CaughtUp was
+// called: what another instance answered OK true to (a state it holds in
+// purgatory) is then known here too. A decision on this instance that
+// follows a client's action through another one (a push right after the
+// state it needs was published elsewhere, behind a load balancer) asks it
+// first. It costs one NOTIFY and the wait for it to come back through the
+// LISTEN connection, after what is queued there. It returns nil at once
+// with badger or while no Follow runs, and an error when ctx ends or the
+// marker is not back within pgCaughtUpBound on the store's clock (a LISTEN
+// connection being re-established): the caller then goes on with what it
+// knows.
+func (s *Store) CaughtUp(ctx context.Context) error { return s.be.caughtUp(ctx) }
+
 // LeadOptions configure Lead.
 type LeadOptions struct {
 	// Lease bounds how long a dead or cut-off leader keeps the singletons:

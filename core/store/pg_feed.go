@@ -87,12 +87,15 @@ func (s *pgStore) follow(ctx context.Context, f Follower) error {
 		}
 	})
 	defer l.Close()
-	for _, ch := range []string{pgChanEvents, pgChanSide} {
+	for _, ch := range []string{pgChanEvents, pgChanSide, pgChanMark} {
 		if err := l.Listen(ch); err != nil {
 			return fmt.Errorf("store: listen on %s: %w", ch, err)
 		}
 	}
 	fd := &feed{s: s, f: f}
+	// From here on a CaughtUp marker is heard.
+	s.marks.follow(true)
+	defer s.marks.follow(false)
 	// What was stored before this instance listened is not news; catch-ups
 	// start from here.
 	if err := s.pgDB().QueryRowContext(ctx, `SELECT clock_timestamp()`).Scan(&fd.last); err != nil {
@@ -113,20 +116,20 @@ func (s *pgStore) follow(ctx context.Context, f Follower) error {
 			if !ok {
 				return errors.New("store: the LISTEN connection closed")
 			}
-			if n == nil { // reconnected: notifications were lost
-				if err := fd.catchUp(ctx); err != nil {
-					s.log.Error("catching up after reconnect", "error", err)
+			reconnected := n == nil
+			if !reconnected {
+				var ids, marks []string
+				ids, marks, reconnected = fd.take(n, l.Notify)
+				if len(ids) > 0 {
+					if err := fd.load(ctx, ids); err != nil {
+						s.log.Error("loading notified events", "count", len(ids), "error", err)
+					}
 				}
-				if f.Resync != nil {
-					f.Resync()
-				}
-				continue
+				// everything notified before these markers is handled
+				s.marks.seen(marks...)
 			}
-			ids := fd.take(n, l.Notify)
-			if len(ids) > 0 {
-				if err := fd.load(ctx, ids); err != nil {
-					s.log.Error("loading notified events", "count", len(ids), "error", err)
-				}
+			if reconnected { // notifications were lost
+				fd.resync(ctx)
 			}
 		}
 	}
@@ -140,9 +143,11 @@ type feed struct {
 }
 
 // take handles n and whatever else is already queued, up to a batch: side
-// changes are delivered at once, event ids returned for one load.
-func (fd *feed) take(n *pq.Notification, more <-chan *pq.Notification) []string {
-	var ids []string
+// changes are delivered at once, event ids returned for one load, and
+// this instance's CaughtUp markers returned to be released after it. A
+// nil notification (the connection was re-established) ends the batch:
+// reconnected says so, and the caller catches up.
+func (fd *feed) take(n *pq.Notification, more <-chan *pq.Notification) (ids, marks []string, reconnected bool) {
 	handle := func(n *pq.Notification) {
 		switch n.Channel {
 		case pgChanEvents:
@@ -158,21 +163,41 @@ func (fd *feed) take(n *pq.Notification, more <-chan *pq.Notification) []string 
 			if ok && err == nil {
 				fd.f.SideChanged(bucket, string(key))
 			}
+		case pgChanMark:
+			marks = append(marks, n.Extra)
 		}
 	}
 	handle(n)
 	for len(ids) < pgFeedBatch {
 		select {
 		case n, ok := <-more:
-			if !ok || n == nil {
-				return ids
+			if !ok {
+				return ids, marks, false
+			}
+			if n == nil {
+				return ids, marks, true
 			}
 			handle(n)
 		default:
-			return ids
+			return ids, marks, false
 		}
 	}
-	return ids
+	return ids, marks, false
+}
+
+// resync runs after the LISTEN connection was re-established: the events
+// stored meanwhile are caught up, the side tables reloaded (Resync), and
+// the CaughtUp calls waiting from before are released, their markers
+// possibly lost with the connection but what they wait for now followed.
+func (fd *feed) resync(ctx context.Context) {
+	waiting := fd.s.marks.pending()
+	if err := fd.catchUp(ctx); err != nil {
+		fd.s.log.Error("catching up after reconnect", "error", err)
+	}
+	if fd.f.Resync != nil {
+		fd.f.Resync()
+	}
+	fd.s.marks.seen(waiting...)
 }
 
 const pgEventColumns = `id, pubkey, created_at, kind, tags, content, sig, stored_at`

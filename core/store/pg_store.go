@@ -40,6 +40,8 @@ type pgStore struct {
 	// own and delivered are the ids this instance stored and the ids
 	// Follow delivered (pg_feed.go).
 	own, delivered *idRing
+	// marks are the markers CaughtUp waits for (pg_caughtup.go).
+	marks *pgMarks
 }
 
 var _ backend = (*pgStore)(nil)
@@ -48,7 +50,7 @@ var _ backend = (*pgStore)(nil)
 // and nothing is opened under Dir.
 func openPostgres(st *Store) (backend, error) {
 	s := &pgStore{opts: st.opts, env: st.env, log: st.log, m: st.m, closed: &st.closed,
-		own: newIDRing(pgRememberIDs), delivered: newIDRing(pgRememberIDs)}
+		own: newIDRing(pgRememberIDs), delivered: newIDRing(pgRememberIDs), marks: newPGMarks()}
 	var err error
 	if s.events, s.pools, err = connectPostgres(s.opts, s.log); err != nil {
 		return nil, err
