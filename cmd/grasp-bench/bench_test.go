@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"math"
 	"os"
 	"os/exec"
@@ -102,9 +103,19 @@ func TestScaleEndToEnd(t *testing.T) {
 	jsonPath := filepath.Join(dir, "out.json")
 	var stdout, stderr bytes.Buffer
 	code := run([]string{"scale", "-points", "150,300", "-libsecp=false", "-corpus-dir", dir, "-postgres-url", pgtest.DB(t),
-		"-conns", "2", "-window", "8", "-queries", "3", "-neg-runs", "1", "-json", jsonPath}, &stdout, &stderr)
+		"-conns", "2", "-window", "8", "-queries", "3", "-neg-runs", "1", "-json", jsonPath, "-profile", filepath.Join(dir, "prof")}, &stdout, &stderr)
 	if code != 0 {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout.String(), stderr.String())
+	}
+	// -profile: the server's and the client's CPU profile of each point's
+	// ingest, for every server.
+	for _, name := range []string{serverGrasp, serverPostgres, serverBaseline} {
+		for _, f := range []string{"ingest-%s-%d.pprof", "ingest-client-%s-%d.pprof"} {
+			path := filepath.Join(dir, "prof", fmt.Sprintf(f, name, 300))
+			if st, err := os.Stat(path); err != nil || st.Size() == 0 {
+				t.Errorf("profile %s: %v (want a non-empty file)", path, err)
+			}
+		}
 	}
 	data, err := os.ReadFile(jsonPath)
 	if err != nil {
@@ -134,6 +145,11 @@ func TestScaleEndToEnd(t *testing.T) {
 				if v, ok := pr.Run.get(k); !ok || !(v > 0) {
 					t.Errorf("%s at %d: %s = %v (present %v), want a positive number", name, pr.Events, k, v, ok)
 				}
+			}
+			// The client's own CPU over a few hundred events may be
+			// under the clock tick /proc counts in.
+			if v, ok := pr.Run.get("ingest_client_cpu"); !ok || v < 0 {
+				t.Errorf("%s at %d: ingest_client_cpu = %v (present %v), want a figure", name, pr.Events, v, ok)
 			}
 		}
 	}

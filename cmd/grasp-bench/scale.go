@@ -41,6 +41,10 @@ type scaleOpts struct {
 	// the collector is paced by the limit: a curve that should tell the
 	// store's own costs apart from that sets it.
 	memoryLimitMB int
+	// profileDir, when set, receives the server's CPU profile of each
+	// point's ingest (grasp built with -tags benchprofile) and the bench
+	// client's own, to say where an event's microseconds go.
+	profileDir string
 }
 
 // pointRun is one server's figures at one store size.
@@ -89,6 +93,7 @@ func scaleCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.IntVar(&o.corpusEvents, "corpus-events", 0, "draw the points from the corpus of this many events (e.g. the million-event corpus already cached): its first events are the same as those of the full curve's points; 0 = the last point's corpus")
 	only := fs.String("only", "", "measure only these servers, comma-separated (grasp, baseline, grasp-libsecp256k1, grasp-postgres); empty = all")
 	fs.IntVar(&o.memoryLimitMB, "memory-limit-mb", 0, "grasp's server.memory_limit_mb (0 = its default)")
+	fs.StringVar(&o.profileDir, "profile", "", "write CPU profiles of each point's ingest, the server's (ingest-SERVER-N.pprof) and the bench client's (ingest-client-SERVER-N.pprof), to this directory")
 	pgPid := fs.Int("postgres-pid", 0, "the PostgreSQL server's postmaster pid: its CPU and bytes written are reported beside grasp's")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -116,6 +121,12 @@ func scaleCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 	}
 	o.build.libsecp = o.libsecp
+	o.build.profile = o.profileDir != ""
+	if o.profileDir != "" {
+		if err := os.MkdirAll(o.profileDir, 0o755); err != nil {
+			return err
+		}
+	}
 	res, err := runScale(ctx, o, stderr)
 	return emit(res, err, func(r *scaleResult) { writeScaleReport(stdout, o, r) }, o.jsonPath)
 }
@@ -200,7 +211,7 @@ func runScale(ctx context.Context, o scaleOpts, stderr io.Writer) (*scaleResult,
 // With pg (grasp-postgres), PostgreSQL's CPU and bytes written are
 // reported beside grasp's.
 func scaleServer(ctx context.Context, name string, bins binaries, dir string, c *corpus, o scaleOpts, negMax int, pg *pgCluster, logf func(string, ...any)) ([]pointRun, error) {
-	sopts := serverOpts{negentropyMax: negMax, baselineSync: o.baselineSync, baselineNeg: o.baselineNeg, legacyConfig: o.legacyConfig, memoryLimitMB: o.memoryLimitMB}
+	sopts := serverOpts{negentropyMax: negMax, baselineSync: o.baselineSync, baselineNeg: o.baselineNeg, legacyConfig: o.legacyConfig, memoryLimitMB: o.memoryLimitMB, profile: o.profileDir != ""}
 	p, _, err := startServer(ctx, name, bins, dir, sopts)
 	if err != nil {
 		return nil, err
@@ -247,6 +258,14 @@ func scaleServer(ctx context.Context, name string, bins binaries, dir string, c 
 		if pg != nil {
 			pgCPU0, pgWritten0 = pg.sample()
 		}
+		self, err := sampleProc(os.Getpid())
+		if err != nil {
+			return out, err
+		}
+		stopProfiles, err := profileIngest(o.profileDir, p, name, n)
+		if err != nil {
+			return out, err
+		}
 		total := len(activity)
 		ing, err := ingest(ctx, p.wsURL(), c, activity, done, o.conns, o.window, func(answered int, el time.Duration) {
 			rate := float64(answered) / el.Seconds()
@@ -256,8 +275,15 @@ func scaleServer(ctx context.Context, name string, bins binaries, dir string, c 
 			}
 			logf("%s: %s of %s events answered, %.0f/s, about %s left (load %s)", name, commas(int64(answered)), commas(int64(total)), rate, left, loadAvg())
 		})
+		if perr := stopProfiles(); err == nil {
+			err = perr
+		}
 		if err != nil {
 			return out, fmt.Errorf("ingest to %d: %w", n, err)
+		}
+		selfAfter, err := sampleProc(os.Getpid())
+		if err != nil {
+			return out, err
 		}
 		if ing.Rejected > 0 {
 			return out, fmt.Errorf("ingest to %d: %d events refused: %v", n, ing.Rejected, ing.Reasons)
@@ -271,6 +297,7 @@ func scaleServer(ctx context.Context, name string, bins binaries, dir string, c 
 		logf("%s: ingested %s events in %s (%.0f/s)", name, commas(int64(len(activity))), ing.Elapsed.Round(time.Second), lastRate)
 		run.add("ingest_rate", fmt.Sprintf("ingest (events %s→%s)", commas(int64(prev)), commas(int64(n))), "events/s", ing.rate())
 		run.add("ingest_cpu", "server CPU per event", "µs", float64((after.cpu-before.cpu).Microseconds())/seg)
+		run.add("ingest_client_cpu", "  bench client CPU per event (grasp-bench itself)", "µs", float64((selfAfter.cpu-self.cpu).Microseconds())/seg)
 		run.add("ingest_ok_p50", "OK latency p50", "ms", ms(percentile(ing.lats, 0.5)))
 		run.add("write_per_event", "bytes written per event", "B", float64(after.writeBytes-before.writeBytes)/seg)
 		if pg != nil && pg.pid > 0 {

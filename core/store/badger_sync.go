@@ -38,9 +38,10 @@ func valueThreshold(memTableBytes int64) int64 {
 //
 // The logs are written through mmap; fdatasync on any descriptor of the
 // file writes back pages dirtied through the mapping. The newest file gets
-// adviseSmallPages when first seen. Only the writer goroutine (and Close,
-// after it) uses a walSyncer; each of its two log sets is used by one
-// goroutine at a time (see sync).
+// adviseSmallPages when first seen. Only the writer's syncer goroutine (and
+// the writer's own drain, then Close, after it) uses a walSyncer, one sync at
+// a time; each of its two log sets is used by one goroutine at a time (see
+// sync).
 type walSyncer struct {
 	dir     string
 	realDir string // dir as /proc/self/maps names it

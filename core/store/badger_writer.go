@@ -28,8 +28,9 @@ type op struct {
 	done chan error // buffered: the writer never blocks on a caller that gave up
 }
 
-// writer is the single goroutine that applies event writes in arrival order
-// and makes each batch durable with one sync. Serialising the writes also
+// writer is the single goroutine that applies event writes in arrival order;
+// its syncer goroutine makes each batch durable with one sync while the next
+// batch is applied (run). Serialising the writes also
 // closes two races of the badger backend: its duplicate check and its
 // replaceable-event check run in separate transactions that do not conflict
 // with each other, so concurrent identical or competing events could both be
@@ -48,6 +49,10 @@ type writer struct {
 
 	// syncFn makes a batch durable; tests replace it to observe batching.
 	syncFn func(vlog bool) error
+	// serial makes run sync each batch before applying the next, as the
+	// writer did before issue 27 part 5: BenchmarkGroupCommitOverlap's
+	// baseline, set only there.
+	serial bool
 }
 
 func newWriter(s *badgerStore, max int) *writer {
@@ -92,18 +97,44 @@ func (w *writer) submit(ctx context.Context, o *op) error {
 	}
 }
 
+// run applies batches and hands each to the syncer goroutine, which makes
+// it durable and then answers its callers. The two overlap: batch N+1 is
+// applied while batch N's sync runs (a sync is a device flush, long next to
+// applying a batch, and applying is CPU the flush does not use). Syncs stay
+// one at a time and in batch order, and each starts only after its batch
+// was applied, so it covers that batch and every earlier one: no caller is
+// answered before a sync that began after its write (issue 27 part 5).
 func (w *writer) run() {
-	batch := make([]*op, 0, w.max)
-	errs := make([]error, w.max)
-	for {
+	var bufs [2]struct {
+		batch []*op
+		errs  []error
+	}
+	for i := range bufs {
+		bufs[i].batch = make([]*op, 0, w.max)
+		bufs[i].errs = make([]error, w.max)
+	}
+	jobs := make(chan syncJob)
+	synced := make(chan struct{})
+	go w.syncer(jobs, synced)
+	syncing := false // a batch was handed to the syncer and is not answered yet
+	waitSynced := func() {
+		if syncing {
+			<-synced
+			syncing = false
+		}
+	}
+	for cur := 0; ; cur ^= 1 {
+		b := &bufs[cur]
 		var first *op
 		select {
 		case first = <-w.queue:
 		case <-w.stopCh:
-			w.drainAndExit(batch, errs)
+			waitSynced()
+			close(jobs)
+			w.drainAndExit(b.batch, b.errs)
 			return
 		}
-		batch = append(batch[:0], first)
+		batch := append(b.batch[:0], first)
 	fill:
 		for len(batch) < w.max {
 			select {
@@ -113,7 +144,34 @@ func (w *writer) run() {
 				break fill
 			}
 		}
-		w.commit(batch, errs)
+		if w.serial {
+			w.commit(batch, b.errs)
+			continue
+		}
+		errs := b.errs[:len(batch)]
+		clear(errs)
+		vlog := w.s.applyBatch(batch, errs)
+		// The buffers of the batch before the previous one are reused
+		// next: its answers must have gone out, and syncs go in order.
+		waitSynced()
+		jobs <- syncJob{batch: batch, errs: errs, vlog: vlog}
+		syncing = true
+	}
+}
+
+// syncJob is one applied batch waiting for its sync.
+type syncJob struct {
+	batch []*op
+	errs  []error
+	vlog  bool
+}
+
+// syncer makes each applied batch durable, then answers its callers, and
+// tells run it is done with the batch.
+func (w *writer) syncer(jobs <-chan syncJob, synced chan<- struct{}) {
+	for j := range jobs {
+		w.answer(j.batch, j.errs, w.sync(j.vlog))
+		synced <- struct{}{}
 	}
 }
 
@@ -143,7 +201,12 @@ func (w *writer) commit(batch []*op, errs []error) {
 	errs = errs[:len(batch)]
 	clear(errs)
 	vlog := w.s.applyBatch(batch, errs)
-	syncErr := w.sync(vlog)
+	w.answer(batch, errs, w.sync(vlog))
+}
+
+// answer tells each caller of a batch its result once the batch's sync
+// returned syncErr.
+func (w *writer) answer(batch []*op, errs []error, syncErr error) {
 	w.s.m.batchOps.Observe(float64(len(batch)))
 	for i, o := range batch {
 		err := errs[i]

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/grasp-dev/grasp/core/env"
@@ -13,22 +15,60 @@ import (
 	dto "github.com/prometheus/client_model/go"
 )
 
-// TestGroupCommitSharesOneSyncAndAnswersAfterIt holds the first batch's sync
-// open while 15 more saves queue up, then checks they commit as one batch
-// with one sync, and that no caller is answered before its batch's sync.
-func TestGroupCommitSharesOneSyncAndAnswersAfterIt(t *testing.T) {
+// TestGroupCommitAppliesDuringASyncAndAnswersAfterIt holds the first
+// batch's sync open while 15 more saves arrive: the writer applies the next
+// batch meanwhile (its events readable, issue 27 part 5), no caller is
+// answered before the sync of its own batch, syncs run one at a time, and
+// the 16 saves take three syncs (the first save's, the batch applied
+// during it, the rest queued behind).
+func TestGroupCommitAppliesDuringASyncAndAnswersAfterIt(t *testing.T) {
 	s := openTest(t, Options{})
 	entered := make(chan struct{}, 4)
 	release := make(chan struct{})
+	var inSync atomic.Int32
 	s.badger().w.syncFn = func(vlog bool) error {
+		if inSync.Add(1) != 1 {
+			t.Errorf("two syncs at once")
+		}
+		defer inSync.Add(-1)
 		entered <- struct{}{}
 		<-release
 		return s.badger().syncDurable(vlog)
 	}
+	ctx := context.Background()
+	evts := make([]*nostr.Event, 16)
+	for i := range evts {
+		evts[i] = signed(t, testKey(i), 1, nostr.Timestamp(1000+i), "batched")
+	}
+	readable := func(e *nostr.Event) bool {
+		ch, err := s.Events().QueryEvents(ctx, nostr.Filter{IDs: []string{e.ID}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		found := false
+		for range ch {
+			found = true
+		}
+		return found
+	}
+	applied := func() (n int) {
+		for _, e := range evts[1:] {
+			if readable(e) {
+				n++
+			}
+		}
+		return n
+	}
+	var answered sync.Map // index → true once its save returned
 	results := make(chan error, 16)
 	save := func(i int) {
-		e := signed(t, testKey(i), 1, nostr.Timestamp(1000+i), "batched")
-		results <- s.Events().SaveEvent(context.Background(), e)
+		err := s.Events().SaveEvent(ctx, evts[i])
+		answered.Store(i, true)
+		results <- err
+	}
+	count := func() (n int) {
+		answered.Range(func(any, any) bool { n++; return true })
+		return n
 	}
 
 	go save(0)
@@ -36,31 +76,47 @@ func TestGroupCommitSharesOneSyncAndAnswersAfterIt(t *testing.T) {
 	for i := 1; i < 16; i++ {
 		go save(i)
 	}
-	testwait.For(t, "15 queued saves", func() bool { return len(s.badger().w.queue) == 15 })
-	if len(results) != 0 {
-		t.Fatalf("a save returned before its sync finished")
+	// The writer applies a second batch during the first sync, then waits
+	// for that sync; what it did not take stays queued.
+	testwait.For(t, "15 saves applied or queued", func() bool { return applied()+len(s.badger().w.queue) == 15 })
+	batch2 := applied()
+	if batch2 == 0 {
+		t.Fatalf("no save applied while the first batch synced")
+	}
+	if n := count(); n != 0 {
+		t.Fatalf("%d saves returned before the first sync finished", n)
 	}
 
 	release <- struct{}{} // finish batch 1
 	if err := <-results; err != nil {
 		t.Fatalf("first save: %v", err)
 	}
-	<-entered // batch 2 is syncing: it must hold all 15 queued saves
-	if n := len(s.badger().w.queue); n != 0 {
-		t.Fatalf("%d saves left out of the second batch", n)
-	}
-	if len(results) != 0 {
-		t.Fatalf("a save of batch 2 returned before its sync finished")
+	<-entered // batch 2 is syncing; batch 3 (everything left) is applied meanwhile
+	testwait.For(t, "all 15 saves applied", func() bool { return applied() == 15 })
+	if n := count(); n != 1 {
+		t.Fatalf("%d saves returned, want only the first batch's one before the second sync finished", n)
 	}
 	release <- struct{}{}
-	for range 15 {
+	for range batch2 {
 		if err := <-results; err != nil {
 			t.Fatalf("batched save: %v", err)
 		}
 	}
+	if 15-batch2 > 0 {
+		<-entered // batch 3
+		if n := count(); n != 1+batch2 {
+			t.Fatalf("%d saves returned, want %d before the third sync finished", n, 1+batch2)
+		}
+		release <- struct{}{}
+		for range 15 - batch2 {
+			if err := <-results; err != nil {
+				t.Fatalf("batched save: %v", err)
+			}
+		}
+	}
 	select {
 	case <-entered:
-		t.Fatalf("a third sync ran for 16 saves")
+		t.Fatalf("a fourth sync ran for 16 saves")
 	default:
 	}
 	close(release) // let Close's final sync through

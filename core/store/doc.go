@@ -28,7 +28,9 @@
 //     holds the index keys, which its compactions rewrite, on levels sized
 //     for that (badger_store.go, issue 27 part 4). Concurrent writes are funnelled through a single
 //     writer goroutine that applies a batch and syncs once for all of it
-//     (strfry's design, badger_writer.go), because badger's own SyncWrites
+//     (strfry's design, badger_writer.go; the next batch is applied while
+//     the previous one syncs, each caller answered after its own batch's
+//     sync), because badger's own SyncWrites
 //     issues one msync per transaction. Contents are packed with zstd or,
 //     beyond the codec's 64 KiB, kept in a second record
 //     (badger_large.go), so the relay's content limit is not bounded by the
