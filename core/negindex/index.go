@@ -34,6 +34,7 @@ import (
 	"weak"
 
 	"github.com/grasp-dev/grasp/core/clock"
+	"github.com/grasp-dev/grasp/core/idtable"
 	"github.com/grasp-dev/grasp/core/nip34"
 	"github.com/nbd-wtf/go-nostr"
 )
@@ -104,6 +105,9 @@ type Index struct {
 	// postings maps tagKey(letter, value) to the slots of the entries
 	// carrying it, in no particular order.
 	postings postings
+	// ids finds an entry's slot by its id: postings keep a value that is
+	// an indexed id as that slot (postings.go).
+	ids idtable.Table
 	// version counts the changes (under mu); whole is the whole-store set
 	// last selected at wholeVersion (select.go), under cacheMu; held is
 	// that set again, strongly, for WholeHold after the last whole-store
@@ -122,16 +126,24 @@ func New(letters []string) *Index {
 		letters = DefaultTagLetters
 	}
 	ix := &Index{
-		letters:  make(map[string]bool, len(letters)),
-		authors:  make(map[[32]byte]uint32),
-		postings: newPostings(),
-		hold:     wholeHold{clk: clock.New(), d: WholeHold, budget: wholeHoldBudget},
+		letters: make(map[string]bool, len(letters)),
+		authors: make(map[[32]byte]uint32),
+		ids:     idtable.New(),
+		hold:    wholeHold{clk: clock.New(), d: WholeHold, budget: wholeHoldBudget},
 	}
+	ix.postings = newPostings(ix, letters)
 	for _, l := range letters {
 		ix.letters[l] = true
 	}
 	return ix
 }
+
+// slotIDs is Index.slots as the id table reads them.
+type slotIDs []entry
+
+func (s *slotIDs) ID(slot uint32) *[32]byte { return &(*s)[slot].id }
+
+func (ix *Index) idView() idtable.IDs { return (*slotIDs)(&ix.slots) }
 
 // Len is the number of indexed events.
 func (ix *Index) Len() int {
@@ -219,11 +231,21 @@ func (ix *Index) add(e *Event) {
 	slot := ix.alloc(en)
 	ix.changed()
 	ix.insertAt(bi, j, slot)
+	if _, dup := ix.ids.Find(ix.idView(), &en.id); !dup {
+		ix.ids.Insert(ix.idView(), slot)
+	}
 	ix.eachKey(e, func(k tkey) { ix.postings.add(k, slot) })
 }
 
 // alloc stores en in a free slot or a new one.
 func (ix *Index) alloc(en entry) uint32 {
+	if r := ix.postings.released; len(r) > 0 {
+		for _, s := range r {
+			ix.slots[s] = entry{}
+		}
+		ix.free = append(ix.free, r...)
+		ix.postings.released = r[:0]
+	}
 	if n := len(ix.free); n > 0 {
 		slot := ix.free[n-1]
 		ix.free = ix.free[:n-1]
@@ -256,9 +278,16 @@ func (ix *Index) remove(e *Event) {
 		ix.blocks[bi] = b
 	}
 	ix.n--
+	// Out of the id table first, so that no merge the removals below set
+	// off makes a new ref to the slot.
+	if s, ok := ix.ids.Find(ix.idView(), &ix.slots[slot].id); ok && s == slot {
+		ix.ids.Remove(ix.idView(), slot)
+	}
 	ix.eachKey(e, func(k tkey) { ix.postings.remove(k, slot) })
-	ix.slots[slot] = entry{}
-	ix.free = append(ix.free, slot)
+	if !ix.postings.unref(slot) {
+		ix.slots[slot] = entry{}
+		ix.free = append(ix.free, slot)
+	}
 }
 
 // find locates (ts, id): its block and position, or where it would go.
@@ -309,6 +338,7 @@ type Loader struct {
 func (ix *Index) NewLoader() *Loader {
 	fresh := New(nil)
 	fresh.letters = ix.letters
+	fresh.postings.hexLetters = ix.postings.hexLetters
 	return &Loader{ix: ix, fresh: fresh}
 }
 
@@ -348,6 +378,13 @@ func (l *Loader) Finish() {
 		f.blocks = append(f.blocks, slices.Clone(order[start:end]))
 	}
 	f.n = len(order)
+	view := f.idView()
+	f.ids.Reserve(view, len(order))
+	for _, s := range order {
+		if _, dup := f.ids.Find(view, &f.slots[s].id); !dup {
+			f.ids.Insert(view, s)
+		}
+	}
 	order = nil
 	f.postings.dropSlots(dropped)
 	f.postings.compact()
@@ -359,7 +396,8 @@ func (l *Loader) Finish() {
 	ix.mu.Lock()
 	ix.changed()
 	ix.slots, ix.free, ix.blocks, ix.n = f.slots, f.free, f.blocks, f.n
-	ix.authors, ix.authorKeys, ix.postings = f.authors, f.authorKeys, f.postings
+	ix.authors, ix.authorKeys, ix.postings, ix.ids = f.authors, f.authorKeys, f.postings, f.ids
+	ix.postings.ix = ix
 	ix.mu.Unlock()
 }
 
@@ -402,7 +440,7 @@ func (ix *Index) MemoryBytes() int64 {
 	for _, b := range ix.blocks {
 		n += int64(cap(b))*4 + 24
 	}
-	n += ix.postings.bytes()
+	n += ix.postings.bytes() + int64(ix.ids.Bytes())
 	n += int64(len(ix.authorKeys)) * (32 + 32 + 4 + mapEntry)
 	return n
 }

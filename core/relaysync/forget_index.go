@@ -70,7 +70,7 @@ func (x *RepoSyncIndex) dropEventOwner(ei uint32, repo RepoID) {
 }
 
 func (x *RepoSyncIndex) releaseEvent(ei uint32) {
-	x.eventIdx.remove(x.events, ei)
+	x.eventIdx.Remove((*eventIDs)(&x.events), ei)
 	x.events[ei], x.eventRepo[ei] = [32]byte{}, 0
 	x.delEvents++
 	x.freeEvents = append(x.freeEvents, ei)
@@ -96,7 +96,7 @@ func (x *RepoSyncIndex) compact() {
 		x.relayByURL, x.delRelays = copyMap(x.relayByURL), 0
 	}
 	if x.delEvents >= x.RootEventCount() {
-		x.eventIdx.shrink(x.events)
+		x.eventIdx.Shrink((*eventIDs)(&x.events))
 		x.eventMore = copyMap(x.eventMore)
 		x.delEvents = 0
 	}

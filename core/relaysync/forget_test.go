@@ -372,7 +372,7 @@ func TestG02_ForgetThousandReposEmptiesManager(t *testing.T) {
 func indexEmpty(x *RepoSyncIndex) bool {
 	return len(x.byAddr) == 0 && len(x.repos) == 0 && len(x.freeRepos) == 0 &&
 		len(x.relayByURL) == 0 && len(x.relayURLs) == 0 && len(x.freeRelays) == 0 &&
-		x.eventIdx.count == 0 && len(x.eventIdx.slots) == 0 && len(x.events) == 0 &&
+		x.eventIdx.Len() == 0 && x.eventIdx.Slots() == 0 && len(x.events) == 0 &&
 		len(x.eventMore) == 0 && len(x.freeEvents) == 0
 }
 

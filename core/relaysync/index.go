@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/grasp-dev/grasp/core/idtable"
 	"github.com/grasp-dev/grasp/core/nip34"
 )
 
@@ -36,8 +37,8 @@ type RepoSyncIndex struct {
 	freeRelays []uint32
 
 	// Event ids are stored once, in events; eventIdx finds their
-	// positions (idtable.go).
-	eventIdx   idTable
+	// positions (core/idtable).
+	eventIdx   idtable.Table
 	events     [][32]byte
 	eventRepo  []RepoID            // first repo that listed the event
 	eventMore  map[uint32][]RepoID // further repos, rare
@@ -65,7 +66,7 @@ func NewRepoSyncIndex() *RepoSyncIndex {
 	return &RepoSyncIndex{
 		byAddr:     map[string]RepoID{},
 		relayByURL: map[string]uint32{},
-		eventIdx:   newIDTable(),
+		eventIdx:   idtable.New(),
 		eventMore:  map[uint32][]RepoID{},
 	}
 }
@@ -269,7 +270,7 @@ func (x *RepoSyncIndex) AddRootEvent(addr, eventID string) (bool, error) {
 }
 
 func (x *RepoSyncIndex) findEvent(raw [32]byte) (uint32, bool) {
-	return x.eventIdx.find(x.events, &raw)
+	return x.eventIdx.Find((*eventIDs)(&x.events), &raw)
 }
 
 func (x *RepoSyncIndex) storeEvent(raw [32]byte, repo RepoID) uint32 {
@@ -283,7 +284,7 @@ func (x *RepoSyncIndex) storeEvent(raw [32]byte, repo RepoID) uint32 {
 		x.events = append(x.events, raw)
 		x.eventRepo = append(x.eventRepo, repo)
 	}
-	x.eventIdx.insert(x.events, i)
+	x.eventIdx.Insert((*eventIDs)(&x.events), i)
 	return i
 }
 
@@ -305,3 +306,8 @@ func (x *RepoSyncIndex) setArchived(id RepoID, archived bool) {
 func (x *RepoSyncIndex) archived(id RepoID) bool {
 	return int(id) < len(x.repos) && x.repos[id].archived
 }
+
+// eventIDs is events as the id table reads them.
+type eventIDs [][32]byte
+
+func (e *eventIDs) ID(pos uint32) *[32]byte { return &(*e)[pos] }

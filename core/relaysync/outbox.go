@@ -40,10 +40,17 @@ type outboxState struct {
 	// string lists took ~110 MiB at a million events). A root's position is
 	// reused only after the event leaves the index, and forget drops its
 	// entries here in the same step (forgetOutbox).
-	parts  [][]uint32          // root position → participants' key ids, first perRoot
-	roots  [][]uint32          // key id → positions of the roots they take part in
-	writes map[string][]string // pubkey → write relays, first perParticipant
-	people map[RepoID][]uint32 // repository → its people's key ids (people.go)
+	// parts: root position → its participants' key ids (first perRoot):
+	// 0 for none, key id+1 for a root with one (most roots: its author),
+	// partList|i for a list in partLists. A [][]uint32 by position took
+	// a 24-byte header per root and an 8-byte allocation for the one
+	// participant, ~56 MiB at 5,000,000 events (issue 27 part 2).
+	parts     []uint32
+	partLists [][]uint32
+	partFree  []uint32            // unused positions in partLists
+	roots     [][]uint32          // key id → positions of the roots they take part in
+	writes    map[string][]string // pubkey → write relays, first perParticipant
+	people    map[RepoID][]uint32 // repository → its people's key ids (people.go)
 	// keys holds each participant's key once; a reference is counted for
 	// every root and every repository's people list the key is in.
 	keys pubkeys
@@ -56,13 +63,69 @@ func newOutboxState() *outboxState {
 	return &outboxState{writes: map[string][]string{}, people: map[RepoID][]uint32{}, keys: newPubkeys()}
 }
 
+// partList marks a parts value that is an index into partLists.
+const partList = 1 << 31
+
 // participantsOf returns the key ids of the participants of the root at
-// position ei.
-func (ob *outboxState) participantsOf(ei uint32) []uint32 {
-	if int(ei) < len(ob.parts) {
-		return ob.parts[ei]
+// position ei; one is returned in buf.
+func (ob *outboxState) participantsOf(ei uint32, buf *[1]uint32) []uint32 {
+	if int(ei) >= len(ob.parts) {
+		return nil
 	}
-	return nil
+	switch v := ob.parts[ei]; {
+	case v == 0:
+		return nil
+	case v&partList != 0:
+		return ob.partLists[v&^partList]
+	default:
+		buf[0] = v - 1
+		return buf[:]
+	}
+}
+
+// setParticipants records have (not empty) as the participants of the
+// root at position ei.
+func (ob *outboxState) setParticipants(ei uint32, have []uint32) {
+	if int(ei) >= len(ob.parts) {
+		ob.parts = append(ob.parts, make([]uint32, int(ei)+1-len(ob.parts))...)
+	}
+	old := ob.parts[ei]
+	if len(have) == 1 {
+		ob.dropList(old)
+		ob.parts[ei] = have[0] + 1
+		return
+	}
+	if old&partList != 0 {
+		ob.partLists[old&^partList] = have
+		return
+	}
+	if n := len(ob.partFree); n > 0 {
+		i := ob.partFree[n-1]
+		ob.partFree = ob.partFree[:n-1]
+		ob.partLists[i] = have
+		ob.parts[ei] = partList | i
+		return
+	}
+	ob.partLists = append(ob.partLists, have)
+	ob.parts[ei] = partList | uint32(len(ob.partLists)-1)
+}
+
+// clearParticipants forgets the participants of the root at position ei;
+// it reports whether it had any.
+func (ob *outboxState) clearParticipants(ei uint32) bool {
+	if int(ei) >= len(ob.parts) || ob.parts[ei] == 0 {
+		return false
+	}
+	ob.dropList(ob.parts[ei])
+	ob.parts[ei] = 0
+	return true
+}
+
+func (ob *outboxState) dropList(v uint32) {
+	if v&partList != 0 {
+		ob.partLists[v&^partList] = nil
+		ob.partFree = append(ob.partFree, v&^partList)
+	}
 }
 
 // rootsOf returns the positions of the roots key id k takes part in.
@@ -171,7 +234,8 @@ func (m *Manager) addParticipants(root string, people []string, changed map[Repo
 	if !ok {
 		return
 	}
-	have := ob.participantsOf(ei)
+	var buf [1]uint32
+	have := ob.participantsOf(ei, &buf)
 	hadAny := len(have) > 0
 	added := false
 	repos := m.repos.eventRepos(ei)
@@ -197,10 +261,7 @@ func (m *Manager) addParticipants(root string, people []string, changed map[Repo
 	if len(have) == 0 {
 		return
 	}
-	if int(ei) >= len(ob.parts) {
-		ob.parts = append(ob.parts, make([][]uint32, int(ei)+1-len(ob.parts))...)
-	}
-	ob.parts[ei] = have
+	ob.setParticipants(ei, have)
 	if !hadAny {
 		ob.rootCount++
 	}
@@ -222,7 +283,8 @@ func (m *Manager) refreshOutbox(id RepoID) {
 	var relays []string
 	seen := map[string]struct{}{}
 	for _, ei := range m.repos.repos[id].roots {
-		for _, k := range m.outbox.participantsOf(ei) {
+		var buf [1]uint32
+		for _, k := range m.outbox.participantsOf(ei, &buf) {
 			for _, w := range m.outbox.writes[m.outbox.keys.key(k)] {
 				if _, dup := seen[w]; !dup {
 					seen[w] = struct{}{}
@@ -245,7 +307,8 @@ func (m *Manager) forgetOutbox(roots []uint32, ids [][32]byte) {
 		if _, live := m.repos.findEvent(ids[i]); live {
 			continue
 		}
-		for _, k := range ob.participantsOf(ei) {
+		var buf [1]uint32
+		for _, k := range ob.participantsOf(ei, &buf) {
 			rs := slices.DeleteFunc(ob.roots[k], func(r uint32) bool { return r == ei })
 			if len(rs) == 0 {
 				rs = nil
@@ -253,13 +316,13 @@ func (m *Manager) forgetOutbox(roots []uint32, ids [][32]byte) {
 			ob.roots[k] = rs
 			ob.keys.unref(k)
 		}
-		if int(ei) < len(ob.parts) && ob.parts[ei] != nil {
-			ob.parts[ei] = nil
+		if ob.clearParticipants(ei) {
 			ob.rootCount--
 		}
 	}
 	if ob.rootCount == 0 {
-		ob.parts = nil // the index restarts its positions once empty
+		// the index restarts its positions once empty
+		ob.parts, ob.partLists, ob.partFree = nil, nil, nil
 	}
 	if ob.keys.len() == 0 {
 		ob.roots = nil // so do the keys

@@ -237,7 +237,7 @@ func (m *Manager) outboxParts(root string) []string {
 			return
 		}
 		var out []string
-		for _, k := range m.outbox.participantsOf(ei) {
+		for _, k := range m.outbox.participantsOf(ei, &[1]uint32{}) {
 			out = append(out, m.outbox.keys.key(k))
 		}
 		reply <- out
