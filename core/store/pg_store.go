@@ -43,8 +43,9 @@ type pgStore struct {
 	own, delivered *idRing
 	// marks are the markers CaughtUp waits for (pg_caughtup.go).
 	marks *pgMarks
-	// inserts commits new events in groups (pg_write.go).
-	inserts pgInserts
+	// inserts and privacy commit new events and privacy records in
+	// groups (pg_write.go).
+	inserts, privacy pgGroup
 }
 
 var _ backend = (*pgStore)(nil)
@@ -168,7 +169,7 @@ func (s *pgStore) writeEvent(ctx context.Context, kind opKind, evt *nostr.Event)
 	}
 	switch kind {
 	case opSave:
-		err = s.inserts.save(ctx, s, evt)
+		err = s.saveEvent(ctx, evt)
 	case opReplace:
 		err = s.events.ReplaceEvent(ctx, evt)
 	default:

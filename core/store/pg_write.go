@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strconv"
 	"strings"
 	"sync"
@@ -11,40 +12,42 @@ import (
 	"github.com/nbd-wtf/go-nostr"
 )
 
-// pgMaxBatch bounds the events one INSERT carries: 7 parameters each, far
+// pgMaxBatch bounds the rows one INSERT carries: 7 parameters each, far
 // below PostgreSQL's 65,535 per statement, and a statement small enough
 // that a batch's latency stays that of a few single inserts.
 const pgMaxBatch = 256
 
-// pgInserts is the postgres backend's group commit of new events (issue 27
-// part 1). Each SaveEvent on its own was one INSERT, one transaction and
-// one WAL flush: at a relay's concurrency the server spent its CPU and its
-// disk on commits, each one rewriting the WAL's last page and waiting for
-// its fdatasync. Here the events waiting while a batch commits go together
-// in the next one: one multi-row INSERT, which is one statement and so one
-// transaction and one WAL flush, and every caller is answered after the
-// commit that holds its event, so an OK still means committed. No
-// goroutine of its own: the first caller to find no batch running runs
-// the batches (the leader) until nobody waits, as badger's write path
-// does. A single waiting event goes alone, as before.
-type pgInserts struct {
+// pgGroup is the postgres backend's group commit (issue 27 part 1). Each
+// SaveEvent on its own was one INSERT, one transaction and one WAL flush,
+// and so was each privacy record: at a relay's concurrency the server
+// spent its CPU and its disk on commits, each one rewriting the WAL's last
+// page and waiting for its fdatasync. Here the writes waiting while a batch
+// commits go together in the next one: one multi-row INSERT, which is one
+// statement and so one transaction and one WAL flush, and every caller is
+// answered after the commit that holds its write, so an OK still means
+// committed. No goroutine of its own: the first caller to find no batch
+// running runs the batches (the leader) until nobody waits, as badger's
+// write path does. A write waiting alone goes alone, as before.
+type pgGroup struct {
 	mu      sync.Mutex
 	queue   []*pgInsert
 	leading bool
 }
 
+// pgInsert is one caller's write: an event, or a privacy record (id, val).
 type pgInsert struct {
 	evt  *nostr.Event
+	id   string
+	val  []byte
 	done chan error // buffered: the leader never blocks on an answer
 }
 
-// save stores evt with the events waiting beside it and returns once the
-// transaction holding it committed: nil when it inserted evt,
-// eventstore.ErrDupEvent when the id was already stored, or the error.
-// A caller whose ctx ends first gets ctx's error (never an OK); its event
-// may still be committed, as with any insert cut short.
-func (p *pgInserts) save(ctx context.Context, s *pgStore, evt *nostr.Event) error {
-	req := &pgInsert{evt: evt, done: make(chan error, 1)}
+// do queues req, runs batches with run if no leader is running them, and
+// returns req's result once the transaction holding it committed. A caller
+// whose ctx ends first gets ctx's error (never an OK); its write may still
+// be committed, as with any statement cut short.
+func (p *pgGroup) do(ctx context.Context, req *pgInsert, run func(context.Context, []*pgInsert)) error {
+	req.done = make(chan error, 1)
 	p.mu.Lock()
 	p.queue = append(p.queue, req)
 	if p.leading {
@@ -75,9 +78,16 @@ func (p *pgInserts) save(ctx context.Context, s *pgStore, evt *nostr.Event) erro
 			p.queue = nil // let the old array go
 		}
 		p.mu.Unlock()
-		s.insertBatch(bctx, batch)
+		run(bctx, batch)
 	}
 	return <-req.done
+}
+
+// saveEvent stores evt with the events waiting beside it: nil when it
+// inserted evt, eventstore.ErrDupEvent when the id was already stored, or
+// the error.
+func (s *pgStore) saveEvent(ctx context.Context, evt *nostr.Event) error {
+	return s.inserts.do(ctx, &pgInsert{evt: evt}, s.insertBatch)
 }
 
 // insertBatch inserts the batch in one statement and answers each request.
@@ -174,4 +184,53 @@ func (s *pgStore) insertEvents(ctx context.Context, rows []*pgInsert) (map[strin
 		return nil, err
 	}
 	return inserted, nil
+}
+
+// putPrivacyBatch writes the batch's privacy records in one statement
+// and answers each request; a record put twice keeps the later value, as
+// two puts in turn would. Should the statement fail, each record is tried
+// alone.
+func (s *pgStore) putPrivacyBatch(ctx context.Context, batch []*pgInsert) {
+	// ON CONFLICT DO UPDATE refuses a row twice in one statement: one row
+	// per id, its last value
+	last := make(map[string]int, len(batch))
+	var ids []string
+	for i, r := range batch {
+		if _, ok := last[r.id]; !ok {
+			ids = append(ids, r.id)
+		}
+		last[r.id] = i
+	}
+	rows := make([]*pgInsert, 0, len(ids))
+	for _, id := range ids {
+		rows = append(rows, batch[last[id]])
+	}
+	result := make(map[string]error, len(rows))
+	err := s.putPrivacyRows(ctx, rows)
+	for _, r := range rows {
+		if err != nil && len(rows) > 1 {
+			result[r.id] = s.putPrivacyRows(ctx, []*pgInsert{r})
+		} else {
+			result[r.id] = err
+		}
+	}
+	for _, r := range batch {
+		r.done <- result[r.id]
+	}
+}
+
+func (s *pgStore) putPrivacyRows(ctx context.Context, rows []*pgInsert) error {
+	var q strings.Builder
+	q.WriteString(`INSERT INTO grasp_privacy_event (id, val) VALUES `)
+	args := make([]any, 0, 2*len(rows))
+	for i, r := range rows {
+		if i > 0 {
+			q.WriteByte(',')
+		}
+		fmt.Fprintf(&q, "($%d,$%d)", 2*i+1, 2*i+2)
+		args = append(args, r.id, r.val)
+	}
+	q.WriteString(` ON CONFLICT (id) DO UPDATE SET val = EXCLUDED.val`)
+	_, err := s.pgDB().ExecContext(ctx, q.String(), args...)
+	return err
 }

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -144,5 +145,54 @@ func TestPGGroupCommitFailsOnlyTheRefusedEvent(t *testing.T) {
 		if got := query(t, ctx, s.Events(), nostr.Filter{IDs: []string{e.ID}}); len(got) != 1 {
 			t.Errorf("%q answered stored but not found", e.Content)
 		}
+	}
+}
+
+// Issue 27 part 1: privacy records put together go in one statement; a
+// record put twice keeps the later value, and a record PostgreSQL refuses
+// fails its own caller only.
+func TestPGGroupCommitOfPrivacyRecords(t *testing.T) {
+	ctx := context.Background()
+	s := openPostgresTest(t, Options{})
+	a, b := strings.Repeat("a", 64), strings.Repeat("b", 64)
+	batch := []*pgInsert{
+		{id: a, val: []byte(`["30617:x:one"]`)},
+		{id: "nul \x00 inside", val: []byte(`[]`)},
+		{id: b, val: []byte(`["30617:x:two"]`)},
+		{id: a, val: []byte(`["30617:x:three"]`)},
+	}
+	for _, r := range batch {
+		r.done = make(chan error, 1)
+	}
+	s.pg().putPrivacyBatch(ctx, batch)
+	for i, r := range batch {
+		err := <-r.done
+		if (err != nil) != (i == 1) {
+			t.Errorf("record %d (%q): %v", i, r.id, err)
+		}
+	}
+	got, err := s.Privacy().Events(ctx, []string{a, b})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(got[a]) != `["30617:x:three"]` || string(got[b]) != `["30617:x:two"]` {
+		t.Errorf("records %q, want a's later value and b's", got)
+	}
+	// and through the API, concurrently: every record answered is stored
+	var wg sync.WaitGroup
+	ids := make([]string, 40)
+	for i := range ids {
+		ids[i] = fmt.Sprintf("%064x", i+1)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := s.Privacy().PutEvent(ctx, ids[i], []byte(`["r"]`)); err != nil {
+				t.Errorf("put %d: %v", i, err)
+			}
+		}()
+	}
+	wg.Wait()
+	if got, err := s.Privacy().Events(ctx, ids); err != nil || len(got) != len(ids) {
+		t.Errorf("%d of %d records stored (%v)", len(got), len(ids), err)
 	}
 }
