@@ -41,7 +41,7 @@ func newMetrics() *metrics {
 		}, []string{"op"}),
 		batchOps: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "grasp_store_batch_ops",
-			Help:    "Writes (events and side-table barriers) sharing one group-commit fsync.",
+			Help:    "Writes (events and side-table barriers) sharing one group-commit fsync; on PostgreSQL, new events sharing one INSERT and its commit.",
 			Buckets: prometheus.ExponentialBuckets(1, 2, 11),
 		}),
 		syncSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{

@@ -9,10 +9,10 @@ import (
 )
 
 // putPrivacy inserts (or replaces) the record in grasp_privacy_event
-// (migration 4), committed before the event's own insert.
+// (migration 4), committed before the event's own insert, with the
+// records put beside it (group commit, pg_write.go).
 func (s *pgStore) putPrivacy(ctx context.Context, id string, val []byte) error {
-	if _, err := s.pgDB().ExecContext(ctx, `INSERT INTO grasp_privacy_event (id, val) VALUES ($1, $2)
-		ON CONFLICT (id) DO UPDATE SET val = EXCLUDED.val`, id, val); err != nil {
+	if err := s.privacy.do(ctx, &pgInsert{id: id, val: val}, s.putPrivacyBatch); err != nil {
 		return outcome.Errorf(outcome.Error, "record the privacy of %s: %w", id, err)
 	}
 	return nil

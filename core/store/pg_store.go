@@ -22,9 +22,10 @@ import (
 // pgStore is the shared backend: events, side tables and the privacy
 // record in PostgreSQL, on every grasp instance using the database. Its
 // commit is durable on its own, so writes go straight to the server, whose
-// unique id index settles duplicate races. It writes events through the
-// eventstore library's backend (on the reserved pool of pg_pool.go); reads
-// are pg_query.go's own, paged. Nothing is opened under the data dir.
+// unique id index settles duplicate races. New events go in groups, one
+// statement and one commit for those arriving together (pg_write.go);
+// replacements and deletions through the eventstore library's backend (on
+// the reserved pool of pg_pool.go); reads are pg_query.go's own, paged. Nothing is opened under the data dir.
 type pgStore struct {
 	opts Options
 	env  env.Env
@@ -42,6 +43,9 @@ type pgStore struct {
 	own, delivered *idRing
 	// marks are the markers CaughtUp waits for (pg_caughtup.go).
 	marks *pgMarks
+	// inserts and privacy commit new events and privacy records in
+	// groups (pg_write.go).
+	inserts, privacy pgGroup
 }
 
 var _ backend = (*pgStore)(nil)
@@ -165,7 +169,7 @@ func (s *pgStore) writeEvent(ctx context.Context, kind opKind, evt *nostr.Event)
 	}
 	switch kind {
 	case opSave:
-		err = s.events.SaveEvent(ctx, evt)
+		err = s.saveEvent(ctx, evt)
 	case opReplace:
 		err = s.events.ReplaceEvent(ctx, evt)
 	default:
