@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -63,14 +64,23 @@ func (p *pgGroup) do(ctx context.Context, req *pgInsert, run func(context.Contex
 	p.mu.Unlock()
 	// The batches are the other callers' too: the leader's own ctx ending
 	// must not cut them short.
-	bctx := context.WithoutCancel(ctx)
+	p.lead(context.WithoutCancel(ctx), run, req)
+	return <-req.done
+}
+
+// lead runs the queued batches until the queue is empty. A caller leading
+// stops once its own write is answered and hands what is still queued to a
+// goroutine of its own: under a steady stream of writes the queue never
+// empties, and a leader that served it to the end would never return its
+// own OK.
+func (p *pgGroup) lead(ctx context.Context, run func(context.Context, []*pgInsert), own *pgInsert) {
 	for {
 		p.mu.Lock()
 		n := min(len(p.queue), pgMaxBatch)
 		if n == 0 {
 			p.leading = false
 			p.mu.Unlock()
-			break
+			return
 		}
 		batch := p.queue[:n:n]
 		p.queue = p.queue[n:]
@@ -78,9 +88,21 @@ func (p *pgGroup) do(ctx context.Context, req *pgInsert, run func(context.Contex
 			p.queue = nil // let the old array go
 		}
 		p.mu.Unlock()
-		run(bctx, batch)
+		run(ctx, batch)
+		if own != nil && slices.Contains(batch, own) {
+			p.mu.Lock()
+			if len(p.queue) == 0 {
+				p.leading = false
+				p.mu.Unlock()
+				return
+			}
+			p.mu.Unlock()
+			// still leading (p.leading stays true): the rest is the
+			// handed-over goroutine's
+			go p.lead(ctx, run, nil)
+			return
+		}
 	}
-	return <-req.done
 }
 
 // saveEvent stores evt with the events waiting beside it: nil when it

@@ -196,3 +196,61 @@ func TestPGGroupCommitOfPrivacyRecords(t *testing.T) {
 		t.Errorf("%d of %d records stored (%v)", len(got), len(ids), err)
 	}
 }
+
+// Issue 27 part 1: a caller that leads the group commit returns its own
+// answer once its write's batch committed, although more writes keep
+// arriving: the rest of the queue goes on in another goroutine. On the
+// first version the leader served the queue until it was empty, so under a
+// steady stream of writes its own OK never came.
+func TestPGGroupLeaderReturnsWhileWritesKeepComing(t *testing.T) {
+	var g pgGroup
+	started := make(chan []*pgInsert)
+	release := make(chan struct{})
+	run := func(_ context.Context, batch []*pgInsert) {
+		started <- batch
+		<-release
+		for _, r := range batch {
+			r.done <- nil
+		}
+	}
+	ctx := context.Background()
+	leaderDone := make(chan error, 1)
+	go func() { leaderDone <- g.do(ctx, &pgInsert{id: "leader"}, run) }()
+	if b := <-started; len(b) != 1 || b[0].id != "leader" {
+		t.Fatalf("first batch %v, want the leader's write alone", b)
+	}
+	// two writes queue behind the running batch
+	followers := make(chan error, 2)
+	for _, id := range []string{"a", "b"} {
+		go func() { followers <- g.do(ctx, &pgInsert{id: id}, run) }()
+	}
+	testwait.For(t, "two writes queued", func() bool {
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		return len(g.queue) == 2
+	})
+	release <- struct{}{} // the leader's batch commits
+	second := <-started   // the queued writes' batch starts, and is held
+	if len(second) != 2 {
+		t.Fatalf("second batch has %d writes, want 2", len(second))
+	}
+	select {
+	case err := <-leaderDone:
+		if err != nil {
+			t.Fatalf("leader's write: %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the leading caller did not return while the next batch ran: its OK waits for the others' writes")
+	}
+	release <- struct{}{}
+	for range 2 {
+		if err := <-followers; err != nil {
+			t.Fatalf("queued write: %v", err)
+		}
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.leading || len(g.queue) != 0 {
+		t.Fatalf("after the queue drained: leading %v, %d queued", g.leading, len(g.queue))
+	}
+}
