@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/grasp-dev/grasp/internal/pgtest"
+	"github.com/grasp-dev/grasp/internal/proctree"
 )
 
 // pgBenchURLEnv names a PostgreSQL database the write benchmark runs on
@@ -46,56 +47,8 @@ func samplePG(tb testing.TB, db *sql.DB, postmaster int) pgServerSample {
 		Scan(new(string), &s.commits); err != nil {
 		tb.Fatalf("pg_stat_database: %v", err)
 	}
-	s.cpu, s.written = pgProcs(postmaster)
+	s.cpu, s.written = proctree.Sample(postmaster)
 	return s
-}
-
-// pgProcs sums the CPU time and write_bytes of the postmaster and its
-// children; exited children count through the postmaster's cutime, cstime
-// and I/O counters.
-func pgProcs(postmaster int) (cpu time.Duration, written int64) {
-	if postmaster <= 0 {
-		return 0, 0
-	}
-	parent := strconv.Itoa(postmaster)
-	entries, _ := os.ReadDir("/proc")
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-		if err != nil {
-			continue
-		}
-		i := strings.LastIndexByte(string(stat), ')')
-		if i < 0 {
-			continue
-		}
-		f := strings.Fields(string(stat)[i+1:])
-		if len(f) < 15 || (pid != postmaster && f[1] != parent) {
-			continue
-		}
-		fields := []int{11, 12}
-		if pid == postmaster {
-			fields = append(fields, 13, 14)
-		}
-		for _, k := range fields {
-			t, _ := strconv.ParseInt(f[k], 10, 64)
-			cpu += time.Duration(t) * 10 * time.Millisecond // USER_HZ is 100 on Linux
-		}
-		io, err := os.ReadFile(fmt.Sprintf("/proc/%d/io", pid))
-		if err != nil {
-			continue
-		}
-		for _, line := range strings.Split(string(io), "\n") {
-			if v, ok := strings.CutPrefix(line, "write_bytes:"); ok {
-				n, _ := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
-				written += n
-			}
-		}
-	}
-	return cpu, written
 }
 
 // pgPostmaster is the pid of the server's postmaster, the parent of this
