@@ -346,6 +346,6 @@ func plainString8(w uint64) bool {
 		ones = 0x0101010101010101
 		high = 0x8080808080808080
 	)
-	below := func(x uint64, n uint64) uint64 { return (x - n*ones) &^ x & high }
-	return below(w, 0x20)|below(w^('"'*ones), 1)|below(w^('\\'*ones), 1) == 0
+	q, bs := w^('"'*ones), w^('\\'*ones)
+	return ((w-0x20*ones)&^w|(q-ones)&^q|(bs-ones)&^bs)&high == 0
 }

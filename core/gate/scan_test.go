@@ -199,3 +199,28 @@ func TestScanStringSameAsBytewiseForEveryByteAtEveryPosition(t *testing.T) {
 		check(b)
 	}
 }
+
+// BenchmarkScanString is the scanner's string step on a 1,600-byte
+// content (the corpus's average at least-256-byte content is ~1,700 B),
+// against the byte-at-a-time rule in the same run (issue 27 part 5).
+func BenchmarkScanString(b *testing.B) {
+	content, _ := json.Marshal(strings.Repeat("Fix the parser: it read past the end.\n", 42))
+	b.Run("words", func(b *testing.B) {
+		b.SetBytes(int64(len(content)))
+		for b.Loop() {
+			s := scanner{b: content, maxDepth: maxFrameDepth}
+			if err := s.str(); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("bytewise", func(b *testing.B) {
+		b.SetBytes(int64(len(content)))
+		for b.Loop() {
+			s := scanner{b: content, maxDepth: maxFrameDepth}
+			if err := strBytewise(&s); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
