@@ -2,6 +2,7 @@ package gate
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -171,6 +172,16 @@ func (s *scanner) lit(word string) error {
 func (s *scanner) str() error {
 	s.i++ // opening quote
 	for s.i < len(s.b) {
+		// Most of a frame is string bytes that need nothing but a step
+		// (an event's content, tags, id and signature): skip them eight at
+		// a time, and take every other byte below one at a time (issue 27
+		// part 5: the byte loop was ~4 µs of a 2 KB EVENT).
+		for s.i+8 <= len(s.b) && plainString8(binary.LittleEndian.Uint64(s.b[s.i:])) {
+			s.i += 8
+		}
+		if s.i >= len(s.b) {
+			break
+		}
 		c := s.b[s.i]
 		switch {
 		case c == '"':
@@ -323,4 +334,18 @@ func (s *scanner) object(depth int) error {
 
 func isHex(c byte) bool {
 	return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F')
+}
+
+// plainString8 reports whether none of the eight bytes of w ends a JSON
+// string, starts an escape or is a control character: none is '"', '\\'
+// or below 0x20. Each test is the exact "some byte is below n" check
+// ((w - n×ones) &^ w & high is non-zero iff some byte of w is below n,
+// for n <= 0x80); '"' and '\\' are the bytes that XOR to zero.
+func plainString8(w uint64) bool {
+	const (
+		ones = 0x0101010101010101
+		high = 0x8080808080808080
+	)
+	q, bs := w^('"'*ones), w^('\\'*ones)
+	return ((w-0x20*ones)&^w|(q-ones)&^q|(bs-ones)&^bs)&high == 0
 }
