@@ -147,7 +147,7 @@ func phaseRows(run *serverRun, phase string, before, after runtimeSample, sh cpu
 	run.add("heap_live_"+phase, "  heap live after "+label+" (at the last GC)", "MiB", after["/gc/heap/live:bytes"]/mib)
 	run.add("heap_goal_"+phase, "  heap goal after "+label, "MiB", after["/gc/heap/goal:bytes"]/mib)
 	if limit := after["/gc/gomemlimit:bytes"]; limit > 0 && limit < 1<<62 {
-		run.add("heap_limit_"+phase, "  memory limit (GOMEMLIMIT)", "MiB", limit/mib)
+		run.add("heap_limit_"+phase, "  memory limit (GOMEMLIMIT) during "+label, "MiB", limit/mib)
 	}
 	run.add("prof_gc_"+phase, "  profile of "+label+": share in the collector (gcBgMarkWorker, assists, sweep)", "%", sh.pct(sh.GC))
 	run.add("prof_compact_"+phase, "  profile of "+label+": share in badger compactions and memtable flushes", "%", sh.pct(sh.Compaction))
