@@ -166,19 +166,13 @@ func corpusLikeEvents(n int) []Event {
 func TestIndexMemoryPerEvent(t *testing.T) {
 	const n, maxPerEvent = 100_000, 103
 	events := corpusLikeEvents(n)
-	heap := func() uint64 {
-		runtime.GC()
-		var ms runtime.MemStats
-		runtime.ReadMemStats(&ms)
-		return ms.HeapAlloc
-	}
-	before := heap()
+	before := heapAlloc()
 	ix := New(nil)
 	ix.Load(events[:n/2])
 	for i := n / 2; i < n; i++ {
 		ix.Add(events[i])
 	}
-	perEvent := float64(heap()-before) / n
+	perEvent := float64(heapAlloc()-before) / n
 	runtime.KeepAlive(ix)
 	runtime.KeepAlive(events)
 	t.Logf("%.0f bytes per event (%.0f MiB per million); MemoryBytes says %.0f", perEvent, perEvent*1e6/(1<<20), float64(ix.MemoryBytes())/n)
@@ -300,14 +294,8 @@ func TestPostingsHeapPerHexValue(t *testing.T) {
 	for i := range events {
 		bare[i] = Event{ID: events[i].ID, CreatedAt: events[i].CreatedAt}
 	}
-	heap := func() int64 {
-		runtime.GC()
-		var ms runtime.MemStats
-		runtime.ReadMemStats(&ms)
-		return int64(ms.HeapAlloc)
-	}
 	cost := func(evs []Event, grow bool) int64 {
-		before := heap()
+		before := heapAlloc()
 		ix := New(nil)
 		if grow {
 			ix.Load(evs[:len(evs)/2])
@@ -317,7 +305,7 @@ func TestPostingsHeapPerHexValue(t *testing.T) {
 		} else {
 			ix.Load(evs)
 		}
-		after := heap()
+		after := heapAlloc()
 		runtime.KeepAlive(ix)
 		return after - before
 	}

@@ -158,6 +158,8 @@ func TestPostingsHeapPerIndexedIDValue(t *testing.T) {
 	}
 }
 
+// heapAlloc is the live heap after a collection: what a structure built
+// between two calls holds.
 func heapAlloc() int64 {
 	runtime.GC()
 	var ms runtime.MemStats
