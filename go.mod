@@ -16,6 +16,7 @@ require (
 	github.com/fasthttp/websocket v1.5.12
 	github.com/fiatjaf/eventstore v0.17.14
 	github.com/fiatjaf/khatru v0.19.1
+	github.com/google/pprof v0.0.0-20240727154555-813a5fbdbec8
 	github.com/hashicorp/go-hclog v1.6.3
 	github.com/jmoiron/sqlx v1.4.0
 	github.com/klauspost/compress v1.20.1
@@ -56,7 +57,6 @@ require (
 	github.com/gobwas/pool v0.2.1 // indirect
 	github.com/gobwas/ws v1.4.0 // indirect
 	github.com/google/flatbuffers v25.9.23+incompatible // indirect
-	github.com/google/pprof v0.0.0-20240727154555-813a5fbdbec8 // indirect
 	github.com/gorilla/css v1.0.1 // indirect
 	github.com/josharian/intern v1.0.0 // indirect
 	github.com/json-iterator/go v1.1.12 // indirect

@@ -108,9 +108,10 @@ func TestScaleEndToEnd(t *testing.T) {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout.String(), stderr.String())
 	}
 	// -profile: the server's and the client's CPU profile of each point's
-	// ingest, for every server.
+	// ingest, and the server's of its query and NIP-77 phases (issue 27
+	// part 3), for every server.
 	for _, name := range []string{serverGrasp, serverPostgres, serverBaseline} {
-		for _, f := range []string{"ingest-%s-%d.pprof", "ingest-client-%s-%d.pprof"} {
+		for _, f := range []string{"ingest-%s-%d.pprof", "ingest-client-%s-%d.pprof", "queries-%s-%d.pprof", "nip77-%s-%d.pprof"} {
 			path := filepath.Join(dir, "prof", fmt.Sprintf(f, name, 300))
 			if st, err := os.Stat(path); err != nil || st.Size() == 0 {
 				t.Errorf("profile %s: %v (want a non-empty file)", path, err)
@@ -146,6 +147,19 @@ func TestScaleEndToEnd(t *testing.T) {
 					t.Errorf("%s at %d: %s = %v (present %v), want a positive number", name, pr.Events, k, v, ok)
 				}
 			}
+			// -profile: each phase's collector figures and profile shares
+			// (a few hundred events may see no collection: present, not
+			// positive), the heap goal always positive.
+			for _, phase := range []string{"queries", "nip77"} {
+				for _, k := range []string{"gc_cycles_", "gc_cpu_", "prof_gc_", "prof_compact_", "prof_cpu_"} {
+					if v, ok := pr.Run.get(k + phase); !ok || v < 0 {
+						t.Errorf("%s at %d: %s%s = %v (present %v), want a figure", name, pr.Events, k, phase, v, ok)
+					}
+				}
+				if v, ok := pr.Run.get("heap_goal_" + phase); !ok || !(v > 0) {
+					t.Errorf("%s at %d: heap_goal_%s = %v (present %v), want a positive number", name, pr.Events, phase, v, ok)
+				}
+			}
 			// The client's own CPU over a few hundred events may be
 			// under the clock tick /proc counts in.
 			if v, ok := pr.Run.get("ingest_client_cpu"); !ok || v < 0 {
@@ -155,6 +169,11 @@ func TestScaleEndToEnd(t *testing.T) {
 	}
 	if !strings.Contains(stdout.String(), "| events stored") {
 		t.Errorf("no scale table in the output:\n%s", stdout.String())
+	}
+	for _, row := range []string{"grasp:   GC cycles during queries, cycles", "grasp:   GC CPU share during NIP-77 runs", "share in badger compactions"} {
+		if !strings.Contains(stdout.String(), row) {
+			t.Errorf("no row %q in the scale table:\n%s", row, stdout.String())
+		}
 	}
 	// Progress: every point's stages are logged as they end.
 	for _, want := range []string{"grasp: ingested", "grasp: point 300 done in", "grasp-postgres: NIP-77 runs at 300 events took"} {

@@ -43,7 +43,9 @@ type scaleOpts struct {
 	memoryLimitMB int
 	// profileDir, when set, receives the server's CPU profile of each
 	// point's ingest (grasp built with -tags benchprofile) and the bench
-	// client's own, to say where an event's microseconds go.
+	// client's own, to say where an event's microseconds go, and the
+	// server's profiles of the query and NIP-77 phases, whose collector
+	// and compaction figures become rows of the table (profilePhase).
 	profileDir string
 }
 
@@ -93,7 +95,7 @@ func scaleCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.IntVar(&o.corpusEvents, "corpus-events", 0, "draw the points from the corpus of this many events (e.g. the million-event corpus already cached): its first events are the same as those of the full curve's points; 0 = the last point's corpus")
 	only := fs.String("only", "", "measure only these servers, comma-separated (grasp, baseline, grasp-libsecp256k1, grasp-postgres); empty = all")
 	fs.IntVar(&o.memoryLimitMB, "memory-limit-mb", 0, "grasp's server.memory_limit_mb (0 = its default)")
-	fs.StringVar(&o.profileDir, "profile", "", "write CPU profiles of each point's ingest, the server's (ingest-SERVER-N.pprof) and the bench client's (ingest-client-SERVER-N.pprof), to this directory")
+	fs.StringVar(&o.profileDir, "profile", "", "write CPU profiles of each point's ingest, the server's (ingest-SERVER-N.pprof) and the bench client's (ingest-client-SERVER-N.pprof), and the server's of its query and NIP-77 phases (queries-SERVER-N.pprof, nip77-SERVER-N.pprof) to this directory; the table gains each phase's GC cycles, GC CPU share, heap and the profile's shares in the collector and in badger's compactions")
 	pgPid := fs.Int("postgres-pid", 0, "the PostgreSQL server's postmaster pid: its CPU and bytes written are reported beside grasp's")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -308,13 +310,26 @@ func scaleServer(ctx context.Context, name string, bins binaries, dir string, c 
 		run.Detail["ingest"] = ing
 		if name != serverLibsecp {
 			t := time.Now()
+			endPhase, err := profilePhase(o.profileDir, p, name, "queries", n)
+			if err != nil {
+				return out, err
+			}
 			if err := measureQueries(ctx, p, c, n, o.queries, o.seed, run); err != nil {
 				return out, fmt.Errorf("at %d events: %w", n, err)
 			}
+			if err := endPhase(run); err != nil {
+				return out, err
+			}
 			logf("%s: %d queries at %s events took %s", name, 4*o.queries, commas(int64(n)), time.Since(t).Round(time.Second))
 			t = time.Now()
+			if endPhase, err = profilePhase(o.profileDir, p, name, "nip77", n); err != nil {
+				return out, err
+			}
 			if err := measureNegentropy(ctx, p.wsURL(), p.pid(), c, n, o.negRuns, run); err != nil {
 				return out, fmt.Errorf("at %d events: %w", n, err)
+			}
+			if err := endPhase(run); err != nil {
+				return out, err
 			}
 			logf("%s: NIP-77 runs at %s events took %s", name, commas(int64(n)), time.Since(t).Round(time.Second))
 		}

@@ -1,10 +1,12 @@
 package profiling
 
 import (
+	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"runtime"
 	"testing"
 )
 
@@ -46,5 +48,43 @@ func TestListenLoopbackOnly(t *testing.T) {
 	got, err := Listen("127.0.0.1:0")
 	if err != nil || got == "" {
 		t.Fatalf("Listen(127.0.0.1:0) = %q, %v", got, err)
+	}
+}
+
+// Issue 27 part 3: the scale bench reads the collector's figures around each
+// phase from GET /runtime; a collection in between shows in the cycles.
+func TestRuntimeAnswersTheCollectorFigures(t *testing.T) {
+	srv := httptest.NewServer(Handler())
+	defer srv.Close()
+	get := func() map[string]float64 {
+		resp, err := http.Get(srv.URL + "/runtime")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("GET /runtime: %s", resp.Status)
+		}
+		var m map[string]float64
+		if err := json.NewDecoder(resp.Body).Decode(&m); err != nil {
+			t.Fatal(err)
+		}
+		for _, name := range RuntimeMetrics {
+			if _, ok := m[name]; !ok {
+				t.Errorf("GET /runtime lacks %s", name)
+			}
+		}
+		return m
+	}
+	before := get()
+	runtime.GC()
+	runtime.GC()
+	after := get()
+	const cycles = "/gc/cycles/total:gc-cycles"
+	if after[cycles] < before[cycles]+2 {
+		t.Errorf("gc cycles %v then %v after two runtime.GC()", before[cycles], after[cycles])
+	}
+	if after["/gc/heap/goal:bytes"] <= 0 || after["/cpu/classes/total:cpu-seconds"] <= 0 {
+		t.Errorf("heap goal %v, total CPU %v: want both > 0", after["/gc/heap/goal:bytes"], after["/cpu/classes/total:cpu-seconds"])
 	}
 }
