@@ -201,7 +201,12 @@ func (ix *Index) entryOf(e *Event) entry {
 // eachKey calls fn once per distinct indexed (letter, value) of e
 // (Filter.Matches looks at the first two items of each tag only).
 func (ix *Index) eachKey(e *Event, fn func(k tkey)) {
-	var seen []tkey
+	// seen starts in a buffer on the stack: grown from nil it was a heap
+	// slice per event, most of what loading a store's index allocated
+	// (issue 27 part 2, the start-up transient). Events with more
+	// indexed tags than the buffer holds grow it as before.
+	var buf [8]tkey
+	seen := buf[:0]
 	for _, t := range e.Tags {
 		if !ix.letters[t[0]] {
 			continue
