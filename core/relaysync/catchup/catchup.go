@@ -159,11 +159,16 @@ type Result struct {
 	Method         Method
 	FallbackReason string // why negentropy was abandoned, "" if it was not
 	Rounds         int    // NEG-MSG answers processed plus REQs sent
-	Retries        int    // negentropy sessions restarted
-	Local          int    // events we held for the filter
-	PeerLacks      int    // ids we hold that the peer lacks (negentropy only)
-	Needed         int    // ids the peer has that we lack (negentropy only)
-	Fetched        int    // events received that passed verification
+	Retries        int    // negentropy sessions restarted, for either reason below
+	// SmallFrameRestarts is how many of Retries started over with small
+	// frames after the peer refused a large one; the rest are sessions the
+	// peer reported closed (khatru's NEG-OPEN/NEG-MSG race), which a
+	// loaded machine makes more likely.
+	SmallFrameRestarts int
+	Local              int // events we held for the filter
+	PeerLacks          int // ids we hold that the peer lacks (negentropy only)
+	Needed             int // ids the peer has that we lack (negentropy only)
+	Fetched            int // events received that passed verification
 	// Early is how many of Delivered were delivered before the negentropy
 	// session ended: the fetch overlaps the reconciliation.
 	Early         int
@@ -278,6 +283,7 @@ func (c *Client) run(ctx context.Context, url string, filter nostr.Filter, local
 			c.log.Debug("negentropy session failed after a large frame; retrying with small ones", "relay", url, "fallback", fallback, "error", err)
 			c.noteRefusesLarge(url)
 			res.Retries++
+			res.SmallFrameRestarts++
 			s.close(res)
 			f.lost()
 			if s, err = c.open(ctx, url, opts); err != nil {

@@ -80,18 +80,21 @@ func TestG02_1_LargeFramesWhereThePeerReadsThem(t *testing.T) {
 	small := rounds(large, Options{Negentropy: true, LargeFrameLimit: -1}, newClient(t, Config{}, env.Env{}))
 	big := rounds(large, Options{Negentropy: true}, newClient(t, Config{}, env.Env{}))
 	t.Logf("rounds: %d with 60,000-byte frames, %d with 500,000", small.Rounds, big.Rounds)
-	if big.Retries != 0 || big.Rounds >= small.Rounds {
-		t.Fatalf("large frames: %d rounds (%d retries); small frames only: %d rounds; want fewer and none retried", big.Rounds, big.Retries, small.Rounds)
+	// Restarts of a session khatru reported closed (its NEG-OPEN/NEG-MSG
+	// race, likelier under load) are not what this test is about: only the
+	// restarts with small frames are counted.
+	if big.SmallFrameRestarts != 0 || big.Rounds >= small.Rounds {
+		t.Fatalf("large frames: %d rounds (%d restarts with small frames); small frames only: %d rounds; want fewer and none restarted", big.Rounds, big.SmallFrameRestarts, small.Rounds)
 	}
 
 	strfryLike := upstream(t, peer, upstreamOpts{negentropy: true, maxMessage: 128 << 10})
 	c := newClient(t, Config{}, env.Env{})
 	first := rounds(strfryLike, Options{Negentropy: true}, c)
-	if first.Retries != 1 {
-		t.Fatalf("first catch-up with a peer reading 128 KiB: %d retries, want 1 (large frames refused)", first.Retries)
+	if first.SmallFrameRestarts != 1 {
+		t.Fatalf("first catch-up with a peer reading 128 KiB: %d restarts with small frames, want 1 (large frames refused)", first.SmallFrameRestarts)
 	}
-	if again := rounds(strfryLike, Options{Negentropy: true}, c); again.Retries != 0 {
-		t.Fatalf("second catch-up: %d retries, want 0 (the peer is remembered)", again.Retries)
+	if again := rounds(strfryLike, Options{Negentropy: true}, c); again.SmallFrameRestarts != 0 {
+		t.Fatalf("second catch-up: %d restarts with small frames, want 0 (the peer is remembered)", again.SmallFrameRestarts)
 	}
 	requireNoLeak(t)
 }

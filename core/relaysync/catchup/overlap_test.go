@@ -91,8 +91,8 @@ func TestG02_1_RefusedFetchDuringTheSessionIsNotALargeFrameRefusal(t *testing.T)
 	if !errors.Is(err, errRefused) {
 		t.Fatalf("err %v, want the peer's refusal", err)
 	}
-	if res.Retries != 0 || c.refusesLarge(url) {
-		t.Fatalf("%d retries, peer remembered as refusing large frames: %v; want neither", res.Retries, c.refusesLarge(url))
+	if res.SmallFrameRestarts != 0 || c.refusesLarge(url) {
+		t.Fatalf("%d restarts with small frames, peer remembered as refusing large frames: %v; want neither", res.SmallFrameRestarts, c.refusesLarge(url))
 	}
 	requireNoLeak(t)
 }
