@@ -199,20 +199,22 @@ func (p *proc) startProfile(file string) error {
 	if p.profile == "" {
 		return nil
 	}
-	return p.profileCall("/start?file=" + url.QueryEscape(file))
+	return p.profileCall(http.MethodPost, "/start?file="+url.QueryEscape(file), nil)
 }
 
 func (p *proc) stopProfile() error {
 	if p.profile == "" {
 		return nil
 	}
-	return p.profileCall("/stop")
+	return p.profileCall(http.MethodPost, "/stop", nil)
 }
 
-func (p *proc) profileCall(path string) error {
+// profileCall asks the server's benchprofile switch (core/profiling) for
+// path and, with out non-nil, decodes its JSON answer into out.
+func (p *proc) profileCall(method, path string, out any) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+p.profile+path, nil)
+	req, _ := http.NewRequestWithContext(ctx, method, "http://"+p.profile+path, nil)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		return fmt.Errorf("%s profile %s: %w", p.name, path, err)
@@ -221,6 +223,11 @@ func (p *proc) profileCall(path string) error {
 	if resp.StatusCode != http.StatusOK {
 		body, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
 		return fmt.Errorf("%s profile %s: %s %s", p.name, path, resp.Status, body)
+	}
+	if out != nil {
+		if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
+			return fmt.Errorf("%s profile %s: %w", p.name, path, err)
+		}
 	}
 	return nil
 }

@@ -1,10 +1,7 @@
 package main
 
 import (
-	"context"
-	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -23,14 +20,18 @@ func profileIngest(dir string, p *proc, server string, events int) (stop func() 
 	if dir == "" {
 		return func() error { return nil }, nil
 	}
-	abs, err := filepath.Abs(dir)
+	file, err := profileFile(dir, "ingest", server, events)
 	if err != nil {
 		return nil, err
 	}
-	if err := p.startProfile(filepath.Join(abs, fmt.Sprintf("ingest-%s-%d.pprof", server, events))); err != nil {
+	clientFile, err := profileFile(dir, "ingest-client", server, events)
+	if err != nil {
 		return nil, err
 	}
-	f, err := os.Create(filepath.Join(abs, fmt.Sprintf("ingest-client-%s-%d.pprof", server, events)))
+	if err := p.startProfile(file); err != nil {
+		return nil, err
+	}
+	f, err := os.Create(clientFile)
 	if err != nil {
 		_ = p.stopProfile()
 		return nil, err
@@ -50,6 +51,17 @@ func profileIngest(dir string, p *proc, server string, events int) (stop func() 
 	}, nil
 }
 
+// profileFile is where -profile's profile of one kind (ingest,
+// ingest-client, queries, nip77) for one server at one point goes: an
+// absolute path, since the server writes it from its own directory.
+func profileFile(dir, kind, server string, events int) (string, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(abs, fmt.Sprintf("%s-%s-%d.pprof", kind, server, events)), nil
+}
+
 // runtimeSample is the server's GET /runtime answer (core/profiling's
 // RuntimeMetrics): runtime/metrics names → values.
 type runtimeSample map[string]float64
@@ -60,21 +72,9 @@ func (p *proc) runtimeFigures() (runtimeSample, error) {
 	if p.profile == "" {
 		return nil, nil
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+p.profile+"/runtime", nil)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return nil, fmt.Errorf("%s runtime figures: %w", p.name, err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		body, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
-		return nil, fmt.Errorf("%s runtime figures: %s %s", p.name, resp.Status, body)
-	}
 	var s runtimeSample
-	if err := json.NewDecoder(resp.Body).Decode(&s); err != nil {
-		return nil, fmt.Errorf("%s runtime figures: %w", p.name, err)
+	if err := p.profileCall(http.MethodGet, "/runtime", &s); err != nil {
+		return nil, err
 	}
 	return s, nil
 }
@@ -93,11 +93,10 @@ func profilePhase(dir string, p *proc, server, phase string, events int) (end fu
 	if dir == "" || p.profile == "" {
 		return func(*serverRun) error { return nil }, nil
 	}
-	abs, err := filepath.Abs(dir)
+	file, err := profileFile(dir, phase, server, events)
 	if err != nil {
 		return nil, err
 	}
-	file := filepath.Join(abs, fmt.Sprintf("%s-%s-%d.pprof", phase, server, events))
 	before, err := p.runtimeFigures()
 	if err != nil {
 		return nil, err

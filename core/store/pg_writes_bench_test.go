@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"fmt"
 	"os"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -58,17 +57,7 @@ func pgPostmaster(db *sql.DB) int {
 	if err := db.QueryRow(`SELECT pg_backend_pid()`).Scan(&backend); err != nil {
 		return 0
 	}
-	st, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", backend))
-	if err != nil {
-		return 0
-	}
-	for _, line := range strings.Split(string(st), "\n") {
-		if v, ok := strings.CutPrefix(line, "PPid:"); ok {
-			n, _ := strconv.Atoi(strings.TrimSpace(v))
-			return n
-		}
-	}
-	return 0
+	return proctree.Parent(backend)
 }
 
 // BenchmarkPGWritesPerEvent saves b.N events of the grasp-bench-shaped

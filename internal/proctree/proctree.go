@@ -1,6 +1,6 @@
-// Package proctree owns reading what a process and its direct children have
-// spent from /proc: their CPU time and the bytes they caused to be written
-// (write_bytes). The scale bench and the store's PostgreSQL benchmark both
+// Package proctree owns reading a process tree from /proc: a process's
+// parent, and what a process and its direct children have spent, their CPU
+// time and the bytes they caused to be written (write_bytes). The scale bench and the store's PostgreSQL benchmark both
 // charge a PostgreSQL cluster's work to the events they send it this way.
 // It only reads /proc; it never signals or waits for a process.
 package proctree
@@ -67,4 +67,20 @@ func Sample(root int) (cpu time.Duration, written int64) {
 		}
 	}
 	return cpu, written
+}
+
+// Parent is pid's parent process (PPid in /proc/<pid>/status), or 0 when
+// /proc does not show it.
+func Parent(pid int) int {
+	st, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(st), "\n") {
+		if v, ok := strings.CutPrefix(line, "PPid:"); ok {
+			n, _ := strconv.Atoi(strings.TrimSpace(v))
+			return n
+		}
+	}
+	return 0
 }

@@ -35,6 +35,9 @@ func TestSampleCountsAChildsCPUAndWrites(t *testing.T) {
 	if w1-w0 < 8<<20 {
 		t.Errorf("write_bytes %d → %d: the reaped child's 8 MiB are not counted", w0, w1)
 	}
+	if got := Parent(os.Getpid()); got != os.Getppid() {
+		t.Errorf("Parent(self) = %d, want %d", got, os.Getppid())
+	}
 	if c, w := Sample(0); c != 0 || w != 0 {
 		t.Errorf("Sample(0) = %v, %d; want nothing", c, w)
 	}
